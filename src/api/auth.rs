@@ -1,0 +1,102 @@
+//! Bearer-token authentication (RFC 6750).
+//!
+//! Holds the accepted tokens (several, for rotation) and checks an
+//! `Authorization` header against all of them in constant time: every
+//! token is compared in full, whatever matched, so the time taken does not
+//! reveal how much of a guess was right. Tokens are never logged.
+
+use super::ApiError;
+
+/// The accepted bearer tokens.
+pub struct Tokens {
+    accepted: Vec<Vec<u8>>,
+}
+
+impl Tokens {
+    /// Accepts exactly these tokens.
+    pub fn new(tokens: Vec<String>) -> Tokens {
+        Tokens {
+            accepted: tokens.into_iter().map(String::into_bytes).collect(),
+        }
+    }
+
+    /// Checks an `Authorization` header value.
+    pub fn check(&self, header: Option<&[u8]>) -> Result<(), ApiError> {
+        let Some(presented) = header.and_then(bearer) else {
+            return Err(ApiError::Unauthorized { presented: false });
+        };
+        let mut matched = false;
+        for token in &self.accepted {
+            matched |= same(token, presented);
+        }
+        if matched {
+            Ok(())
+        } else {
+            Err(ApiError::Unauthorized { presented: true })
+        }
+    }
+}
+
+/// The token of a `Bearer <token>` credential (scheme case-insensitive).
+fn bearer(value: &[u8]) -> Option<&[u8]> {
+    let (scheme, rest) = value.split_at_checked(7)?;
+    if !scheme.eq_ignore_ascii_case(b"bearer ") {
+        return None;
+    }
+    let token = rest.trim_ascii();
+    (!token.is_empty()).then_some(token)
+}
+
+/// Constant-time equality for equal lengths (a length mismatch returns at
+/// once: token lengths are not secret).
+fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens() -> Tokens {
+        Tokens::new(vec!["alpha".into(), "beta".into()])
+    }
+
+    #[test]
+    fn accepts_any_configured_token_with_any_scheme_case() {
+        assert!(tokens().check(Some(b"Bearer alpha")).is_ok());
+        assert!(tokens().check(Some(b"bearer beta")).is_ok());
+    }
+
+    #[test]
+    fn refuses_missing_wrong_scheme_and_wrong_token() {
+        let missing = tokens().check(None);
+        assert!(matches!(
+            missing,
+            Err(ApiError::Unauthorized { presented: false })
+        ));
+        let basic = tokens().check(Some(b"Basic alpha"));
+        assert!(matches!(
+            basic,
+            Err(ApiError::Unauthorized { presented: false })
+        ));
+        let empty = tokens().check(Some(b"Bearer "));
+        assert!(matches!(
+            empty,
+            Err(ApiError::Unauthorized { presented: false })
+        ));
+        let wrong = tokens().check(Some(b"Bearer alphx"));
+        assert!(matches!(
+            wrong,
+            Err(ApiError::Unauthorized { presented: true })
+        ));
+        let prefix = tokens().check(Some(b"Bearer alph"));
+        assert!(matches!(
+            prefix,
+            Err(ApiError::Unauthorized { presented: true })
+        ));
+    }
+}

@@ -1,0 +1,120 @@
+//! `ApiError`: every way a request can fail, and its status and Error body.
+//!
+//! `status()` is the one place a failure becomes a status code. Messages
+//! name the offending field, parameter or limit; they never carry a token,
+//! a file path or internal detail (that is logged, not sent).
+
+use std::fmt;
+
+use crate::http::{BodyError, Response};
+use crate::store::{InvalidBody, StoreError};
+
+/// A request that cannot be answered with success.
+#[derive(Debug)]
+pub enum ApiError {
+    /// No such route.
+    NoRoute,
+    /// Known path, wrong method; the value lists the allowed methods.
+    MethodNotAllowed(&'static str),
+    /// Missing or wrong credentials; `presented` when a bearer token was
+    /// sent but is not valid.
+    Unauthorized {
+        /// Whether a bearer token was presented.
+        presented: bool,
+    },
+    /// A body with a content type other than JSON.
+    UnsupportedMediaType,
+    /// A path id or query parameter that does not parse (its name).
+    BadParameter(&'static str),
+    /// The body could not be read.
+    Body(BodyError),
+    /// The body is not a valid NewPlant or Plant.
+    Invalid(InvalidBody),
+    /// The store refused the change.
+    Store(StoreError),
+}
+
+impl ApiError {
+    /// The HTTP status for this error.
+    pub fn status(&self) -> u16 {
+        match self {
+            ApiError::NoRoute => 404,
+            ApiError::MethodNotAllowed(_) => 405,
+            ApiError::Unauthorized { .. } => 401,
+            ApiError::UnsupportedMediaType => 415,
+            ApiError::BadParameter(_) => 400,
+            ApiError::Body(BodyError::TooLarge(_)) => 413,
+            ApiError::Body(BodyError::Timeout) => 408,
+            ApiError::Body(BodyError::Malformed(_) | BodyError::Closed) => 400,
+            ApiError::Invalid(_) => 400,
+            ApiError::Store(StoreError::Exists(_)) => 409,
+            ApiError::Store(StoreError::NotFound(_)) => 404,
+            ApiError::Store(StoreError::Full(_)) => 507,
+        }
+    }
+
+    /// The Error response, with the headers the status calls for.
+    pub fn to_response(&self) -> Response {
+        let response = Response::error(self.status(), &self.to_string());
+        match self {
+            ApiError::MethodNotAllowed(allow) => response.with_header("Allow", *allow),
+            ApiError::Unauthorized { presented: false } => {
+                response.with_header("WWW-Authenticate", r#"Bearer realm="plantstore""#)
+            }
+            ApiError::Unauthorized { presented: true } => response.with_header(
+                "WWW-Authenticate",
+                r#"Bearer realm="plantstore", error="invalid_token""#,
+            ),
+            _ => response,
+        }
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApiError::NoRoute => f.write_str("no such resource"),
+            ApiError::MethodNotAllowed(allow) => {
+                write!(f, "method not allowed here; allowed: {allow}")
+            }
+            ApiError::Unauthorized { presented: false } => {
+                f.write_str("missing bearer token in the Authorization header")
+            }
+            ApiError::Unauthorized { presented: true } => f.write_str("invalid bearer token"),
+            ApiError::UnsupportedMediaType => f.write_str("Content-Type must be application/json"),
+            ApiError::BadParameter(name) => write!(f, "malformed {name}"),
+            ApiError::Body(e) => e.fmt(f),
+            ApiError::Invalid(e) => e.fmt(f),
+            ApiError::Store(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ApiError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ApiError::Body(e) => Some(e),
+            ApiError::Invalid(e) => Some(e),
+            ApiError::Store(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<BodyError> for ApiError {
+    fn from(e: BodyError) -> ApiError {
+        ApiError::Body(e)
+    }
+}
+
+impl From<InvalidBody> for ApiError {
+    fn from(e: InvalidBody) -> ApiError {
+        ApiError::Invalid(e)
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> ApiError {
+        ApiError::Store(e)
+    }
+}

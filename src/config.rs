@@ -1,0 +1,289 @@
+//! Command-line flags (`Args`, as typed) and the validated `Config`.
+//!
+//! `Config::from_args` is the only place flags are checked and resolved:
+//! the address, non-zero limits, the log level, and where the bearer tokens
+//! come from. Token precedence: `--token-file` or `--token` (not both), else
+//! the `PLANTSTORE_TOKEN` environment variable, else a random token made
+//! here. Nothing in this module logs; `main` reports errors and exits 2.
+
+use std::fmt;
+use std::io::{self, Read};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use argh::FromArgs;
+use log::LevelFilter;
+
+use crate::http::Limits;
+
+/// plantstore: a tiny, fast HTTP server for the Plant Store API.
+#[derive(FromArgs, Debug)]
+pub struct Args {
+    /// address to listen on (default 127.0.0.1:8080; use 0.0.0.0:8080 to serve the LAN)
+    #[argh(option, default = "String::from(\"127.0.0.1:8080\")")]
+    pub addr: String,
+    /// most connections served at once; more are answered 503 (default 1024)
+    #[argh(option, default = "1024")]
+    pub max_connections: usize,
+    /// largest request body in bytes; larger is 413 (default 65536)
+    #[argh(option, default = "65536")]
+    pub max_body: usize,
+    /// most plants stored; past it a create is 507 (default 1000000)
+    #[argh(option, default = "1_000_000")]
+    pub max_plants: usize,
+    /// file of bearer tokens, one per line; blank lines and # comments are ignored
+    #[argh(option)]
+    pub token_file: Option<PathBuf>,
+    /// a bearer token (visible in the process list: prefer --token-file or PLANTSTORE_TOKEN)
+    #[argh(option)]
+    pub token: Option<String>,
+    /// log level: error, warn, info, debug or trace (default info)
+    #[argh(option, default = "String::from(\"info\")")]
+    pub log_level: String,
+    /// seconds a client has to send a request head (default 10)
+    #[argh(option, default = "10")]
+    pub head_timeout: u64,
+    /// seconds of silence allowed while a client sends a body (default 10)
+    #[argh(option, default = "10")]
+    pub body_timeout: u64,
+    /// seconds an idle keep-alive connection is kept open (default 5)
+    #[argh(option, default = "5")]
+    pub idle_timeout: u64,
+    /// print the version and exit
+    #[argh(switch)]
+    pub version: bool,
+}
+
+/// Where the accepted tokens came from (for the start-up log).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenSource {
+    /// `--token-file`.
+    File,
+    /// `--token`.
+    Flag,
+    /// `PLANTSTORE_TOKEN`.
+    Env,
+    /// Made at start-up; printed once to stderr.
+    Generated,
+}
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address to bind.
+    pub addr: SocketAddr,
+    /// Engine limits and timeouts.
+    pub limits: Limits,
+    /// Most plants stored.
+    pub max_plants: usize,
+    /// Accepted bearer tokens (never empty).
+    pub tokens: Vec<String>,
+    /// Where the tokens came from.
+    pub token_source: TokenSource,
+    /// Log verbosity.
+    pub log_level: LevelFilter,
+}
+
+/// A flag value that cannot be used.
+#[derive(Debug)]
+pub enum ConfigError {
+    /// `--addr` is not an address.
+    Addr(String),
+    /// A limit or timeout flag is zero.
+    Zero(&'static str),
+    /// `--log-level` is not a level.
+    LogLevel(String),
+    /// `--token` and `--token-file` together.
+    TwoTokenSources,
+    /// A token was given but is empty or has whitespace inside.
+    BadToken(&'static str),
+    /// The token file cannot be read.
+    TokenFile(PathBuf, io::Error),
+    /// The token file has no token in it.
+    NoTokenInFile(PathBuf),
+    /// The OS random source failed.
+    Random(io::Error),
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Addr(a) => write!(
+                f,
+                "--addr {a:?} is not a socket address such as 127.0.0.1:8080"
+            ),
+            ConfigError::Zero(flag) => write!(f, "{flag} must be greater than 0"),
+            ConfigError::LogLevel(l) => {
+                write!(
+                    f,
+                    "--log-level {l:?} is not one of error, warn, info, debug, trace"
+                )
+            }
+            ConfigError::TwoTokenSources => f.write_str("give --token or --token-file, not both"),
+            ConfigError::BadToken(from) => {
+                write!(f, "the token from {from} is empty or contains whitespace")
+            }
+            ConfigError::TokenFile(p, e) => {
+                write!(f, "cannot read token file {}: {e}", p.display())
+            }
+            ConfigError::NoTokenInFile(p) => write!(f, "token file {} holds no token", p.display()),
+            ConfigError::Random(e) => write!(f, "cannot read the OS random source: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigError::TokenFile(_, e) | ConfigError::Random(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Config {
+    /// Validates flags; `env_token` is the value of `PLANTSTORE_TOKEN`.
+    pub fn from_args(args: Args, env_token: Option<String>) -> Result<Config, ConfigError> {
+        let addr = parse_addr(&args.addr)?;
+        let log_level = args
+            .log_level
+            .parse::<LevelFilter>()
+            .ok()
+            .filter(|l| *l != LevelFilter::Off)
+            .ok_or_else(|| ConfigError::LogLevel(args.log_level.clone()))?;
+        let positive = |value: u64, flag: &'static str| {
+            if value == 0 {
+                Err(ConfigError::Zero(flag))
+            } else {
+                Ok(value)
+            }
+        };
+        let limits = Limits {
+            max_connections: positive(args.max_connections as u64, "--max-connections")? as usize,
+            max_body: positive(args.max_body as u64, "--max-body")? as usize,
+            head_timeout: Duration::from_secs(positive(args.head_timeout, "--head-timeout")?),
+            body_timeout: Duration::from_secs(positive(args.body_timeout, "--body-timeout")?),
+            idle_timeout: Duration::from_secs(positive(args.idle_timeout, "--idle-timeout")?),
+            ..Limits::default()
+        };
+        positive(args.max_plants as u64, "--max-plants")?;
+        let (tokens, token_source) = tokens(args.token_file, args.token, env_token)?;
+        Ok(Config {
+            addr,
+            limits,
+            max_plants: args.max_plants,
+            tokens,
+            token_source,
+            log_level,
+        })
+    }
+}
+
+fn parse_addr(text: &str) -> Result<SocketAddr, ConfigError> {
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    // A host name such as localhost:8080: take its first address.
+    text.to_socket_addrs()
+        .ok()
+        .and_then(|mut addrs| addrs.next())
+        .ok_or_else(|| ConfigError::Addr(text.to_string()))
+}
+
+fn tokens(
+    file: Option<PathBuf>,
+    flag: Option<String>,
+    env: Option<String>,
+) -> Result<(Vec<String>, TokenSource), ConfigError> {
+    let single = |token: String, from: &'static str| {
+        let token = token.trim().to_string();
+        if token.is_empty() || token.contains(char::is_whitespace) {
+            Err(ConfigError::BadToken(from))
+        } else {
+            Ok(vec![token])
+        }
+    };
+    match (file, flag, env) {
+        (Some(_), Some(_), _) => Err(ConfigError::TwoTokenSources),
+        (Some(path), None, _) => Ok((read_token_file(path)?, TokenSource::File)),
+        (None, Some(token), _) => Ok((single(token, "--token")?, TokenSource::Flag)),
+        (None, None, Some(token)) => Ok((single(token, "PLANTSTORE_TOKEN")?, TokenSource::Env)),
+        (None, None, None) => Ok((vec![random_token()?], TokenSource::Generated)),
+    }
+}
+
+/// One token per line; blank lines and `#` comments ignored.
+fn read_token_file(path: PathBuf) -> Result<Vec<String>, ConfigError> {
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| ConfigError::TokenFile(path.clone(), e))?;
+    let tokens: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(String::from)
+        .collect();
+    if tokens.is_empty() {
+        return Err(ConfigError::NoTokenInFile(path));
+    }
+    if tokens.iter().any(|t| t.contains(char::is_whitespace)) {
+        return Err(ConfigError::BadToken("--token-file"));
+    }
+    Ok(tokens)
+}
+
+/// 256 random bits from the OS, as 64 hex digits.
+fn random_token() -> Result<String, ConfigError> {
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(ConfigError::Random)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> Args {
+        Args::from_args(&["plantstore"], extra).expect("flags parse")
+    }
+
+    #[test]
+    fn token_sources_resolve_in_order() {
+        let (t, s) = tokens(None, Some("f".into()), Some("e".into())).unwrap();
+        assert_eq!((t, s), (vec!["f".to_string()], TokenSource::Flag));
+        let (t, s) = tokens(None, None, Some("e".into())).unwrap();
+        assert_eq!((t, s), (vec!["e".to_string()], TokenSource::Env));
+        let (t, s) = tokens(None, None, None).unwrap();
+        assert_eq!(s, TokenSource::Generated);
+        assert_eq!(t[0].len(), 64);
+        assert_ne!(
+            t,
+            tokens(None, None, None).unwrap().0,
+            "two generated tokens differ"
+        );
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        let zero = Config::from_args(args(&["--max-connections", "0"]), Some("t".into()));
+        assert!(matches!(zero, Err(ConfigError::Zero("--max-connections"))));
+        let level = Config::from_args(args(&["--log-level", "loud"]), Some("t".into()));
+        assert!(matches!(level, Err(ConfigError::LogLevel(_))));
+        let addr = Config::from_args(args(&["--addr", "nowhere"]), Some("t".into()));
+        assert!(matches!(addr, Err(ConfigError::Addr(_))));
+        let both = Config::from_args(args(&["--token", "a", "--token-file", "f"]), None);
+        assert!(matches!(both, Err(ConfigError::TwoTokenSources)));
+    }
+
+    #[test]
+    fn defaults_match_the_spec() {
+        let config = Config::from_args(args(&[]), Some("t".into())).unwrap();
+        assert_eq!(config.addr.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.limits.max_connections, 1024);
+        assert_eq!(config.limits.max_body, 64 * 1024);
+        assert_eq!(config.max_plants, 1_000_000);
+        assert_eq!(config.log_level, LevelFilter::Info);
+    }
+}

@@ -1,0 +1,246 @@
+//! The plant types and the validation of request bodies into them.
+//!
+//! Validation follows JSON Schema (2020-12) meaning, as OpenAPI 3.1 does:
+//! `id` is an integer (an integral number such as `7.0` counts, `7.5` does
+//! not) within int64; `name` is a string; `tag`, when present, is a string
+//! (`null` is refused). Unknown fields are accepted and ignored. Duplicate
+//! keys at the top level are refused, because which one "wins" would be a
+//! guess. `name` and `tag` have no length rules beyond the body limit.
+//!
+//! The body is parsed once, by a serde visitor that records which known
+//! fields it saw (and whether one came twice) and skips everything else
+//! without building it; the messages for wrong types are ours, so they name
+//! the field.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::Serialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::Value;
+
+/// A plant as stored and as answered by `POST /plants`: `name` and an
+/// optional `tag`, never an `id` (the seed's Plant has none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Plant {
+    /// Name of the plant.
+    pub name: String,
+    /// Tag that specifies the type of the plant; omitted when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+}
+
+/// The body of `POST /plants`: a Plant plus its client-chosen `id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPlant {
+    /// Identification number of the plant.
+    pub id: i64,
+    /// The plant itself.
+    pub plant: Plant,
+}
+
+/// A stored plant with its id, as listed and fetched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlantRecord<'a> {
+    /// Identification number of the plant.
+    pub id: i64,
+    /// Name of the plant.
+    pub name: &'a str,
+    /// Tag of the plant; omitted when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<&'a str>,
+}
+
+impl<'a> PlantRecord<'a> {
+    /// Pairs an id with a borrowed plant for serialisation.
+    pub fn new(id: i64, plant: &'a Plant) -> Self {
+        PlantRecord {
+            id,
+            name: &plant.name,
+            tag: plant.tag.as_deref(),
+        }
+    }
+}
+
+/// Why a body is not a valid NewPlant or Plant. Each message names the
+/// offending field or the syntax problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InvalidBody {
+    /// Not JSON at all (the text says where, as serde_json reports it).
+    Syntax(String),
+    /// JSON, but not an object.
+    NotObject,
+    /// The same top-level key appears twice.
+    DuplicateKey(String),
+    /// A required field is absent.
+    Missing(&'static str),
+    /// A field is present with a value of the wrong type or range.
+    WrongType(&'static str, &'static str),
+}
+
+impl fmt::Display for InvalidBody {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InvalidBody::Syntax(detail) => write!(f, "request body is not valid JSON: {detail}"),
+            InvalidBody::NotObject => f.write_str("request body must be a JSON object"),
+            InvalidBody::DuplicateKey(key) => write!(f, "duplicate key {key:?} in request body"),
+            InvalidBody::Missing(field) => write!(f, "field {field:?} is required"),
+            InvalidBody::WrongType(field, want) => write!(f, "field {field:?} must be {want}"),
+        }
+    }
+}
+
+impl std::error::Error for InvalidBody {}
+
+impl NewPlant {
+    /// Parses and validates a `POST /plants` body.
+    pub fn parse(body: &[u8]) -> Result<NewPlant, InvalidBody> {
+        let fields = Fields::parse(body)?;
+        let id = match &fields.id {
+            None => return Err(InvalidBody::Missing("id")),
+            Some(value) => int64(value).ok_or(InvalidBody::WrongType("id", "an int64 integer"))?,
+        };
+        Ok(NewPlant {
+            id,
+            plant: fields.into_plant()?,
+        })
+    }
+}
+
+impl Plant {
+    /// Parses and validates a Plant body (`PUT /plants/{id}`); an `id`
+    /// field, if any, is an unknown field here and ignored.
+    pub fn parse(body: &[u8]) -> Result<Plant, InvalidBody> {
+        Fields::parse(body)?.into_plant()
+    }
+}
+
+/// Reads a JSON number as an int64 the JSON Schema way: any integral value
+/// in range, whatever its spelling (`7`, `7.0`, `7e0`).
+fn int64(value: &Value) -> Option<i64> {
+    let number = match value {
+        Value::Number(n) => n,
+        _ => return None,
+    };
+    if let Some(i) = number.as_i64() {
+        return Some(i);
+    }
+    if number.is_u64() {
+        return None; // an integer above i64::MAX
+    }
+    let f = number.as_f64()?;
+    // 2^63 is exactly representable; every integral f64 in [-2^63, 2^63)
+    // converts to i64 without loss.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if f.fract() == 0.0 && (-LIMIT..LIMIT).contains(&f) {
+        Some(f as i64)
+    } else {
+        None
+    }
+}
+
+/// The known top-level fields of a body, as raw JSON values.
+#[derive(Default)]
+struct Fields {
+    id: Option<Value>,
+    name: Option<Value>,
+    tag: Option<Value>,
+    duplicate: Option<String>,
+}
+
+impl Fields {
+    fn parse(body: &[u8]) -> Result<Fields, InvalidBody> {
+        let mut de = serde_json::Deserializer::from_slice(body);
+        let parsed = de.deserialize_any(FieldsVisitor);
+        let fields = match parsed {
+            Ok(Some(fields)) => fields,
+            Ok(None) => {
+                de.end().map_err(|e| InvalidBody::Syntax(e.to_string()))?;
+                return Err(InvalidBody::NotObject);
+            }
+            Err(e) => return Err(InvalidBody::Syntax(e.to_string())),
+        };
+        de.end().map_err(|e| InvalidBody::Syntax(e.to_string()))?;
+        if let Some(key) = fields.duplicate {
+            return Err(InvalidBody::DuplicateKey(key));
+        }
+        Ok(fields)
+    }
+
+    fn into_plant(self) -> Result<Plant, InvalidBody> {
+        let name = match self.name {
+            None => return Err(InvalidBody::Missing("name")),
+            Some(Value::String(s)) => s,
+            Some(_) => return Err(InvalidBody::WrongType("name", "a string")),
+        };
+        let tag = match self.tag {
+            None => None,
+            Some(Value::String(s)) => Some(s),
+            Some(_) => return Err(InvalidBody::WrongType("tag", "a string when present")),
+        };
+        Ok(Plant { name, tag })
+    }
+}
+
+/// Visits any JSON value: an object yields `Some(Fields)`, anything else
+/// `None` (after consuming it, so trailing garbage is still reported).
+struct FieldsVisitor;
+
+impl<'de> Visitor<'de> for FieldsVisitor {
+    type Value = Option<Fields>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut fields = Fields::default();
+        let mut seen: HashSet<String> = HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let slot = match key.as_str() {
+                "id" => Some(&mut fields.id),
+                "name" => Some(&mut fields.name),
+                "tag" => Some(&mut fields.tag),
+                _ => None,
+            };
+            match slot {
+                Some(slot) if slot.is_none() => *slot = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            // Keep the first duplicate for the message; parsing goes on so
+            // that a syntax error later in the body is still reported.
+            if seen.contains(&key) {
+                fields.duplicate.get_or_insert(key);
+            } else {
+                seen.insert(key);
+            }
+        }
+        Ok(Some(fields))
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
