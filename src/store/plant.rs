@@ -117,6 +117,12 @@ impl Plant {
 
 /// Reads a JSON number as an int64 the JSON Schema way: any integral value
 /// in range, whatever its spelling (`7`, `7.0`, `7e0`).
+///
+/// Integer literals are exact over the whole int64 range. A literal with a
+/// fraction or exponent arrives as an f64, which cannot tell `2^63 - 1`
+/// from `2^63` or `-2^63 - 1` from `-2^63`; such ids are accepted only
+/// within ±2^53, where every integer is exactly representable, so an id is
+/// never silently changed by rounding.
 fn int64(value: &Value) -> Option<i64> {
     let number = match value {
         Value::Number(n) => n,
@@ -126,17 +132,11 @@ fn int64(value: &Value) -> Option<i64> {
         return Some(i);
     }
     if number.is_u64() {
-        return None; // an integer above i64::MAX
+        return None; // an integer literal above i64::MAX
     }
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
     let f = number.as_f64()?;
-    // 2^63 is exactly representable; every integral f64 in [-2^63, 2^63)
-    // converts to i64 without loss.
-    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
-    if f.fract() == 0.0 && (-LIMIT..LIMIT).contains(&f) {
-        Some(f as i64)
-    } else {
-        None
-    }
+    (f.fract() == 0.0 && f.abs() <= EXACT).then_some(f as i64)
 }
 
 /// The known top-level fields of a body, as raw JSON values.
@@ -242,5 +242,60 @@ impl<'de> Visitor<'de> for FieldsVisitor {
     }
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(text: &str) -> Result<i64, InvalidBody> {
+        NewPlant::parse(format!(r#"{{"id": {text}, "name": "n"}}"#).as_bytes()).map(|p| p.id)
+    }
+
+    #[test]
+    fn ids_follow_json_schema_integer_meaning() {
+        assert_eq!(id("7"), Ok(7));
+        assert_eq!(id("7.0"), Ok(7));
+        assert_eq!(id("-7e0"), Ok(-7));
+        assert_eq!(id("1.5e1"), Ok(15));
+        assert_eq!(id("9223372036854775807"), Ok(i64::MAX));
+        assert_eq!(id("-9223372036854775808"), Ok(i64::MIN));
+        assert_eq!(id("9007199254740992.0"), Ok(1 << 53));
+        for bad in [
+            "7.5",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "1e19",
+            "9007199254740994.0",
+            "\"7\"",
+            "true",
+        ] {
+            assert!(id(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn plant_ignores_an_id_and_unknown_fields() {
+        let plant = Plant::parse(br#"{"id": "x", "name": "a", "tag": "b", "more": [1]}"#).unwrap();
+        assert_eq!(
+            plant,
+            Plant {
+                name: "a".into(),
+                tag: Some("b".into())
+            }
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_are_reported_after_syntax() {
+        assert_eq!(
+            Plant::parse(br#"{"name": "a", "name": "b"}"#),
+            Err(InvalidBody::DuplicateKey("name".into()))
+        );
+        assert!(matches!(
+            Plant::parse(br#"{"name": "a", "name": "b"} x"#),
+            Err(InvalidBody::Syntax(_))
+        ));
     }
 }

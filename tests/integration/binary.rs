@@ -1,0 +1,250 @@
+//! The built `plantstore` executable: flags, start-up line, generated
+//! token, signals, and memory under hostile Content-Length values.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::support::{Client, request};
+
+const BIN: &str = env!("CARGO_BIN_EXE_plantstore");
+
+/// A running binary; its stderr is collected line by line.
+struct Running {
+    child: Child,
+    addr: SocketAddr,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Running {
+    fn start(args: &[&str], token: Option<&str>) -> Running {
+        let mut command = Command::new(BIN);
+        command.args(["--addr", "127.0.0.1:0"]).args(args);
+        command.env_remove("PLANTSTORE_TOKEN");
+        if let Some(token) = token {
+            command.env("PLANTSTORE_TOKEN", token);
+        }
+        let mut child = command
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = mpsc::channel();
+        let collected = Arc::clone(&lines);
+        thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("listening on http://").nth(1) {
+                    let addr = rest.split(',').next().unwrap().to_string();
+                    let _ = tx.send(addr);
+                }
+                collected.lock().unwrap().push(line);
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("start-up line");
+        Running {
+            child,
+            addr: addr.parse().expect("start-up line shows a real address"),
+            lines,
+        }
+    }
+
+    fn log(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args(["-s", name, &self.child.id().to_string()])
+            .status();
+        assert!(status.unwrap().success());
+    }
+
+    fn wait(&mut self, limit: Duration) -> ExitStatus {
+        let until = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < until, "did not exit within {limit:?}");
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn create(addr: SocketAddr, token: &str, id: i64) -> u16 {
+    let auth = format!("Bearer {token}");
+    let mut client = Client::connect(addr);
+    let body = format!(r#"{{"id":{id},"name":"a"}}"#);
+    client.send(&request(
+        "POST",
+        "/plants",
+        &[("Authorization", &auth), crate::support::JSON],
+        &body,
+    ));
+    client.reply().status
+}
+
+#[test]
+fn generated_token_is_printed_once_works_and_is_never_logged() {
+    let mut server = Running::start(&[], None);
+    thread::sleep(Duration::from_millis(100));
+    let log = server.log();
+    let token_lines: Vec<&String> = log
+        .iter()
+        .filter(|l| l.contains("bearer token for this run"))
+        .collect();
+    assert_eq!(token_lines.len(), 1, "{log:?}");
+    let token = token_lines[0].rsplit(' ').next().unwrap().to_string();
+    assert_eq!(token.len(), 64);
+    assert_eq!(create(server.addr, &token, 1), 200);
+    assert_eq!(create(server.addr, "wrong", 2), 401);
+    assert!(
+        log.iter().any(|l| l.contains("in memory")),
+        "start-up line names the storage"
+    );
+    server.signal("TERM");
+    assert!(server.wait(Duration::from_secs(7)).success());
+    let log = server.log();
+    assert!(
+        log.iter().any(|l| l.contains("POST /plants 200")),
+        "access line: {log:?}"
+    );
+    let leaks = log
+        .iter()
+        .filter(|l| l.contains(&token) && !l.contains("bearer token for this run"));
+    assert_eq!(leaks.count(), 0, "token leaked into the log");
+}
+
+#[test]
+fn huge_content_length_keeps_memory_flat() {
+    let server = Running::start(&[], Some("t0k3n"));
+    assert_eq!(create(server.addr, "t0k3n", 1), 200);
+    let before = server.rss_kib();
+    for i in 0..200 {
+        let auth = if i % 2 == 0 {
+            "Bearer t0k3n"
+        } else {
+            "Bearer nope"
+        };
+        let mut client = Client::connect(server.addr);
+        client.send(format!(
+            "POST /plants HTTP/1.1\r\nAuthorization: {auth}\r\nContent-Type: application/json\r\n\
+             Content-Length: 1000000000000\r\n\r\n"
+        ).as_bytes());
+        let status = client.reply().status;
+        assert!(status == 413 || status == 401, "{status}");
+    }
+    let after = server.rss_kib();
+    assert!(
+        after < before + 8 * 1024,
+        "RSS grew from {before} KiB to {after} KiB"
+    );
+    assert_eq!(create(server.addr, "t0k3n", 2), 200);
+}
+
+#[test]
+fn sigterm_finishes_the_request_in_flight_then_exits_0() {
+    let mut server = Running::start(&[], Some("t0k3n"));
+    let mut client = Client::connect(server.addr);
+    let body = r#"{"id":9,"name":"in flight"}"#;
+    let head = format!(
+        "POST /plants HTTP/1.1\r\nAuthorization: Bearer t0k3n\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    client.send(head.as_bytes());
+    client.send(&body.as_bytes()[..10]);
+    thread::sleep(Duration::from_millis(200));
+    server.signal("TERM");
+    thread::sleep(Duration::from_millis(300));
+    client.send(&body.as_bytes()[10..]);
+    let reply = client.reply();
+    assert_eq!(reply.status, 200);
+    assert_eq!(
+        reply.header("connection"),
+        Some("close"),
+        "stopping: no more requests here"
+    );
+    assert!(server.wait(Duration::from_secs(7)).success());
+}
+
+#[test]
+fn sigint_stops_an_idle_server_promptly() {
+    let mut server = Running::start(&[], Some("t0k3n"));
+    let _idle = Client::connect(server.addr);
+    thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    server.signal("INT");
+    assert!(server.wait(Duration::from_secs(7)).success());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn bad_flag_values_are_one_line_errors_with_exit_2() {
+    for args in [
+        &["--max-connections", "abc"][..],
+        &["--max-connections", "0"],
+        &["--addr", "not-an-address"],
+        &["--log-level", "loud"],
+        &["--token-file", "/nonexistent/tokens"],
+        &["--no-such-flag"],
+    ] {
+        let out = Command::new(BIN)
+            .args(args)
+            .env_remove("PLANTSTORE_TOKEN")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+#[test]
+fn version_and_help() {
+    let out = Command::new(BIN).arg("--version").output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("plantstore {}", env!("CARGO_PKG_VERSION"))
+    );
+    let out = Command::new(BIN).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--addr",
+        "--max-connections",
+        "--max-body",
+        "--max-plants",
+        "--token-file",
+        "--token",
+        "--log-level",
+    ] {
+        assert!(help.contains(flag), "{flag} documented");
+    }
+}

@@ -1,0 +1,219 @@
+//! The HTTP engine's protocol behaviour: persistence, pipelining, chunked
+//! bodies, `Expect: 100-continue`, HEAD, and a panicking handler.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use plantstore::http::{Handler, Limits, Request, Response, Server};
+
+use crate::support::{AUTH, Client, JSON, TestServer, request};
+
+#[test]
+fn keep_alive_serves_several_requests_on_one_connection() {
+    let server = TestServer::start();
+    let mut client = server.client();
+    for id in 1..=3 {
+        client.send(&request(
+            "POST",
+            "/plants",
+            &[AUTH, JSON],
+            &format!(r#"{{"id":{id},"name":"a"}}"#),
+        ));
+        let reply = client.reply();
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.header("connection"), None);
+    }
+}
+
+#[test]
+fn two_pipelined_requests_in_one_write_get_two_replies_in_order() {
+    let server = TestServer::start();
+    let mut client = server.client();
+    let mut bytes = request(
+        "POST",
+        "/plants",
+        &[AUTH, JSON],
+        r#"{"id":1,"name":"first"}"#,
+    );
+    bytes.extend(request(
+        "POST",
+        "/plants",
+        &[AUTH, JSON],
+        r#"{"id":2,"name":"second"}"#,
+    ));
+    bytes.extend(request(
+        "POST",
+        "/plants",
+        &[AUTH, JSON],
+        r#"{"id":1,"name":"third"}"#,
+    ));
+    client.send(&bytes);
+    assert_eq!(client.reply().json()["name"], "first");
+    assert_eq!(client.reply().json()["name"], "second");
+    assert_eq!(client.reply().status, 409);
+}
+
+#[test]
+fn connection_close_and_http_1_0_close_after_the_reply() {
+    let server = TestServer::start();
+    let mut client = server.client();
+    client.send(&request(
+        "POST",
+        "/plants",
+        &[AUTH, JSON, ("Connection", "close")],
+        r#"{"id":1,"name":"a"}"#,
+    ));
+    let reply = client.reply();
+    assert_eq!(
+        (reply.status, reply.header("connection")),
+        (200, Some("close"))
+    );
+    assert!(client.closed());
+
+    let mut client = server.client();
+    client.send(b"POST /plants HTTP/1.0\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\nContent-Length: 19\r\n\r\n{\"id\":2,\"name\":\"b\"}");
+    assert_eq!(client.reply().status, 200);
+    assert!(client.closed());
+}
+
+#[test]
+fn http_1_0_keep_alive_is_honoured() {
+    let server = TestServer::start();
+    let mut client = server.client();
+    for _ in 0..2 {
+        client.send(b"GET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+        assert_eq!(client.reply().status, 404);
+    }
+}
+
+#[test]
+fn chunked_body_with_extensions_and_trailers() {
+    let server = TestServer::start();
+    let mut client = server.client();
+    client.send(
+        b"POST /plants HTTP/1.1\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\n\
+          Transfer-Encoding: chunked\r\n\r\n\
+          5\r\n{\"id\"\r\n7;ext=1\r\n:4,\"nam\r\nA\r\ne\":\"chunk\"\r\n1\r\n}\r\n0\r\nX-Trailer: t\r\n\r\n",
+    );
+    let reply = client.reply();
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.json()["name"], "chunk");
+    // The connection is still in step: a second request works.
+    client.send(&request(
+        "POST",
+        "/plants",
+        &[AUTH, JSON],
+        r#"{"id":4,"name":"x"}"#,
+    ));
+    assert_eq!(client.reply().status, 409);
+}
+
+#[test]
+fn chunked_body_over_the_limit_is_413_and_closes() {
+    let mut config = crate::support::config();
+    config.limits.max_body = 64;
+    let server = TestServer::with(config);
+    let mut client = server.client();
+    let chunk = "a".repeat(40);
+    client.send(format!(
+        "POST /plants HTTP/1.1\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\n\r\n28\r\n{chunk}\r\n28\r\n{chunk}\r\n0\r\n\r\n"
+    ).as_bytes());
+    client.reply().assert_error(413, "64 bytes");
+    assert!(client.closed());
+}
+
+#[test]
+fn malformed_chunk_size_is_400() {
+    let server = TestServer::start();
+    let mut client = server.client();
+    client.send(b"POST /plants HTTP/1.1\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+    client.reply().assert_error(400, "chunk");
+    assert!(client.closed());
+}
+
+#[test]
+fn expect_continue_with_valid_token_gets_100_then_200() {
+    let server = TestServer::start();
+    let mut client = server.client();
+    let body = r#"{"id":1,"name":"patient"}"#;
+    client.send(format!(
+        "POST /plants HTTP/1.1\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\n\
+         Expect: 100-continue\r\nContent-Length: {}\r\n\r\n", body.len()
+    ).as_bytes());
+    // The body is not sent until the server says so.
+    assert_eq!(client.reply().status, 100);
+    client.send(body.as_bytes());
+    let reply = client.reply();
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.json()["name"], "patient");
+}
+
+#[test]
+fn expect_continue_without_valid_token_gets_final_401_and_close() {
+    let server = TestServer::start();
+    let mut client = server.client();
+    client.send(b"POST /plants HTTP/1.1\r\nAuthorization: Bearer nope\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 20\r\n\r\n");
+    let reply = client.reply();
+    reply.assert_error(401, "invalid");
+    assert_eq!(reply.header("connection"), Some("close"));
+    assert!(client.closed());
+}
+
+#[test]
+fn expect_continue_over_the_size_limit_gets_413_without_100() {
+    let server = TestServer::start();
+    let mut client = server.client();
+    client.send(b"POST /plants HTTP/1.1\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 100000\r\n\r\n");
+    client.reply().assert_error(413, "65536");
+    assert!(client.closed());
+}
+
+#[test]
+fn head_reply_has_length_but_no_body_and_keeps_the_connection() {
+    let server = TestServer::start();
+    let mut client = server.client();
+    client.send(b"HEAD /nowhere HTTP/1.1\r\nHost: x\r\n\r\n");
+    let reply = client.reply_head();
+    assert_eq!(reply.status, 404);
+    let length: usize = reply.header("content-length").unwrap().parse().unwrap();
+    assert!(length > 0);
+    // If a body had been sent, this next reply would be misread.
+    client.send(b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n");
+    let reply = client.reply();
+    assert_eq!(reply.body.len(), length);
+    reply.assert_error(404, "no such");
+}
+
+struct Panicky;
+
+impl Handler for Panicky {
+    fn handle(&self, request: &mut Request<'_>) -> Response {
+        if request.path() == "/panic" {
+            panic!("handler bug");
+        }
+        Response::no_content()
+    }
+}
+
+#[test]
+fn a_panicking_handler_is_a_500_and_the_server_lives_on() {
+    let server = Server::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        Limits::default(),
+        Arc::new(Panicky),
+    )
+    .unwrap();
+    let addr = server.local_addr();
+    let stopper = server.stopper();
+    let thread = std::thread::spawn(move || server.run(Duration::from_secs(1)));
+    let mut client = Client::connect(addr);
+    client.send(b"GET /panic HTTP/1.1\r\n\r\n");
+    client.reply().assert_error(500, "internal");
+    let mut client = Client::connect(addr);
+    client.send(b"GET /fine HTTP/1.1\r\n\r\n");
+    let reply = client.reply_head();
+    assert_eq!((reply.status, reply.header("content-length")), (204, None));
+    stopper.stop();
+    assert_eq!(thread.join().unwrap(), 0);
+}

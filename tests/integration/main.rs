@@ -1,0 +1,11 @@
+//! Integration tests: real HTTP against a real server on 127.0.0.1:0.
+//!
+//! `support` has the in-process `TestServer` and a raw TCP client that can
+//! send anything; `binary` drives the built `plantstore` executable.
+
+mod auth;
+mod binary;
+mod engine;
+mod hostile;
+mod plants;
+mod support;

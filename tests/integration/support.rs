@@ -1,0 +1,240 @@
+//! The `TestServer` fixture (in-process, port 0, stops in `Drop`) and a raw
+//! HTTP/1.1 client that can send malformed bytes and read pipelined replies.
+
+#![allow(dead_code)]
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use plantstore::config::{Config, TokenSource};
+use plantstore::http::{Limits, Stopper};
+
+pub const TOKEN: &str = "test-token";
+
+/// A configuration for tests: port 0, one known token.
+pub fn config() -> Config {
+    Config {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        limits: Limits::default(),
+        max_plants: 1_000_000,
+        tokens: vec![TOKEN.to_string()],
+        token_source: TokenSource::Flag,
+        log_level: log::LevelFilter::Info,
+    }
+}
+
+/// A running in-process server; stops (and joins) when dropped.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    stopper: Stopper,
+    thread: Option<JoinHandle<usize>>,
+}
+
+impl TestServer {
+    pub fn start() -> TestServer {
+        TestServer::with(config())
+    }
+
+    pub fn with(config: Config) -> TestServer {
+        let server = plantstore::start(&config).expect("server binds");
+        let addr = server.local_addr();
+        let stopper = server.stopper();
+        let thread = thread::spawn(move || server.run(Duration::from_secs(5)));
+        TestServer {
+            addr,
+            stopper,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn client(&self) -> Client {
+        Client::connect(self.addr)
+    }
+
+    /// One request on a fresh connection.
+    pub fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        let mut client = self.client();
+        client.send(&request(method, path, headers, body));
+        if method == "HEAD" {
+            client.reply_head()
+        } else {
+            client.reply()
+        }
+    }
+
+    /// An authorised JSON POST /plants.
+    pub fn create(&self, body: &str) -> Reply {
+        self.send("POST", "/plants", &[AUTH, JSON], body)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stopper.stop();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+pub const AUTH: (&str, &str) = ("Authorization", "Bearer test-token");
+pub const JSON: (&str, &str) = ("Content-Type", "application/json");
+
+/// The bytes of a request with a Content-Length body.
+pub fn request(method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Vec<u8> {
+    let mut text = format!("{method} {path} HTTP/1.1\r\nHost: test\r\n");
+    for (name, value) in headers {
+        text.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if !body.is_empty() {
+        text.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    text.push_str("\r\n");
+    text.push_str(body);
+    text.into_bytes()
+}
+
+/// A parsed response.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "body is not JSON ({e}): {:?}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// Asserts an Error body: `error` repeats the status, `message` is text
+    /// that mentions `needle`.
+    pub fn assert_error(&self, status: u16, needle: &str) {
+        assert_eq!(self.status, status, "body: {}", self.text());
+        assert_eq!(self.header("content-type"), Some("application/json"));
+        let body = self.json();
+        assert_eq!(body["error"], status, "{body}");
+        let message = body["message"].as_str().expect("message is a string");
+        assert!(
+            message.contains(needle),
+            "{message:?} should mention {needle:?}"
+        );
+    }
+}
+
+/// A raw connection that keeps unread bytes between replies.
+pub struct Client {
+    pub stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Client {
+    pub fn connect(addr: SocketAddr) -> Client {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        Client {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("send");
+    }
+
+    /// Reads one response with a body.
+    pub fn reply(&mut self) -> Reply {
+        self.read_reply(true)
+    }
+
+    /// Reads one response to HEAD: headers only.
+    pub fn reply_head(&mut self) -> Reply {
+        self.read_reply(false)
+    }
+
+    fn read_reply(&mut self, with_body: bool) -> Reply {
+        loop {
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut parsed = httparse::Response::new(&mut headers);
+            if let Ok(httparse::Status::Complete(len)) = parsed.parse(&self.buf) {
+                let status = parsed.code.unwrap();
+                let headers: Vec<(String, String)> = parsed
+                    .headers
+                    .iter()
+                    .map(|h| {
+                        (
+                            h.name.to_string(),
+                            String::from_utf8_lossy(h.value).into_owned(),
+                        )
+                    })
+                    .collect();
+                let length = headers
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+                    .map(|(_, v)| v.parse::<usize>().unwrap())
+                    .unwrap_or(0);
+                let length = if with_body && status >= 200 {
+                    length
+                } else {
+                    0
+                };
+                self.fill_to(len + length);
+                let body = self.buf[len..len + length].to_vec();
+                self.buf.drain(..len + length);
+                return Reply {
+                    status,
+                    headers,
+                    body,
+                };
+            }
+            assert!(self.more() > 0, "connection closed before a full response");
+        }
+    }
+
+    fn fill_to(&mut self, n: usize) {
+        while self.buf.len() < n {
+            assert!(self.more() > 0, "connection closed inside a body");
+        }
+    }
+
+    fn more(&mut self) -> usize {
+        let mut chunk = [0u8; 8192];
+        let n = self.stream.read(&mut chunk).expect("read");
+        self.buf.extend_from_slice(&chunk[..n]);
+        n
+    }
+
+    /// Whether the server closed the connection (EOF, or a reset) with no
+    /// further bytes.
+    pub fn closed(&mut self) -> bool {
+        if !self.buf.is_empty() {
+            return false;
+        }
+        let mut byte = [0u8; 1];
+        match self.stream.read(&mut byte) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::BrokenPipe),
+        }
+    }
+}
