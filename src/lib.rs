@@ -36,8 +36,9 @@ use store::Store;
 pub fn start(config: &Config) -> io::Result<Server> {
     let store = Store::new(config.max_plants);
     let plants = store.len();
-    let app = App::new(store, Tokens::new(config.tokens.clone()));
-    let server = Server::bind(config.addr, config.limits.clone(), Arc::new(app))?;
+    let app = Arc::new(App::new(store, Tokens::new(config.tokens.clone())));
+    let server = Server::bind(config.addr, config.limits.clone(), Arc::clone(&app) as _)?;
+    app.attach(server.gauge());
     match config.token_source {
         TokenSource::Flag => warn!("--token is visible in the process list; prefer --token-file"),
         TokenSource::Generated => {

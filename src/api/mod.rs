@@ -8,29 +8,43 @@
 
 mod auth;
 mod error;
+mod metrics;
 mod plants;
+mod query;
+mod service;
 
 pub use auth::Tokens;
 pub use error::ApiError;
+pub use metrics::Metrics;
 
-use crate::http::{Handler, Request, Response};
+use crate::http::{Gauge, Handler, Request, Response};
 use crate::store::Store;
 
-/// The application: the store and the accepted tokens.
+/// The application: the store, the accepted tokens and the counters.
 pub struct App {
     store: Store,
     tokens: Tokens,
+    metrics: Metrics,
 }
 
 impl App {
     /// An application over this store, accepting these tokens.
     pub fn new(store: Store, tokens: Tokens) -> App {
-        App { store, tokens }
+        App {
+            store,
+            tokens,
+            metrics: Metrics::default(),
+        }
     }
 
     /// The store, for start-up reporting.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// Lets `/metrics` report the engine's open connections.
+    pub fn attach(&self, gauge: Gauge) {
+        self.metrics.attach(gauge);
     }
 
     /// The auth check, first line of every protected handler.
@@ -41,7 +55,11 @@ impl App {
 
 impl Handler for App {
     fn handle(&self, request: &mut Request<'_>) -> Response {
-        route(self, request).unwrap_or_else(|e| e.to_response())
+        let resource = resource(request.path());
+        let response = route(self, resource, request).unwrap_or_else(|e| e.to_response());
+        let label = resource.map_or(metrics::ROUTES.len() - 1, Resource::label);
+        self.metrics.record(label, response.status());
+        response
     }
 }
 
@@ -49,22 +67,61 @@ impl Handler for App {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Resource {
     Plants,
+    /// One plant; `None` when the path id is not an int64 (400 after auth).
+    Plant(Option<i64>),
+    OpenApi,
+    Health,
+    Metrics,
+}
+
+impl Resource {
+    /// Index into `metrics::ROUTES`.
+    fn label(self) -> usize {
+        match self {
+            Resource::Plants => 0,
+            Resource::Plant(_) => 1,
+            Resource::OpenApi => 2,
+            Resource::Health => 3,
+            Resource::Metrics => 4,
+        }
+    }
 }
 
 /// Maps a path to a resource; `None` is 404.
 fn resource(path: &str) -> Option<Resource> {
     match path {
         "/plants" => Some(Resource::Plants),
-        _ => None,
+        "/openapi.json" => Some(Resource::OpenApi),
+        "/healthz" => Some(Resource::Health),
+        "/metrics" => Some(Resource::Metrics),
+        _ => {
+            let id = path.strip_prefix("/plants/")?;
+            (!id.is_empty() && !id.contains('/')).then(|| Resource::Plant(query::integer(id)))
+        }
     }
 }
 
 /// The one routing table: first match wins, 405 lists what is allowed.
-fn route(app: &App, request: &mut Request<'_>) -> Result<Response, ApiError> {
-    let resource = resource(request.path()).ok_or(ApiError::NoRoute)?;
+fn route(
+    app: &App,
+    resource: Option<Resource>,
+    request: &mut Request<'_>,
+) -> Result<Response, ApiError> {
+    let resource = resource.ok_or(ApiError::NoRoute)?;
     match (resource, request.method()) {
+        (Resource::Plants, "GET" | "HEAD") => plants::list(app, request),
         (Resource::Plants, "POST") => plants::create(app, request),
-        (Resource::Plants, _) => Err(ApiError::MethodNotAllowed("POST")),
+        (Resource::Plants, _) => Err(ApiError::MethodNotAllowed("GET, HEAD, POST")),
+        (Resource::Plant(id), "GET" | "HEAD") => plants::get(app, request, id),
+        (Resource::Plant(id), "PUT") => plants::replace(app, request, id),
+        (Resource::Plant(id), "DELETE") => plants::delete(app, request, id),
+        (Resource::Plant(_), _) => Err(ApiError::MethodNotAllowed("GET, HEAD, PUT, DELETE")),
+        (Resource::OpenApi, "GET" | "HEAD") => Ok(service::openapi()),
+        (Resource::Health, "GET" | "HEAD") => Ok(service::health()),
+        (Resource::Metrics, "GET" | "HEAD") => service::metrics(app, request),
+        (Resource::OpenApi | Resource::Health | Resource::Metrics, _) => {
+            Err(ApiError::MethodNotAllowed("GET, HEAD"))
+        }
     }
 }
 
@@ -76,6 +133,20 @@ mod tests {
     fn every_path_maps_to_its_resource() {
         let table = [
             ("/plants", Some(Resource::Plants)),
+            ("/plants/7", Some(Resource::Plant(Some(7)))),
+            (
+                "/plants/-9223372036854775808",
+                Some(Resource::Plant(Some(i64::MIN))),
+            ),
+            ("/plants/9223372036854775808", Some(Resource::Plant(None))),
+            ("/plants/x", Some(Resource::Plant(None))),
+            ("/plants/+7", Some(Resource::Plant(None))),
+            ("/plants/-79022.0", Some(Resource::Plant(Some(-79022)))),
+            ("/plants/7.5", Some(Resource::Plant(None))),
+            ("/plants/7/leaves", None),
+            ("/openapi.json", Some(Resource::OpenApi)),
+            ("/healthz", Some(Resource::Health)),
+            ("/metrics", Some(Resource::Metrics)),
             ("/plants/", None),
             ("/Plants", None),
             ("/", None),

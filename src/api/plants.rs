@@ -3,9 +3,10 @@
 //! Each handler is a plain function from request to response; the auth
 //! check is its first line.
 
+use super::query::{self, ListQuery};
 use super::{ApiError, App};
 use crate::http::{Request, Response};
-use crate::store::NewPlant;
+use crate::store::{NewPlant, Plant, PlantRecord};
 
 /// `POST /plants`: stores a NewPlant and answers the Plant (no `id`, as the
 /// seed declares).
@@ -17,6 +18,84 @@ pub(super) fn create(app: &App, request: &mut Request<'_>) -> Result<Response, A
     let response = Response::json(200, &new.plant);
     app.store.create(new)?;
     Ok(response)
+}
+
+/// `GET /plants`: one page of PlantRecords, ascending by id, with a
+/// `Link: <...>; rel="next"` header while more exist.
+pub(super) fn list(app: &App, request: &mut Request<'_>) -> Result<Response, ApiError> {
+    app.authorize(request)?;
+    let query = ListQuery::parse(request.query())?;
+    let page = app
+        .store
+        .page(query.after, query.limit, query.tag.as_deref());
+    let records: Vec<PlantRecord<'_>> = page
+        .items
+        .iter()
+        .map(|(id, p)| PlantRecord::new(*id, p))
+        .collect();
+    let response = Response::json(200, &records);
+    match page.items.last() {
+        Some((last, _)) if page.more => {
+            let tag = query
+                .tag
+                .as_deref()
+                .map(|t| format!("&tag={}", query::encode(t)));
+            let link = format!(
+                "</plants?after={last}&limit={}{}>; rel=\"next\"",
+                query.limit,
+                tag.unwrap_or_default()
+            );
+            Ok(response.with_header("Link", link))
+        }
+        _ => Ok(response),
+    }
+}
+
+/// `GET /plants/{id}`: the PlantRecord.
+pub(super) fn get(
+    app: &App,
+    request: &mut Request<'_>,
+    id: Option<i64>,
+) -> Result<Response, ApiError> {
+    app.authorize(request)?;
+    let id = path_id(id)?;
+    let plant = app
+        .store
+        .get(id)
+        .ok_or(crate::store::StoreError::NotFound(id))?;
+    Ok(Response::json(200, &PlantRecord::new(id, &plant)))
+}
+
+/// `PUT /plants/{id}`: replaces name and tag of an existing plant; answers
+/// the new PlantRecord.
+pub(super) fn replace(
+    app: &App,
+    request: &mut Request<'_>,
+    id: Option<i64>,
+) -> Result<Response, ApiError> {
+    app.authorize(request)?;
+    require_json(request)?;
+    let body = request.body()?;
+    let id = path_id(id)?;
+    let plant = Plant::parse(body)?;
+    let response = Response::json(200, &PlantRecord::new(id, &plant));
+    app.store.replace(id, plant)?;
+    Ok(response)
+}
+
+/// `DELETE /plants/{id}`: 204 with an empty body.
+pub(super) fn delete(
+    app: &App,
+    request: &mut Request<'_>,
+    id: Option<i64>,
+) -> Result<Response, ApiError> {
+    app.authorize(request)?;
+    app.store.delete(path_id(id)?)?;
+    Ok(Response::no_content())
+}
+
+fn path_id(id: Option<i64>) -> Result<i64, ApiError> {
+    id.ok_or(ApiError::BadParameter("plant id in the path (an int64)"))
 }
 
 /// 415 unless a request that carries a body says it is JSON (parameters

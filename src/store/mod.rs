@@ -10,10 +10,11 @@
 
 mod plant;
 
-pub use plant::{InvalidBody, NewPlant, Plant, PlantRecord};
+pub use plant::{InvalidBody, NewPlant, Plant, PlantRecord, int64_text};
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 
 /// Why a store operation was refused.
@@ -38,6 +39,15 @@ impl fmt::Display for StoreError {
 }
 
 impl std::error::Error for StoreError {}
+
+/// One page of a listing.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Page {
+    /// The plants, ascending by id.
+    pub items: Vec<(i64, Plant)>,
+    /// Whether more matching plants follow the last one.
+    pub more: bool,
+}
 
 /// The plants, keyed and ordered by id.
 pub struct Store {
@@ -83,6 +93,49 @@ impl Store {
         self.lock().get(&id).cloned()
     }
 
+    /// Replaces the name and tag of an existing plant.
+    pub fn replace(&self, id: i64, plant: Plant) -> Result<(), StoreError> {
+        match self.lock().get_mut(&id) {
+            Some(stored) => {
+                *stored = plant;
+                Ok(())
+            }
+            None => Err(StoreError::NotFound(id)),
+        }
+    }
+
+    /// Removes a plant.
+    pub fn delete(&self, id: i64) -> Result<(), StoreError> {
+        self.lock()
+            .remove(&id)
+            .map(drop)
+            .ok_or(StoreError::NotFound(id))
+    }
+
+    /// One page of plants in ascending id order: ids greater than `after`,
+    /// with this `tag` if given, at most `limit`. `more` says whether a
+    /// further matching plant exists. Only the page is copied; the walk
+    /// starts at the cursor, so paging deep into a large store stays cheap
+    /// (a rare tag still scans forward until the page fills).
+    pub fn page(&self, after: Option<i64>, limit: usize, tag: Option<&str>) -> Page {
+        let start = match after {
+            Some(i64::MAX) => return Page::default(),
+            Some(after) => Bound::Included(after + 1),
+            None => Bound::Unbounded,
+        };
+        let plants = self.lock();
+        let mut matching = plants
+            .range((start, Bound::Unbounded))
+            .filter(|(_, p)| tag.is_none() || p.tag.as_deref() == tag);
+        let items: Vec<(i64, Plant)> = matching
+            .by_ref()
+            .take(limit)
+            .map(|(id, p)| (*id, p.clone()))
+            .collect();
+        let more = limit > 0 && matching.next().is_some();
+        Page { items, more }
+    }
+
     fn lock(&self) -> MutexGuard<'_, BTreeMap<i64, Plant>> {
         // A panic while holding the lock cannot leave the map half-changed
         // (every change is one insert or remove), so a poisoned lock is safe
@@ -116,6 +169,54 @@ mod tests {
             Err(StoreError::Exists(1))
         );
         assert_eq!(store.get(1).unwrap().name, "fern");
+    }
+
+    #[test]
+    fn page_walks_from_the_cursor_and_filters_by_tag() {
+        let store = Store::new(100);
+        for id in [5, 1, 3, 2, 4] {
+            let tag = (id % 2 == 0).then(|| "even".to_string());
+            store
+                .create(NewPlant {
+                    id,
+                    plant: Plant {
+                        name: format!("p{id}"),
+                        tag,
+                    },
+                })
+                .unwrap();
+        }
+        let ids = |page: &Page| page.items.iter().map(|(id, _)| *id).collect::<Vec<_>>();
+        let first = store.page(None, 2, None);
+        assert_eq!((ids(&first), first.more), (vec![1, 2], true));
+        let last = store.page(Some(3), 2, None);
+        assert_eq!((ids(&last), last.more), (vec![4, 5], false));
+        let even = store.page(None, 10, Some("even"));
+        assert_eq!((ids(&even), even.more), (vec![2, 4], false));
+        assert_eq!(store.page(Some(i64::MAX), 10, None), Page::default());
+        assert!(
+            !store.page(None, 0, None).more,
+            "limit 0 never promises more"
+        );
+    }
+
+    #[test]
+    fn replace_and_delete_need_an_existing_plant() {
+        let store = Store::new(10);
+        let plant = Plant {
+            name: "x".into(),
+            tag: None,
+        };
+        assert_eq!(
+            store.replace(1, plant.clone()),
+            Err(StoreError::NotFound(1))
+        );
+        assert_eq!(store.delete(1), Err(StoreError::NotFound(1)));
+        store.create(new_plant(1, "a")).unwrap();
+        store.replace(1, plant.clone()).unwrap();
+        assert_eq!(store.get(1), Some(plant));
+        store.delete(1).unwrap();
+        assert!(store.get(1).is_none());
     }
 
     #[test]

@@ -139,6 +139,21 @@ fn int64(value: &Value) -> Option<i64> {
     (f.fract() == 0.0 && f.abs() <= EXACT).then_some(f as i64)
 }
 
+/// Reads an integer written in a path or query the way JSON Schema reads
+/// it (`7`, `007`, `7.0`, `7e0`), so parameters follow the same rule as
+/// bodies; `None` for anything else (`+7`, ` 7`, `7.5`, out of int64).
+pub fn int64_text(text: &str) -> Option<i64> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse().ok();
+    }
+    if text.bytes().any(|b| b.is_ascii_whitespace()) {
+        return None; // the JSON parser would skip it
+    }
+    let number: serde_json::Number = serde_json::from_str(text).ok()?;
+    int64(&Value::Number(number))
+}
+
 /// The known top-level fields of a body, as raw JSON values.
 #[derive(Default)]
 struct Fields {

@@ -8,4 +8,5 @@ mod binary;
 mod engine;
 mod hostile;
 mod plants;
+mod resource;
 mod support;

@@ -1,0 +1,123 @@
+//! Counters for `/metrics`, in the Prometheus text exposition format.
+//!
+//! Requests are counted by route and status in a fixed table of atomics, so
+//! counting costs no lock on the hot path. Statuses the engine answers on
+//! its own (431, 414, 503 at the connection cap, ...) never reach the
+//! application and are not counted here; the access log has them.
+
+use std::fmt::Write;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use crate::http::Gauge;
+
+/// Route labels, in the order of `Metrics::requests`.
+pub const ROUTES: [&str; 6] = [
+    "/plants",
+    "/plants/{id}",
+    "/openapi.json",
+    "/healthz",
+    "/metrics",
+    "other",
+];
+/// Statuses the application answers, in the order of each row.
+const STATUSES: [u16; 12] = [200, 204, 400, 401, 404, 405, 408, 409, 413, 415, 500, 507];
+
+/// The server's counters.
+pub struct Metrics {
+    started: Instant,
+    requests: [[AtomicU64; STATUSES.len()]; ROUTES.len()],
+    connections: OnceLock<Gauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics {
+            started: Instant::now(),
+            requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            connections: OnceLock::new(),
+        }
+    }
+}
+
+impl Metrics {
+    /// Counts one answered request (`route` indexes `ROUTES`).
+    pub fn record(&self, route: usize, status: u16) {
+        let column = STATUSES.iter().position(|&s| s == status);
+        if let (Some(row), Some(column)) = (self.requests.get(route), column) {
+            row[column].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Lets `/metrics` report the engine's open connections.
+    pub fn attach(&self, gauge: Gauge) {
+        let _ = self.connections.set(gauge);
+    }
+
+    /// The exposition text.
+    pub fn render(&self, plants: usize) -> String {
+        let mut out = String::with_capacity(2048);
+        out.push_str("# HELP plantstore_requests_total Requests answered, by route and status.\n");
+        out.push_str("# TYPE plantstore_requests_total counter\n");
+        for (route, row) in ROUTES.iter().zip(&self.requests) {
+            for (status, count) in STATUSES.iter().zip(row) {
+                let count = count.load(Ordering::Relaxed);
+                if count > 0 {
+                    let _ = writeln!(
+                        out,
+                        "plantstore_requests_total{{route=\"{route}\",status=\"{status}\"}} {count}"
+                    );
+                }
+            }
+        }
+        let open = self.connections.get().map_or(0, Gauge::open_connections);
+        let uptime = self.started.elapsed().as_secs_f64();
+        for (name, kind, help, value) in [
+            (
+                "plantstore_plants",
+                "gauge",
+                "Plants stored.",
+                plants as f64,
+            ),
+            (
+                "plantstore_connections_open",
+                "gauge",
+                "Connections open.",
+                open as f64,
+            ),
+            (
+                "plantstore_uptime_seconds",
+                "gauge",
+                "Seconds since start-up.",
+                uptime,
+            ),
+        ] {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_by_route_and_status() {
+        let metrics = Metrics::default();
+        metrics.record(0, 200);
+        metrics.record(0, 200);
+        metrics.record(1, 404);
+        metrics.record(1, 999); // not a status we answer: ignored, no panic
+        let text = metrics.render(7);
+        assert!(text.contains("plantstore_requests_total{route=\"/plants\",status=\"200\"} 2\n"));
+        assert!(
+            text.contains("plantstore_requests_total{route=\"/plants/{id}\",status=\"404\"} 1\n")
+        );
+        assert!(text.contains("\nplantstore_plants 7\n"));
+    }
+}

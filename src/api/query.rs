@@ -1,0 +1,147 @@
+//! The query string of `GET /plants`: `limit`, `after`, `tag`.
+//!
+//! Values are percent-decoded (`+` is a space, as in HTML forms) and must be
+//! UTF-8. A malformed or out-of-range value is a 400 naming the parameter,
+//! never silently clamped; a repeated parameter is a 400 too, since which
+//! one counts would be a guess. Unknown parameters are ignored.
+
+use super::ApiError;
+use crate::store::int64_text;
+
+/// Default and largest page sizes.
+pub const DEFAULT_LIMIT: usize = 100;
+pub const MAX_LIMIT: usize = 1000;
+
+/// A validated listing query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListQuery {
+    /// Page size, `0..=MAX_LIMIT`.
+    pub limit: usize,
+    /// Return ids strictly greater than this.
+    pub after: Option<i64>,
+    /// Exact tag filter.
+    pub tag: Option<String>,
+}
+
+impl ListQuery {
+    /// Parses the query string (without `?`).
+    pub fn parse(query: Option<&str>) -> Result<ListQuery, ApiError> {
+        let (mut limit, mut after, mut tag) = (None, None, None);
+        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let (slot, name): (&mut Option<String>, &'static str) = match decode(key).as_deref() {
+                Some("limit") => (&mut limit, "query parameter limit"),
+                Some("after") => (&mut after, "query parameter after"),
+                Some("tag") => (&mut tag, "query parameter tag"),
+                _ => continue,
+            };
+            if slot.is_some() {
+                return Err(ApiError::BadParameter(name));
+            }
+            *slot = Some(decode(value).ok_or(ApiError::BadParameter(name))?);
+        }
+        let limit = match limit {
+            None => DEFAULT_LIMIT,
+            Some(v) => integer::<i32>(&v)
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|&n| n <= MAX_LIMIT)
+                .ok_or(ApiError::BadParameter(
+                    "query parameter limit (an integer from 0 to 1000)",
+                ))?,
+        };
+        let after = match after {
+            None => None,
+            Some(v) => Some(
+                integer::<i64>(&v)
+                    .ok_or(ApiError::BadParameter("query parameter after (an int64)"))?,
+            ),
+        };
+        Ok(ListQuery { limit, after, tag })
+    }
+}
+
+/// An integer parameter of type `T`, read as JSON Schema reads integers.
+pub fn integer<T: TryFrom<i64>>(text: &str) -> Option<T> {
+    int64_text(text).and_then(|n| T::try_from(n).ok())
+}
+
+/// Percent-decodes a query component; `None` if malformed or not UTF-8.
+fn decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Percent-encodes a query component (everything but RFC 3986 unreserved).
+pub fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_values() {
+        let q = ListQuery::parse(None).unwrap();
+        assert_eq!((q.limit, q.after, q.tag), (100, None, None));
+        let q = ListQuery::parse(Some("limit=0&after=-5&tag=a%20b+c&other=x")).unwrap();
+        assert_eq!(
+            (q.limit, q.after, q.tag.as_deref()),
+            (0, Some(-5), Some("a b c"))
+        );
+        assert_eq!(ListQuery::parse(Some("limit=1000")).unwrap().limit, 1000);
+        assert_eq!(
+            ListQuery::parse(Some("limit=5.0&after=-2e0"))
+                .unwrap()
+                .after,
+            Some(-2)
+        );
+    }
+
+    #[test]
+    fn malformed_values_are_refused() {
+        for query in [
+            "limit=1001",
+            "limit=-1",
+            "limit=",
+            "limit=+5",
+            "limit=1.5",
+            "after=x",
+            "limit=2147483648",
+            "after=9223372036854775808",
+            "tag=%zz",
+            "tag=%ff",
+            "limit=1&limit=2",
+        ] {
+            assert!(ListQuery::parse(Some(query)).is_err(), "{query}");
+        }
+    }
+
+    #[test]
+    fn encode_round_trips_through_decode() {
+        let tag = "a b/c&d=é%";
+        assert_eq!(decode(&encode(tag)).as_deref(), Some(tag));
+    }
+}

@@ -1,0 +1,329 @@
+//! The whole resource: list and paging, get, replace, delete, HEAD, and the
+//! service endpoints (`/openapi.json`, `/healthz`, `/metrics`).
+
+use std::thread;
+
+use serde_json::json;
+
+use crate::support::{AUTH, JSON, TestServer};
+
+fn seed(server: &TestServer, ids: impl IntoIterator<Item = i64>) {
+    for id in ids {
+        let tag = if id % 3 == 0 { r#","tag":"three""# } else { "" };
+        let reply = server.create(&format!(r#"{{"id":{id},"name":"p{id}"{tag}}}"#));
+        assert_eq!(reply.status, 200, "{}", reply.text());
+    }
+}
+
+fn ids(reply: &crate::support::Reply) -> Vec<i64> {
+    reply
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect()
+}
+
+#[test]
+fn list_is_ascending_with_records_and_default_limit() {
+    let server = TestServer::start();
+    seed(&server, [5, -2, 9]);
+    let reply = server.send("GET", "/plants", &[AUTH], "");
+    assert_eq!(reply.status, 200);
+    assert_eq!(
+        reply.json(),
+        json!([{"id": -2, "name": "p-2"}, {"id": 5, "name": "p5"}, {"id": 9, "name": "p9", "tag": "three"}])
+    );
+    assert_eq!(reply.header("link"), None, "no next page");
+    seed(&server, 100..250);
+    let reply = server.send("GET", "/plants", &[AUTH], "");
+    assert_eq!(ids(&reply).len(), 100, "default limit");
+}
+
+#[test]
+fn paging_follows_link_headers_through_concurrent_inserts() {
+    let server = TestServer::start();
+    seed(&server, (0..500).map(|i| i * 2)); // even ids 0..998
+    // Odd ids arrive while we page; every even id must be seen exactly once,
+    // in order, whatever the inserts do.
+    let inserter = {
+        let addr = server.addr;
+        thread::spawn(move || {
+            for id in (1..1000).step_by(2) {
+                let mut client = crate::support::Client::connect(addr);
+                let body = format!(r#"{{"id":{id},"name":"odd"}}"#);
+                client.send(&crate::support::request(
+                    "POST",
+                    "/plants",
+                    &[AUTH, JSON],
+                    &body,
+                ));
+                assert_eq!(client.reply().status, 200);
+            }
+        })
+    };
+    let mut seen = Vec::new();
+    let mut next = Some("/plants?limit=37".to_string());
+    let mut pages = 0;
+    while let Some(target) = next.take() {
+        let reply = server.send("GET", &target, &[AUTH], "");
+        assert_eq!(reply.status, 200);
+        let page = ids(&reply);
+        assert!(page.len() <= 37);
+        seen.extend(page);
+        pages += 1;
+        if let Some(link) = reply.header("link") {
+            assert!(link.ends_with(r#">; rel="next""#), "{link}");
+            let last = seen.last().unwrap();
+            assert!(
+                link.starts_with(&format!("</plants?after={last}&limit=37")),
+                "{link}"
+            );
+            next = Some(link[1..link.find('>').unwrap()].to_string());
+        }
+    }
+    inserter.join().unwrap();
+    assert!(pages >= 14, "{pages} pages");
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "strictly ascending, no repeats"
+    );
+    let evens: Vec<i64> = seen.iter().copied().filter(|id| id % 2 == 0).collect();
+    assert_eq!(evens, (0..500).map(|i| i * 2).collect::<Vec<_>>());
+}
+
+#[test]
+fn list_filters_by_tag_and_the_link_keeps_the_filter() {
+    let server = TestServer::start();
+    seed(&server, 1..=30);
+    let reply = server.send("GET", "/plants?tag=three&limit=4", &[AUTH], "");
+    assert_eq!(ids(&reply), [3, 6, 9, 12]);
+    assert_eq!(
+        reply.header("link"),
+        Some(r#"</plants?after=12&limit=4&tag=three>; rel="next""#)
+    );
+    let reply = server.send("GET", "/plants?tag=three&limit=4&after=24", &[AUTH], "");
+    assert_eq!(ids(&reply), [27, 30]);
+    assert_eq!(reply.header("link"), None);
+    let reply = server.send("GET", "/plants?tag=none", &[AUTH], "");
+    assert_eq!(reply.json(), json!([]));
+    let reply = server.send("GET", "/plants?limit=0", &[AUTH], "");
+    assert_eq!((reply.json(), reply.header("link")), (json!([]), None));
+}
+
+#[test]
+fn list_refuses_bad_query_parameters() {
+    let server = TestServer::start();
+    for query in [
+        "limit=1001",
+        "limit=-1",
+        "limit=x",
+        "after=1.5",
+        "after=99999999999999999999",
+        "tag=%zz",
+    ] {
+        let name = query.split('=').next().unwrap();
+        server
+            .send("GET", &format!("/plants?{query}"), &[AUTH], "")
+            .assert_error(400, name);
+    }
+    server
+        .send("GET", "/plants", &[], "")
+        .assert_error(401, "missing");
+}
+
+#[test]
+fn get_replace_delete_one_plant() {
+    let server = TestServer::start();
+    seed(&server, [7]);
+    let reply = server.send("GET", "/plants/7", &[AUTH], "");
+    assert_eq!(reply.json(), json!({"id": 7, "name": "p7"}));
+    let reply = server.send(
+        "PUT",
+        "/plants/7",
+        &[AUTH, JSON],
+        r#"{"name":"renamed","tag":"new","id":99}"#,
+    );
+    assert_eq!(reply.status, 200);
+    assert_eq!(
+        reply.json(),
+        json!({"id": 7, "name": "renamed", "tag": "new"})
+    );
+    assert_eq!(
+        server.send("GET", "/plants/7", &[AUTH], "").json()["tag"],
+        "new"
+    );
+    // Replacing drops a tag that is not sent again.
+    server.send("PUT", "/plants/7", &[AUTH, JSON], r#"{"name":"bare"}"#);
+    assert_eq!(
+        server.send("GET", "/plants/7", &[AUTH], "").json(),
+        json!({"id": 7, "name": "bare"})
+    );
+    let reply = server.send("DELETE", "/plants/7", &[AUTH], "");
+    assert_eq!(
+        (
+            reply.status,
+            reply.body.len(),
+            reply.header("content-length")
+        ),
+        (204, 0, None)
+    );
+    server
+        .send("GET", "/plants/7", &[AUTH], "")
+        .assert_error(404, "7");
+    server
+        .send("DELETE", "/plants/7", &[AUTH], "")
+        .assert_error(404, "7");
+    server
+        .send("PUT", "/plants/7", &[AUTH, JSON], r#"{"name":"x"}"#)
+        .assert_error(404, "7");
+    // A deleted id can be created again.
+    assert_eq!(server.create(r#"{"id":7,"name":"again"}"#).status, 200);
+}
+
+#[test]
+fn one_plant_error_paths() {
+    let server = TestServer::start();
+    seed(&server, [1]);
+    for path in ["/plants/x", "/plants/1.5", "/plants/9223372036854775808"] {
+        server
+            .send("GET", path, &[AUTH], "")
+            .assert_error(400, "plant id");
+        server
+            .send("DELETE", path, &[AUTH], "")
+            .assert_error(400, "plant id");
+    }
+    assert_eq!(
+        server.send("GET", "/plants/1.0", &[AUTH], "").status,
+        200,
+        "JSON Schema integer"
+    );
+    server
+        .send("GET", "/plants/x", &[], "")
+        .assert_error(401, "missing");
+    server
+        .send("PUT", "/plants/1", &[AUTH, JSON], r#"{"tag":"t"}"#)
+        .assert_error(400, "name");
+    server
+        .send(
+            "PUT",
+            "/plants/1",
+            &[AUTH, JSON],
+            r#"{"name":"a","tag":null}"#,
+        )
+        .assert_error(400, "tag");
+    server
+        .send(
+            "PUT",
+            "/plants/1",
+            &[AUTH, ("Content-Type", "text/plain")],
+            r#"{"name":"a"}"#,
+        )
+        .assert_error(415, "application/json");
+    let reply = server.send("POST", "/plants/1", &[AUTH, JSON], r#"{"name":"a"}"#);
+    reply.assert_error(405, "PUT");
+    assert_eq!(reply.header("allow"), Some("GET, HEAD, PUT, DELETE"));
+    assert_eq!(
+        server.send("GET", "/plants/1", &[AUTH], "").json()["name"],
+        "p1",
+        "unchanged"
+    );
+}
+
+#[test]
+fn head_answers_like_get_without_a_body() {
+    let server = TestServer::start();
+    seed(&server, 1..=3);
+    for path in [
+        "/plants?limit=2",
+        "/plants/2",
+        "/healthz",
+        "/openapi.json",
+        "/metrics",
+    ] {
+        let get = server.send("GET", path, &[AUTH], "");
+        let head = server.send("HEAD", path, &[AUTH], "");
+        assert_eq!(get.status, 200, "{path}");
+        assert_eq!(head.status, 200, "{path}");
+        assert_eq!(head.body.len(), 0);
+        assert_eq!(
+            head.header("content-type"),
+            get.header("content-type"),
+            "{path}"
+        );
+        assert_eq!(head.header("link"), get.header("link"), "{path}");
+        if path != "/metrics" {
+            // Metrics change between the two requests; the rest must not.
+            assert_eq!(
+                head.header("content-length"),
+                get.header("content-length"),
+                "{path}"
+            );
+        }
+    }
+    let missing = server.send("HEAD", "/plants/9", &[AUTH], "");
+    assert_eq!((missing.status, missing.body.len()), (404, 0));
+}
+
+#[test]
+fn healthz_and_openapi_need_no_token() {
+    let server = TestServer::start();
+    let health = server.send("GET", "/healthz", &[], "");
+    assert_eq!(health.json(), json!({"status": "ok"}));
+    let doc = server.send("GET", "/openapi.json", &[], "").json();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["info"]["version"], "1.0.0");
+    assert_eq!(doc["info"]["license"]["name"], "MIT");
+    for path in [
+        "/plants",
+        "/plants/{id}",
+        "/healthz",
+        "/openapi.json",
+        "/metrics",
+    ] {
+        assert!(doc["paths"][path].is_object(), "{path} documented");
+    }
+    for schema in ["Plant", "NewPlant", "PlantRecord", "Error"] {
+        assert!(doc["components"]["schemas"][schema].is_object(), "{schema}");
+    }
+    assert!(doc["webhooks"]["newPlant"]["post"].is_object());
+    assert_eq!(
+        doc["components"]["securitySchemes"]["bearerAuth"]["scheme"],
+        "bearer"
+    );
+    let reply = server.send("POST", "/healthz", &[], "");
+    reply.assert_error(405, "GET");
+    assert_eq!(reply.header("allow"), Some("GET, HEAD"));
+}
+
+#[test]
+fn metrics_count_requests_plants_and_connections() {
+    let server = TestServer::start();
+    server
+        .send("GET", "/metrics", &[], "")
+        .assert_error(401, "missing");
+    seed(&server, [1, 2]);
+    server.create(r#"{"id":1,"name":"dup"}"#);
+    server.send("GET", "/plants/x", &[AUTH], "");
+    let reply = server.send("GET", "/metrics", &[AUTH], "");
+    assert_eq!(reply.status, 200);
+    assert!(
+        reply
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    let text = reply.text();
+    for line in [
+        "plantstore_requests_total{route=\"/plants\",status=\"200\"} 2\n",
+        "plantstore_requests_total{route=\"/plants\",status=\"409\"} 1\n",
+        "plantstore_requests_total{route=\"/plants/{id}\",status=\"400\"} 1\n",
+        "plantstore_requests_total{route=\"/metrics\",status=\"401\"} 1\n",
+        "\nplantstore_plants 2\n",
+        "\nplantstore_connections_open 1\n",
+        "# TYPE plantstore_uptime_seconds gauge\n",
+    ] {
+        assert!(text.contains(line), "{line:?} missing from:\n{text}");
+    }
+}
