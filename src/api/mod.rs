@@ -37,11 +37,6 @@ impl App {
         }
     }
 
-    /// The store, for start-up reporting.
-    pub fn store(&self) -> &Store {
-        &self.store
-    }
-
     /// Lets `/metrics` report the engine's open connections.
     pub fn attach(&self, gauge: Gauge) {
         self.metrics.attach(gauge);

@@ -21,7 +21,7 @@ mod server;
 use std::time::Duration;
 
 pub use body::BodyError;
-pub use request::{MAX_HEADERS, MAX_TARGET, Request};
+pub use request::Request;
 pub use response::Response;
 pub use server::{Gauge, Server, Stopper};
 

@@ -19,9 +19,9 @@ use super::body::{self, BodyError, Framing};
 use super::input::Input;
 
 /// Most header lines in a request head.
-pub const MAX_HEADERS: usize = 100;
+const MAX_HEADERS: usize = 100;
 /// Longest request target, in bytes.
-pub const MAX_TARGET: usize = 8 * 1024;
+const MAX_TARGET: usize = 8 * 1024;
 
 /// Why a request head was refused; each maps to a status and a close.
 #[derive(Debug, Clone, PartialEq, Eq)]

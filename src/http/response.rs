@@ -85,14 +85,6 @@ impl Response {
         &self.body
     }
 
-    /// The value of an extra header set by the handler.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
     /// Appends the serialised response to `out`: the body is left out for
     /// HEAD (`head_only`), `Connection: close` is added when `close`.
     pub(crate) fn write_to(&self, out: &mut Vec<u8>, head_only: bool, close: bool) {
