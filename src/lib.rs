@@ -57,21 +57,23 @@ pub fn start(config: &Config) -> io::Result<Server> {
 }
 
 /// Each connection needs a file descriptor; below the cap, accept would
-/// fail before the 503 logic could answer. Read from /proc, so no unsafe
-/// `getrlimit`; silent where /proc is absent.
+/// fail before the 503 logic could answer.
 fn warn_if_few_descriptors(max_connections: usize) {
-    let Ok(limits) = std::fs::read_to_string("/proc/self/limits") else {
-        return;
-    };
-    let soft = limits
-        .lines()
-        .find(|l| l.starts_with("Max open files"))
-        .and_then(|l| l.split_whitespace().nth(3))
-        .and_then(|v| v.parse::<usize>().ok());
-    if let Some(soft) = soft.filter(|&soft| soft < max_connections + 64) {
+    if let Some(soft) = open_file_limit().filter(|&soft| soft < max_connections + 64) {
         warn!(
             "open-file limit {soft} is low for --max-connections {max_connections}; \
              raise it (ulimit -n, or LimitNOFILE= in systemd)"
         );
     }
+}
+
+/// This process's soft open-file limit, read from /proc (so no unsafe
+/// `getrlimit`); `None` where /proc is absent or the limit is unlimited.
+pub fn open_file_limit() -> Option<usize> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse().ok())
 }

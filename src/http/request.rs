@@ -118,7 +118,7 @@ impl Head {
     fn headers<'a, 'n>(&'a self, name: &'n str) -> impl Iterator<Item = &'a [u8]> + use<'a, 'n> {
         self.headers
             .iter()
-            .filter(move |(n, _)| self.str(n).eq_ignore_ascii_case(name))
+            .filter(move |(n, _)| self.bytes[n.clone()].eq_ignore_ascii_case(name.as_bytes()))
             .map(|(_, v)| &self.bytes[v.clone()])
     }
 

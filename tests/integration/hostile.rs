@@ -91,13 +91,7 @@ fn slow_head_is_cut_off_after_the_head_timeout_while_others_are_served() {
 
 /// How many sockets this process may open, with room to spare.
 fn fd_budget(want: usize) -> usize {
-    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
-    let soft = limits
-        .lines()
-        .find(|l| l.starts_with("Max open files"))
-        .and_then(|l| l.split_whitespace().nth(3))
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(1024);
+    let soft = plantstore::open_file_limit().unwrap_or(1024);
     want.min(soft.saturating_sub(200) / 2)
 }
 
