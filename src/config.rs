@@ -4,7 +4,7 @@
 //! the address, non-zero limits, the log level, and where the bearer tokens
 //! come from. Token precedence: `--token-file` or `--token` (not both), else
 //! the `PLANTSTORE_TOKEN` environment variable, else a random token made
-//! here. Nothing in this module logs; `main` reports errors and exits 2.
+//! here. `--sync` and `--compact-min` need `--data`. Nothing in this module logs; `main` reports errors and exits 2.
 
 use std::fmt;
 use std::io::{self, Read};
@@ -16,6 +16,7 @@ use argh::FromArgs;
 use log::LevelFilter;
 
 use crate::http::Limits;
+use crate::store::{Durability, SyncMode};
 
 /// plantstore: a tiny, fast HTTP server for the Plant Store API.
 #[derive(FromArgs, Debug)]
@@ -50,6 +51,15 @@ pub struct Args {
     /// seconds an idle keep-alive connection is kept open (default 5)
     #[argh(option, default = "5")]
     pub idle_timeout: u64,
+    /// journal file that keeps the plants across restarts (default: memory only)
+    #[argh(option)]
+    pub data: Option<PathBuf>,
+    /// with --data: "always" answers a change only after fsync (survives a power cut), "never" after write (survives a process crash) (default always)
+    #[argh(option)]
+    pub sync: Option<String>,
+    /// with --data: never compact a journal smaller than this many bytes (default 1048576)
+    #[argh(option)]
+    pub compact_min: Option<u64>,
     /// print the version and exit
     #[argh(switch)]
     pub version: bool,
@@ -83,6 +93,8 @@ pub struct Config {
     pub token_source: TokenSource,
     /// Log verbosity.
     pub log_level: LevelFilter,
+    /// The journal, with `--data`; `None` keeps plants in memory only.
+    pub data: Option<Durability>,
 }
 
 /// A flag value that cannot be used.
@@ -104,6 +116,10 @@ pub enum ConfigError {
     NoTokenInFile(PathBuf),
     /// The OS random source failed.
     Random(io::Error),
+    /// `--sync` is neither `always` nor `never`.
+    Sync(String),
+    /// A journal flag without `--data`.
+    NeedsData(&'static str),
 }
 
 impl fmt::Display for ConfigError {
@@ -129,6 +145,8 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::NoTokenInFile(p) => write!(f, "token file {} holds no token", p.display()),
             ConfigError::Random(e) => write!(f, "cannot read the OS random source: {e}"),
+            ConfigError::Sync(s) => write!(f, "--sync {s:?} is not one of always, never"),
+            ConfigError::NeedsData(flag) => write!(f, "{flag} needs --data FILE"),
         }
     }
 }
@@ -169,6 +187,7 @@ impl Config {
         };
         positive(args.max_plants as u64, "--max-plants")?;
         let (tokens, token_source) = tokens(args.token_file, args.token, env_token)?;
+        let data = durability(args.data, args.sync, args.compact_min)?;
         Ok(Config {
             addr,
             limits,
@@ -176,8 +195,36 @@ impl Config {
             tokens,
             token_source,
             log_level,
+            data,
         })
     }
+}
+
+/// Default `--compact-min`: small journals are never worth rewriting.
+pub const COMPACT_MIN: u64 = 1 << 20;
+
+fn durability(
+    path: Option<PathBuf>,
+    sync: Option<String>,
+    compact_min: Option<u64>,
+) -> Result<Option<Durability>, ConfigError> {
+    let Some(path) = path else {
+        return match (sync, compact_min) {
+            (Some(_), _) => Err(ConfigError::NeedsData("--sync")),
+            (_, Some(_)) => Err(ConfigError::NeedsData("--compact-min")),
+            (None, None) => Ok(None),
+        };
+    };
+    let sync = match sync.as_deref() {
+        None | Some("always") => SyncMode::Always,
+        Some("never") => SyncMode::Never,
+        Some(other) => return Err(ConfigError::Sync(other.to_string())),
+    };
+    Ok(Some(Durability {
+        path,
+        sync,
+        compact_min: compact_min.unwrap_or(COMPACT_MIN),
+    }))
 }
 
 fn parse_addr(text: &str) -> Result<SocketAddr, ConfigError> {
@@ -275,6 +322,10 @@ mod tests {
         assert!(matches!(addr, Err(ConfigError::Addr(_))));
         let both = Config::from_args(args(&["--token", "a", "--token-file", "f"]), None);
         assert!(matches!(both, Err(ConfigError::TwoTokenSources)));
+        let sync = Config::from_args(args(&["--data", "f", "--sync", "maybe"]), None);
+        assert!(matches!(sync, Err(ConfigError::Sync(_))));
+        let alone = Config::from_args(args(&["--sync", "never"]), None);
+        assert!(matches!(alone, Err(ConfigError::NeedsData("--sync"))));
     }
 
     #[test]
@@ -285,5 +336,12 @@ mod tests {
         assert_eq!(config.limits.max_body, 64 * 1024);
         assert_eq!(config.max_plants, 1_000_000);
         assert_eq!(config.log_level, LevelFilter::Info);
+        assert_eq!(config.data, None);
+        let durable = Config::from_args(args(&["--data", "p.journal"]), Some("t".into())).unwrap();
+        let data = durable.data.unwrap();
+        assert_eq!(
+            (data.sync, data.compact_min),
+            (SyncMode::Always, COMPACT_MIN)
+        );
     }
 }

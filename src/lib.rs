@@ -8,11 +8,13 @@
 //!   the `Handler` trait.
 //! - [`api`]: the Plant Store API as a `Handler`: one routing `match`,
 //!   bearer auth, one small function per operation, `ApiError` to status.
-//! - [`store`]: plants and their validation, in memory behind a `Mutex`.
+//! - [`store`]: plants and their validation, in memory behind a `Mutex`,
+//!   and the `--data` journal with group commit, recovery and compaction.
 //! - [`config`]: flags as typed, and the validated `Config`.
 //!
 //! `main.rs` only parses flags, sets up logging and turns errors into exit
-//! codes; [`start`] is what both it and the integration tests call.
+//! codes; [`start`] is what both it and the integration tests call
+//! ([`serve`] when a test brings its own store).
 
 #![forbid(unsafe_code)]
 
@@ -21,7 +23,9 @@ pub mod config;
 pub mod http;
 pub mod store;
 
+use std::fmt;
 use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use log::{info, warn};
@@ -29,12 +33,58 @@ use log::{info, warn};
 use api::{App, Tokens};
 use config::{Config, TokenSource};
 use http::Server;
-use store::Store;
+use store::{OpenError, Store, SyncMode};
 
-/// Builds the application from `config`, binds its address and logs the
-/// start-up line. The caller runs the returned server.
-pub fn start(config: &Config) -> io::Result<Server> {
-    let store = Store::new(config.max_plants);
+/// Why the server could not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// The journal cannot be opened or recovered.
+    Store(OpenError),
+    /// The address cannot be bound.
+    Listen(SocketAddr, io::Error),
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartError::Store(e) => write!(f, "cannot open the data file: {e}"),
+            StartError::Listen(addr, e) => write!(f, "cannot listen on {addr}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// Opens the store `config` asks for (replaying its journal), binds its
+/// address and logs the start-up line. The caller runs the returned server.
+pub fn start(config: &Config) -> Result<Server, StartError> {
+    let store = match &config.data {
+        None => Store::new(config.max_plants),
+        Some(data) => {
+            let (store, recovery) =
+                Store::open(config.max_plants, data).map_err(StartError::Store)?;
+            if recovery.torn_bytes > 0 {
+                warn!(
+                    "{}: cut off a torn final record ({} bytes) left by an interrupted write",
+                    data.path.display(),
+                    recovery.torn_bytes
+                );
+            }
+            info!(
+                "recovered {} plants from {} journal records in {} ms",
+                store.len(),
+                recovery.records,
+                recovery.elapsed.as_millis()
+            );
+            store
+        }
+    };
+    serve(config, store).map_err(|e| StartError::Listen(config.addr, e))
+}
+
+/// Serves `store` as `config` says (its `data` only names the storage in
+/// the start-up line): binds, logs, and returns the server to run.
+pub fn serve(config: &Config, store: Store) -> io::Result<Server> {
     let plants = store.len();
     let app = Arc::new(App::new(store, Tokens::new(config.tokens.clone())));
     let server = Server::bind(config.addr, config.limits.clone(), Arc::clone(&app) as _)?;
@@ -47,11 +97,21 @@ pub fn start(config: &Config) -> io::Result<Server> {
         TokenSource::File | TokenSource::Env => {}
     }
     warn_if_few_descriptors(config.limits.max_connections);
+    let storage = match &config.data {
+        None => "in memory only (a restart starts empty)".to_string(),
+        Some(data) => format!(
+            "journal {} (sync {})",
+            data.path.display(),
+            match data.sync {
+                SyncMode::Always => "always",
+                SyncMode::Never => "never",
+            }
+        ),
+    };
     info!(
-        "plantstore {} listening on http://{}, storage: in memory only (a restart starts empty), {} plants",
+        "plantstore {} listening on http://{}, storage: {storage}, {plants} plants",
         env!("CARGO_PKG_VERSION"),
         server.local_addr(),
-        plants,
     );
     Ok(server)
 }

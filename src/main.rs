@@ -56,7 +56,7 @@ fn main() -> ExitCode {
     let server = match plantstore::start(&config) {
         Ok(server) => server,
         Err(e) => {
-            error!("cannot listen on {}: {e}", config.addr);
+            error!("{e}");
             return ExitCode::FAILURE;
         }
     };

@@ -50,6 +50,7 @@ impl ApiError {
             ApiError::Store(StoreError::Exists(_)) => 409,
             ApiError::Store(StoreError::NotFound(_)) => 404,
             ApiError::Store(StoreError::Full(_)) => 507,
+            ApiError::Store(StoreError::Storage(_)) => 500,
         }
     }
 

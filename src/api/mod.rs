@@ -112,7 +112,7 @@ fn route(
         (Resource::Plant(id), "DELETE") => plants::delete(app, request, id),
         (Resource::Plant(_), _) => Err(ApiError::MethodNotAllowed("GET, HEAD, PUT, DELETE")),
         (Resource::OpenApi, "GET" | "HEAD") => Ok(service::openapi()),
-        (Resource::Health, "GET" | "HEAD") => Ok(service::health()),
+        (Resource::Health, "GET" | "HEAD") => Ok(service::health(app)),
         (Resource::Metrics, "GET" | "HEAD") => service::metrics(app, request),
         (Resource::OpenApi | Resource::Health | Resource::Metrics, _) => {
             Err(ApiError::MethodNotAllowed("GET, HEAD"))

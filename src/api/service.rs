@@ -15,9 +15,16 @@ pub(super) fn openapi() -> Response {
     Response::bytes(200, "application/json", OPENAPI.as_bytes().to_vec())
 }
 
-/// `GET /healthz`.
-pub(super) fn health() -> Response {
-    Response::bytes(200, "application/json", br#"{"status":"ok"}"#.to_vec())
+/// `GET /healthz`: `ok`, or 503 `failing` with the reason once the journal
+/// has failed (reads still work, changes are refused).
+pub(super) fn health(app: &App) -> Response {
+    match app.store.failure() {
+        None => Response::bytes(200, "application/json", br#"{"status":"ok"}"#.to_vec()),
+        Some(reason) => Response::json(
+            503,
+            &serde_json::json!({ "status": "failing", "reason": &*reason }),
+        ),
+    }
 }
 
 /// `GET /metrics` (bearer auth): Prometheus text exposition.

@@ -9,8 +9,8 @@
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown as Side, SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 use std::thread;
 use std::time::Duration;
 
@@ -23,7 +23,7 @@ use super::{Handler, Limits, Response, conn};
 pub(crate) struct Shared {
     pub(crate) limits: Limits,
     pub(crate) handler: Arc<dyn Handler>,
-    stopping: AtomicBool,
+    stopping: Arc<AtomicBool>,
 }
 
 impl Shared {
@@ -42,20 +42,25 @@ pub struct Server {
 /// Stops a running server from another thread (a signal handler, a test).
 #[derive(Clone)]
 pub struct Stopper {
-    shared: Arc<Shared>,
+    // Only the flag: holding `Shared` would keep the handler (and the
+    // store's file lock) alive as long as any stopper exists.
+    stopping: Arc<AtomicBool>,
     wake: SocketAddr,
 }
 
 /// Reads how many connections are open, for `/metrics`.
 #[derive(Clone)]
 pub struct Gauge {
-    pool: Arc<Pool>,
+    // Weak: the handler that holds the gauge is itself held by the pool, and
+    // a strong reference would keep both (and the store's file) alive
+    // forever.
+    pool: Weak<Pool>,
 }
 
 impl Gauge {
-    /// Connections open right now.
+    /// Connections open right now (0 once the server is gone).
     pub fn open_connections(&self) -> usize {
-        self.pool.open()
+        self.pool.upgrade().map_or(0, |pool| pool.open())
     }
 }
 
@@ -70,7 +75,7 @@ impl Server {
         let shared = Arc::new(Shared {
             limits,
             handler,
-            stopping: AtomicBool::new(false),
+            stopping: Arc::new(AtomicBool::new(false)),
         });
         let for_pool = Arc::clone(&shared);
         let serve = Box::new(move |stream, peer| conn::serve(stream, peer, &for_pool));
@@ -100,7 +105,7 @@ impl Server {
             });
         }
         Stopper {
-            shared: Arc::clone(&self.shared),
+            stopping: Arc::clone(&self.shared.stopping),
             wake,
         }
     }
@@ -108,7 +113,7 @@ impl Server {
     /// A reader of the open-connection count.
     pub fn gauge(&self) -> Gauge {
         Gauge {
-            pool: Arc::clone(&self.pool),
+            pool: Arc::downgrade(&self.pool),
         }
     }
 
@@ -147,7 +152,7 @@ impl Server {
 impl Stopper {
     /// Stops accepting; the server's `run` then drains and returns.
     pub fn stop(&self) {
-        if !self.shared.stopping.swap(true, Ordering::Relaxed) {
+        if !self.stopping.swap(true, Ordering::Relaxed) {
             // Wake the blocking accept. If this fails the listener is gone.
             let _ = TcpStream::connect_timeout(&self.wake, Duration::from_secs(1));
         }

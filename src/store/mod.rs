@@ -1,21 +1,42 @@
-//! The plant store: every plant, in memory, behind one `Mutex`.
+//! The plant store: every plant, in memory, behind one `Mutex`, and with
+//! `--data` a journal that makes each change durable before it is
+//! acknowledged.
 //!
 //! Owns the map from id to plant and the `--max-plants` cap. Knows nothing
 //! of HTTP. The map is a `BTreeMap` so that listing in id order from a cursor
 //! is a range walk, not a copy-and-sort of the whole store.
 //!
-//! Invariants: a call that returns `Ok` has applied its change; a call that
-//! returns `Err` has changed nothing. Critical sections are short: requests
-//! are parsed before the lock is taken and answered after it is released.
+//! Invariants: a call that returns `Ok` has applied its change (and, with a
+//! journal, written it as `--sync` asks); a call that returns `Err` other
+//! than [`StoreError::Storage`] has changed nothing. Critical sections are
+//! short: requests are parsed before the lock is taken, the journal record
+//! is encoded under it (so the journal order is the apply order), and the
+//! wait for the disk happens after it is released.
+//!
+//! A change is visible to readers as soon as it is applied, a moment
+//! before its write is acknowledged. If that write fails, the change stays
+//! in memory, its request gets a 500 (the change may or may not be on
+//! disk), and the store refuses every later change until restarted; reads
+//! keep working. See `journal.rs` for the file format and compaction.
 
+mod journal;
 mod plant;
 
+pub use journal::{
+    Damage, Disk, Durability, MAGIC, OpenError, Record, Recovery, Scan, SyncMode, crc32c, decode,
+    scan,
+};
 pub use plant::{InvalidBody, NewPlant, Plant, PlantRecord, int64_text};
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::fs::File;
 use std::ops::Bound;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::thread;
+use std::time::Instant;
+
+use journal::{Journal, Signal, encode_put, record_size};
 
 /// Why a store operation was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +47,8 @@ pub enum StoreError {
     NotFound(i64),
     /// The store already holds the maximum number of plants.
     Full(usize),
+    /// The journal failed; no change is accepted any more (the reason).
+    Storage(Arc<str>),
 }
 
 impl fmt::Display for StoreError {
@@ -34,6 +57,9 @@ impl fmt::Display for StoreError {
             StoreError::Exists(id) => write!(f, "a plant with id {id} already exists"),
             StoreError::NotFound(id) => write!(f, "no plant with id {id}"),
             StoreError::Full(max) => write!(f, "the store is full ({max} plants)"),
+            StoreError::Storage(_) => {
+                f.write_str("the store cannot write changes to disk; changes are refused")
+            }
         }
     }
 }
@@ -51,36 +77,99 @@ pub struct Page {
 
 /// The plants, keyed and ordered by id.
 pub struct Store {
-    plants: Mutex<BTreeMap<i64, Plant>>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    plants: Mutex<Plants>,
     max_plants: usize,
+    journal: Option<Journal>,
+}
+
+struct Plants {
+    map: BTreeMap<i64, Plant>,
+    /// Bytes the live plants' journal records take (kept only with a
+    /// journal; it decides when to compact).
+    live_bytes: u64,
 }
 
 impl Store {
     /// An empty in-memory store holding at most `max_plants` plants.
     pub fn new(max_plants: usize) -> Store {
+        Store::build(max_plants, BTreeMap::new(), 0, None)
+    }
+
+    /// A store kept in the journal `durability.path`, replayed from it.
+    pub fn open(
+        max_plants: usize,
+        durability: &Durability,
+    ) -> Result<(Store, Recovery), OpenError> {
+        Store::open_with(max_plants, durability, |file| Box::new(file))
+    }
+
+    /// As [`open`](Self::open), with `wrap` choosing how records reach the
+    /// file: the seam for injecting write and sync failures.
+    pub fn open_with(
+        max_plants: usize,
+        durability: &Durability,
+        wrap: impl FnOnce(File) -> Box<dyn Disk>,
+    ) -> Result<(Store, Recovery), OpenError> {
+        let (journal, replayed, recovery) = Journal::open(durability, wrap)?;
+        let signal = Arc::clone(&journal.compaction);
+        let store = Store::build(max_plants, replayed.map, replayed.live_bytes, Some(journal));
+        let weak = Arc::downgrade(&store.shared);
+        thread::Builder::new()
+            .name("compactor".into())
+            .spawn(move || compact_on_request(&signal, &weak))
+            .map_err(|e| OpenError::Io(durability.path.clone(), e))?;
+        Ok((store, recovery))
+    }
+
+    fn build(
+        max_plants: usize,
+        map: BTreeMap<i64, Plant>,
+        live_bytes: u64,
+        journal: Option<Journal>,
+    ) -> Store {
         Store {
-            plants: Mutex::new(BTreeMap::new()),
-            max_plants,
+            shared: Arc::new(Shared {
+                plants: Mutex::new(Plants { map, live_bytes }),
+                max_plants,
+                journal,
+            }),
         }
+    }
+
+    /// Why changes are refused, once the journal has failed.
+    pub fn failure(&self) -> Option<Arc<str>> {
+        self.shared.journal.as_ref()?.failure()
     }
 
     /// Adds a plant; refuses an existing id (the stored plant is unchanged)
     /// and a full store.
     pub fn create(&self, new: NewPlant) -> Result<(), StoreError> {
-        let mut plants = self.lock();
-        if plants.contains_key(&new.id) {
-            return Err(StoreError::Exists(new.id));
-        }
-        if plants.len() >= self.max_plants {
-            return Err(StoreError::Full(self.max_plants));
-        }
-        plants.insert(new.id, new.plant);
-        Ok(())
+        let shared = &*self.shared;
+        let commit = {
+            let mut plants = shared.lock();
+            if plants.map.contains_key(&new.id) {
+                return Err(StoreError::Exists(new.id));
+            }
+            if plants.map.len() >= shared.max_plants {
+                return Err(StoreError::Full(shared.max_plants));
+            }
+            let commit = shared.log(|j| j.put(new.id, &new.plant))?;
+            if commit.is_some() {
+                plants.live_bytes += record_size(&new.plant);
+            }
+            plants.map.insert(new.id, new.plant);
+            commit.map(|seq| (seq, plants.live_bytes))
+        };
+        shared.commit(commit)
     }
 
     /// How many plants are stored.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.shared.lock().map.len()
     }
 
     /// Whether the store is empty.
@@ -90,26 +179,45 @@ impl Store {
 
     /// A copy of the plant with this id.
     pub fn get(&self, id: i64) -> Option<Plant> {
-        self.lock().get(&id).cloned()
+        self.shared.lock().map.get(&id).cloned()
     }
 
     /// Replaces the name and tag of an existing plant.
     pub fn replace(&self, id: i64, plant: Plant) -> Result<(), StoreError> {
-        match self.lock().get_mut(&id) {
-            Some(stored) => {
-                *stored = plant;
-                Ok(())
+        let shared = &*self.shared;
+        let commit = {
+            let mut guard = shared.lock();
+            let plants = &mut *guard;
+            let Some(stored) = plants.map.get_mut(&id) else {
+                return Err(StoreError::NotFound(id));
+            };
+            let commit = shared.log(|j| j.put(id, &plant))?;
+            if commit.is_some() {
+                plants.live_bytes = plants.live_bytes + record_size(&plant) - record_size(stored);
             }
-            None => Err(StoreError::NotFound(id)),
-        }
+            *stored = plant;
+            commit.map(|seq| (seq, plants.live_bytes))
+        };
+        shared.commit(commit)
     }
 
     /// Removes a plant.
     pub fn delete(&self, id: i64) -> Result<(), StoreError> {
-        self.lock()
-            .remove(&id)
-            .map(drop)
-            .ok_or(StoreError::NotFound(id))
+        let shared = &*self.shared;
+        let commit = {
+            let mut plants = shared.lock();
+            if !plants.map.contains_key(&id) {
+                return Err(StoreError::NotFound(id));
+            }
+            let commit = shared.log(|j| j.delete(id))?;
+            if let Some(old) = plants.map.remove(&id)
+                && commit.is_some()
+            {
+                plants.live_bytes -= record_size(&old);
+            }
+            commit.map(|seq| (seq, plants.live_bytes))
+        };
+        shared.commit(commit)
     }
 
     /// One page of plants in ascending id order: ids greater than `after`,
@@ -123,8 +231,9 @@ impl Store {
             Some(after) => Bound::Included(after + 1),
             None => Bound::Unbounded,
         };
-        let plants = self.lock();
+        let plants = self.shared.lock();
         let mut matching = plants
+            .map
             .range((start, Bound::Unbounded))
             .filter(|(_, p)| tag.is_none() || p.tag.as_deref() == tag);
         let items: Vec<(i64, Plant)> = matching
@@ -136,13 +245,94 @@ impl Store {
         Page { items, more }
     }
 
-    fn lock(&self) -> MutexGuard<'_, BTreeMap<i64, Plant>> {
+    /// Rewrites the journal now (normally the background thread does this
+    /// when the journal has grown); a no-op without a journal.
+    pub fn compact(&self) {
+        self.shared.compact();
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Some(journal) = &self.shared.journal {
+            journal.compaction.close();
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Plants> {
         // A panic while holding the lock cannot leave the map half-changed
-        // (every change is one insert or remove), so a poisoned lock is safe
-        // to keep using.
+        // (every change is one insert or remove after its journal record is
+        // encoded), so a poisoned lock is safe to keep using.
         self.plants
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Appends a record if there is a journal: its sequence number.
+    fn log(
+        &self,
+        append: impl FnOnce(&Journal) -> Result<u64, Arc<str>>,
+    ) -> Result<Option<u64>, StoreError> {
+        match &self.journal {
+            Some(journal) => append(journal).map(Some).map_err(StoreError::Storage),
+            None => Ok(None),
+        }
+    }
+
+    /// Waits for an appended record to be written.
+    fn commit(&self, commit: Option<(u64, u64)>) -> Result<(), StoreError> {
+        match (&self.journal, commit) {
+            (Some(journal), Some((seq, live_bytes))) => {
+                journal.commit(seq, live_bytes).map_err(StoreError::Storage)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn compact(&self) {
+        let Some(journal) = &self.journal else {
+            return;
+        };
+        let started = Instant::now();
+        let Some(snapshot) = self.snapshot(journal) else {
+            return;
+        };
+        let snapshot_ms = started.elapsed().as_millis();
+        match journal.finish_compaction(&snapshot) {
+            Ok(len) => log::info!(
+                "journal compacted to {len} bytes in {} ms ({snapshot_ms} ms under the store lock)",
+                started.elapsed().as_millis()
+            ),
+            Err(e) => log::warn!("journal compaction failed, the journal stays as it was: {e}"),
+        }
+    }
+
+    /// The first step of a compaction, under the store lock: the live
+    /// plants encoded as a journal image; `None` if one is already running
+    /// or the journal has failed.
+    fn snapshot(&self, journal: &Journal) -> Option<Vec<u8>> {
+        let plants = self.lock();
+        if !journal.begin_compaction() {
+            return None;
+        }
+        let mut buf = Vec::with_capacity(MAGIC.len() + plants.live_bytes as usize);
+        buf.extend_from_slice(MAGIC);
+        for (id, plant) in &plants.map {
+            encode_put(&mut buf, *id, plant);
+        }
+        Some(buf)
+    }
+}
+
+/// The compaction thread: runs until the store is dropped.
+fn compact_on_request(signal: &Signal, store: &Weak<Shared>) {
+    while signal.wait() {
+        match store.upgrade() {
+            Some(shared) => shared.compact(),
+            None => return,
+        }
     }
 }
 
@@ -229,3 +419,6 @@ mod tests {
         assert!(store.get(3).is_none());
     }
 }
+
+#[cfg(test)]
+mod durability_tests;

@@ -11,17 +11,17 @@ use std::time::{Duration, Instant};
 
 use crate::support::{Client, request};
 
-const BIN: &str = env!("CARGO_BIN_EXE_plantstore");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_plantstore");
 
 /// A running binary; its stderr is collected line by line.
-struct Running {
-    child: Child,
-    addr: SocketAddr,
+pub(crate) struct Running {
+    pub(crate) child: Child,
+    pub(crate) addr: SocketAddr,
     lines: Arc<Mutex<Vec<String>>>,
 }
 
 impl Running {
-    fn start(args: &[&str], token: Option<&str>) -> Running {
+    pub(crate) fn start(args: &[&str], token: Option<&str>) -> Running {
         let mut command = Command::new(BIN);
         command.args(["--addr", "127.0.0.1:0"]).args(args);
         command.env_remove("PLANTSTORE_TOKEN");
@@ -39,11 +39,14 @@ impl Running {
         let collected = Arc::clone(&lines);
         thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("listening on http://").nth(1) {
-                    let addr = rest.split(',').next().unwrap().to_string();
+                let addr = line
+                    .split("listening on http://")
+                    .nth(1)
+                    .map(|rest| rest.split(',').next().unwrap_or_default().to_string());
+                collected.lock().unwrap().push(line);
+                if let Some(addr) = addr {
                     let _ = tx.send(addr);
                 }
-                collected.lock().unwrap().push(line);
             }
         });
         let addr = rx
@@ -56,18 +59,18 @@ impl Running {
         }
     }
 
-    fn log(&self) -> Vec<String> {
+    pub(crate) fn log(&self) -> Vec<String> {
         self.lines.lock().unwrap().clone()
     }
 
-    fn signal(&self, name: &str) {
+    pub(crate) fn signal(&self, name: &str) {
         let status = Command::new("kill")
             .args(["-s", name, &self.child.id().to_string()])
             .status();
         assert!(status.unwrap().success());
     }
 
-    fn wait(&mut self, limit: Duration) -> ExitStatus {
+    pub(crate) fn wait(&mut self, limit: Duration) -> ExitStatus {
         let until = Instant::now() + limit;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -78,7 +81,7 @@ impl Running {
         }
     }
 
-    fn rss_kib(&self) -> u64 {
+    pub(crate) fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
         let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
         line.split_whitespace().nth(1).unwrap().parse().unwrap()

@@ -1,10 +1,13 @@
 //! Integration tests: real HTTP against a real server on 127.0.0.1:0.
 //!
 //! `support` has the in-process `TestServer` and a raw TCP client that can
-//! send anything; `binary` drives the built `plantstore` executable.
+//! send anything; `binary` drives the built `plantstore` executable, and
+//! `crash` kills it mid-write to check what the journal keeps.
 
 mod auth;
 mod binary;
+mod crash;
+mod durability;
 mod engine;
 mod hostile;
 mod plants;

@@ -8,8 +8,14 @@ use std::net::{SocketAddr, TcpStream};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use plantstore::StartError;
 use plantstore::config::{Config, TokenSource};
-use plantstore::http::{Limits, Stopper};
+use plantstore::http::{Limits, Server, Stopper};
+use plantstore::store::{Durability, OpenError, Store, SyncMode};
 
 pub const TOKEN: &str = "test-token";
 
@@ -22,12 +28,50 @@ pub fn config() -> Config {
         tokens: vec![TOKEN.to_string()],
         token_source: TokenSource::Flag,
         log_level: log::LevelFilter::Info,
+        data: None,
+    }
+}
+
+/// A configuration whose store is the journal `path` (sync always).
+pub fn durable_config(path: &std::path::Path) -> Config {
+    Config {
+        data: Some(Durability {
+            path: path.to_path_buf(),
+            sync: SyncMode::Always,
+            compact_min: plantstore::config::COMPACT_MIN,
+        }),
+        ..config()
+    }
+}
+
+/// A fresh path in the temp directory; the file (and a leftover
+/// `.compact`) is removed when dropped.
+pub struct TempFile(pub PathBuf);
+
+impl TempFile {
+    pub fn new(name: &str) -> TempFile {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("plantstore-test-{}-{n}-{name}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        TempFile(path)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+        let mut compact = self.0.clone().into_os_string();
+        compact.push(".compact");
+        let _ = std::fs::remove_file(compact);
     }
 }
 
 /// A running in-process server; stops (and joins) when dropped.
 pub struct TestServer {
     pub addr: SocketAddr,
+    config: Config,
     stopper: Stopper,
     thread: Option<JoinHandle<usize>>,
 }
@@ -38,14 +82,50 @@ impl TestServer {
     }
 
     pub fn with(config: Config) -> TestServer {
-        let server = plantstore::start(&config).expect("server binds");
+        let server = plantstore::start(&config).expect("server starts");
+        TestServer::running(server, config)
+    }
+
+    /// A server over a store the test built (e.g. with a faulty disk).
+    pub fn with_store(config: Config, store: Store) -> TestServer {
+        let server = plantstore::serve(&config, store).expect("server binds");
+        TestServer::running(server, config)
+    }
+
+    fn running(server: Server, config: Config) -> TestServer {
         let addr = server.local_addr();
         let stopper = server.stopper();
         let thread = thread::spawn(move || server.run(Duration::from_secs(5)));
         TestServer {
             addr,
+            config,
             stopper,
             thread: Some(thread),
+        }
+    }
+
+    /// Stops the server and starts a new one with the same configuration
+    /// (so on the same data file); the address changes.
+    pub fn restart(&mut self) {
+        self.stop();
+        // Connection threads drop their handle on the store just after the
+        // server returns; until then the journal's lock is still held.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let server = loop {
+            match plantstore::start(&self.config) {
+                Err(StartError::Store(OpenError::Locked(_))) if Instant::now() < deadline => {
+                    thread::sleep(Duration::from_millis(10))
+                }
+                other => break other.expect("server restarts"),
+            }
+        };
+        *self = TestServer::running(server, self.config.clone());
+    }
+
+    fn stop(&mut self) {
+        self.stopper.stop();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
     }
 
@@ -72,10 +152,7 @@ impl TestServer {
 
 impl Drop for TestServer {
     fn drop(&mut self) {
-        self.stopper.stop();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        self.stop();
     }
 }
 

@@ -1,0 +1,405 @@
+//! Tests of the store with a journal: recovery, damage, failures, group
+//! commit, compaction and the lock.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+
+use super::*;
+
+/// A fresh path in the temp directory, removed (with its `.compact`) when
+/// dropped.
+struct TempPath(PathBuf);
+
+impl TempPath {
+    fn new(name: &str) -> TempPath {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!(
+            "plantstore-unit-{}-{n}-{name}.journal",
+            std::process::id()
+        ));
+        let _ = fs::remove_file(&path);
+        TempPath(path)
+    }
+
+    fn durability(&self) -> Durability {
+        Durability {
+            path: self.0.clone(),
+            sync: SyncMode::Always,
+            compact_min: u64::MAX,
+        }
+    }
+
+    fn open(&self) -> Result<(Store, Recovery), OpenError> {
+        Store::open(1000, &self.durability())
+    }
+}
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+        let _ = fs::remove_file(compact_path(&self.0));
+    }
+}
+
+fn compact_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".compact");
+    PathBuf::from(name)
+}
+
+fn plant(name: &str, tag: Option<&str>) -> Plant {
+    Plant {
+        name: name.to_string(),
+        tag: tag.map(String::from),
+    }
+}
+
+fn new(id: i64, name: &str) -> NewPlant {
+    NewPlant {
+        id,
+        plant: plant(name, None),
+    }
+}
+
+fn contents(store: &Store) -> Vec<(i64, Plant)> {
+    store.page(None, usize::MAX, None).items
+}
+
+#[test]
+fn crc32c_matches_the_standard_check_value() {
+    assert_eq!(crc32c(0, b"123456789"), 0xE306_9283);
+    assert_eq!(crc32c(crc32c(0, b"1234"), b"56789"), 0xE306_9283);
+}
+
+#[test]
+fn changes_survive_a_reopen() {
+    let path = TempPath::new("reopen");
+    {
+        let (store, recovery) = path.open().unwrap();
+        assert_eq!(recovery.records, 0);
+        store.create(new(1, "fern")).unwrap();
+        store.create(new(2, "moss")).unwrap();
+        store.create(new(-3, "ivy")).unwrap();
+        store.replace(2, plant("moss", Some("green é"))).unwrap();
+        store.delete(1).unwrap();
+        assert_eq!(store.create(new(2, "dup")), Err(StoreError::Exists(2)));
+    }
+    let (store, recovery) = path.open().unwrap();
+    assert_eq!((recovery.records, recovery.torn_bytes), (5, 0));
+    assert_eq!(
+        contents(&store),
+        vec![
+            (-3, plant("ivy", None)),
+            (2, plant("moss", Some("green é")))
+        ]
+    );
+}
+
+/// A journal image with three records; returns it and where the last
+/// record starts.
+fn three_records() -> (Vec<u8>, usize) {
+    let mut bytes = MAGIC.to_vec();
+    journal::encode_put(&mut bytes, 1, &plant("a", None));
+    journal::encode_put(&mut bytes, 2, &plant("b", Some("t")));
+    let last = bytes.len();
+    journal::encode_put(&mut bytes, 3, &plant("c", Some("tag")));
+    (bytes, last)
+}
+
+#[test]
+fn a_cut_anywhere_in_the_last_record_keeps_exactly_the_complete_ones() {
+    let (bytes, last) = three_records();
+    let whole = scan(&bytes).unwrap();
+    assert_eq!((whole.records, whole.map.len()), (3, 3));
+    for cut in last..bytes.len() {
+        let scan = scan(&bytes[..cut]).unwrap_or_else(|e| panic!("cut at {cut}: {e:?}"));
+        assert_eq!(scan.records, 2, "cut at {cut}");
+        assert_eq!(scan.valid_len, last, "cut at {cut}");
+        assert_eq!(scan.map.keys().copied().collect::<Vec<_>>(), vec![1, 2]);
+    }
+}
+
+#[test]
+fn a_torn_file_is_cut_and_later_writes_follow_the_good_records() {
+    let (bytes, last) = three_records();
+    for cut in [last + 1, last + 8, bytes.len() - 1] {
+        let path = TempPath::new("torn");
+        fs::write(&path.0, &bytes[..cut]).unwrap();
+        {
+            let (store, recovery) = path.open().unwrap();
+            assert_eq!(recovery.torn_bytes, (cut - last) as u64);
+            assert_eq!(fs::metadata(&path.0).unwrap().len(), last as u64);
+            store.create(new(9, "after")).unwrap();
+        }
+        let (store, recovery) = path.open().unwrap();
+        assert_eq!((recovery.records, recovery.torn_bytes), (3, 0));
+        let ids: Vec<i64> = contents(&store).iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, vec![1, 2, 9]);
+    }
+}
+
+#[test]
+fn a_flipped_bit_is_torn_at_the_end_and_refused_in_the_middle() {
+    let (bytes, last) = three_records();
+    let mut end = bytes.clone();
+    *end.last_mut().unwrap() ^= 1;
+    assert_eq!(scan(&end).unwrap().valid_len, last);
+    let mut middle = bytes.clone();
+    middle[MAGIC.len() + 10] ^= 1; // inside the first record
+    assert_eq!(
+        scan(&middle).unwrap_err(),
+        Damage::Record {
+            record: 1,
+            offset: MAGIC.len() as u64
+        }
+    );
+}
+
+#[test]
+fn garbage_in_the_middle_refuses_start_up_and_leaves_the_file_untouched() {
+    let (bytes, last) = three_records();
+    let mut damaged = bytes[..last].to_vec();
+    damaged.extend_from_slice(b"garbage!garbage!");
+    damaged.extend_from_slice(&bytes[last..]);
+    let path = TempPath::new("garbage");
+    fs::write(&path.0, &damaged).unwrap();
+    let err = path.open().err().expect("start-up refused");
+    let text = err.to_string();
+    assert!(
+        matches!(err, OpenError::Damaged { record: 3, offset, .. } if offset == last as u64),
+        "{text}"
+    );
+    assert!(text.contains(&path.0.display().to_string()), "{text}");
+    assert!(text.contains("record 3"), "{text}");
+    assert_eq!(fs::read(&path.0).unwrap(), damaged);
+}
+
+#[test]
+fn a_file_that_is_not_a_journal_is_refused() {
+    let path = TempPath::new("foreign");
+    fs::write(&path.0, b"id,name\n1,fern\n").unwrap();
+    assert!(matches!(path.open(), Err(OpenError::NotAJournal(_))));
+    assert_eq!(fs::read(&path.0).unwrap(), b"id,name\n1,fern\n");
+}
+
+#[test]
+fn a_second_store_on_the_same_file_is_refused() {
+    let path = TempPath::new("lock");
+    let (first, _) = path.open().unwrap();
+    assert!(matches!(path.open(), Err(OpenError::Locked(_))));
+    drop(first);
+    path.open().expect("free again once the first is dropped");
+}
+
+/// A disk that fails every write and sync once `fail` is set, and counts
+/// syncs.
+struct Faulty {
+    file: std::fs::File,
+    fail: Arc<AtomicBool>,
+    syncs: Arc<AtomicUsize>,
+}
+
+impl Disk for Faulty {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.file.append(bytes)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.syncs.fetch_add(1, Ordering::SeqCst);
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(io::Error::other("injected sync failure"));
+        }
+        self.file.sync()
+    }
+}
+
+#[test]
+fn a_failed_sync_fails_the_change_and_refuses_every_later_one() {
+    let path = TempPath::new("faulty");
+    let fail = Arc::new(AtomicBool::new(false));
+    let syncs = Arc::new(AtomicUsize::new(0));
+    let (store, _) = Store::open_with(100, &path.durability(), |file| {
+        Box::new(Faulty {
+            file,
+            fail: Arc::clone(&fail),
+            syncs: Arc::clone(&syncs),
+        })
+    })
+    .unwrap();
+    store.create(new(1, "kept")).unwrap();
+    fail.store(true, Ordering::SeqCst);
+    assert!(matches!(
+        store.create(new(2, "lost")),
+        Err(StoreError::Storage(_))
+    ));
+    let tried = syncs.load(Ordering::SeqCst);
+    fail.store(false, Ordering::SeqCst);
+    // Never retried, even though the disk works again.
+    assert!(matches!(
+        store.create(new(3, "x")),
+        Err(StoreError::Storage(_))
+    ));
+    assert!(matches!(store.delete(1), Err(StoreError::Storage(_))));
+    assert!(matches!(
+        store.replace(1, plant("y", None)),
+        Err(StoreError::Storage(_))
+    ));
+    assert_eq!(
+        syncs.load(Ordering::SeqCst),
+        tried,
+        "no sync after poisoning"
+    );
+    assert!(store.failure().unwrap().contains("injected sync failure"));
+    assert_eq!(store.get(1), Some(plant("kept", None)), "reads still work");
+    assert!(store.get(3).is_none(), "a refused change is not applied");
+}
+
+/// A disk whose first sync waits until the test opens the gate.
+struct Gated {
+    file: std::fs::File,
+    gate: Arc<(Mutex<bool>, Condvar)>,
+    syncs: Arc<AtomicUsize>,
+}
+
+impl Disk for Gated {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.file.append(bytes)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        let (open, changed) = &*self.gate;
+        let mut open = open.lock().unwrap();
+        while !*open {
+            open = changed.wait(open).unwrap();
+        }
+        self.syncs.fetch_add(1, Ordering::SeqCst);
+        self.file.sync()
+    }
+}
+
+#[test]
+fn writers_that_arrive_during_a_sync_share_the_next_one() {
+    const WRITERS: i64 = 10;
+    let path = TempPath::new("group");
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let syncs = Arc::new(AtomicUsize::new(0));
+    let (store, _) = Store::open_with(100, &path.durability(), |file| {
+        Box::new(Gated {
+            file,
+            gate: Arc::clone(&gate),
+            syncs: Arc::clone(&syncs),
+        })
+    })
+    .unwrap();
+    let store = Arc::new(store);
+    let spawn = |id: i64| {
+        let store = Arc::clone(&store);
+        thread::spawn(move || store.create(new(id, "p")))
+    };
+    // The first writer leads and blocks in its sync...
+    let first = spawn(0);
+    while store.is_empty() {
+        thread::yield_now();
+    }
+    // ...while the others append (a create is visible once appended) and
+    // queue behind it.
+    let rest: Vec<_> = (1..=WRITERS).map(spawn).collect();
+    while store.len() < 1 + WRITERS as usize {
+        thread::yield_now();
+    }
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+    first.join().unwrap().unwrap();
+    for writer in rest {
+        writer.join().unwrap().unwrap();
+    }
+    assert_eq!(
+        syncs.load(Ordering::SeqCst),
+        2,
+        "one sync for the whole queue"
+    );
+    drop(store);
+    let (store, _) = path.open().unwrap();
+    assert_eq!(store.len(), 1 + WRITERS as usize);
+}
+
+#[test]
+fn compaction_keeps_every_plant_including_changes_made_while_it_runs() {
+    let path = TempPath::new("compact");
+    let expected = {
+        let (store, _) = path.open().unwrap();
+        for id in 0..200 {
+            store.create(new(id, "first")).unwrap();
+        }
+        for id in 0..150 {
+            store.delete(id).unwrap();
+        }
+        let before = fs::metadata(&path.0).unwrap().len();
+        let shared = &store.shared;
+        let journal = shared.journal.as_ref().unwrap();
+        let snapshot = shared.snapshot(journal).unwrap();
+        // Changes between the snapshot and the swap.
+        store.create(new(1000, "during")).unwrap();
+        store.delete(160).unwrap();
+        store.replace(170, plant("changed", Some("t"))).unwrap();
+        assert!(
+            shared.snapshot(journal).is_none(),
+            "one compaction at a time"
+        );
+        let len = journal.finish_compaction(&snapshot).unwrap();
+        assert!(len < before / 2, "compacted {before} bytes to {len}");
+        assert!(!compact_path(&path.0).exists());
+        // And after it, into the new file.
+        store.create(new(1001, "after")).unwrap();
+        contents(&store)
+    };
+    assert_eq!(expected.len(), 50 - 1 + 2);
+    let (store, recovery) = path.open().unwrap();
+    assert_eq!(contents(&store), expected);
+    assert_eq!(
+        recovery.records as usize,
+        50 + 3 + 1,
+        "snapshot, during, after"
+    );
+}
+
+#[test]
+fn the_background_thread_compacts_a_journal_that_outgrew_its_data() {
+    let path = TempPath::new("auto");
+    let durability = Durability {
+        compact_min: 4096,
+        ..path.durability()
+    };
+    let (store, _) = Store::open(100, &durability).unwrap();
+    let mut peak = 0;
+    for round in 0..200 {
+        store.create(new(round, "short-lived plant")).unwrap();
+        store.delete(round).unwrap();
+        peak = peak.max(fs::metadata(&path.0).unwrap().len());
+    }
+    store.create(new(7, "survivor")).unwrap();
+    drop(store);
+    // 400 records of ~40 bytes would be 16 KB without compaction.
+    assert!(peak < 12_000, "journal peaked at {peak} bytes");
+    let (store, _) = Store::open(100, &durability).unwrap();
+    assert_eq!(contents(&store), vec![(7, plant("survivor", None))]);
+}
+
+#[test]
+fn a_leftover_compaction_file_is_removed_and_the_journal_kept() {
+    let path = TempPath::new("leftover");
+    {
+        let (store, _) = path.open().unwrap();
+        store.create(new(1, "kept")).unwrap();
+    }
+    // A crash after writing part of a compaction, before the rename.
+    fs::write(compact_path(&path.0), b"PLANTSJ1 half a snapshot").unwrap();
+    let (store, _) = path.open().unwrap();
+    assert_eq!(contents(&store), vec![(1, plant("kept", None))]);
+    assert!(!compact_path(&path.0).exists());
+}
