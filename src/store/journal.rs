@@ -57,7 +57,9 @@ use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 use super::Plant;
@@ -69,6 +71,8 @@ const HEADER: usize = 8;
 const PUT: u8 = 1;
 const DELETE: u8 = 2;
 const NO_TAG: u32 = u32::MAX;
+/// The longest a leader waits for more writers (see `Journal::gather`).
+const MAX_GATHER: Duration = Duration::from_millis(2);
 
 /// When a change counts as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,8 +185,13 @@ pub(super) struct Journal {
     sync: SyncMode,
     compact_min: u64,
     state: Mutex<State>,
-    /// Signalled when a batch finishes (durable advances or poison).
+    /// Signalled when a batch finishes; only the compactor waits on it
+    /// (writers park, see `wake`).
     written: Condvar,
+    /// `State::durable`, readable without the lock by a woken writer.
+    durable_seq: AtomicU64,
+    /// Signalled when a record is appended while a leader gathers.
+    arrived: Condvar,
     /// Only the holder of `State::writing` touches the disk.
     disk: Mutex<Box<dyn Disk>>,
     /// Wakes the compaction thread.
@@ -196,8 +205,17 @@ struct State {
     appended: u64,
     /// Sequence number of the last record written (and synced).
     durable: u64,
+    /// Sequence number of the last record handed to the disk.
+    taken: u64,
     /// Someone (a leader or the compactor) is writing.
     writing: bool,
+    /// Writers parked until their record is written: (sequence, thread).
+    waiters: Vec<(u64, Thread)>,
+    /// A leader is waiting for the writers it expects (see `gather`).
+    gathering: bool,
+    /// Records in the last batch, and how long writing it took.
+    last_batch: u64,
+    last_write: Duration,
     /// Set once by the first failed write or sync; never cleared.
     failed: Option<Arc<str>>,
     /// File length once `pending` is written.
@@ -304,12 +322,19 @@ impl Journal {
                 pending: Vec::new(),
                 appended: 0,
                 durable: 0,
+                taken: 0,
                 writing: false,
+                waiters: Vec::new(),
+                gathering: false,
+                last_batch: 0,
+                last_write: Duration::ZERO,
                 failed: None,
                 len,
                 since_snapshot: None,
             }),
             written: Condvar::new(),
+            durable_seq: AtomicU64::new(0),
+            arrived: Condvar::new(),
             disk: Mutex::new(wrap(file)),
             compaction: Arc::default(),
         };
@@ -359,6 +384,9 @@ impl Journal {
             copy.extend_from_slice(&pending[start..]);
         }
         state.appended += 1;
+        if state.gathering {
+            self.arrived.notify_one();
+        }
         Ok(state.appended)
     }
 
@@ -375,16 +403,24 @@ impl Journal {
                 return Err(Arc::clone(reason));
             }
             if state.writing {
-                state = self.written.wait(state).unwrap_or_else(|p| p.into_inner());
+                match self.park(state, seq) {
+                    Some(again) => state = again,
+                    None => return Ok(()),
+                }
                 continue;
             }
             state.writing = true;
+            state = self.gather(state);
             let batch = std::mem::take(&mut state.pending);
             let upto = state.appended;
+            state.last_batch = upto - state.taken;
+            state.taken = upto;
             drop(state);
+            let started = Instant::now();
             let result = self.write(&batch);
             state = self.lock();
             state.writing = false;
+            state.last_write = started.elapsed();
             match result {
                 Ok(()) => {
                     state.durable = upto;
@@ -403,8 +439,84 @@ impl Journal {
                 }
                 Err(e) => self.poison(&mut state, format!("journal write failed: {e}")),
             }
-            self.written.notify_all();
+            self.wake(&mut state);
         }
+    }
+
+    /// Parks the calling writer until its record `seq` is written or it is
+    /// chosen to lead the next batch: `None` once the record is written
+    /// (known without taking the lock again), else the lock.
+    fn park<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+        seq: u64,
+    ) -> Option<MutexGuard<'a, State>> {
+        let me = thread::current();
+        state.waiters.push((seq, me.clone()));
+        drop(state);
+        loop {
+            thread::park();
+            if self.durable_seq.load(Ordering::Acquire) >= seq {
+                return None;
+            }
+            let state = self.lock();
+            if !state.waiters.iter().any(|(_, t)| t.id() == me.id()) {
+                return Some(state); // chosen to lead, or the journal failed
+            }
+            // A spurious wake-up: still listed, so park again.
+        }
+    }
+
+    /// After a batch or a compaction, with the writer role released: wakes
+    /// every writer whose record is now written (all of them if the
+    /// journal failed), and one of the rest to lead the next batch. Each is
+    /// removed from the list before it is woken.
+    fn wake(&self, state: &mut State) {
+        self.durable_seq.store(state.durable, Ordering::Release);
+        let (durable, failed) = (state.durable, state.failed.is_some());
+        state.waiters.retain(|(seq, thread)| {
+            let done = *seq <= durable || failed;
+            if done {
+                thread.unpark();
+            }
+            !done
+        });
+        if !state.writing
+            && let Some(first) = (0..state.waiters.len()).min_by_key(|&i| state.waiters[i].0)
+        {
+            state.waiters.swap_remove(first).1.unpark();
+        }
+        self.written.notify_all();
+    }
+
+    /// The leader's short wait before it writes. Writers answered by the
+    /// last batch come back with their next change a moment later; a leader
+    /// that wrote at once would write only the first of them, and the rest
+    /// would wait a whole sync for the next batch (batches alternating one
+    /// and many). So while the last batch held several records, the leader
+    /// waits until as many are pending, but never longer than half the last
+    /// write took: at most that much latency buys a batch as large as the
+    /// load. A lone writer (last batch of one) never waits.
+    fn gather<'a>(&self, mut state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        let want = state.last_batch;
+        if want <= 1 {
+            return state;
+        }
+        let deadline = Instant::now() + (state.last_write / 2).min(MAX_GATHER);
+        state.gathering = true;
+        while state.appended - state.taken < want {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = self
+                .arrived
+                .wait_timeout(state, left)
+                .map(|(s, _)| s)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+        state.gathering = false;
+        state
     }
 
     fn write(&self, batch: &[u8]) -> io::Result<()> {
@@ -478,7 +590,7 @@ impl Journal {
         if let Err(e) = swapped {
             let mut state = self.lock();
             state.writing = false;
-            self.written.notify_all();
+            self.wake(&mut state);
             return Err(e);
         }
         let len = (snapshot.len() + since.len()) as u64;
@@ -491,6 +603,7 @@ impl Journal {
                 // The pending records up to `covered` are in `since`.
                 state.pending.drain(..covered);
                 state.durable = state.durable.max(upto);
+                state.taken = state.taken.max(upto);
                 state.len = len + state.pending.len() as u64;
             }
             Err(e) => self.poison(
@@ -498,7 +611,7 @@ impl Journal {
                 format!("syncing the journal's directory after compaction failed: {e}"),
             ),
         }
-        self.written.notify_all();
+        self.wake(&mut state);
         Ok(len)
     }
 
