@@ -17,6 +17,7 @@ use log::LevelFilter;
 
 use crate::http::Limits;
 use crate::store::{Durability, SyncMode};
+use crate::webhook::{self, Target, WebhookConfig};
 
 /// plantstore: a tiny, fast HTTP server for the Plant Store API.
 #[derive(FromArgs, Debug)]
@@ -60,6 +61,15 @@ pub struct Args {
     /// with --data: never compact a journal smaller than this many bytes (default 1048576)
     #[argh(option)]
     pub compact_min: Option<u64>,
+    /// URL to POST each new plant to, http://host:port/path (repeatable)
+    #[argh(option)]
+    pub webhook: Vec<String>,
+    /// file with the key that signs webhook deliveries (whsec_<base64> or raw text)
+    #[argh(option)]
+    pub webhook_secret_file: Option<PathBuf>,
+    /// webhook events queued per URL, retries included; more are dropped (default 1024)
+    #[argh(option, default = "1024")]
+    pub webhook_queue: usize,
     /// print the version and exit
     #[argh(switch)]
     pub version: bool,
@@ -95,6 +105,8 @@ pub struct Config {
     pub log_level: LevelFilter,
     /// The journal, with `--data`; `None` keeps plants in memory only.
     pub data: Option<Durability>,
+    /// Webhook subscribers and how to reach them (no targets: none).
+    pub webhook: WebhookConfig,
 }
 
 /// A flag value that cannot be used.
@@ -120,6 +132,10 @@ pub enum ConfigError {
     Sync(String),
     /// A journal flag without `--data`.
     NeedsData(&'static str),
+    /// A `--webhook` URL that cannot be used (the URL, why).
+    Webhook(String, String),
+    /// The webhook secret file cannot be read or holds no key.
+    WebhookSecret(PathBuf, String),
 }
 
 impl fmt::Display for ConfigError {
@@ -147,6 +163,10 @@ impl fmt::Display for ConfigError {
             ConfigError::Random(e) => write!(f, "cannot read the OS random source: {e}"),
             ConfigError::Sync(s) => write!(f, "--sync {s:?} is not one of always, never"),
             ConfigError::NeedsData(flag) => write!(f, "{flag} needs --data FILE"),
+            ConfigError::Webhook(url, why) => write!(f, "--webhook {url:?} {why}"),
+            ConfigError::WebhookSecret(p, why) => {
+                write!(f, "webhook secret file {}: {why}", p.display())
+            }
         }
     }
 }
@@ -188,6 +208,8 @@ impl Config {
         positive(args.max_plants as u64, "--max-plants")?;
         let (tokens, token_source) = tokens(args.token_file, args.token, env_token)?;
         let data = durability(args.data, args.sync, args.compact_min)?;
+        positive(args.webhook_queue as u64, "--webhook-queue")?;
+        let webhook = webhook_config(args.webhook, args.webhook_secret_file, args.webhook_queue)?;
         Ok(Config {
             addr,
             limits,
@@ -196,8 +218,29 @@ impl Config {
             token_source,
             log_level,
             data,
+            webhook,
         })
     }
+}
+
+fn webhook_config(
+    urls: Vec<String>,
+    secret_file: Option<PathBuf>,
+    queue: usize,
+) -> Result<WebhookConfig, ConfigError> {
+    let targets = urls
+        .iter()
+        .map(|url| Target::parse(url).map_err(|why| ConfigError::Webhook(url.clone(), why)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let secret = match secret_file {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| ConfigError::WebhookSecret(path.clone(), e.to_string()))?;
+            Some(webhook::read_secret(&text).map_err(|why| ConfigError::WebhookSecret(path, why))?)
+        }
+    };
+    Ok(WebhookConfig::new(targets, secret, queue))
 }
 
 /// Default `--compact-min`: small journals are never worth rewriting.
@@ -324,6 +367,8 @@ mod tests {
         assert!(matches!(both, Err(ConfigError::TwoTokenSources)));
         let sync = Config::from_args(args(&["--data", "f", "--sync", "maybe"]), None);
         assert!(matches!(sync, Err(ConfigError::Sync(_))));
+        let hook = Config::from_args(args(&["--webhook", "https://x/"]), Some("t".into()));
+        assert!(matches!(hook, Err(ConfigError::Webhook(..))));
         let alone = Config::from_args(args(&["--sync", "never"]), None);
         assert!(matches!(alone, Err(ConfigError::NeedsData("--sync"))));
     }

@@ -10,6 +10,8 @@
 //!   bearer auth, one small function per operation, `ApiError` to status.
 //! - [`store`]: plants and their validation, in memory behind a `Mutex`,
 //!   and the `--data` journal with group commit, recovery and compaction.
+//! - [`webhook`]: the `newPlant` webhook: per-URL queues and workers,
+//!   retries, Standard Webhooks signatures.
 //! - [`config`]: flags as typed, and the validated `Config`.
 //!
 //! `main.rs` only parses flags, sets up logging and turns errors into exit
@@ -22,18 +24,53 @@ pub mod api;
 pub mod config;
 pub mod http;
 pub mod store;
+pub mod webhook;
 
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use log::{info, warn};
 
 use api::{App, Tokens};
 use config::{Config, TokenSource};
-use http::Server;
+use http::{Server, Stopper};
 use store::{OpenError, Store, SyncMode};
+use webhook::Webhooks;
+
+/// How long queued webhook deliveries may still go out after the server
+/// stopped.
+pub const WEBHOOK_GRACE: Duration = Duration::from_secs(2);
+
+/// A bound server and its application. `run` serves until stopped, then
+/// shuts the application down: queued webhook deliveries get
+/// [`WEBHOOK_GRACE`] and the journal is synced.
+pub struct Service {
+    server: Server,
+    app: Arc<App>,
+}
+
+impl Service {
+    /// The address actually bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    /// A handle that stops the server.
+    pub fn stopper(&self) -> Stopper {
+        self.server.stopper()
+    }
+
+    /// Serves until stopped; waits up to `grace` for open connections and
+    /// returns how many were still open.
+    pub fn run(self, grace: Duration) -> usize {
+        let still_open = self.server.run(grace);
+        self.app.shut_down(WEBHOOK_GRACE);
+        still_open
+    }
+}
 
 /// Why the server could not start.
 #[derive(Debug)]
@@ -57,7 +94,7 @@ impl std::error::Error for StartError {}
 
 /// Opens the store `config` asks for (replaying its journal), binds its
 /// address and logs the start-up line. The caller runs the returned server.
-pub fn start(config: &Config) -> Result<Server, StartError> {
+pub fn start(config: &Config) -> Result<Service, StartError> {
     let store = match &config.data {
         None => Store::new(config.max_plants),
         Some(data) => {
@@ -84,9 +121,14 @@ pub fn start(config: &Config) -> Result<Server, StartError> {
 
 /// Serves `store` as `config` says (its `data` only names the storage in
 /// the start-up line): binds, logs, and returns the server to run.
-pub fn serve(config: &Config, store: Store) -> io::Result<Server> {
+pub fn serve(config: &Config, store: Store) -> io::Result<Service> {
     let plants = store.len();
-    let app = Arc::new(App::new(store, Tokens::new(config.tokens.clone())));
+    let webhooks = Webhooks::start(config.webhook.clone())?;
+    let app = Arc::new(App::new(
+        store,
+        Tokens::new(config.tokens.clone()),
+        webhooks,
+    ));
     let server = Server::bind(config.addr, config.limits.clone(), Arc::clone(&app) as _)?;
     app.attach(server.gauge());
     match config.token_source {
@@ -113,7 +155,10 @@ pub fn serve(config: &Config, store: Store) -> io::Result<Server> {
         env!("CARGO_PKG_VERSION"),
         server.local_addr(),
     );
-    Ok(server)
+    for target in &config.webhook.targets {
+        info!("announcing new plants to {}", target.url);
+    }
+    Ok(Service { server, app })
 }
 
 /// Each connection needs a file descriptor; below the cap, accept would

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use crate::http::Gauge;
+use crate::webhook::Counters;
 
 /// Route labels, in the order of `Metrics::requests`.
 pub const ROUTES: [&str; 6] = [
@@ -22,7 +23,9 @@ pub const ROUTES: [&str; 6] = [
     "other",
 ];
 /// Statuses the application answers, in the order of each row.
-const STATUSES: [u16; 12] = [200, 204, 400, 401, 404, 405, 408, 409, 413, 415, 500, 507];
+const STATUSES: [u16; 13] = [
+    200, 204, 400, 401, 404, 405, 408, 409, 413, 415, 500, 503, 507,
+];
 
 /// The server's counters.
 pub struct Metrics {
@@ -56,7 +59,7 @@ impl Metrics {
     }
 
     /// The exposition text.
-    pub fn render(&self, plants: usize) -> String {
+    pub fn render(&self, plants: usize, webhooks: &Counters) -> String {
         let mut out = String::with_capacity(2048);
         out.push_str("# HELP plantstore_requests_total Requests answered, by route and status.\n");
         out.push_str("# TYPE plantstore_requests_total counter\n");
@@ -70,6 +73,23 @@ impl Metrics {
                     );
                 }
             }
+        }
+        out.push_str(
+            "# HELP plantstore_webhook_events_total Webhook events by outcome: delivered, \
+             failed (after every attempt), retried (attempts scheduled again), dropped \
+             (queue full or shutdown).\n# TYPE plantstore_webhook_events_total counter\n",
+        );
+        for (result, count) in [
+            ("delivered", &webhooks.delivered),
+            ("failed", &webhooks.failed),
+            ("retried", &webhooks.retried),
+            ("dropped", &webhooks.dropped),
+        ] {
+            let _ = writeln!(
+                out,
+                "plantstore_webhook_events_total{{result=\"{result}\"}} {}",
+                count.load(Ordering::Relaxed)
+            );
         }
         let open = self.connections.get().map_or(0, Gauge::open_connections);
         let uptime = self.started.elapsed().as_secs_f64();
@@ -113,7 +133,7 @@ mod tests {
         metrics.record(0, 200);
         metrics.record(1, 404);
         metrics.record(1, 999); // not a status we answer: ignored, no panic
-        let text = metrics.render(7);
+        let text = metrics.render(7, &Counters::default());
         assert!(text.contains("plantstore_requests_total{route=\"/plants\",status=\"200\"} 2\n"));
         assert!(
             text.contains("plantstore_requests_total{route=\"/plants/{id}\",status=\"404\"} 1\n")

@@ -17,23 +17,39 @@ pub use auth::Tokens;
 pub use error::ApiError;
 pub use metrics::Metrics;
 
+use std::time::Duration;
+
 use crate::http::{Gauge, Handler, Request, Response};
 use crate::store::Store;
+use crate::webhook::Webhooks;
 
-/// The application: the store, the accepted tokens and the counters.
+/// The application: the store, the accepted tokens, the webhook sender and
+/// the counters.
 pub struct App {
     store: Store,
     tokens: Tokens,
+    webhooks: Webhooks,
     metrics: Metrics,
 }
 
 impl App {
-    /// An application over this store, accepting these tokens.
-    pub fn new(store: Store, tokens: Tokens) -> App {
+    /// An application over this store, accepting these tokens, announcing
+    /// new plants through `webhooks`.
+    pub fn new(store: Store, tokens: Tokens, webhooks: Webhooks) -> App {
         App {
             store,
             tokens,
+            webhooks,
             metrics: Metrics::default(),
+        }
+    }
+
+    /// After the server stopped: gives queued webhook deliveries `grace`,
+    /// then makes the journal durable (it matters with `--sync never`).
+    pub fn shut_down(&self, grace: Duration) {
+        self.webhooks.shutdown(grace);
+        if let Err(e) = self.store.sync() {
+            log::error!("final sync of the journal failed: {e}");
         }
     }
 

@@ -16,7 +16,14 @@ pub(super) fn create(app: &App, request: &mut Request<'_>) -> Result<Response, A
     let new = NewPlant::parse(request.body()?)?;
     // Built before the plant moves into the store; sent only on success.
     let response = Response::json(200, &new.plant);
+    let event = app
+        .webhooks
+        .enabled()
+        .then(|| serde_json::to_vec(&PlantRecord::new(new.id, &new.plant)));
     app.store.create(new)?;
+    if let Some(Ok(body)) = event {
+        app.webhooks.publish(body);
+    }
     Ok(response)
 }
 

@@ -519,6 +519,15 @@ impl Journal {
         state
     }
 
+    /// `fdatasync` of what is written; a no-op once poisoned (the failure
+    /// is already reported).
+    pub(super) fn sync(&self) -> io::Result<()> {
+        if self.failure().is_some() {
+            return Ok(());
+        }
+        self.disk.lock().unwrap_or_else(|p| p.into_inner()).sync()
+    }
+
     fn write(&self, batch: &[u8]) -> io::Result<()> {
         let mut disk = self.disk.lock().unwrap_or_else(|p| p.into_inner());
         disk.append(batch)?;

@@ -245,6 +245,15 @@ impl Store {
         Page { items, more }
     }
 
+    /// Makes every change written so far durable (`fdatasync`); for
+    /// shutdown, where `--sync never` would otherwise leave it to the OS.
+    pub fn sync(&self) -> std::io::Result<()> {
+        match &self.shared.journal {
+            Some(journal) => journal.sync(),
+            None => Ok(()),
+        }
+    }
+
     /// Rewrites the journal now (normally the background thread does this
     /// when the journal has grown); a no-op without a journal.
     pub fn compact(&self) {

@@ -95,7 +95,7 @@ impl Drop for Running {
     }
 }
 
-fn create(addr: SocketAddr, token: &str, id: i64) -> u16 {
+pub(crate) fn create(addr: SocketAddr, token: &str, id: i64) -> u16 {
     let auth = format!("Bearer {token}");
     let mut client = Client::connect(addr);
     let body = format!(r#"{{"id":{id},"name":"a"}}"#);

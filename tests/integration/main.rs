@@ -13,3 +13,4 @@ mod hostile;
 mod plants;
 mod resource;
 mod support;
+mod webhook;

@@ -12,10 +12,11 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use plantstore::StartError;
 use plantstore::config::{Config, TokenSource};
-use plantstore::http::{Limits, Server, Stopper};
+use plantstore::http::{Limits, Stopper};
 use plantstore::store::{Durability, OpenError, Store, SyncMode};
+use plantstore::webhook::WebhookConfig;
+use plantstore::{Service, StartError};
 
 pub const TOKEN: &str = "test-token";
 
@@ -29,6 +30,7 @@ pub fn config() -> Config {
         token_source: TokenSource::Flag,
         log_level: log::LevelFilter::Info,
         data: None,
+        webhook: WebhookConfig::new(Vec::new(), None, 1024),
     }
 }
 
@@ -92,7 +94,7 @@ impl TestServer {
         TestServer::running(server, config)
     }
 
-    fn running(server: Server, config: Config) -> TestServer {
+    fn running(server: Service, config: Config) -> TestServer {
         let addr = server.local_addr();
         let stopper = server.stopper();
         let thread = thread::spawn(move || server.run(Duration::from_secs(5)));

@@ -1,0 +1,483 @@
+//! The `newPlant` webhook: after each successful create, the NewPlant is
+//! POSTed to every `--webhook` URL from background threads, never delaying
+//! the client's response.
+//!
+//! Each URL has its own worker thread and its own bounded queue
+//! (`--webhook-queue` events, counting those waiting for a retry), so a slow
+//! or dead subscriber never holds up another. A full queue drops the newest
+//! event (logged, counted as `dropped`). An attempt has 5 s for connect,
+//! send and the response head; any 2xx is success; otherwise it is retried
+//! after 1, 2, 4 and 8 s (5 attempts), then counted as `failed`. Events may
+//! arrive out of order once retries happen.
+//!
+//! With `--webhook-secret-file`, deliveries are signed the Standard Webhooks
+//! way: `webhook-id` (one per event: the same for every URL and every retry),
+//! `webhook-timestamp` (Unix seconds of the attempt, so a retry is still
+//! fresh) and `webhook-signature: v1,<base64 of HMAC-SHA256(key,
+//! "<id>.<timestamp>.<body>")>`. A secret written `whsec_<base64>` (the
+//! Standard Webhooks form) means the decoded bytes; any other file content
+//! (trimmed) is the key as it is.
+//!
+//! On shutdown, queued deliveries get a grace period (2 s in `main`); what
+//! is left after it is logged and counted as dropped.
+
+mod client;
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io::Read;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use hmac::{Hmac, Mac};
+use log::{info, warn};
+use sha2::Sha256;
+
+/// A subscriber URL: `http://host[:port][/path]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The URL as given.
+    pub url: String,
+    host: String,
+    port: u16,
+    /// `host[:port]` for the `Host` header.
+    authority: String,
+    /// Path and query, starting with `/`.
+    path: String,
+}
+
+impl Target {
+    /// Parses an `http://` URL; the error says what is wrong.
+    pub fn parse(url: &str) -> Result<Target, String> {
+        let rest = url
+            .strip_prefix("http://")
+            .ok_or("must start with http:// (https is not supported)")?;
+        let (authority, path) = match rest.find(['/', '?']) {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        if path.starts_with('?') || path.contains('#') {
+            return Err("has a query without a path, or a #fragment".into());
+        }
+        if path.bytes().any(|b| b <= b' ' || b == 0x7F) || authority.contains('@') {
+            return Err("has a space, a control character or user info".into());
+        }
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((host, port)) if !host.ends_with(']') || host.starts_with('[') => {
+                let port = port.parse::<u16>().ok().filter(|p| *p > 0);
+                (host, port.ok_or("has a port that is not 1 to 65535")?)
+            }
+            _ => (authority, 80),
+        };
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':');
+        if host.is_empty() || !host.chars().all(valid) {
+            return Err("has no valid host".into());
+        }
+        Ok(Target {
+            url: url.to_string(),
+            host: host.to_string(),
+            port,
+            authority: authority.to_string(),
+            path: path.to_string(),
+        })
+    }
+}
+
+/// How deliveries are made.
+#[derive(Debug, Clone)]
+pub struct WebhookConfig {
+    /// Where to deliver.
+    pub targets: Vec<Target>,
+    /// HMAC key; `None` sends unsigned deliveries.
+    pub secret: Option<Vec<u8>>,
+    /// Events queued per URL, retries included.
+    pub queue: usize,
+    /// Time allowed per attempt.
+    pub timeout: Duration,
+    /// Wait before the first retry; doubled for each further one.
+    pub backoff: Duration,
+    /// Attempts per event and URL.
+    pub attempts: u32,
+}
+
+impl WebhookConfig {
+    /// The defaults: 5 s per attempt, 5 attempts, retries after 1, 2, 4, 8 s.
+    pub fn new(targets: Vec<Target>, secret: Option<Vec<u8>>, queue: usize) -> WebhookConfig {
+        WebhookConfig {
+            targets,
+            secret,
+            queue,
+            timeout: Duration::from_secs(5),
+            backoff: Duration::from_secs(1),
+            attempts: 5,
+        }
+    }
+}
+
+/// Reads a `--webhook-secret-file`: `whsec_<base64>` or raw text.
+pub fn read_secret(text: &str) -> Result<Vec<u8>, String> {
+    let text = text.trim();
+    let key = match text.strip_prefix("whsec_") {
+        Some(encoded) => BASE64
+            .decode(encoded)
+            .map_err(|e| format!("whsec_ secret is not base64: {e}"))?,
+        None => text.as_bytes().to_vec(),
+    };
+    if key.is_empty() {
+        return Err("the secret is empty".into());
+    }
+    Ok(key)
+}
+
+/// Delivery outcomes, for `/metrics`.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Events a subscriber accepted (2xx).
+    pub delivered: AtomicU64,
+    /// Events given up after every attempt failed.
+    pub failed: AtomicU64,
+    /// Attempts that failed and were scheduled again.
+    pub retried: AtomicU64,
+    /// Events never attempted to the end: queue full, or shutdown.
+    pub dropped: AtomicU64,
+}
+
+/// One event as sent: its id and JSON body.
+struct Event {
+    id: String,
+    body: Vec<u8>,
+}
+
+struct Pending {
+    event: Arc<Event>,
+    attempt: u32,
+    due: Instant,
+}
+
+struct Endpoint {
+    target: Target,
+    queue: Mutex<Queue>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    pending: VecDeque<Pending>,
+    /// Set by `shutdown`: deliver until then, drop what is left.
+    closing: Option<Instant>,
+}
+
+/// The webhook sender: queues and worker threads, one per URL.
+pub struct Webhooks {
+    config: Arc<WebhookConfig>,
+    endpoints: Vec<Arc<Endpoint>>,
+    counters: Arc<Counters>,
+    id_prefix: String,
+    next_id: AtomicU64,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl fmt::Debug for Webhooks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Webhooks")
+            .field("targets", &self.config.targets)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Webhooks {
+    /// Starts one worker per target (none without targets).
+    pub fn start(config: WebhookConfig) -> std::io::Result<Webhooks> {
+        let config = Arc::new(config);
+        let counters = Arc::new(Counters::default());
+        let mut endpoints = Vec::new();
+        let mut workers = Vec::new();
+        for target in &config.targets {
+            let endpoint = Arc::new(Endpoint {
+                target: target.clone(),
+                queue: Mutex::default(),
+                changed: Condvar::new(),
+            });
+            let (e, c, k) = (
+                Arc::clone(&endpoint),
+                Arc::clone(&config),
+                Arc::clone(&counters),
+            );
+            workers.push(
+                thread::Builder::new()
+                    .name("webhook".into())
+                    .stack_size(256 * 1024)
+                    .spawn(move || deliver(&e, &c, &k))?,
+            );
+            endpoints.push(endpoint);
+        }
+        Ok(Webhooks {
+            config,
+            endpoints,
+            counters,
+            id_prefix: random_hex(8),
+            next_id: AtomicU64::new(1),
+            workers: Mutex::new(workers),
+        })
+    }
+
+    /// Whether any URL is configured (else there is nothing to build).
+    pub fn enabled(&self) -> bool {
+        !self.endpoints.is_empty()
+    }
+
+    /// The delivery counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Queues one delivery of `body` per URL; never blocks on a subscriber.
+    pub fn publish(&self, body: Vec<u8>) {
+        if self.endpoints.is_empty() {
+            return;
+        }
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let event = Arc::new(Event {
+            id: format!("msg_{}{n:016x}", self.id_prefix),
+            body,
+        });
+        for endpoint in &self.endpoints {
+            let mut queue = endpoint.lock();
+            if queue.closing.is_some() || queue.pending.len() >= self.config.queue {
+                let why = if queue.closing.is_some() {
+                    "shutting down"
+                } else {
+                    "queue full"
+                };
+                drop(queue);
+                self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                warn!(
+                    "webhook event {} for {} dropped ({why})",
+                    event.id, endpoint.target.url
+                );
+                continue;
+            }
+            queue.pending.push_back(Pending {
+                event: Arc::clone(&event),
+                attempt: 0,
+                due: Instant::now(),
+            });
+            drop(queue);
+            endpoint.changed.notify_one();
+        }
+    }
+
+    /// Stops taking events, lets the workers deliver for at most `grace`,
+    /// then drops (logs and counts) what is left.
+    pub fn shutdown(&self, grace: Duration) {
+        let until = Instant::now() + grace;
+        for endpoint in &self.endpoints {
+            endpoint.lock().closing = Some(until);
+            endpoint.changed.notify_one();
+        }
+        let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|p| p.into_inner()));
+        for worker in workers {
+            let _ = worker.join();
+        }
+    }
+}
+
+impl Endpoint {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The next delivery due, waiting for it; `None` once closed and done.
+    fn next(&self, counters: &Counters) -> Option<(Pending, Option<Instant>)> {
+        let mut queue = self.lock();
+        loop {
+            let now = Instant::now();
+            if let Some(until) = queue.closing
+                && (now >= until || queue.pending.is_empty())
+            {
+                let left = queue.pending.len();
+                if left > 0 {
+                    counters.dropped.fetch_add(left as u64, Ordering::Relaxed);
+                    warn!(
+                        "shutting down: dropped {left} undelivered webhook events for {}",
+                        self.target.url
+                    );
+                }
+                return None;
+            }
+            let soonest = (0..queue.pending.len()).min_by_key(|&i| queue.pending[i].due);
+            let wait_until = match soonest {
+                Some(i) if queue.pending[i].due <= now => {
+                    let pending = queue.pending.remove(i)?;
+                    return Some((pending, queue.closing));
+                }
+                Some(i) => Some(queue.pending[i].due),
+                None => None,
+            };
+            let wait_until = match (wait_until, queue.closing) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            queue = match wait_until {
+                Some(at) => {
+                    let left = at.saturating_duration_since(now);
+                    self.changed
+                        .wait_timeout(queue, left)
+                        .map(|(q, _)| q)
+                        .unwrap_or_else(|p| p.into_inner().0)
+                }
+                None => self.changed.wait(queue).unwrap_or_else(|p| p.into_inner()),
+            };
+        }
+    }
+}
+
+/// A worker: delivers its endpoint's events until shut down.
+fn deliver(endpoint: &Endpoint, config: &WebhookConfig, counters: &Counters) {
+    let agent = concat!("plantstore/", env!("CARGO_PKG_VERSION"));
+    while let Some((mut pending, closing)) = endpoint.next(counters) {
+        let event = &pending.event;
+        let timestamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+            .to_string();
+        let signature = config
+            .secret
+            .as_deref()
+            .map(|key| sign(key, &event.id, &timestamp, &event.body));
+        let mut headers = vec![("User-Agent", agent)];
+        if let Some(signature) = &signature {
+            headers.extend([
+                ("webhook-id", event.id.as_str()),
+                ("webhook-timestamp", timestamp.as_str()),
+                ("webhook-signature", signature.as_str()),
+            ]);
+        }
+        let timeout = match closing {
+            Some(until) => config
+                .timeout
+                .min(until.saturating_duration_since(Instant::now())),
+            None => config.timeout,
+        };
+        let outcome = client::post(&endpoint.target, &headers, &event.body, timeout);
+        let url = &endpoint.target.url;
+        let why = match outcome {
+            Ok(status) if (200..300).contains(&status) => {
+                counters.delivered.fetch_add(1, Ordering::Relaxed);
+                info!("webhook {} delivered to {url} ({status})", event.id);
+                continue;
+            }
+            Ok(status) => format!("answered {status}"),
+            Err(e) => e.to_string(),
+        };
+        pending.attempt += 1;
+        if pending.attempt < config.attempts {
+            let backoff = config.backoff * 2u32.saturating_pow(pending.attempt - 1);
+            warn!(
+                "webhook {} to {url} failed ({why}); attempt {} of {} in {backoff:?}",
+                event.id,
+                pending.attempt + 1,
+                config.attempts
+            );
+            counters.retried.fetch_add(1, Ordering::Relaxed);
+            pending.due = Instant::now() + backoff;
+            endpoint.lock().pending.push_back(pending);
+        } else {
+            warn!(
+                "webhook {} to {url} failed ({why}) after {} attempts; giving up",
+                event.id, config.attempts
+            );
+            counters.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// `v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")>`.
+pub fn sign(key: &[u8], id: &str, timestamp: &str, body: &[u8]) -> String {
+    // HMAC takes a key of any length; this cannot fail.
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(key) else {
+        return String::new();
+    };
+    mac.update(id.as_bytes());
+    mac.update(b".");
+    mac.update(timestamp.as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    format!("v1,{}", BASE64.encode(mac.finalize().into_bytes()))
+}
+
+/// `bytes` random bytes as hex, from the OS (time-based if unavailable).
+fn random_hex(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf));
+    if read.is_err() {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = (nanos >> (8 * (i % 16))) as u8;
+        }
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_or_say_why_not() {
+        let t = Target::parse("http://localhost:9000/hooks/plants?x=1").unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("localhost", 9000));
+        assert_eq!(
+            (t.authority.as_str(), t.path.as_str()),
+            ("localhost:9000", "/hooks/plants?x=1")
+        );
+        let t = Target::parse("http://192.168.1.5").unwrap();
+        assert_eq!((t.port, t.path.as_str()), (80, "/"));
+        let t = Target::parse("http://[::1]:8081/x").unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("::1", 8081));
+        for bad in [
+            "https://example.com/",
+            "ftp://x",
+            "http://",
+            "http://host:0/",
+            "http://host:99999/",
+            "http://host:port/",
+            "http://user@host/",
+            "http://host/a b",
+            "http://ho st/",
+            "http://host/#frag",
+            "localhost:8080",
+        ] {
+            assert!(Target::parse(bad).is_err(), "{bad} was accepted");
+        }
+    }
+
+    #[test]
+    fn secrets_are_whsec_base64_or_raw() {
+        assert_eq!(read_secret("whsec_aGVsbG8=\n").unwrap(), b"hello");
+        assert_eq!(read_secret("  plain secret \n").unwrap(), b"plain secret");
+        assert!(read_secret("whsec_!!!").is_err());
+        assert!(read_secret(" \n").is_err());
+    }
+
+    #[test]
+    fn signature_matches_the_standard_webhooks_example() {
+        // The example in the Standard Webhooks specification.
+        let key = read_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
+        let body = br#"{"test": 2432232314}"#;
+        assert_eq!(
+            sign(&key, "msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", body),
+            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+        );
+    }
+}
