@@ -7,7 +7,7 @@
 //! here. `--sync` and `--compact-min` need `--data`. Nothing in this module logs; `main` reports errors and exits 2.
 
 use std::fmt;
-use std::io::{self, Read};
+use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -324,11 +324,7 @@ fn read_token_file(path: PathBuf) -> Result<Vec<String>, ConfigError> {
 
 /// 256 random bits from the OS, as 64 hex digits.
 fn random_token() -> Result<String, ConfigError> {
-    let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(ConfigError::Random)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    crate::random_hex(32).map_err(ConfigError::Random)
 }
 
 #[cfg(test)]

@@ -172,6 +172,14 @@ fn warn_if_few_descriptors(max_connections: usize) {
     }
 }
 
+/// `bytes` random bytes from the OS, as hex (tokens, webhook ids).
+pub(crate) fn random_hex(bytes: usize) -> io::Result<String> {
+    use std::io::Read;
+    let mut buf = vec![0u8; bytes];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// This process's soft open-file limit, read from /proc (so no unsafe
 /// `getrlimit`); `None` where /proc is absent or the limit is unlimited.
 pub fn open_file_limit() -> Option<usize> {

@@ -3,11 +3,12 @@
 
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 
+use super::journal::compact_path;
 use super::*;
 
 /// A fresh path in the temp directory, removed (with its `.compact`) when
@@ -44,12 +45,6 @@ impl Drop for TempPath {
         let _ = fs::remove_file(&self.0);
         let _ = fs::remove_file(compact_path(&self.0));
     }
-}
-
-fn compact_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".compact");
-    PathBuf::from(name)
 }
 
 fn plant(name: &str, tag: Option<&str>) -> Plant {

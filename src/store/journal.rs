@@ -807,7 +807,7 @@ pub fn scan(bytes: &[u8]) -> Result<Scan, Damage> {
 }
 
 /// `FILE.compact`: where a compaction writes before renaming.
-fn compact_path(path: &Path) -> PathBuf {
+pub(super) fn compact_path(path: &Path) -> PathBuf {
     let mut name = OsString::from(path.as_os_str());
     name.push(".compact");
     PathBuf::from(name)

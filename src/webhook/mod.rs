@@ -25,7 +25,6 @@ mod client;
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
@@ -223,7 +222,7 @@ impl Webhooks {
             config,
             endpoints,
             counters,
-            id_prefix: random_hex(8),
+            id_prefix: id_prefix(),
             next_id: AtomicU64::new(1),
             workers: Mutex::new(workers),
         })
@@ -414,19 +413,15 @@ pub fn sign(key: &[u8], id: &str, timestamp: &str, body: &[u8]) -> String {
     format!("v1,{}", BASE64.encode(mac.finalize().into_bytes()))
 }
 
-/// `bytes` random bytes as hex, from the OS (time-based if unavailable).
-fn random_hex(bytes: usize) -> String {
-    let mut buf = vec![0u8; bytes];
-    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf));
-    if read.is_err() {
+/// A prefix that makes event ids unique across restarts: random from the
+/// OS, or the clock if the OS source is unavailable.
+fn id_prefix() -> String {
+    crate::random_hex(8).unwrap_or_else(|_| {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b = (nanos >> (8 * (i % 16))) as u8;
-        }
-    }
-    buf.iter().map(|b| format!("{b:02x}")).collect()
+        format!("{:016x}", nanos as u64)
+    })
 }
 
 #[cfg(test)]
