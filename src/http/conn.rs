@@ -10,15 +10,14 @@
 //! and byte count) so the kernel does not answer the client's remaining
 //! bytes with a reset that would destroy our error response in flight.
 
-use std::io::Write;
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
 use log::{error, info, log_enabled};
 
 use super::Response;
-use super::input::{Input, is_timeout};
+use super::input::{Input, Transport, is_timeout};
 use super::request::{Head, HeadError, Request};
 use super::server::Shared;
 
@@ -39,10 +38,15 @@ enum Next {
     Refused(HeadError),
 }
 
-/// Serves one connection until it closes.
-pub(crate) fn serve(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
+/// Serves one TCP connection until it closes.
+pub(crate) fn serve_tcp(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
     let _ = stream.set_nodelay(true);
     let _ = stream.set_write_timeout(Some(shared.limits.write_timeout));
+    serve(Box::new(stream), peer, shared);
+}
+
+/// Serves one connection until it closes.
+pub(crate) fn serve(stream: Box<dyn Transport>, peer: SocketAddr, shared: &Shared) {
     let mut input = Input::new(stream, shared.limits.max_head);
     let mut out = Vec::with_capacity(512);
     let mut deadline = Some(Instant::now() + shared.limits.head_timeout);
@@ -146,7 +150,7 @@ fn refuse(input: &mut Input, out: &mut Vec<u8>, peer: SocketAddr, status: u16, m
 /// for a bounded time and byte count, so our last response is not lost to
 /// a TCP reset.
 fn linger(input: &mut Input) {
-    let _ = input.stream().shutdown(Shutdown::Write);
+    input.stream().shutdown_write();
     let until = Instant::now() + LINGER_TIME;
     let mut budget = LINGER_BYTES;
     loop {

@@ -5,14 +5,36 @@
 //! keep-alive connection costs one `read` syscall per request. The buffer
 //! never grows: its size is the request-head limit, which is what bounds a
 //! head, and bodies are copied out of it as they arrive.
+//!
+//! The connection is a `Transport`: a `TcpStream` when serving, or a
+//! scripted sequence of reads when the engine is driven without a socket
+//! (the fuzz targets and the engine's unit tests).
 
-use std::io::{self, Read};
-use std::net::TcpStream;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
+
+/// What the engine needs of a connection.
+pub(crate) trait Transport: Read + Write {
+    /// Bounds the next reads; a read that waits longer fails as a timeout.
+    fn set_read_timeout(&mut self, timeout: Duration) -> io::Result<()>;
+    /// Closes our sending side (the peer reads end of stream).
+    fn shutdown_write(&mut self);
+}
+
+impl Transport for TcpStream {
+    fn set_read_timeout(&mut self, timeout: Duration) -> io::Result<()> {
+        TcpStream::set_read_timeout(self, Some(timeout))
+    }
+
+    fn shutdown_write(&mut self) {
+        let _ = self.shutdown(Shutdown::Write);
+    }
+}
 
 /// Buffered input of one connection.
 pub(crate) struct Input {
-    stream: TcpStream,
+    stream: Box<dyn Transport>,
     buf: Box<[u8]>,
     start: usize,
     end: usize,
@@ -21,7 +43,7 @@ pub(crate) struct Input {
 
 impl Input {
     /// Wraps a stream with a buffer of `capacity` bytes.
-    pub(crate) fn new(stream: TcpStream, capacity: usize) -> Input {
+    pub(crate) fn new(stream: Box<dyn Transport>, capacity: usize) -> Input {
         Input {
             stream,
             buf: vec![0; capacity].into_boxed_slice(),
@@ -59,7 +81,7 @@ impl Input {
         }
         let timeout = timeout.max(Duration::from_millis(1));
         if self.timeout != Some(timeout) {
-            self.stream.set_read_timeout(Some(timeout))?;
+            self.stream.set_read_timeout(timeout)?;
             self.timeout = Some(timeout);
         }
         let n = self.stream.read(&mut self.buf[self.end..])?;
@@ -68,8 +90,8 @@ impl Input {
     }
 
     /// The underlying stream, for writing and shutting down.
-    pub(crate) fn stream(&self) -> &TcpStream {
-        &self.stream
+    pub(crate) fn stream(&mut self) -> &mut dyn Transport {
+        &mut *self.stream
     }
 }
 

@@ -14,6 +14,8 @@ mod body;
 mod conn;
 mod input;
 mod pool;
+#[cfg(any(test, fuzzing))]
+pub mod replay;
 mod request;
 mod response;
 mod server;

@@ -10,7 +10,6 @@
 //! auth and content-type checks run first and a `100 Continue` is only sent
 //! to a request that passed them.
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::ops::Range;
 
@@ -287,8 +286,12 @@ impl<'c> Request<'c> {
             }
             if self.expect_continue && self.has_body() {
                 self.expect_continue = false;
-                let mut stream = self.input.stream();
-                if stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").is_err() {
+                if self
+                    .input
+                    .stream()
+                    .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+                    .is_err()
+                {
                     self.body = BodyState::Failed;
                     return Err(BodyError::Closed);
                 }
@@ -320,6 +323,23 @@ impl<'c> Request<'c> {
     /// Whether the client wants the connection kept open.
     pub(crate) fn keep_alive(&self) -> bool {
         self.head.keep_alive()
+    }
+
+    /// The minor HTTP version (`1` for HTTP/1.1).
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn minor_version(&self) -> u8 {
+        self.head.minor_version
+    }
+
+    /// Every header line, in order, as name and value.
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn header_lines(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let bytes = &self.head.bytes;
+        self.head
+            .headers
+            .iter()
+            .map(|(n, v)| (bytes[n.clone()].to_vec(), bytes[v.clone()].to_vec()))
+            .collect()
     }
 }
 

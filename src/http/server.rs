@@ -27,6 +27,14 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    pub(crate) fn new(limits: Limits, handler: Arc<dyn Handler>) -> Shared {
+        Shared {
+            limits,
+            handler,
+            stopping: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
     pub(crate) fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::Relaxed)
     }
@@ -72,13 +80,9 @@ impl Server {
         handler: Arc<dyn Handler>,
     ) -> std::io::Result<Server> {
         let listener = TcpListener::bind(addr)?;
-        let shared = Arc::new(Shared {
-            limits,
-            handler,
-            stopping: Arc::new(AtomicBool::new(false)),
-        });
+        let shared = Arc::new(Shared::new(limits, handler));
         let for_pool = Arc::clone(&shared);
-        let serve = Box::new(move |stream, peer| conn::serve(stream, peer, &for_pool));
+        let serve = Box::new(move |stream, peer| conn::serve_tcp(stream, peer, &for_pool));
         let pool = Pool::new(shared.limits.max_connections, serve);
         Ok(Server {
             listener,

@@ -1,0 +1,120 @@
+//! Body validation fed arbitrary bytes, against the JSON Schema that the
+//! server itself publishes in `/openapi.json`.
+//!
+//! The oracle is the `jsonschema` crate evaluating the `NewPlant` and
+//! `Plant` schemas of the embedded OpenAPI document, plus the three rules
+//! the schema cannot express and the module documents: int64 range for
+//! `format: int64`, ids spelled with a fraction or exponent only within
+//! ±2^53, and duplicate top-level keys refused. Validation must accept
+//! exactly what the oracle accepts, and keep exactly the values sent.
+
+#![no_main]
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use jsonschema::Validator;
+use libfuzzer_sys::fuzz_target;
+use plantstore::store::{NewPlant, Plant};
+use serde_json::Value;
+
+const OPENAPI: &str = include_str!("../../src/api/openapi.json");
+
+static SCHEMAS: LazyLock<(Validator, Validator)> = LazyLock::new(|| {
+    let document: Value = serde_json::from_str(OPENAPI).expect("openapi.json is JSON");
+    let schema = |name: &str| {
+        let mut root = serde_json::json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$ref": format!("#/components/schemas/{name}"),
+        });
+        root["components"] = document["components"].clone();
+        jsonschema::draft202012::new(&root).expect("the schema compiles")
+    };
+    (schema("NewPlant"), schema("Plant"))
+});
+
+fuzz_target!(|data: &[u8]| {
+    let (new_plant, plant) = &*SCHEMAS;
+    let value: Option<Value> = serde_json::from_slice(data).ok();
+    let duplicates = value.is_some() && has_duplicate_top_level_key(data);
+
+    let expected = value.as_ref().is_some_and(|v| {
+        new_plant.is_valid(v) && !duplicates && id_fits(&v["id"])
+    });
+    match NewPlant::parse(data) {
+        Ok(parsed) => {
+            assert!(expected, "NewPlant accepted what the schema refuses: {value:?}");
+            let v = value.as_ref().unwrap();
+            assert_eq!(Some(parsed.id), id_of(&v["id"]));
+            same_plant(&parsed.plant, v);
+        }
+        Err(e) => assert!(!expected, "NewPlant refused what the schema allows ({e}): {value:?}"),
+    }
+
+    let expected = value.as_ref().is_some_and(|v| plant.is_valid(v) && !duplicates);
+    match Plant::parse(data) {
+        Ok(parsed) => {
+            assert!(expected, "Plant accepted what the schema refuses: {value:?}");
+            same_plant(&parsed, value.as_ref().unwrap());
+        }
+        Err(e) => assert!(!expected, "Plant refused what the schema allows ({e}): {value:?}"),
+    }
+});
+
+fn same_plant(plant: &Plant, value: &Value) {
+    assert_eq!(Some(plant.name.as_str()), value["name"].as_str());
+    assert_eq!(plant.tag.as_deref(), value.get("tag").and_then(Value::as_str));
+}
+
+/// `format: int64`, with the documented rule for non-integer spellings.
+fn id_fits(id: &Value) -> bool {
+    id_of(id).is_some()
+}
+
+fn id_of(id: &Value) -> Option<i64> {
+    if let Some(i) = id.as_i64() {
+        return Some(i);
+    }
+    if id.is_u64() {
+        return None;
+    }
+    let f = id.as_f64()?;
+    (f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0).then_some(f as i64)
+}
+
+/// Whether the body is an object with a key that appears twice.
+fn has_duplicate_top_level_key(data: &[u8]) -> bool {
+    let Ok(Value::Object(_)) = serde_json::from_slice::<Value>(data) else {
+        return false;
+    };
+    // Keys in order, as written: a map into a list of pairs keeps them all.
+    #[derive(serde::Deserialize)]
+    struct Pairs(#[serde(with = "pairs")] Vec<(String, serde::de::IgnoredAny)>);
+    mod pairs {
+        use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+        pub fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Vec<(String, IgnoredAny)>, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Vec<(String, IgnoredAny)>;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+                    let mut out = Vec::new();
+                    while let Some(entry) = m.next_entry()? {
+                        out.push(entry);
+                    }
+                    Ok(out)
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+    let Ok(Pairs(pairs)) = serde_json::from_slice::<Pairs>(data) else {
+        return false;
+    };
+    let mut keys = HashSet::new();
+    pairs.iter().any(|(key, _)| !keys.insert(key.as_str()))
+}

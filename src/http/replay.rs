@@ -1,0 +1,172 @@
+//! Driving the engine without a socket: one connection whose client sends a
+//! scripted list of reads and then closes its side.
+//!
+//! The engine runs exactly as it does on TCP (`conn::serve`), with a
+//! handler that records every request it is given and answers with what it
+//! saw, so a caller can check what the engine accepted and what it wrote.
+//! Compiled only for the unit tests and the fuzz targets (`--cfg fuzzing`),
+//! never into the server.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::input::Transport;
+use super::server::Shared;
+use super::{BodyError, Handler, Limits, Request, Response, conn};
+
+/// One request as the handler saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    /// The method, as sent.
+    pub method: String,
+    /// The request target.
+    pub target: String,
+    /// `0` for HTTP/1.0, `1` for HTTP/1.1.
+    pub minor_version: u8,
+    /// Every header line, in order.
+    pub headers: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The body, for requests whose path starts with `/b` (the recording
+    /// handler reads no other body).
+    pub body: Option<Result<Vec<u8>, BodyError>>,
+}
+
+/// What one scripted connection produced.
+#[derive(Debug)]
+pub struct Exchange {
+    /// The requests handed to the handler, in order.
+    pub seen: Vec<Seen>,
+    /// Every byte the server wrote.
+    pub output: Vec<u8>,
+}
+
+/// Serves one connection whose client sends `reads` (one `read` each; empty
+/// ones are skipped) and then closes its sending side.
+pub fn exchange(reads: &[&[u8]], limits: Limits) -> Exchange {
+    let recorder = Arc::new(Recorder::default());
+    let shared = Shared::new(limits, recorder.clone());
+    let output = Rc::new(RefCell::new(Vec::new()));
+    let script = Script {
+        reads: reads
+            .iter()
+            .filter(|r| !r.is_empty())
+            .map(|r| r.to_vec())
+            .collect(),
+        output: Rc::clone(&output),
+    };
+    conn::serve(
+        Box::new(script),
+        SocketAddr::from(([127, 0, 0, 1], 1)),
+        &shared,
+    );
+    let seen = std::mem::take(&mut *recorder.seen.lock().unwrap_or_else(|p| p.into_inner()));
+    let output = output.take();
+    Exchange { seen, output }
+}
+
+/// Records each request; reads the body when the path starts with `/b`
+/// and echoes it, otherwise echoes the target.
+#[derive(Default)]
+struct Recorder {
+    seen: Mutex<Vec<Seen>>,
+}
+
+impl Handler for Recorder {
+    fn handle(&self, request: &mut Request<'_>) -> Response {
+        let body = request
+            .path()
+            .starts_with("/b")
+            .then(|| request.body().map(<[u8]>::to_vec));
+        let response = match &body {
+            Some(Ok(bytes)) => Response::bytes(200, "application/octet-stream", bytes.clone()),
+            Some(Err(e)) => Response::error(400, &e.to_string()),
+            None => Response::bytes(200, "text/plain", request.target().as_bytes().to_vec()),
+        };
+        let seen = Seen {
+            method: request.method().to_owned(),
+            target: request.target().to_owned(),
+            minor_version: request.minor_version(),
+            headers: request.header_lines(),
+            body,
+        };
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(seen);
+        response
+    }
+}
+
+/// The scripted client.
+struct Script {
+    reads: VecDeque<Vec<u8>>,
+    output: Rc<RefCell<Vec<u8>>>,
+}
+
+impl Read for Script {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let Some(next) = self.reads.front_mut() else {
+            return Ok(0);
+        };
+        let n = next.len().min(buf.len());
+        buf[..n].copy_from_slice(&next[..n]);
+        next.drain(..n);
+        if next.is_empty() {
+            self.reads.pop_front();
+        }
+        Ok(n)
+    }
+}
+
+impl Write for Script {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.output.borrow_mut().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Transport for Script {
+    fn set_read_timeout(&mut self, _: Duration) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn shutdown_write(&mut self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipelined_requests_split_anywhere_are_seen_alike() {
+        let text: &[u8] = b"POST /b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
+            3\r\nabc\r\n0\r\n\r\nGET /x?y HTTP/1.1\r\nA: b\r\n\r\n";
+        let whole = exchange(&[text], Limits::default());
+        assert_eq!(whole.seen.len(), 2);
+        assert_eq!(whole.seen[0].body, Some(Ok(b"abc".to_vec())));
+        assert_eq!(whole.seen[1].target, "/x?y");
+        for cut in 1..text.len() {
+            let split = exchange(&[&text[..cut], &text[cut..]], Limits::default());
+            assert_eq!(split.seen, whole.seen, "cut at {cut}");
+            assert_eq!(split.output, whole.output, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn a_refused_head_is_answered_and_ends_the_connection() {
+        let ex = exchange(
+            &[b"GET / HTTP/1.1\r\nA b\r\n\r\nGET / HTTP/1.1\r\n\r\n"],
+            Limits::default(),
+        );
+        assert!(ex.seen.is_empty());
+        assert!(ex.output.starts_with(b"HTTP/1.1 400 Bad Request\r\n"));
+    }
+}
