@@ -27,8 +27,14 @@ fuzz_target!(|data: &[u8]| {
 
     let reads = cut(stream, control);
     let split = exchange(&reads, limits.clone());
-    assert_eq!(split.seen, whole.seen, "read boundaries changed the requests");
-    assert_eq!(split.output, whole.output, "read boundaries changed the output");
+    assert_eq!(
+        split.seen, whole.seen,
+        "read boundaries changed the requests"
+    );
+    assert_eq!(
+        split.output, whole.output,
+        "read boundaries changed the output"
+    );
 
     check_responses(&whole.output, &whole.seen);
 
@@ -111,7 +117,11 @@ fn check_responses(mut output: &[u8], seen: &[Seen]) {
         seen.len()
     );
     for (code, seen) in finals.iter().zip(seen) {
-        let expected = if matches!(seen.body, Some(Err(_))) { 400 } else { 200 };
+        let expected = if matches!(seen.body, Some(Err(_))) {
+            400
+        } else {
+            200
+        };
         assert_eq!(*code, expected, "response out of step with {seen:?}");
     }
     if let Some(code) = finals.get(seen.len()) {
@@ -127,7 +137,8 @@ fn reserialise(seen: &Seen, limits: &Limits) {
         return;
     }
     let framing = |name: &[u8]| {
-        name.eq_ignore_ascii_case(b"content-length") || name.eq_ignore_ascii_case(b"transfer-encoding")
+        name.eq_ignore_ascii_case(b"content-length")
+            || name.eq_ignore_ascii_case(b"transfer-encoding")
     };
     let mut headers: Vec<(Vec<u8>, Vec<u8>)> = seen
         .headers
@@ -137,13 +148,19 @@ fn reserialise(seen: &Seen, limits: &Limits) {
         .collect();
     let body = match &seen.body {
         Some(Ok(body)) if !body.is_empty() => {
-            headers.push((b"Content-Length".to_vec(), body.len().to_string().into_bytes()));
+            headers.push((
+                b"Content-Length".to_vec(),
+                body.len().to_string().into_bytes(),
+            ));
             body.clone()
         }
         _ => Vec::new(),
     };
-    let mut text = format!("{} {} HTTP/1.{}\r\n", seen.method, seen.target, seen.minor_version)
-        .into_bytes();
+    let mut text = format!(
+        "{} {} HTTP/1.{}\r\n",
+        seen.method, seen.target, seen.minor_version
+    )
+    .into_bytes();
     for (name, value) in &headers {
         text.extend_from_slice(name);
         text.extend_from_slice(b": ");

@@ -53,11 +53,17 @@ fn arbitrary_file(file: &[u8]) {
             }
             assert_eq!(&file[..MAGIC.len()], MAGIC);
             let (changes, end) = whole_records(file, MAGIC.len());
-            assert_eq!(found.valid_len, end, "scan stopped elsewhere than the reference");
+            assert_eq!(
+                found.valid_len, end,
+                "scan stopped elsewhere than the reference"
+            );
             assert_eq!(found.records, changes.len() as u64);
             assert_eq!(plants(&found), replay(&changes));
             for from in end + 1..file.len() {
-                assert!(record_at(file, from).is_none(), "a whole record after a torn tail");
+                assert!(
+                    record_at(file, from).is_none(),
+                    "a whole record after a torn tail"
+                );
             }
         }
         Err(Damage::NotAJournal) => assert!(!file.starts_with(MAGIC) && !MAGIC.starts_with(file)),
@@ -102,13 +108,21 @@ fn damaged_journal(input: &[u8]) {
     match scan(&file) {
         // Damage in the last record reads as a torn tail.
         Ok(found) => {
-            assert_eq!(before + 1, changes.len(), "damage before the last record accepted");
+            assert_eq!(
+                before + 1,
+                changes.len(),
+                "damage before the last record accepted"
+            );
             assert_eq!(found.records, before as u64);
             assert_eq!(plants(&found), replay(&changes[..before]));
         }
         Err(Damage::Record { record, offset }) => {
             assert_eq!(record, before as u64 + 1);
-            let start = if before == 0 { MAGIC.len() } else { ends[before - 1] };
+            let start = if before == 0 {
+                MAGIC.len()
+            } else {
+                ends[before - 1]
+            };
             assert_eq!(offset as usize, start);
         }
         Err(Damage::NotAJournal) => panic!("the magic was intact"),
@@ -179,7 +193,14 @@ fn record_at(file: &[u8], at: usize) -> Option<(Change, usize)> {
     let len = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
     let crc = u32::from_le_bytes(bytes.get(4..8)?.try_into().ok()?);
     let payload = bytes.get(8..8usize.checked_add(len)?)?;
-    if crc32c(&bytes[..4].iter().chain(payload).copied().collect::<Vec<_>>()) != crc {
+    if crc32c(
+        &bytes[..4]
+            .iter()
+            .chain(payload)
+            .copied()
+            .collect::<Vec<_>>(),
+    ) != crc
+    {
         return None;
     }
     let id = i64::from_le_bytes(payload.get(1..9)?.try_into().ok()?);
@@ -204,7 +225,10 @@ fn text(bytes: &[u8]) -> Option<(Option<String>, &[u8])> {
         return Some((None, &bytes[4..]));
     }
     let text = bytes.get(4..4 + len as usize)?;
-    Some((Some(String::from_utf8(text.to_vec()).ok()?), &bytes[4 + len as usize..]))
+    Some((
+        Some(String::from_utf8(text.to_vec()).ok()?),
+        &bytes[4 + len as usize..],
+    ))
 }
 
 fn replay(changes: &[Change]) -> Plants {
@@ -236,7 +260,11 @@ fn crc32c(bytes: &[u8]) -> u32 {
     for &b in bytes {
         crc ^= u32::from(b);
         for _ in 0..8 {
-            crc = if crc & 1 == 1 { (crc >> 1) ^ 0x82F6_3B78 } else { crc >> 1 };
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0x82F6_3B78
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc

@@ -38,32 +38,49 @@ fuzz_target!(|data: &[u8]| {
     let value: Option<Value> = serde_json::from_slice(data).ok();
     let duplicates = value.is_some() && has_duplicate_top_level_key(data);
 
-    let expected = value.as_ref().is_some_and(|v| {
-        new_plant.is_valid(v) && !duplicates && id_fits(&v["id"])
-    });
+    let expected = value
+        .as_ref()
+        .is_some_and(|v| new_plant.is_valid(v) && !duplicates && id_fits(&v["id"]));
     match NewPlant::parse(data) {
         Ok(parsed) => {
-            assert!(expected, "NewPlant accepted what the schema refuses: {value:?}");
+            assert!(
+                expected,
+                "NewPlant accepted what the schema refuses: {value:?}"
+            );
             let v = value.as_ref().unwrap();
             assert_eq!(Some(parsed.id), id_of(&v["id"]));
             same_plant(&parsed.plant, v);
         }
-        Err(e) => assert!(!expected, "NewPlant refused what the schema allows ({e}): {value:?}"),
+        Err(e) => assert!(
+            !expected,
+            "NewPlant refused what the schema allows ({e}): {value:?}"
+        ),
     }
 
-    let expected = value.as_ref().is_some_and(|v| plant.is_valid(v) && !duplicates);
+    let expected = value
+        .as_ref()
+        .is_some_and(|v| plant.is_valid(v) && !duplicates);
     match Plant::parse(data) {
         Ok(parsed) => {
-            assert!(expected, "Plant accepted what the schema refuses: {value:?}");
+            assert!(
+                expected,
+                "Plant accepted what the schema refuses: {value:?}"
+            );
             same_plant(&parsed, value.as_ref().unwrap());
         }
-        Err(e) => assert!(!expected, "Plant refused what the schema allows ({e}): {value:?}"),
+        Err(e) => assert!(
+            !expected,
+            "Plant refused what the schema allows ({e}): {value:?}"
+        ),
     }
 });
 
 fn same_plant(plant: &Plant, value: &Value) {
     assert_eq!(Some(plant.name.as_str()), value["name"].as_str());
-    assert_eq!(plant.tag.as_deref(), value.get("tag").and_then(Value::as_str));
+    assert_eq!(
+        plant.tag.as_deref(),
+        value.get("tag").and_then(Value::as_str)
+    );
 }
 
 /// `format: int64`, with the documented rule for non-integer spellings.

@@ -19,6 +19,7 @@ use log::{error, info, log_enabled};
 use super::Response;
 use super::input::{Input, Transport, is_timeout};
 use super::request::{Head, HeadError, Request};
+use super::response::Persist;
 use super::server::Shared;
 
 /// How often an idle connection checks whether the server is stopping.
@@ -77,12 +78,19 @@ pub(crate) fn serve(stream: Box<dyn Transport>, peer: SocketAddr, shared: &Share
         let unread = request.leaves_input_unread();
         let close = unread || !request.keep_alive() || shared.is_stopping();
         let head_only = request.method() == "HEAD";
+        let persist = if close {
+            Persist::Close
+        } else if request.minor_version() == 0 {
+            Persist::KeepAlive
+        } else {
+            Persist::Default
+        };
         if log_enabled!(target: "access", log::Level::Info) {
             let (method, path) = (request.method(), request.path());
             access(method, path, response.status(), started, peer);
         }
         out.clear();
-        response.write_to(&mut out, head_only, close);
+        response.write_to(&mut out, head_only, persist);
         if input.stream().write_all(&out).is_err() {
             return;
         }
@@ -140,7 +148,7 @@ fn next_head(input: &mut Input, shared: &Shared, deadline: Option<Instant>) -> N
 fn refuse(input: &mut Input, out: &mut Vec<u8>, peer: SocketAddr, status: u16, message: &str) {
     access("-", "-", status, Instant::now(), peer);
     out.clear();
-    Response::error(status, message).write_to(out, false, true);
+    Response::error(status, message).write_to(out, false, Persist::Close);
     if input.stream().write_all(out).is_ok() {
         linger(input);
     }

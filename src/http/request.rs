@@ -326,7 +326,6 @@ impl<'c> Request<'c> {
     }
 
     /// The minor HTTP version (`1` for HTTP/1.1).
-    #[cfg(any(test, fuzzing))]
     pub(crate) fn minor_version(&self) -> u8 {
         self.head.minor_version
     }

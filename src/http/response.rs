@@ -5,8 +5,22 @@
 //! itself (`Content-Length`, `Connection: close`), so handlers cannot get
 //! them wrong: every response carries `Content-Length` except 1xx and 204,
 //! and a HEAD response carries the length of the body it leaves out.
+//! `Connection` is the engine's too: `close` when it will close, and
+//! `keep-alive` for an HTTP/1.0 client that asked to keep the connection
+//! (without it such a client waits for the close, as ApacheBench does).
 
 use serde::Serialize;
+
+/// What the `Connection` header of a response says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Persist {
+    /// No header: HTTP/1.1 keeps the connection by default.
+    Default,
+    /// `Connection: keep-alive`, for an HTTP/1.0 client that asked for it.
+    KeepAlive,
+    /// `Connection: close`: the engine closes after this response.
+    Close,
+}
 
 /// An HTTP response as handlers build it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,8 +100,8 @@ impl Response {
     }
 
     /// Appends the serialised response to `out`: the body is left out for
-    /// HEAD (`head_only`), `Connection: close` is added when `close`.
-    pub(crate) fn write_to(&self, out: &mut Vec<u8>, head_only: bool, close: bool) {
+    /// HEAD (`head_only`); `persist` decides the `Connection` header.
+    pub(crate) fn write_to(&self, out: &mut Vec<u8>, head_only: bool, persist: Persist) {
         out.extend_from_slice(b"HTTP/1.1 ");
         out.extend_from_slice(itoa::Buffer::new().format(self.status).as_bytes());
         out.push(b' ');
@@ -106,8 +120,10 @@ impl Response {
                 itoa::Buffer::new().format(self.body.len()),
             );
         }
-        if close {
-            header(out, "Connection", "close");
+        match persist {
+            Persist::Default => {}
+            Persist::KeepAlive => header(out, "Connection", "keep-alive"),
+            Persist::Close => header(out, "Connection", "close"),
         }
         out.extend_from_slice(b"\r\n");
         if !head_only && self.status != 204 {
@@ -154,8 +170,13 @@ mod tests {
     use super::*;
 
     fn text(response: &Response, head_only: bool, close: bool) -> String {
+        let persist = if close {
+            Persist::Close
+        } else {
+            Persist::Default
+        };
         let mut out = Vec::new();
-        response.write_to(&mut out, head_only, close);
+        response.write_to(&mut out, head_only, persist);
         String::from_utf8(out).unwrap()
     }
 
@@ -177,6 +198,16 @@ mod tests {
             text(&r, true, true),
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
              Content-Length: 5\r\nConnection: close\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn an_http_1_0_keep_alive_is_announced() {
+        let mut out = Vec::new();
+        Response::no_content().write_to(&mut out, false, Persist::KeepAlive);
+        assert_eq!(
+            out,
+            b"HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\n\r\n"
         );
     }
 

@@ -17,6 +17,7 @@ use std::time::Duration;
 use log::{info, warn};
 
 use super::pool::Pool;
+use super::response::Persist;
 use super::{Handler, Limits, Response, conn};
 
 /// What every connection thread shares.
@@ -177,7 +178,7 @@ fn reject(mut stream: TcpStream) {
     let mut out = Vec::with_capacity(160);
     Response::error(503, "server is at its connection limit, retry shortly")
         .with_header("Retry-After", "1")
-        .write_to(&mut out, false, true);
+        .write_to(&mut out, false, Persist::Close);
     let _ = stream.write_all(&out);
     let _ = stream.shutdown(Side::Write);
 }
