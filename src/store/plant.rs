@@ -165,7 +165,12 @@ struct Fields {
 
 impl Fields {
     fn parse(body: &[u8]) -> Result<Fields, InvalidBody> {
-        let mut de = serde_json::Deserializer::from_slice(body);
+        // JSON text is UTF-8. serde_json checks the strings it decodes, but
+        // not those it skips (values of unknown fields), so check it all.
+        let body = std::str::from_utf8(body).map_err(|e| {
+            InvalidBody::Syntax(format!("invalid UTF-8 at byte {}", e.valid_up_to()))
+        })?;
+        let mut de = serde_json::Deserializer::from_str(body);
         let parsed = de.deserialize_any(FieldsVisitor);
         let fields = match parsed {
             Ok(Some(fields)) => fields,
@@ -300,6 +305,18 @@ mod tests {
                 tag: Some("b".into())
             }
         );
+    }
+
+    #[test]
+    fn invalid_utf8_is_refused_even_where_skipped() {
+        // Found by the validation fuzz target: bytes inside an unknown
+        // field's value were skipped without a UTF-8 check.
+        let body = b"{\"name\": \"a\", \"more\": [0, {\"\xbf\xbf\": null}]}";
+        assert!(matches!(Plant::parse(body), Err(InvalidBody::Syntax(_))));
+        assert!(matches!(
+            NewPlant::parse(b"{\"id\": 1, \"name\": \"a\", \"x\": \"\xff\"}"),
+            Err(InvalidBody::Syntax(_))
+        ));
     }
 
     #[test]
