@@ -250,7 +250,12 @@ fn plants(found: &Scan) -> Plants {
     found
         .map
         .iter()
-        .map(|(&id, plant)| (id, (plant.name.clone(), plant.tag.clone())))
+        .map(|(&id, plant)| {
+            (
+                id,
+                (plant.name().to_owned(), plant.tag().map(str::to_owned)),
+            )
+        })
         .collect()
 }
 

@@ -99,10 +99,10 @@ fn changes_survive_a_reopen() {
 /// record starts.
 fn three_records() -> (Vec<u8>, usize) {
     let mut bytes = MAGIC.to_vec();
-    journal::encode_put(&mut bytes, 1, &plant("a", None));
-    journal::encode_put(&mut bytes, 2, &plant("b", Some("t")));
+    journal::encode_put(&mut bytes, 1, &Packed::from(&plant("a", None)));
+    journal::encode_put(&mut bytes, 2, &Packed::from(&plant("b", Some("t"))));
     let last = bytes.len();
-    journal::encode_put(&mut bytes, 3, &plant("c", Some("tag")));
+    journal::encode_put(&mut bytes, 3, &Packed::from(&plant("c", Some("tag"))));
     (bytes, last)
 }
 

@@ -62,7 +62,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use super::Plant;
+use super::{Packed, Plant};
 
 /// The first eight bytes of every journal.
 pub const MAGIC: &[u8; 8] = b"PLANTSJ1";
@@ -175,7 +175,7 @@ impl std::error::Error for OpenError {}
 
 /// The in-memory side of recovery: the map and the bytes its records take.
 pub(super) struct Replayed {
-    pub map: BTreeMap<i64, Plant>,
+    pub map: BTreeMap<i64, Packed>,
     pub live_bytes: u64,
 }
 
@@ -357,7 +357,7 @@ impl Journal {
 
     /// Appends a `put` record; call with the store lock held. Returns the
     /// sequence number to [`commit`](Self::commit) after releasing it.
-    pub(super) fn put(&self, id: i64, plant: &Plant) -> Result<u64, Arc<str>> {
+    pub(super) fn put(&self, id: i64, plant: &Packed) -> Result<u64, Arc<str>> {
         self.append(|buf| encode_put(buf, id, plant))
     }
 
@@ -640,17 +640,17 @@ impl Journal {
 }
 
 /// The bytes a plant's `put` record takes in the file.
-pub(super) fn record_size(plant: &Plant) -> u64 {
-    (HEADER + 1 + 8 + 4 + plant.name.len() + 4 + plant.tag.as_ref().map_or(0, String::len)) as u64
+pub(super) fn record_size(plant: &Packed) -> u64 {
+    (HEADER + 1 + 8 + 4 + plant.name().len() + 4 + plant.tag().map_or(0, str::len)) as u64
 }
 
 /// Appends the `put` record for this plant.
-pub(super) fn encode_put(buf: &mut Vec<u8>, id: i64, plant: &Plant) {
+pub(super) fn encode_put(buf: &mut Vec<u8>, id: i64, plant: &Packed) {
     let start = begin_record(buf);
     buf.push(PUT);
     buf.extend_from_slice(&id.to_le_bytes());
-    push_text(buf, Some(&plant.name));
-    push_text(buf, plant.tag.as_deref());
+    push_text(buf, Some(plant.name()));
+    push_text(buf, plant.tag());
     end_record(buf, start);
 }
 
@@ -738,7 +738,7 @@ fn take_text(bytes: &[u8]) -> Option<(Option<String>, &[u8])> {
 #[derive(Debug, Default)]
 pub struct Scan {
     /// The plants the records leave.
-    pub map: BTreeMap<i64, Plant>,
+    pub map: BTreeMap<i64, Packed>,
     /// Complete records read.
     pub records: u64,
     /// Length of the valid prefix; anything after it is a torn tail.
@@ -788,6 +788,7 @@ pub fn scan(bytes: &[u8]) -> Result<Scan, Damage> {
         };
         match record {
             Record::Put(id, plant) => {
+                let plant = Packed::from(&plant);
                 scan.live_bytes += record_size(&plant);
                 if let Some(old) = scan.map.insert(id, plant) {
                     scan.live_bytes -= record_size(&old);

@@ -20,12 +20,14 @@
 //! keep working. See `journal.rs` for the file format and compaction.
 
 mod journal;
+mod packed;
 mod plant;
 
 pub use journal::{
     Damage, Disk, Durability, MAGIC, OpenError, Record, Recovery, Scan, SyncMode, crc32c, decode,
     scan,
 };
+pub use packed::Packed;
 pub use plant::{InvalidBody, NewPlant, Plant, PlantRecord, int64_text};
 
 use std::collections::BTreeMap;
@@ -87,7 +89,7 @@ struct Shared {
 }
 
 struct Plants {
-    map: BTreeMap<i64, Plant>,
+    map: BTreeMap<i64, Packed>,
     /// Bytes the live plants' journal records take (kept only with a
     /// journal; it decides when to compact).
     live_bytes: u64,
@@ -127,7 +129,7 @@ impl Store {
 
     fn build(
         max_plants: usize,
-        map: BTreeMap<i64, Plant>,
+        map: BTreeMap<i64, Packed>,
         live_bytes: u64,
         journal: Option<Journal>,
     ) -> Store {
@@ -149,6 +151,7 @@ impl Store {
     /// and a full store.
     pub fn create(&self, new: NewPlant) -> Result<(), StoreError> {
         let shared = &*self.shared;
+        let plant = Packed::from(&new.plant);
         let commit = {
             let mut plants = shared.lock();
             if plants.map.contains_key(&new.id) {
@@ -157,11 +160,11 @@ impl Store {
             if plants.map.len() >= shared.max_plants {
                 return Err(StoreError::Full(shared.max_plants));
             }
-            let commit = shared.log(|j| j.put(new.id, &new.plant))?;
+            let commit = shared.log(|j| j.put(new.id, &plant))?;
             if commit.is_some() {
-                plants.live_bytes += record_size(&new.plant);
+                plants.live_bytes += record_size(&plant);
             }
-            plants.map.insert(new.id, new.plant);
+            plants.map.insert(new.id, plant);
             commit.map(|seq| (seq, plants.live_bytes))
         };
         shared.commit(commit)
@@ -179,12 +182,13 @@ impl Store {
 
     /// A copy of the plant with this id.
     pub fn get(&self, id: i64) -> Option<Plant> {
-        self.shared.lock().map.get(&id).cloned()
+        self.shared.lock().map.get(&id).map(Packed::to_plant)
     }
 
     /// Replaces the name and tag of an existing plant.
     pub fn replace(&self, id: i64, plant: Plant) -> Result<(), StoreError> {
         let shared = &*self.shared;
+        let plant = Packed::from(&plant);
         let commit = {
             let mut guard = shared.lock();
             let plants = &mut *guard;
@@ -235,11 +239,11 @@ impl Store {
         let mut matching = plants
             .map
             .range((start, Bound::Unbounded))
-            .filter(|(_, p)| tag.is_none() || p.tag.as_deref() == tag);
+            .filter(|(_, p)| tag.is_none() || p.tag() == tag);
         let items: Vec<(i64, Plant)> = matching
             .by_ref()
             .take(limit)
-            .map(|(id, p)| (*id, p.clone()))
+            .map(|(id, p)| (*id, p.to_plant()))
             .collect();
         let more = limit > 0 && matching.next().is_some();
         Page { items, more }
