@@ -30,7 +30,8 @@ const LINGER_BYTES: usize = 1 << 20;
 
 /// What waiting for the next request head produced.
 enum Next {
-    Head(Head),
+    /// A head was parsed into the connection's `Head`.
+    Head,
     /// The client closed, stayed idle too long, or the server is stopping.
     Closed,
     /// The head started but did not complete in time: 408.
@@ -50,10 +51,11 @@ pub(crate) fn serve_tcp(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
 pub(crate) fn serve(stream: Box<dyn Transport>, peer: SocketAddr, shared: &Shared) {
     let mut input = Input::new(stream, shared.limits.max_head);
     let mut out = Vec::with_capacity(512);
+    let mut head = Head::default();
     let mut deadline = Some(Instant::now() + shared.limits.head_timeout);
     loop {
-        let head = match next_head(&mut input, shared, deadline.take()) {
-            Next::Head(head) => head,
+        match next_head(&mut input, &mut head, shared, deadline.take()) {
+            Next::Head => {}
             Next::Closed => return,
             Next::TimedOut => {
                 return refuse(&mut input, &mut out, peer, 408, "request head timed out");
@@ -65,7 +67,7 @@ pub(crate) fn serve(stream: Box<dyn Transport>, peer: SocketAddr, shared: &Share
             Err(e) => return refuse(&mut input, &mut out, peer, e.status(), e.message()),
         };
         let started = Instant::now();
-        let mut request = Request::new(head, framing, peer, &mut input, &shared.limits);
+        let mut request = Request::new(&head, framing, peer, &mut input, &shared.limits);
         let response = catch_unwind(AssertUnwindSafe(|| shared.handler.handle(&mut request)))
             .unwrap_or_else(|_| {
                 error!(
@@ -106,7 +108,12 @@ pub(crate) fn serve(stream: Box<dyn Transport>, peer: SocketAddr, shared: &Share
 /// Waits for the next complete head. `deadline` is set for the first
 /// request (the head timeout counts from accept); later requests first wait
 /// up to the idle timeout for a byte, then get the head timeout from there.
-fn next_head(input: &mut Input, shared: &Shared, deadline: Option<Instant>) -> Next {
+fn next_head(
+    input: &mut Input,
+    head: &mut Head,
+    shared: &Shared,
+    deadline: Option<Instant>,
+) -> Next {
     let limits = &shared.limits;
     let idle_until = deadline.unwrap_or_else(|| Instant::now() + limits.idle_timeout);
     while input.buffered().is_empty() {
@@ -123,10 +130,10 @@ fn next_head(input: &mut Input, shared: &Shared, deadline: Option<Instant>) -> N
     }
     let deadline = deadline.unwrap_or_else(|| Instant::now() + limits.head_timeout);
     loop {
-        match Head::parse(input.buffered(), limits.max_head) {
-            Ok(Some((head, len))) => {
+        match head.parse_into(input.buffered(), limits.max_head) {
+            Ok(Some(len)) => {
                 input.consume(len);
-                return Next::Head(head);
+                return Next::Head;
             }
             Ok(None) => {}
             Err(e) => return Next::Refused(e),

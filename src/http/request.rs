@@ -58,6 +58,7 @@ impl HeadError {
 }
 
 /// A parsed request head: its bytes and where each part lies in them.
+#[derive(Default)]
 pub(crate) struct Head {
     bytes: Vec<u8>,
     method: Range<usize>,
@@ -69,7 +70,20 @@ pub(crate) struct Head {
 impl Head {
     /// Parses a complete head from the start of `buf`: `Ok(None)` means more
     /// bytes are needed, `Ok(Some((head, len)))` consumed `len` bytes.
+    #[cfg(test)]
     pub(crate) fn parse(buf: &[u8], max_head: usize) -> Result<Option<(Head, usize)>, HeadError> {
+        let mut head = Head::default();
+        Ok(head.parse_into(buf, max_head)?.map(|len| (head, len)))
+    }
+
+    /// As `parse`, into this head, reusing its buffers (one connection
+    /// parses every head into the same `Head`, allocating only when a head
+    /// is larger than any before it). `Ok(Some(len))` consumed `len` bytes.
+    pub(crate) fn parse_into(
+        &mut self,
+        buf: &[u8],
+        max_head: usize,
+    ) -> Result<Option<usize>, HeadError> {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut req = httparse::Request::new(&mut headers);
         let len = match req.parse(buf) {
@@ -94,18 +108,18 @@ impl Head {
         if target.len() > MAX_TARGET {
             return Err(HeadError::TargetTooLong);
         }
-        let head = Head {
-            method: span(method.as_bytes()),
-            target: span(target.as_bytes()),
-            minor_version,
-            headers: req
-                .headers
+        self.method = span(method.as_bytes());
+        self.target = span(target.as_bytes());
+        self.minor_version = minor_version;
+        self.headers.clear();
+        self.headers.extend(
+            req.headers
                 .iter()
-                .map(|h| (span(h.name.as_bytes()), span(h.value)))
-                .collect(),
-            bytes: buf[..len].to_vec(),
-        };
-        Ok(Some((head, len)))
+                .map(|h| (span(h.name.as_bytes()), span(h.value))),
+        );
+        self.bytes.clear();
+        self.bytes.extend_from_slice(&buf[..len]);
+        Ok(Some(len))
     }
 
     fn str(&self, range: &Range<usize>) -> &str {
@@ -158,7 +172,7 @@ impl Head {
 }
 
 /// A partial head: decide whether waiting for more bytes is still allowed.
-fn partial(buf: &[u8], max_head: usize) -> Result<Option<(Head, usize)>, HeadError> {
+fn partial(buf: &[u8], max_head: usize) -> Result<Option<usize>, HeadError> {
     let line_ended = buf.contains(&b'\n');
     // The request line alone is already longer than any allowed one.
     if !line_ended && buf.len() > MAX_TARGET + 32 {
@@ -209,7 +223,7 @@ enum BodyState {
 
 /// One HTTP request, as handlers see it.
 pub struct Request<'c> {
-    head: Head,
+    head: &'c Head,
     framing: Framing,
     expect_continue: bool,
     peer: SocketAddr,
@@ -220,7 +234,7 @@ pub struct Request<'c> {
 
 impl<'c> Request<'c> {
     pub(crate) fn new(
-        head: Head,
+        head: &'c Head,
         framing: Framing,
         peer: SocketAddr,
         input: &'c mut Input,

@@ -12,7 +12,7 @@
 //! without building it; the messages for wrong types are ours, so they name
 //! the field.
 
-use std::collections::HashSet;
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::Serialize;
@@ -202,6 +202,28 @@ impl Fields {
     }
 }
 
+/// An object key: borrowed from the body when it has no escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> de::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(key)))
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(key.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
 /// Visits any JSON value: an object yields `Some(Fields)`, anything else
 /// `None` (after consuming it, so trailing garbage is still reported).
 struct FieldsVisitor;
@@ -215,9 +237,12 @@ impl<'de> Visitor<'de> for FieldsVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut fields = Fields::default();
-        let mut seen: HashSet<String> = HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let slot = match key.as_str() {
+        // Every key, borrowed from the body unless it had escapes; checked
+        // for duplicates once the object has been read (sorting, so that a
+        // body of many keys costs n log n, not n^2, and nothing is hashed).
+        let mut keys: Vec<Cow<'de, str>> = Vec::new();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let slot = match &*key {
                 "id" => Some(&mut fields.id),
                 "name" => Some(&mut fields.name),
                 "tag" => Some(&mut fields.tag),
@@ -229,14 +254,15 @@ impl<'de> Visitor<'de> for FieldsVisitor {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
-            // Keep the first duplicate for the message; parsing goes on so
-            // that a syntax error later in the body is still reported.
-            if seen.contains(&key) {
-                fields.duplicate.get_or_insert(key);
-            } else {
-                seen.insert(key);
-            }
+            keys.push(key);
         }
+        // Parsing went on past a duplicate, so that a syntax error later
+        // in the body is still the error reported.
+        keys.sort_unstable();
+        fields.duplicate = keys
+            .windows(2)
+            .find(|pair| pair[0] == pair[1])
+            .map(|pair| pair[0].to_string());
         Ok(Some(fields))
     }
 
@@ -317,6 +343,23 @@ mod tests {
             NewPlant::parse(b"{\"id\": 1, \"name\": \"a\", \"x\": \"\xff\"}"),
             Err(InvalidBody::Syntax(_))
         ));
+    }
+
+    #[test]
+    fn duplicates_are_found_among_unknown_and_escaped_keys() {
+        for body in [
+            r#"{"name": "a", "x": 1, "y": 2, "x": 3}"#,
+            r#"{"name": "a", "t\u0061g": "b", "tag": "c"}"#,
+        ] {
+            assert!(
+                matches!(
+                    Plant::parse(body.as_bytes()),
+                    Err(InvalidBody::DuplicateKey(_))
+                ),
+                "{body}"
+            );
+        }
+        assert!(Plant::parse(br#"{"name": "a", "x": 1, "y": 2}"#).is_ok());
     }
 
     #[test]
