@@ -10,11 +10,9 @@
 # arm-unknown-linux-musleabihf (ARMv6: Pi Zero/1, static, run with
 # -cpu arm1176).
 #
-# No Docker here, and rustup cannot add targets: Debian's Rust (rustc-web)
-# builds the standard library for the target from source (-Z build-std),
-# Debian's cross gcc links glibc targets and zig links musl ones. Installs
-# what it needs (apt as root or via sudo, zig into .venv-zig). Release
-# builds use `cross` instead (cross.toml).
+# No Docker here, and rustup cannot add targets: scripts/release-build.sh
+# builds each binary with Debian's Rust, rebuilding the standard library for
+# the target (-Z build-std), as the release workflow does with `cross`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,25 +20,15 @@ TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=(
   aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf arm-unknown-linux-musleabihf)
 
-SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
-if [ ! -x /usr/bin/cargo ] || ! command -v qemu-arm >/dev/null \
-  || ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v arm-linux-gnueabihf-gcc >/dev/null; then
-  echo "installing Debian's Rust, cross gcc and qemu-user" >&2
-  export DEBIAN_FRONTEND=noninteractive
+if ! command -v qemu-arm >/dev/null || ! command -v qemu-aarch64 >/dev/null; then
+  echo "installing qemu-user" >&2
+  SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
   $SUDO apt-get update -qq >&2
-  $SUDO apt-get install -y -qq --no-install-recommends rustc-web cargo-web rust-web-src \
-    gcc-aarch64-linux-gnu libc6-dev-arm64-cross \
-    gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends qemu-user >&2
 fi
-if [ ! -x .venv-zig/bin/cargo-zigbuild ]; then
-  echo "installing zig and cargo-zigbuild into .venv-zig" >&2
-  python3 -m venv .venv-zig
-  .venv-zig/bin/pip install -q ziglang cargo-zigbuild >&2
-fi
-export PATH=$PWD/.venv-zig/bin:$PATH
 
-D=(env RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 /usr/bin/cargo)
-BS=(-Z build-std=std,panic_abort)
+# The binaries, built as they are published (installs the toolchains).
+scripts/release-build.sh "${TARGETS[@]}" >/dev/null
 
 # qemu command line for a target's binary.
 runner() {
@@ -67,11 +55,6 @@ trap cleanup EXIT
 
 declare -A SIZES
 for target in "${TARGETS[@]}"; do
-  echo "== $target: build" >&2
-  case $target in
-    *musl*) "${D[@]}" zigbuild --quiet --release --bin plantstore --target "$target" "${BS[@]}" ;;
-    *) "${D[@]}" build --quiet --release --bin plantstore --target "$target" "${BS[@]}" ;;
-  esac
   bin=target/$target/release/plantstore
   SIZES[$target]=$(stat -c %s "$bin")
 

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds release binaries the way they are published: the standard library
+# rebuilt for the target (-Z build-std) with unwinding but without the
+# backtrace symboliser (about 100 KiB of DWARF parsing, gzip and demangling
+# that only serves RUST_BACKTRACE). Panics are still caught per request and
+# logged with their message and location. Prints each stripped size.
+#
+#   scripts/release-build.sh TARGET...    e.g. x86_64-unknown-linux-gnu
+#
+# rustup cannot add targets or rust-src here, so this uses Debian's Rust
+# (rustc-web, with its rust-web-src) with RUSTC_BOOTSTRAP for -Z flags,
+# Debian's cross gcc for glibc ARM targets and zig for musl ones. Installs
+# what it needs (apt as root or via sudo, zig into .venv-zig). Output:
+# target/TARGET/release/plantstore.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TARGETS=("$@")
+[ ${#TARGETS[@]} -gt 0 ] || { echo "usage: scripts/release-build.sh TARGET..." >&2; exit 2; }
+
+SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+need=()
+[ -x /usr/bin/cargo ] && [ -d /usr/lib/rustlib/src/rust/library ] || need+=(rustc-web cargo-web rust-web-src)
+for target in "${TARGETS[@]}"; do
+  case $target in
+    aarch64-unknown-linux-gnu)
+      command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross) ;;
+    arm*-unknown-linux-gnueabihf)
+      command -v arm-linux-gnueabihf-gcc >/dev/null || need+=(gcc-arm-linux-gnueabihf libc6-dev-armhf-cross) ;;
+  esac
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing ${need[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq >&2
+  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
+fi
+if [[ " ${TARGETS[*]} " == *musl* ]] && [ ! -x .venv-zig/bin/cargo-zigbuild ]; then
+  echo "installing zig and cargo-zigbuild into .venv-zig" >&2
+  python3 -m venv .venv-zig
+  .venv-zig/bin/pip install -q ziglang cargo-zigbuild >&2
+fi
+export PATH=$PWD/.venv-zig/bin:$PATH
+
+D=(env RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 /usr/bin/cargo)
+BS=(-Z build-std=std,panic_abort -Z build-std-features=panic-unwind)
+
+for target in "${TARGETS[@]}"; do
+  echo "== $target: release build" >&2
+  case $target in
+    *musl*) "${D[@]}" zigbuild --quiet --release --bin plantstore --target "$target" "${BS[@]}" ;;
+    *) "${D[@]}" build --quiet --release --bin plantstore --target "$target" "${BS[@]}" ;;
+  esac
+  echo "$target $(stat -c %s "target/$target/release/plantstore")"
+done
