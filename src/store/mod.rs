@@ -1,17 +1,23 @@
-//! The plant store: every plant, in memory, behind one `Mutex`, and with
-//! `--data` a journal that makes each change durable before it is
-//! acknowledged.
+//! The plant store: every plant, in memory, in 16 shards each behind its own
+//! `Mutex`, and with `--data` a journal that makes each change durable
+//! before it is acknowledged.
 //!
 //! Owns the map from id to plant and the `--max-plants` cap. Knows nothing
-//! of HTTP. The map is a `BTreeMap` so that listing in id order from a cursor
-//! is a range walk, not a copy-and-sort of the whole store.
+//! of HTTP. Each shard is a `BTreeMap` so that listing in id order from a
+//! cursor is a range walk per shard and a merge of the walks, not a
+//! copy-and-sort of the whole store. Sharding is for writers: with one lock,
+//! a writer preempted while holding it (its allocation page-faulting, its
+//! time slice ending) stalled every other writer, which set the tail
+//! latency under load.
 //!
 //! Invariants: a call that returns `Ok` has applied its change (and, with a
 //! journal, written it as `--sync` asks); a call that returns `Err` other
 //! than [`StoreError::Storage`] has changed nothing. Critical sections are
-//! short: requests are parsed before the lock is taken, the journal record
-//! is encoded under it (so the journal order is the apply order), and the
-//! wait for the disk happens after it is released.
+//! short: requests are parsed before a shard lock is taken, the journal
+//! record is encoded under it (so the journal order of each id's changes is
+//! their apply order; changes to different ids commute), and the wait for
+//! the disk happens after it is released. A compaction snapshot and a
+//! listing page hold every shard lock, taken in index order.
 //!
 //! A change is visible to readers as soon as it is applied, a moment
 //! before its write is acknowledged. If that write fails, the change stays
@@ -34,6 +40,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::File;
 use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread;
 use std::time::Instant;
@@ -82,17 +89,31 @@ pub struct Store {
     shared: Arc<Shared>,
 }
 
+/// Shards of the map: a power of two, so that a shard is a few bits of a
+/// hash of the id.
+const SHARDS: usize = 16;
+
 struct Shared {
-    plants: Mutex<Plants>,
+    /// The plants, spread over shards by a hash of the id, each behind its
+    /// own lock: writers of different ids rarely wait for each other, and a
+    /// writer preempted while holding a lock stalls only its shard.
+    shards: Box<[Mutex<Shard>]>,
+    /// Plants stored, over all shards; a create reserves its place here
+    /// before inserting, so the cap holds without a global lock.
+    count: AtomicUsize,
+    /// Bytes the live plants' journal records take (kept only with a
+    /// journal; it decides when to compact).
+    live_bytes: AtomicU64,
     max_plants: usize,
     journal: Option<Journal>,
 }
 
-struct Plants {
-    map: BTreeMap<i64, Packed>,
-    /// Bytes the live plants' journal records take (kept only with a
-    /// journal; it decides when to compact).
-    live_bytes: u64,
+type Shard = BTreeMap<i64, Packed>;
+
+/// The shard of an id: the top bits of a multiplicative hash, so that
+/// consecutive ids spread over every shard.
+fn shard_of(id: i64) -> usize {
+    ((id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SHARDS.trailing_zeros())) as usize
 }
 
 impl Store {
@@ -133,9 +154,17 @@ impl Store {
         live_bytes: u64,
         journal: Option<Journal>,
     ) -> Store {
+        let count = map.len();
+        let mut shards: Vec<Shard> = (0..SHARDS).map(|_| BTreeMap::new()).collect();
+        // In id order, so each shard is built by appending.
+        for (id, plant) in map {
+            shards[shard_of(id)].insert(id, plant);
+        }
         Store {
             shared: Arc::new(Shared {
-                plants: Mutex::new(Plants { map, live_bytes }),
+                shards: shards.into_iter().map(Mutex::new).collect(),
+                count: AtomicUsize::new(count),
+                live_bytes: AtomicU64::new(live_bytes),
                 max_plants,
                 journal,
             }),
@@ -153,26 +182,27 @@ impl Store {
         let shared = &*self.shared;
         let plant = Packed::from(&new.plant);
         let commit = {
-            let mut plants = shared.lock();
-            if plants.map.contains_key(&new.id) {
+            let mut shard = shared.shard(new.id);
+            if shard.contains_key(&new.id) {
                 return Err(StoreError::Exists(new.id));
             }
-            if plants.map.len() >= shared.max_plants {
+            if shared.count.fetch_add(1, Ordering::Relaxed) >= shared.max_plants {
+                shared.count.fetch_sub(1, Ordering::Relaxed);
                 return Err(StoreError::Full(shared.max_plants));
             }
-            let commit = shared.log(|j| j.put(new.id, &plant))?;
-            if commit.is_some() {
-                plants.live_bytes += record_size(&plant);
-            }
-            plants.map.insert(new.id, plant);
-            commit.map(|seq| (seq, plants.live_bytes))
+            let commit = shared.log(|j| j.put(new.id, &plant)).inspect_err(|_| {
+                shared.count.fetch_sub(1, Ordering::Relaxed);
+            })?;
+            let live_bytes = shared.add_live_bytes(commit, record_size(&plant), 0);
+            shard.insert(new.id, plant);
+            commit.map(|seq| (seq, live_bytes))
         };
         shared.commit(commit)
     }
 
     /// How many plants are stored.
     pub fn len(&self) -> usize {
-        self.shared.lock().map.len()
+        self.shared.count.load(Ordering::Relaxed)
     }
 
     /// Whether the store is empty.
@@ -182,7 +212,7 @@ impl Store {
 
     /// A copy of the plant with this id.
     pub fn get(&self, id: i64) -> Option<Plant> {
-        self.shared.lock().map.get(&id).map(Packed::to_plant)
+        self.shared.shard(id).get(&id).map(Packed::to_plant)
     }
 
     /// Replaces the name and tag of an existing plant.
@@ -190,17 +220,15 @@ impl Store {
         let shared = &*self.shared;
         let plant = Packed::from(&plant);
         let commit = {
-            let mut guard = shared.lock();
-            let plants = &mut *guard;
-            let Some(stored) = plants.map.get_mut(&id) else {
+            let mut shard = shared.shard(id);
+            let Some(stored) = shard.get_mut(&id) else {
                 return Err(StoreError::NotFound(id));
             };
             let commit = shared.log(|j| j.put(id, &plant))?;
-            if commit.is_some() {
-                plants.live_bytes = plants.live_bytes + record_size(&plant) - record_size(stored);
-            }
+            let live_bytes =
+                shared.add_live_bytes(commit, record_size(&plant), record_size(stored));
             *stored = plant;
-            commit.map(|seq| (seq, plants.live_bytes))
+            commit.map(|seq| (seq, live_bytes))
         };
         shared.commit(commit)
     }
@@ -209,43 +237,59 @@ impl Store {
     pub fn delete(&self, id: i64) -> Result<(), StoreError> {
         let shared = &*self.shared;
         let commit = {
-            let mut plants = shared.lock();
-            if !plants.map.contains_key(&id) {
+            let mut shard = shared.shard(id);
+            let Some(stored) = shard.get(&id) else {
                 return Err(StoreError::NotFound(id));
-            }
+            };
             let commit = shared.log(|j| j.delete(id))?;
-            if let Some(old) = plants.map.remove(&id)
-                && commit.is_some()
-            {
-                plants.live_bytes -= record_size(&old);
-            }
-            commit.map(|seq| (seq, plants.live_bytes))
+            let live_bytes = shared.add_live_bytes(commit, 0, record_size(stored));
+            shard.remove(&id);
+            shared.count.fetch_sub(1, Ordering::Relaxed);
+            commit.map(|seq| (seq, live_bytes))
         };
         shared.commit(commit)
     }
 
     /// One page of plants in ascending id order: ids greater than `after`,
     /// with this `tag` if given, at most `limit`. `more` says whether a
-    /// further matching plant exists. Only the page is copied; the walk
-    /// starts at the cursor, so paging deep into a large store stays cheap
-    /// (a rare tag still scans forward until the page fills).
+    /// further matching plant exists. Only the page is copied; each shard's
+    /// walk starts at the cursor and the shards are merged in id order, so
+    /// paging deep into a large store stays cheap (a rare tag still scans
+    /// forward until the page fills). Every shard is locked for the walk,
+    /// so a page is one consistent state of the store.
     pub fn page(&self, after: Option<i64>, limit: usize, tag: Option<&str>) -> Page {
         let start = match after {
             Some(i64::MAX) => return Page::default(),
             Some(after) => Bound::Included(after + 1),
             None => Bound::Unbounded,
         };
-        let plants = self.shared.lock();
-        let mut matching = plants
-            .map
-            .range((start, Bound::Unbounded))
-            .filter(|(_, p)| tag.is_none() || p.tag() == tag);
-        let items: Vec<(i64, Plant)> = matching
-            .by_ref()
-            .take(limit)
-            .map(|(id, p)| (*id, p.to_plant()))
+        let shards = self.shared.lock_all();
+        let mut walks: Vec<_> = shards
+            .iter()
+            .map(|shard| {
+                shard
+                    .range((start, Bound::Unbounded))
+                    .filter(|(_, p)| tag.is_none() || p.tag() == tag)
+                    .peekable()
+            })
             .collect();
-        let more = limit > 0 && matching.next().is_some();
+        // The smallest next id over all shards, taken from its walk.
+        let mut next = || {
+            let walk = walks
+                .iter_mut()
+                .filter_map(|w| w.peek().map(|(id, _)| **id).zip(Some(w)))
+                .min_by_key(|(id, _)| *id)
+                .map(|(_, w)| w)?;
+            walk.next()
+        };
+        let mut items = Vec::with_capacity(limit.min(1024));
+        while items.len() < limit {
+            match next() {
+                Some((id, p)) => items.push((*id, p.to_plant())),
+                None => break,
+            }
+        }
+        let more = limit > 0 && next().is_some();
         Page { items, more }
     }
 
@@ -273,14 +317,38 @@ impl Drop for Store {
     }
 }
 
+/// Locks a shard. A panic while holding it cannot leave the map
+/// half-changed (every change is one insert or remove after its journal
+/// record is encoded), so a poisoned lock is safe to keep using.
+fn lock(shard: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
+    shard
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Plants> {
-        // A panic while holding the lock cannot leave the map half-changed
-        // (every change is one insert or remove after its journal record is
-        // encoded), so a poisoned lock is safe to keep using.
-        self.plants
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// The locked shard of this id.
+    fn shard(&self, id: i64) -> MutexGuard<'_, Shard> {
+        lock(&self.shards[shard_of(id)])
+    }
+
+    /// Every shard, locked in index order (the only order in which more
+    /// than one is ever held, so this cannot deadlock).
+    fn lock_all(&self) -> Vec<MutexGuard<'_, Shard>> {
+        self.shards.iter().map(lock).collect()
+    }
+
+    /// With a journal (`commit` is `Some`), moves the live-bytes count by
+    /// `added - removed` and returns the new count.
+    fn add_live_bytes(&self, commit: Option<u64>, added: u64, removed: u64) -> u64 {
+        if commit.is_none() {
+            return 0;
+        }
+        // Two's complement: adding `added - removed` wraps to a subtraction.
+        let delta = added.wrapping_sub(removed);
+        self.live_bytes
+            .fetch_add(delta, Ordering::Relaxed)
+            .wrapping_add(delta)
     }
 
     /// Appends a record if there is a journal: its sequence number.
@@ -315,25 +383,29 @@ impl Shared {
         let snapshot_ms = started.elapsed().as_millis();
         match journal.finish_compaction(&snapshot) {
             Ok(len) => log::info!(
-                "journal compacted to {len} bytes in {} ms ({snapshot_ms} ms under the store lock)",
+                "journal compacted to {len} bytes in {} ms ({snapshot_ms} ms under the store locks)",
                 started.elapsed().as_millis()
             ),
             Err(e) => log::warn!("journal compaction failed, the journal stays as it was: {e}"),
         }
     }
 
-    /// The first step of a compaction, under the store lock: the live
-    /// plants encoded as a journal image; `None` if one is already running
-    /// or the journal has failed.
+    /// The first step of a compaction, under every shard lock (so each
+    /// change is either applied and logged, or neither): the live plants
+    /// encoded as a journal image; `None` if one is already running or the
+    /// journal has failed.
     fn snapshot(&self, journal: &Journal) -> Option<Vec<u8>> {
-        let plants = self.lock();
+        let shards = self.lock_all();
         if !journal.begin_compaction() {
             return None;
         }
-        let mut buf = Vec::with_capacity(MAGIC.len() + plants.live_bytes as usize);
+        let live_bytes = self.live_bytes.load(Ordering::Relaxed);
+        let mut buf = Vec::with_capacity(MAGIC.len() + live_bytes as usize);
         buf.extend_from_slice(MAGIC);
-        for (id, plant) in &plants.map {
-            encode_put(&mut buf, *id, plant);
+        for shard in &shards {
+            for (id, plant) in shard.iter() {
+                encode_put(&mut buf, *id, plant);
+            }
         }
         Some(buf)
     }
@@ -401,6 +473,38 @@ mod tests {
             !store.page(None, 0, None).more,
             "limit 0 never promises more"
         );
+    }
+
+    #[test]
+    fn pages_merge_every_shard_in_id_order() {
+        let store = Store::new(10_000);
+        // Ids in a scrambled order, negative and positive, across shards.
+        let ids: Vec<i64> = (0..1000i64).map(|i| (i * 7919) % 1000 - 500).collect();
+        for &id in &ids {
+            let tag = (id % 3 == 0).then(|| "three".to_string());
+            let plant = Plant {
+                name: format!("p{id}"),
+                tag,
+            };
+            store.create(NewPlant { id, plant }).unwrap();
+        }
+        let walk = |tag: Option<&str>| {
+            let (mut seen, mut after) = (Vec::new(), None);
+            loop {
+                let page = store.page(after, 7, tag);
+                seen.extend(page.items.iter().map(|(id, _)| *id));
+                after = seen.last().copied();
+                if !page.more {
+                    return seen;
+                }
+            }
+        };
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        assert_eq!(walk(None), sorted);
+        let threes: Vec<i64> = sorted.iter().copied().filter(|id| id % 3 == 0).collect();
+        assert_eq!(walk(Some("three")), threes);
+        assert_eq!(store.len(), 1000);
     }
 
     #[test]
