@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every fuzz target (or the ones named) for SECONDS each, starting from
-# the committed corpus in fuzz/corpus/TARGET. New inputs go to
+# the committed corpus in fuzz/corpus/TARGET and the inputs of past crashes
+# in fuzz/regressions/TARGET. New inputs go to
 # fuzz/target/corpus/TARGET, crashes to fuzz/artifacts/TARGET; any crash,
 # hang (over 5 s for one input) or failed invariant makes this exit non-zero.
 #
@@ -25,11 +26,12 @@ fi
 
 for target in "${targets[@]}"; do cargo +nightly fuzz build "$target"; done
 for target in "${targets[@]}"; do
-    mkdir -p "target/corpus/$target" "corpus/$target"
+    mkdir -p "target/corpus/$target" "corpus/$target" "regressions/$target"
     echo "== fuzz $target for ${seconds}s"
     log="target/fuzz-$target.log"
     status=0
-    cargo +nightly fuzz run "$target" "target/corpus/$target" "corpus/$target" -- \
+    cargo +nightly fuzz run "$target" "target/corpus/$target" "corpus/$target" \
+        "regressions/$target" -- \
         -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 \
         -print_final_stats=1 >"$log" 2>&1 || status=$?
     grep -E '^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|Done )|panicked|ERROR|SUMMARY' "$log" || true

@@ -65,6 +65,31 @@ pub(crate) struct Head {
     target: Range<usize>,
     minor_version: u8,
     headers: Vec<(Range<usize>, Range<usize>)>,
+    /// Which of the headers the engine itself reads are present (the bits
+    /// below), so the common request skips looking for the absent ones.
+    present: u8,
+}
+
+/// The headers the engine reads on every request, as bits of `present`.
+const CONNECTION: u8 = 1;
+const TRANSFER_ENCODING: u8 = 2;
+const CONTENT_LENGTH: u8 = 4;
+const EXPECT: u8 = 8;
+
+/// The `present` bit of a header name, or 0.
+fn known(name: &[u8]) -> u8 {
+    let (bit, known): (u8, &[u8]) = match name.len() {
+        6 => (EXPECT, b"expect"),
+        10 => (CONNECTION, b"connection"),
+        14 => (CONTENT_LENGTH, b"content-length"),
+        17 => (TRANSFER_ENCODING, b"transfer-encoding"),
+        _ => return 0,
+    };
+    if name.eq_ignore_ascii_case(known) {
+        bit
+    } else {
+        0
+    }
 }
 
 impl Head {
@@ -112,11 +137,11 @@ impl Head {
         self.target = span(target.as_bytes());
         self.minor_version = minor_version;
         self.headers.clear();
-        self.headers.extend(
-            req.headers
-                .iter()
-                .map(|h| (span(h.name.as_bytes()), span(h.value))),
-        );
+        self.present = 0;
+        for h in req.headers.iter() {
+            self.present |= known(h.name.as_bytes());
+            self.headers.push((span(h.name.as_bytes()), span(h.value)));
+        }
         self.bytes.clear();
         self.bytes.extend_from_slice(&buf[..len]);
         Ok(Some(len))
@@ -145,6 +170,9 @@ impl Head {
 
     /// How the body is framed, refusing anything ambiguous.
     pub(crate) fn framing(&self) -> Result<Framing, HeadError> {
+        if self.present & (TRANSFER_ENCODING | CONTENT_LENGTH) == 0 {
+            return Ok(Framing::None);
+        }
         let mut coding = self.headers("transfer-encoding");
         match coding.next() {
             Some(_) if self.headers("content-length").next().is_some() => Err(
@@ -163,6 +191,9 @@ impl Head {
 
     /// Whether the client asked to keep the connection open.
     pub(crate) fn keep_alive(&self) -> bool {
+        if self.present & CONNECTION == 0 {
+            return self.minor_version != 0;
+        }
         if self.minor_version == 0 {
             self.lists("connection", "keep-alive")
         } else {
@@ -240,7 +271,9 @@ impl<'c> Request<'c> {
         input: &'c mut Input,
         limits: &'c Limits,
     ) -> Request<'c> {
-        let expect_continue = head.minor_version == 1 && head.lists("expect", "100-continue");
+        let expect_continue = head.minor_version == 1
+            && head.present & EXPECT != 0
+            && head.lists("expect", "100-continue");
         Request {
             head,
             framing,
