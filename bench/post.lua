@@ -23,12 +23,4 @@ function request()
   }, body)
 end
 
--- One machine-readable line for bench/run.sh: requests/s, p50 and p99 in
--- microseconds, and the count of non-2xx or failed requests.
-function done(summary, latency, requests)
-  local errors = summary.errors.status + summary.errors.connect
-    + summary.errors.read + summary.errors.write + summary.errors.timeout
-  io.write(string.format("RESULT %.0f %d %d %d\n",
-    summary.requests / (summary.duration / 1e6),
-    latency:percentile(50), latency:percentile(99), errors))
-end
+dofile("bench/result.lua")

@@ -24,19 +24,8 @@ if [ ! -x "$venv/bin/openapi-python-client" ]; then
     "$venv/bin/pip" install --quiet 'openapi-python-client>=0.29,<0.30'
 fi
 
-cargo build --release --quiet
-
 token=clients-token
-log=$(mktemp)
-PLANTSTORE_TOKEN=$token ./target/release/plantstore --addr 127.0.0.1:0 2>"$log" &
-pid=$!
-trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$log"' EXIT
-addr=
-for _ in $(seq 100); do
-    addr=$(grep -o 'listening on http://[^,]*' "$log" | sed 's|listening on http://||' || true)
-    [ -n "$addr" ] && break
-    sleep 0.05
-done
-[ -n "$addr" ] || { echo "server did not start"; cat "$log"; exit 1; }
+# shellcheck source=scripts/serve-release.sh
+. scripts/serve-release.sh
 
 "$venv/bin/python" scripts/clients.py "http://$addr" "$token"

@@ -16,25 +16,13 @@ if [ ! -x "$venv/bin/st" ] || [ ! -x "$venv/bin/openapi-spec-validator" ]; then
     "$venv/bin/pip" install --quiet 'schemathesis>=4,<5' 'openapi-spec-validator>=0.7'
 fi
 
-cargo build --release --quiet
-
-# A free loopback port: the server binds port 0 and reports the real one.
-log=$(mktemp)
-PLANTSTORE_TOKEN=$token ./target/release/plantstore --addr 127.0.0.1:0 2>"$log" &
-pid=$!
-trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$log"' EXIT
-addr=
-for _ in $(seq 100); do
-    addr=$(grep -o 'listening on http://[^,]*' "$log" | sed 's|listening on http://||' || true)
-    [ -n "$addr" ] && break
-    sleep 0.05
-done
-[ -n "$addr" ] || { echo "server did not start"; cat "$log"; exit 1; }
+# shellcheck source=scripts/serve-release.sh
+. scripts/serve-release.sh
 base="http://$addr"
 
-curl -fsS "$base/openapi.json" -o "$log.openapi.json"
-"$venv/bin/openapi-spec-validator" "$log.openapi.json"
-rm -f "$log.openapi.json"
+curl -fsS "$base/openapi.json" -o "$serve_log.openapi.json"
+"$venv/bin/openapi-spec-validator" "$serve_log.openapi.json"
+rm -f "$serve_log.openapi.json"
 
 "$venv/bin/st" run "$base/openapi.json" \
     --checks all \
