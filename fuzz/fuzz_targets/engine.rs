@@ -8,7 +8,9 @@
 //! 2. The output is a well-formed sequence of HTTP/1.1 responses, one per
 //!    request handled plus at most one refusal, nothing after a response
 //!    that announced `Connection: close`, and nothing trailing.
-//! 3. Every request the engine accepted, written out again canonically
+//! 3. A body read under `Content-Length` (no `Transfer-Encoding`) is exactly
+//!    that many bytes.
+//! 4. Every request the engine accepted, written out again canonically
 //!    (`name: value` lines, `Content-Length` framing), is accepted again as
 //!    the same request: method, target, version, headers and body.
 
@@ -39,6 +41,7 @@ fuzz_target!(|data: &[u8]| {
     check_responses(&whole.output, &whole.seen);
 
     for seen in &whole.seen {
+        check_length(seen);
         reserialise(seen, &limits);
     }
 });
@@ -128,6 +131,31 @@ fn check_responses(mut output: &[u8], seen: &[Seen]) {
         assert!(
             matches!(code, 400 | 408 | 413 | 414 | 431 | 501 | 505),
             "unexpected refusal status {code}"
+        );
+    }
+}
+
+fn check_length(seen: &Seen) {
+    let values = |name: &'static [u8]| {
+        seen.headers
+            .iter()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    };
+    if values(b"transfer-encoding").next().is_some() {
+        return;
+    }
+    let Some(Ok(body)) = &seen.body else {
+        return;
+    };
+    for value in values(b"content-length") {
+        let declared = std::str::from_utf8(value)
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        assert_eq!(
+            declared,
+            Some(body.len()),
+            "body length differs from Content-Length"
         );
     }
 }
