@@ -1,5 +1,5 @@
 //! The plant store: every plant, in memory, in 16 shards each behind its own
-//! `Mutex`, and with `--data` a journal that makes each change durable
+//! `RwLock`, and with `--data` a journal that makes each change durable
 //! before it is acknowledged.
 //!
 //! Owns the map from id to plant and the `--max-plants` cap. Knows nothing
@@ -17,7 +17,7 @@
 //! record is encoded under it (so the journal order of each id's changes is
 //! their apply order; changes to different ids commute), and the wait for
 //! the disk happens after it is released. A compaction snapshot and a
-//! listing page hold every shard lock, taken in index order.
+//! listing page hold every shard's read lock, taken in index order.
 //!
 //! A change is visible to readers as soon as it is applied, a moment
 //! before its write is acknowledged. If that write fails, the change stays
@@ -41,7 +41,7 @@ use std::fmt;
 use std::fs::File;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::thread;
 use std::time::Instant;
 
@@ -96,8 +96,9 @@ const SHARDS: usize = 16;
 struct Shared {
     /// The plants, spread over shards by a hash of the id, each behind its
     /// own lock: writers of different ids rarely wait for each other, and a
-    /// writer preempted while holding a lock stalls only its shard.
-    shards: Box<[Mutex<Shard>]>,
+    /// writer preempted while holding a lock stalls only its shard. Readers
+    /// share the locks (a listing holds all sixteen at once).
+    shards: Box<[RwLock<Shard>]>,
     /// Plants stored, over all shards; a create reserves its place here
     /// before inserting, so the cap holds without a global lock.
     count: AtomicUsize,
@@ -162,7 +163,7 @@ impl Store {
         }
         Store {
             shared: Arc::new(Shared {
-                shards: shards.into_iter().map(Mutex::new).collect(),
+                shards: shards.into_iter().map(RwLock::new).collect(),
                 count: AtomicUsize::new(count),
                 live_bytes: AtomicU64::new(live_bytes),
                 max_plants,
@@ -212,7 +213,7 @@ impl Store {
 
     /// A copy of the plant with this id.
     pub fn get(&self, id: i64) -> Option<Plant> {
-        self.shared.shard(id).get(&id).map(Packed::to_plant)
+        self.shared.read(id).get(&id).map(Packed::to_plant)
     }
 
     /// Replaces the name and tag of an existing plant.
@@ -263,7 +264,7 @@ impl Store {
             Some(after) => Bound::Included(after + 1),
             None => Bound::Unbounded,
         };
-        let shards = self.shared.lock_all();
+        let shards = self.shared.read_all();
         let mut walks: Vec<_> = shards
             .iter()
             .map(|shard| {
@@ -317,25 +318,32 @@ impl Drop for Store {
     }
 }
 
-/// Locks a shard. A panic while holding it cannot leave the map
+/// Read-locks a shard. A panic while holding a lock cannot leave the map
 /// half-changed (every change is one insert or remove after its journal
 /// record is encoded), so a poisoned lock is safe to keep using.
-fn lock(shard: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
+fn read(shard: &RwLock<Shard>) -> RwLockReadGuard<'_, Shard> {
     shard
-        .lock()
+        .read()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Shared {
-    /// The locked shard of this id.
-    fn shard(&self, id: i64) -> MutexGuard<'_, Shard> {
-        lock(&self.shards[shard_of(id)])
+    /// The shard of this id, locked for a change.
+    fn shard(&self, id: i64) -> RwLockWriteGuard<'_, Shard> {
+        self.shards[shard_of(id)]
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Every shard, locked in index order (the only order in which more
-    /// than one is ever held, so this cannot deadlock).
-    fn lock_all(&self) -> Vec<MutexGuard<'_, Shard>> {
-        self.shards.iter().map(lock).collect()
+    /// The shard of this id, locked for reading.
+    fn read(&self, id: i64) -> RwLockReadGuard<'_, Shard> {
+        read(&self.shards[shard_of(id)])
+    }
+
+    /// Every shard, read-locked in index order. A writer holds one shard
+    /// at a time and nothing else, so this cannot deadlock.
+    fn read_all(&self) -> Vec<RwLockReadGuard<'_, Shard>> {
+        self.shards.iter().map(read).collect()
     }
 
     /// With a journal (`commit` is `Some`), moves the live-bytes count by
@@ -390,12 +398,12 @@ impl Shared {
         }
     }
 
-    /// The first step of a compaction, under every shard lock (so each
-    /// change is either applied and logged, or neither): the live plants
+    /// The first step of a compaction, with every shard read-locked (so no
+    /// change is between being applied and being logged): the live plants
     /// encoded as a journal image; `None` if one is already running or the
     /// journal has failed.
     fn snapshot(&self, journal: &Journal) -> Option<Vec<u8>> {
-        let shards = self.lock_all();
+        let shards = self.read_all();
         if !journal.begin_compaction() {
             return None;
         }
