@@ -55,7 +55,10 @@ async fn create(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) ->
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
     if !json {
-        return error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "body must be application/json");
+        return error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "body must be application/json",
+        );
     }
     let new: NewPlant = match serde_json::from_slice(&body) {
         Ok(new) => new,
@@ -81,7 +84,9 @@ async fn create(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) ->
 
 #[tokio::main]
 async fn main() {
-    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:8081".into());
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:8081".into());
     let max_plants = std::env::args()
         .nth(2)
         .and_then(|n| n.parse().ok())
@@ -91,10 +96,11 @@ async fn main() {
         token: std::env::var("PLANTSTORE_TOKEN").unwrap_or_else(|_| "bench-token".into()),
         plants: Mutex::new(BTreeMap::new()),
     });
-    let router = Router::new()
-        .route("/plants", post(create))
-        .with_state(app);
+    let router = Router::new().route("/plants", post(create)).with_state(app);
     let listener = tokio::net::TcpListener::bind(&addr).await.expect("bind");
-    eprintln!("reference listening on http://{}", listener.local_addr().expect("addr"));
+    eprintln!(
+        "reference listening on http://{}",
+        listener.local_addr().expect("addr")
+    );
     axum::serve(listener, router).await.expect("serve");
 }
