@@ -52,7 +52,6 @@
 //! (the compacted file is locked before it is renamed into place), so a
 //! second server on the same file refuses to start.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Read, Write};
@@ -62,7 +61,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use super::{Packed, Plant};
+use super::{Packed, Plant, Shards};
 
 /// The first eight bytes of every journal.
 pub const MAGIC: &[u8; 8] = b"PLANTSJ1";
@@ -175,7 +174,7 @@ impl std::error::Error for OpenError {}
 
 /// The in-memory side of recovery: the map and the bytes its records take.
 pub(super) struct Replayed {
-    pub map: BTreeMap<i64, Packed>,
+    pub map: Shards,
     pub live_bytes: u64,
 }
 
@@ -738,7 +737,7 @@ fn take_text(bytes: &[u8]) -> Option<(Option<String>, &[u8])> {
 #[derive(Debug, Default)]
 pub struct Scan {
     /// The plants the records leave.
-    pub map: BTreeMap<i64, Packed>,
+    pub map: Shards,
     /// Complete records read.
     pub records: u64,
     /// Length of the valid prefix; anything after it is a torn tail.
@@ -795,7 +794,7 @@ pub fn scan(bytes: &[u8]) -> Result<Scan, Damage> {
                 }
             }
             Record::Delete(id) => {
-                if let Some(old) = scan.map.remove(&id) {
+                if let Some(old) = scan.map.remove(id) {
                     scan.live_bytes -= record_size(&old);
                 }
             }

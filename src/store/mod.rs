@@ -111,6 +111,51 @@ struct Shared {
 
 type Shard = BTreeMap<i64, Packed>;
 
+/// Plants split into shards by [`shard_of`]: what recovery replays into,
+/// so that the store starts from it without re-inserting every plant.
+#[derive(Debug)]
+pub struct Shards(Vec<Shard>);
+
+impl Default for Shards {
+    fn default() -> Shards {
+        Shards((0..SHARDS).map(|_| BTreeMap::new()).collect())
+    }
+}
+
+impl Shards {
+    /// Stores a plant; the one it replaces, if any.
+    pub fn insert(&mut self, id: i64, plant: Packed) -> Option<Packed> {
+        self.0[shard_of(id)].insert(id, plant)
+    }
+
+    /// Removes a plant; the one removed, if any.
+    pub fn remove(&mut self, id: i64) -> Option<Packed> {
+        self.0[shard_of(id)].remove(&id)
+    }
+
+    /// How many plants.
+    pub fn len(&self) -> usize {
+        self.0.iter().map(BTreeMap::len).sum()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(BTreeMap::is_empty)
+    }
+
+    /// Every plant, shard by shard (ascending ids within a shard only).
+    pub fn iter(&self) -> impl Iterator<Item = (&i64, &Packed)> {
+        self.0.iter().flatten()
+    }
+
+    /// Every id, ascending.
+    pub fn ids(&self) -> Vec<i64> {
+        let mut ids: Vec<i64> = self.iter().map(|(id, _)| *id).collect();
+        ids.sort_unstable();
+        ids
+    }
+}
+
 /// The shard of an id: the top bits of a multiplicative hash, so that
 /// consecutive ids spread over every shard.
 fn shard_of(id: i64) -> usize {
@@ -120,7 +165,7 @@ fn shard_of(id: i64) -> usize {
 impl Store {
     /// An empty in-memory store holding at most `max_plants` plants.
     pub fn new(max_plants: usize) -> Store {
-        Store::build(max_plants, BTreeMap::new(), 0, None)
+        Store::build(max_plants, Shards::default(), 0, None)
     }
 
     /// A store kept in the journal `durability.path`, replayed from it.
@@ -151,19 +196,14 @@ impl Store {
 
     fn build(
         max_plants: usize,
-        map: BTreeMap<i64, Packed>,
+        shards: Shards,
         live_bytes: u64,
         journal: Option<Journal>,
     ) -> Store {
-        let count = map.len();
-        let mut shards: Vec<Shard> = (0..SHARDS).map(|_| BTreeMap::new()).collect();
-        // In id order, so each shard is built by appending.
-        for (id, plant) in map {
-            shards[shard_of(id)].insert(id, plant);
-        }
+        let count = shards.len();
         Store {
             shared: Arc::new(Shared {
-                shards: shards.into_iter().map(RwLock::new).collect(),
+                shards: shards.0.into_iter().map(RwLock::new).collect(),
                 count: AtomicUsize::new(count),
                 live_bytes: AtomicU64::new(live_bytes),
                 max_plants,
