@@ -25,8 +25,11 @@ pub struct Args {
     /// address to listen on (default 127.0.0.1:8080; use 0.0.0.0:8080 to serve the LAN)
     #[argh(option, default = "String::from(\"127.0.0.1:8080\")")]
     pub addr: String,
-    /// most connections served at once; more are answered 503 (default 1024)
-    #[argh(option, default = "1024")]
+    /// event loops serving connections (default: the CPUs this process may run on)
+    #[argh(option)]
+    pub threads: Option<usize>,
+    /// most connections served at once; more are answered 503 (default 10000, capped by the open-file limit)
+    #[argh(option, default = "10_000")]
     pub max_connections: usize,
     /// largest request body in bytes; larger is 413 (default 65536)
     #[argh(option, default = "65536")]
@@ -52,6 +55,9 @@ pub struct Args {
     /// seconds an idle keep-alive connection is kept open (default 5)
     #[argh(option, default = "5")]
     pub idle_timeout: u64,
+    /// seconds allowed for the whole of one response to reach a client (default 10)
+    #[argh(option, default = "10")]
+    pub write_timeout: u64,
     /// journal file that keeps the plants across restarts (default: memory only)
     #[argh(option)]
     pub data: Option<PathBuf>,
@@ -203,6 +209,11 @@ impl Config {
             head_timeout: Duration::from_secs(positive(args.head_timeout, "--head-timeout")?),
             body_timeout: Duration::from_secs(positive(args.body_timeout, "--body-timeout")?),
             idle_timeout: Duration::from_secs(positive(args.idle_timeout, "--idle-timeout")?),
+            write_timeout: Duration::from_secs(positive(args.write_timeout, "--write-timeout")?),
+            threads: match args.threads {
+                Some(n) => positive(n as u64, "--threads")? as usize,
+                None => Limits::default().threads,
+            },
             ..Limits::default()
         };
         positive(args.max_plants as u64, "--max-plants")?;
@@ -373,7 +384,9 @@ mod tests {
     fn defaults_match_the_spec() {
         let config = Config::from_args(args(&[]), Some("t".into())).unwrap();
         assert_eq!(config.addr.to_string(), "127.0.0.1:8080");
-        assert_eq!(config.limits.max_connections, 1024);
+        assert_eq!(config.limits.max_connections, 10_000);
+        assert_eq!(config.limits.write_timeout, Duration::from_secs(10));
+        assert!(config.limits.threads >= 1);
         assert_eq!(config.limits.max_body, 64 * 1024);
         assert_eq!(config.max_plants, 1_000_000);
         assert_eq!(config.log_level, LevelFilter::Info);

@@ -36,7 +36,7 @@ use log::{info, warn};
 
 use api::{App, Tokens};
 use config::{Config, TokenSource};
-use http::{Server, Stopper};
+use http::{Gauge, Server, Stopper};
 use store::{OpenError, Store, SyncMode};
 use webhook::Webhooks;
 
@@ -124,13 +124,16 @@ pub fn start(config: &Config) -> Result<Service, StartError> {
 pub fn serve(config: &Config, store: Store) -> io::Result<Service> {
     let plants = store.len();
     let webhooks = Webhooks::start(config.webhook.clone())?;
+    let gauge = Gauge::new();
     let app = Arc::new(App::new(
         store,
         Tokens::new(config.tokens.clone()),
         webhooks,
+        gauge.clone(),
     ));
-    let server = Server::bind(config.addr, config.limits.clone(), Arc::clone(&app) as _)?;
-    app.attach(server.gauge());
+    let mut limits = config.limits.clone();
+    limits.max_connections = connection_cap(limits.max_connections);
+    let server = Server::bind(config.addr, limits, Arc::clone(&app) as _, &gauge)?;
     match config.token_source {
         TokenSource::Flag => warn!("--token is visible in the process list; prefer --token-file"),
         TokenSource::Generated => {
@@ -138,7 +141,6 @@ pub fn serve(config: &Config, store: Store) -> io::Result<Service> {
         }
         TokenSource::File | TokenSource::Env => {}
     }
-    warn_if_few_descriptors(config.limits.max_connections);
     let storage = match &config.data {
         None => "in memory only (a restart starts empty)".to_string(),
         Some(data) => format!(
@@ -161,15 +163,30 @@ pub fn serve(config: &Config, store: Store) -> io::Result<Service> {
     Ok(Service { server, app })
 }
 
-/// Each connection needs a file descriptor; below the cap, accept would
-/// fail before the 503 logic could answer.
-fn warn_if_few_descriptors(max_connections: usize) {
-    if let Some(soft) = open_file_limit().filter(|&soft| soft < max_connections + 64) {
+/// Descriptors kept free of connections: the listener, the journal, the
+/// event loops' own, webhook sockets.
+const SPARE_DESCRIPTORS: usize = 64;
+
+/// Each connection needs a file descriptor; past the open-file limit,
+/// accept would fail before the 503 logic could answer. So the soft limit
+/// is raised to the hard one, and the connection cap is lowered (with a
+/// warning) to what it allows.
+fn connection_cap(max_connections: usize) -> usize {
+    let Some(limit) = http::raise_open_file_limit() else {
+        return max_connections;
+    };
+    let fit = usize::try_from(limit)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(SPARE_DESCRIPTORS)
+        .max(1);
+    if fit < max_connections {
         warn!(
-            "open-file limit {soft} is low for --max-connections {max_connections}; \
-             raise it (ulimit -n, or LimitNOFILE= in systemd)"
+            "open-file limit {limit} allows {fit} connections, not --max-connections \
+             {max_connections}; serving {fit} (raise LimitNOFILE= in systemd, or ulimit -n)"
         );
+        return fit;
     }
+    max_connections
 }
 
 /// `bytes` random bytes from the OS, as hex (tokens, webhook ids).

@@ -45,7 +45,7 @@ impl ApiError {
             ApiError::BadParameter(_) => 400,
             ApiError::Body(BodyError::TooLarge(_)) => 413,
             ApiError::Body(BodyError::Timeout) => 408,
-            ApiError::Body(BodyError::Malformed(_) | BodyError::Closed) => 400,
+            ApiError::Body(BodyError::Malformed(_) | BodyError::Closed | BodyError::NotYet) => 400,
             ApiError::Invalid(_) => 400,
             ApiError::Store(StoreError::Exists(_)) => 409,
             ApiError::Store(StoreError::NotFound(_)) => 404,

@@ -6,7 +6,6 @@
 //! application and are not counted here; the access log has them.
 
 use std::fmt::Write;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -31,7 +30,7 @@ const STATUSES: [u16; 13] = [
 pub struct Metrics {
     started: Instant,
     requests: [[AtomicU64; STATUSES.len()]; ROUTES.len()],
-    connections: OnceLock<Gauge>,
+    connections: Gauge,
 }
 
 impl Default for Metrics {
@@ -39,7 +38,7 @@ impl Default for Metrics {
         Metrics {
             started: Instant::now(),
             requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
-            connections: OnceLock::new(),
+            connections: Gauge::new(),
         }
     }
 }
@@ -53,9 +52,12 @@ impl Metrics {
         }
     }
 
-    /// Lets `/metrics` report the engine's open connections.
-    pub fn attach(&self, gauge: Gauge) {
-        let _ = self.connections.set(gauge);
+    /// Counters that report the open connections `gauge` counts.
+    pub fn new(gauge: Gauge) -> Metrics {
+        Metrics {
+            connections: gauge,
+            ..Metrics::default()
+        }
     }
 
     /// The exposition text.
@@ -91,7 +93,7 @@ impl Metrics {
                 count.load(Ordering::Relaxed)
             );
         }
-        let open = self.connections.get().map_or(0, Gauge::open_connections);
+        let open = self.connections.open_connections();
         // Uptime to the millisecond, formatted with integers: float
         // formatting would add about 10 KiB to the binary for this one line.
         let uptime = self.started.elapsed();

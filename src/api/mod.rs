@@ -17,6 +17,7 @@ pub use auth::Tokens;
 pub use error::ApiError;
 pub use metrics::Metrics;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::http::{Gauge, Handler, Request, Response};
@@ -28,19 +29,20 @@ use crate::webhook::Webhooks;
 pub struct App {
     store: Store,
     tokens: Tokens,
-    webhooks: Webhooks,
-    metrics: Metrics,
+    webhooks: Arc<Webhooks>,
+    metrics: Arc<Metrics>,
 }
 
 impl App {
     /// An application over this store, accepting these tokens, announcing
-    /// new plants through `webhooks`.
-    pub fn new(store: Store, tokens: Tokens, webhooks: Webhooks) -> App {
+    /// new plants through `webhooks`, reporting the connections `gauge`
+    /// counts.
+    pub fn new(store: Store, tokens: Tokens, webhooks: Webhooks, gauge: Gauge) -> App {
         App {
             store,
             tokens,
-            webhooks,
-            metrics: Metrics::default(),
+            webhooks: Arc::new(webhooks),
+            metrics: Arc::new(Metrics::new(gauge)),
         }
     }
 
@@ -53,11 +55,6 @@ impl App {
         }
     }
 
-    /// Lets `/metrics` report the engine's open connections.
-    pub fn attach(&self, gauge: Gauge) {
-        self.metrics.attach(gauge);
-    }
-
     /// The auth check, first line of every protected handler.
     fn authorize(&self, request: &Request<'_>) -> Result<(), ApiError> {
         self.tokens.check(request.header("authorization"))
@@ -68,8 +65,10 @@ impl Handler for App {
     fn handle(&self, request: &mut Request<'_>) -> Response {
         let resource = resource(request.path());
         let response = route(self, resource, request).unwrap_or_else(|e| e.to_response());
-        let label = resource.map_or(metrics::ROUTES.len() - 1, Resource::label);
-        self.metrics.record(label, response.status());
+        if !request.awaits_body() {
+            // A deferred response (status 0) is counted when it completes.
+            self.metrics.record(label(resource), response.status());
+        }
         response
     }
 }
@@ -96,6 +95,11 @@ impl Resource {
             Resource::Metrics => 4,
         }
     }
+}
+
+/// The `metrics::ROUTES` index of a resource (the last: no route).
+fn label(resource: Option<Resource>) -> usize {
+    resource.map_or(metrics::ROUTES.len() - 1, Resource::label)
 }
 
 /// Maps a path to a resource; `None` is 404.

@@ -1,12 +1,16 @@
 //! Handlers for the plant resource.
 //!
 //! Each handler is a plain function from request to response; the auth
-//! check is its first line.
+//! check is its first line. A change is applied at once; its answer waits
+//! for the journal, when there is one, without holding the event loop:
+//! see `acknowledge`.
+
+use std::sync::Arc;
 
 use super::query::{self, ListQuery};
-use super::{ApiError, App};
+use super::{ApiError, App, Resource, label};
 use crate::http::{Request, Response};
-use crate::store::{NewPlant, Plant, PlantRecord};
+use crate::store::{Ack, NewPlant, Plant, PlantRecord};
 
 /// `POST /plants`: stores a NewPlant and answers the Plant (no `id`, as the
 /// seed declares).
@@ -19,12 +23,51 @@ pub(super) fn create(app: &App, request: &mut Request<'_>) -> Result<Response, A
     let event = app
         .webhooks
         .enabled()
-        .then(|| serde_json::to_vec(&PlantRecord::new(new.id, &new.plant)));
-    app.store.create(new)?;
-    if let Some(Ok(body)) = event {
-        app.webhooks.publish(body);
-    }
-    Ok(response)
+        .then(|| serde_json::to_vec(&PlantRecord::new(new.id, &new.plant)).ok())
+        .flatten();
+    let ack = app.store.create_nowait(new)?;
+    acknowledge(app, request, ack, Resource::Plants, response, event)
+}
+
+/// Answers `response` once the store may acknowledge the change `ack`
+/// (and announces a new plant, `event`, then): at once when nothing is
+/// pending, else from the committer thread once the journal record is
+/// written, through a deferred response, so the event loop never waits
+/// for the disk. The answer is counted in the metrics when it is sent.
+fn acknowledge(
+    app: &App,
+    request: &mut Request<'_>,
+    ack: Ack,
+    resource: Resource,
+    response: Response,
+    event: Option<Vec<u8>>,
+) -> Result<Response, ApiError> {
+    let deferred = if ack.is_done() { None } else { request.defer() };
+    let later = match deferred {
+        Some(later) => later,
+        None => {
+            app.store.wait(ack)?;
+            if let Some(body) = event {
+                app.webhooks.publish(body);
+            }
+            return Ok(response);
+        }
+    };
+    let (metrics, webhooks) = (Arc::clone(&app.metrics), Arc::clone(&app.webhooks));
+    app.store.when_acked(ack, move |result| {
+        let response = match result {
+            Ok(()) => {
+                if let Some(body) = event {
+                    webhooks.publish(body);
+                }
+                response
+            }
+            Err(e) => ApiError::from(e).to_response(),
+        };
+        metrics.record(label(Some(resource)), response.status());
+        later.complete(response);
+    });
+    Ok(Response::deferred())
 }
 
 /// `GET /plants`: one page of PlantRecords, ascending by id, with a
@@ -86,8 +129,8 @@ pub(super) fn replace(
     let id = path_id(id)?;
     let plant = Plant::parse(body)?;
     let response = Response::json(200, &PlantRecord::new(id, &plant));
-    app.store.replace(id, plant)?;
-    Ok(response)
+    let ack = app.store.replace_nowait(id, plant)?;
+    acknowledge(app, request, ack, Resource::Plant(Some(id)), response, None)
 }
 
 /// `DELETE /plants/{id}`: 204 with an empty body.
@@ -97,8 +140,16 @@ pub(super) fn delete(
     id: Option<i64>,
 ) -> Result<Response, ApiError> {
     app.authorize(request)?;
-    app.store.delete(path_id(id)?)?;
-    Ok(Response::no_content())
+    let id = path_id(id)?;
+    let ack = app.store.delete_nowait(id)?;
+    acknowledge(
+        app,
+        request,
+        ack,
+        Resource::Plant(Some(id)),
+        Response::no_content(),
+        None,
+    )
 }
 
 fn path_id(id: Option<i64>) -> Result<i64, ApiError> {

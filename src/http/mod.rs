@@ -1,42 +1,55 @@
-//! The HTTP/1.1 engine: a small, blocking server on `httparse`.
+//! The HTTP/1.1 engine: event loops on non-blocking sockets, around a
+//! sans-I/O protocol core, on `httparse`.
 //!
-//! Owns everything that touches a socket: accepting (`server`), the bounded
-//! thread pool (`pool`), one connection's request loop (`conn`), buffered
-//! input with per-read timeouts (`input`), request heads (`request`), bodies
-//! (`body`) and response bytes (`response`). The rest of the crate sees only
-//! `Request`, `Response` and the `Handler` trait.
+//! From the socket inwards: `server` binds and runs `limits.threads` event
+//! loops (`worker`, on `mio`); each owns its connections and feeds their
+//! bytes to a `protocol` (one connection's HTTP/1.1 state machine, with no
+//! socket in it: bytes in, requests and deadlines out, responses in, bytes
+//! out), built on `head` (request heads), `body` (incremental body
+//! decoding) and `response` (response bytes). `session` runs the handler
+//! for each request a protocol has ready, inline on the loop; a handler
+//! that must wait hands its answer to another thread (`deferred`), which
+//! wakes the loop when done. The rest of the crate sees only `Request`,
+//! `Response`, `Deferred` and the `Handler` trait.
 //!
 //! Every limit and timeout lives in `Limits`. What it does not do: TLS,
 //! HTTP/2, compression, or draining an unread body (the connection is
 //! closed instead).
 
 mod body;
-mod conn;
-mod input;
-mod pool;
+mod deferred;
+mod head;
+mod protocol;
 #[cfg(any(test, fuzzing))]
 pub mod replay;
 mod request;
 mod response;
 mod server;
+mod session;
+mod worker;
 
 use std::time::Duration;
 
 pub use body::BodyError;
+pub use deferred::Deferred;
 pub use request::Request;
 pub use response::Response;
-pub use server::{Gauge, Server, Stopper};
+pub use server::{Gauge, Server, Stopper, raise_open_file_limit};
 
 /// The application side of the engine: one response for each request.
 pub trait Handler: Send + Sync + 'static {
-    /// Answers a request. May read the body with `Request::body`; a body
-    /// left unread makes the engine close the connection after responding.
+    /// Answers a request, inline on an event loop: it must not wait (for
+    /// the disk, the network); see [`Request::defer`] for what does. May
+    /// read the body with [`Request::body`]; a body left unread makes the
+    /// engine close the connection after responding.
     fn handle(&self, request: &mut Request<'_>) -> Response;
 }
 
 /// Every limit and timeout of the engine.
 #[derive(Debug, Clone)]
 pub struct Limits {
+    /// Event loops (threads serving connections).
+    pub threads: usize,
     /// Connections served at once; past it a new one is answered 503.
     pub max_connections: usize,
     /// Largest request body, in bytes (413 beyond).
@@ -49,14 +62,15 @@ pub struct Limits {
     pub body_timeout: Duration,
     /// How long a keep-alive connection may sit idle between requests.
     pub idle_timeout: Duration,
-    /// How long a response write may block.
+    /// Time allowed for the whole of one response to leave.
     pub write_timeout: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
-            max_connections: 1024,
+            threads: std::thread::available_parallelism().map_or(1, usize::from),
+            max_connections: 10_000,
             max_body: 64 * 1024,
             max_head: 16 * 1024,
             head_timeout: Duration::from_secs(10),

@@ -1,23 +1,20 @@
 //! Driving the engine without a socket: one connection whose client sends a
 //! scripted list of reads and then closes its side.
 //!
-//! The engine runs exactly as it does on TCP (`conn::serve`), with a
-//! handler that records every request it is given and answers with what it
-//! saw, so a caller can check what the engine accepted and what it wrote.
+//! The protocol core and the session run exactly as they do on an event
+//! loop, with a handler that records every request it is given and answers
+//! with what it saw, so a caller can check what the engine accepted and
+//! what it wrote.
 //! Compiled only for the unit tests and the fuzz targets (`--cfg fuzzing`),
 //! never into the server.
 
-use std::cell::RefCell;
-use std::collections::VecDeque;
-use std::io::{self, Read, Write};
 use std::net::SocketAddr;
-use std::rc::Rc;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::Instant;
 
-use super::input::Transport;
-use super::server::Shared;
-use super::{BodyError, Handler, Limits, Request, Response, conn};
+use super::protocol::Protocol;
+use super::session;
+use super::{BodyError, Handler, Limits, Request, Response};
 
 /// One request as the handler saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,27 +41,33 @@ pub struct Exchange {
     pub output: Vec<u8>,
 }
 
-/// Serves one connection whose client sends `reads` (one `read` each; empty
-/// ones are skipped) and then closes its sending side.
+/// Serves one connection whose client sends `reads` (one read each; empty
+/// ones are skipped) and then closes its sending side. No time passes, so
+/// no deadline fires; every byte the protocol offers is "sent" at once.
 pub fn exchange(reads: &[&[u8]], limits: Limits) -> Exchange {
-    let recorder = Arc::new(Recorder::default());
-    let shared = Shared::new(limits, recorder.clone());
-    let output = Rc::new(RefCell::new(Vec::new()));
-    let script = Script {
-        reads: reads
-            .iter()
-            .filter(|r| !r.is_empty())
-            .map(|r| r.to_vec())
-            .collect(),
-        output: Rc::clone(&output),
+    let recorder = Recorder::default();
+    let peer = SocketAddr::from(([127, 0, 0, 1], 1));
+    let now = Instant::now();
+    let mut protocol = Protocol::new(limits, peer, now);
+    let mut output = Vec::new();
+    let mut step = |protocol: &mut Protocol| {
+        session::drive(protocol, &recorder, peer, None, now);
+        let out = protocol.output();
+        output.extend_from_slice(out);
+        let n = out.len();
+        protocol.sent(n, now);
     };
-    conn::serve(
-        Box::new(script),
-        SocketAddr::from(([127, 0, 0, 1], 1)),
-        &shared,
-    );
+    step(&mut protocol);
+    for read in reads.iter().filter(|r| !r.is_empty()) {
+        if protocol.is_closed() {
+            break;
+        }
+        protocol.received(read, now);
+        step(&mut protocol);
+    }
+    protocol.closed_by_peer();
+    step(&mut protocol);
     let seen = std::mem::take(&mut *recorder.seen.lock().unwrap_or_else(|p| p.into_inner()));
-    let output = output.take();
     Exchange { seen, output }
 }
 
@@ -81,6 +84,10 @@ impl Handler for Recorder {
             .path()
             .starts_with("/b")
             .then(|| request.body().map(<[u8]>::to_vec));
+        if request.awaits_body() {
+            // Called again once the body is in; record that call only.
+            return Response::empty(0);
+        }
         let response = match &body {
             Some(Ok(bytes)) => Response::bytes(200, "application/octet-stream", bytes.clone()),
             Some(Err(e)) => Response::error(400, &e.to_string()),
@@ -101,54 +108,14 @@ impl Handler for Recorder {
     }
 }
 
-/// The scripted client.
-struct Script {
-    reads: VecDeque<Vec<u8>>,
-    output: Rc<RefCell<Vec<u8>>>,
-}
-
-impl Read for Script {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let Some(next) = self.reads.front_mut() else {
-            return Ok(0);
-        };
-        let n = next.len().min(buf.len());
-        buf[..n].copy_from_slice(&next[..n]);
-        next.drain(..n);
-        if next.is_empty() {
-            self.reads.pop_front();
-        }
-        Ok(n)
-    }
-}
-
-impl Write for Script {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.output.borrow_mut().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Transport for Script {
-    fn set_read_timeout(&mut self, _: Duration) -> io::Result<()> {
-        Ok(())
-    }
-
-    fn shutdown_write(&mut self) {}
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn pipelined_requests_split_anywhere_are_seen_alike() {
-        let text: &[u8] = b"POST /b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
-            3\r\nabc\r\n0\r\n\r\nGET /x?y HTTP/1.1\r\nA: b\r\n\r\n";
+        let text: &[u8] = b"POST /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n\
+            3\r\nabc\r\n0\r\n\r\nGET /x?y HTTP/1.1\r\nHost: x\r\nA: b\r\n\r\n";
         let whole = exchange(&[text], Limits::default());
         assert_eq!(whole.seen.len(), 2);
         assert_eq!(whole.seen[0].body, Some(Ok(b"abc".to_vec())));

@@ -1,298 +1,61 @@
-//! The project's own `Request`, and the parsing of a request head into it.
-//!
-//! `httparse` does the tokenising; this module owns the decisions on top of
-//! it: the head, target and header-count limits (431/414), body framing
-//! (one well-formed `Content-Length`, or `Transfer-Encoding: chunked` alone;
-//! anything ambiguous is refused, so no request can be smuggled past us),
-//! persistence (`Connection`, HTTP/1.0 vs 1.1) and `Expect: 100-continue`.
+//! The project's own `Request`: what a handler sees of one request.
 //!
 //! The body is read lazily, when the handler asks for it, so that routing,
 //! auth and content-type checks run first and a `100 Continue` is only sent
-//! to a request that passed them.
+//! to a request that passed them. When the handler asks before the whole
+//! body has arrived, `body` answers [`BodyError::NotYet`]: the engine drops
+//! that call's response, reads the rest of the body without blocking, and
+//! calls the handler again, when `body` has its answer. So a handler must
+//! do nothing lasting before it reads the body (checks only).
 
 use std::net::SocketAddr;
-use std::ops::Range;
+use std::sync::Arc;
 
-use super::Limits;
-use super::body::{self, BodyError, Framing};
-use super::input::Input;
+use super::body::BodyError;
+use super::deferred::{Deferred, Mailbox, Ticket};
+use super::head::Head;
+use super::protocol::Inbox;
 
-/// Most header lines in a request head.
-const MAX_HEADERS: usize = 100;
-/// Longest request target, in bytes.
-const MAX_TARGET: usize = 8 * 1024;
-
-/// Why a request head was refused; each maps to a status and a close.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum HeadError {
-    /// 431: the head is larger than the buffer, or has too many headers.
-    TooLarge,
-    /// 414: the request target is longer than `MAX_TARGET`.
-    TargetTooLong,
-    /// 400: not HTTP/1.x, or ambiguous framing.
-    Malformed(&'static str),
-    /// 501: a transfer coding other than chunked.
-    UnsupportedCoding,
-}
-
-impl HeadError {
-    pub(crate) fn status(&self) -> u16 {
-        match self {
-            HeadError::TooLarge => 431,
-            HeadError::TargetTooLong => 414,
-            HeadError::Malformed(_) => 400,
-            HeadError::UnsupportedCoding => 501,
-        }
-    }
-
-    pub(crate) fn message(&self) -> &'static str {
-        match self {
-            HeadError::TooLarge => {
-                "request head is larger than 16 KiB or has more than 100 headers"
-            }
-            HeadError::TargetTooLong => "request target is longer than 8 KiB",
-            HeadError::Malformed(what) => what,
-            HeadError::UnsupportedCoding => "only the chunked transfer coding is supported",
-        }
-    }
-}
-
-/// A parsed request head: its bytes and where each part lies in them.
-#[derive(Default)]
-pub(crate) struct Head {
-    bytes: Vec<u8>,
-    method: Range<usize>,
-    target: Range<usize>,
-    minor_version: u8,
-    headers: Vec<(Range<usize>, Range<usize>)>,
-    /// Which of the headers the engine itself reads are present (the bits
-    /// below), so the common request skips looking for the absent ones.
-    present: u8,
-}
-
-/// The headers the engine reads on every request, as bits of `present`.
-const CONNECTION: u8 = 1;
-const TRANSFER_ENCODING: u8 = 2;
-const CONTENT_LENGTH: u8 = 4;
-const EXPECT: u8 = 8;
-
-/// The `present` bit of a header name, or 0.
-fn known(name: &[u8]) -> u8 {
-    let (bit, known): (u8, &[u8]) = match name.len() {
-        6 => (EXPECT, b"expect"),
-        10 => (CONNECTION, b"connection"),
-        14 => (CONTENT_LENGTH, b"content-length"),
-        17 => (TRANSFER_ENCODING, b"transfer-encoding"),
-        _ => return 0,
-    };
-    if name.eq_ignore_ascii_case(known) {
-        bit
-    } else {
-        0
-    }
-}
-
-impl Head {
-    /// Parses a complete head from the start of `buf`: `Ok(None)` means more
-    /// bytes are needed, `Ok(Some((head, len)))` consumed `len` bytes.
-    #[cfg(test)]
-    pub(crate) fn parse(buf: &[u8], max_head: usize) -> Result<Option<(Head, usize)>, HeadError> {
-        let mut head = Head::default();
-        Ok(head.parse_into(buf, max_head)?.map(|len| (head, len)))
-    }
-
-    /// As `parse`, into this head, reusing its buffers (one connection
-    /// parses every head into the same `Head`, allocating only when a head
-    /// is larger than any before it). `Ok(Some(len))` consumed `len` bytes.
-    pub(crate) fn parse_into(
-        &mut self,
-        buf: &[u8],
-        max_head: usize,
-    ) -> Result<Option<usize>, HeadError> {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut req = httparse::Request::new(&mut headers);
-        let len = match req.parse(buf) {
-            Ok(httparse::Status::Complete(len)) => len,
-            Ok(httparse::Status::Partial) => return partial(buf, max_head),
-            Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooLarge),
-            Err(_) => return Err(HeadError::Malformed("malformed request head")),
-        };
-        if len > max_head {
-            return Err(too_large(buf));
-        }
-        let base = buf.as_ptr() as usize;
-        let span = |s: &[u8]| {
-            let start = s.as_ptr() as usize - base;
-            start..start + s.len()
-        };
-        // httparse guarantees all three on Complete; be defensive anyway.
-        let (Some(method), Some(target), Some(minor_version)) = (req.method, req.path, req.version)
-        else {
-            return Err(HeadError::Malformed("malformed request line"));
-        };
-        if target.len() > MAX_TARGET {
-            return Err(HeadError::TargetTooLong);
-        }
-        self.method = span(method.as_bytes());
-        self.target = span(target.as_bytes());
-        self.minor_version = minor_version;
-        self.headers.clear();
-        self.present = 0;
-        for h in req.headers.iter() {
-            self.present |= known(h.name.as_bytes());
-            self.headers.push((span(h.name.as_bytes()), span(h.value)));
-        }
-        self.bytes.clear();
-        self.bytes.extend_from_slice(&buf[..len]);
-        Ok(Some(len))
-    }
-
-    fn str(&self, range: &Range<usize>) -> &str {
-        // Method, target and header names were validated as ASCII tokens
-        // by httparse.
-        std::str::from_utf8(&self.bytes[range.clone()]).unwrap_or("")
-    }
-
-    fn headers<'a, 'n>(&'a self, name: &'n str) -> impl Iterator<Item = &'a [u8]> + use<'a, 'n> {
-        self.headers
-            .iter()
-            .filter(move |(n, _)| self.bytes[n.clone()].eq_ignore_ascii_case(name.as_bytes()))
-            .map(|(_, v)| &self.bytes[v.clone()])
-    }
-
-    /// Whether a comma-separated header (`Connection`, `Expect`) lists `token`.
-    fn lists(&self, name: &str, token: &str) -> bool {
-        self.headers(name).any(|v| {
-            v.split(|&b| b == b',')
-                .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
-        })
-    }
-
-    /// How the body is framed, refusing anything ambiguous.
-    pub(crate) fn framing(&self) -> Result<Framing, HeadError> {
-        if self.present & (TRANSFER_ENCODING | CONTENT_LENGTH) == 0 {
-            return Ok(Framing::None);
-        }
-        let mut coding = self.headers("transfer-encoding");
-        match coding.next() {
-            Some(_) if self.headers("content-length").next().is_some() => Err(
-                HeadError::Malformed("both Content-Length and Transfer-Encoding are present"),
-            ),
-            Some(value)
-                if coding.next().is_none()
-                    && value.trim_ascii().eq_ignore_ascii_case(b"chunked") =>
-            {
-                Ok(Framing::Chunked)
-            }
-            Some(_) => Err(HeadError::UnsupportedCoding),
-            None => content_length(self.headers("content-length")),
-        }
-    }
-
-    /// Whether the client asked to keep the connection open.
-    pub(crate) fn keep_alive(&self) -> bool {
-        if self.present & CONNECTION == 0 {
-            return self.minor_version != 0;
-        }
-        if self.minor_version == 0 {
-            self.lists("connection", "keep-alive")
-        } else {
-            !self.lists("connection", "close")
-        }
-    }
-}
-
-/// A partial head: decide whether waiting for more bytes is still allowed.
-fn partial(buf: &[u8], max_head: usize) -> Result<Option<usize>, HeadError> {
-    let line_ended = buf.contains(&b'\n');
-    // The request line alone is already longer than any allowed one.
-    if !line_ended && buf.len() > MAX_TARGET + 32 {
-        return Err(HeadError::TargetTooLong);
-    }
-    if buf.len() >= max_head {
-        return Err(too_large(buf));
-    }
-    Ok(None)
-}
-
-/// 414 when the request line is the reason the head is too big, else 431.
-fn too_large(buf: &[u8]) -> HeadError {
-    let line = buf.iter().position(|&b| b == b'\n').unwrap_or(buf.len());
-    if line > MAX_TARGET {
-        HeadError::TargetTooLong
-    } else {
-        HeadError::TooLarge
-    }
-}
-
-fn content_length<'a>(mut values: impl Iterator<Item = &'a [u8]>) -> Result<Framing, HeadError> {
-    let mut length = None;
-    for value in values.by_ref() {
-        let value = value.trim_ascii();
-        let parsed = std::str::from_utf8(value)
-            .ok()
-            .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|v| v.parse::<u64>().ok())
-            .ok_or(HeadError::Malformed("malformed Content-Length"))?;
-        if length.is_some_and(|l| l != parsed) {
-            return Err(HeadError::Malformed("conflicting Content-Length values"));
-        }
-        length = Some(parsed);
-    }
-    Ok(match length {
-        Some(0) | None => Framing::None,
-        Some(n) => Framing::Length(n),
-    })
-}
-
-/// Where the body stands.
-enum BodyState {
-    Unread,
-    Read(Vec<u8>),
-    Failed,
+/// Lets a request hand out a [`Deferred`] for itself.
+pub(crate) struct Deferral<'a> {
+    pub(crate) mailbox: &'a Arc<dyn Mailbox>,
+    pub(crate) ticket: Ticket,
 }
 
 /// One HTTP request, as handlers see it.
 pub struct Request<'c> {
     head: &'c Head,
-    framing: Framing,
-    expect_continue: bool,
+    inbox: &'c mut Inbox,
     peer: SocketAddr,
-    body: BodyState,
-    input: &'c mut Input,
-    limits: &'c Limits,
+    deferral: Option<Deferral<'c>>,
+    deferred: bool,
 }
 
 impl<'c> Request<'c> {
     pub(crate) fn new(
         head: &'c Head,
-        framing: Framing,
+        inbox: &'c mut Inbox,
         peer: SocketAddr,
-        input: &'c mut Input,
-        limits: &'c Limits,
+        deferral: Option<Deferral<'c>>,
     ) -> Request<'c> {
-        let expect_continue = head.minor_version == 1
-            && head.present & EXPECT != 0
-            && head.lists("expect", "100-continue");
         Request {
             head,
-            framing,
-            expect_continue,
+            inbox,
             peer,
-            body: BodyState::Unread,
-            input,
-            limits,
+            deferral,
+            deferred: false,
         }
     }
 
     /// The method, as sent (`GET`, `POST`, ...).
     pub fn method(&self) -> &str {
-        self.head.str(&self.head.method)
+        self.head.method()
     }
 
-    /// The request target: path and query.
+    /// The request target: path and query (an absolute-form target is
+    /// given by its path and query).
     pub fn target(&self) -> &str {
-        self.head.str(&self.head.target)
+        self.head.target()
     }
 
     /// The path, without the query.
@@ -318,136 +81,47 @@ impl<'c> Request<'c> {
 
     /// Whether the request carries a non-empty body.
     pub fn has_body(&self) -> bool {
-        !matches!(self.framing, Framing::None)
+        self.inbox.has_body()
     }
 
-    /// Reads the whole body, at most the configured `max_body` bytes. A
-    /// declared length over the limit is refused before anything is read.
-    /// `100 Continue` is sent here, when the client asked for it.
+    /// The whole body, at most the configured `max_body` bytes. A declared
+    /// length over the limit is refused before anything is read.
+    /// [`BodyError::NotYet`] means the rest is still to come: return at
+    /// once (`?` does); the engine calls the handler again when it is in.
     pub fn body(&mut self) -> Result<&[u8], BodyError> {
-        if let BodyState::Unread = self.body {
-            let max = self.limits.max_body;
-            // Refused before any `100 Continue`, and without reading.
-            if matches!(self.framing, Framing::Length(n) if n > max as u64) {
-                return Err(BodyError::TooLarge(max));
-            }
-            if self.expect_continue && self.has_body() {
-                self.expect_continue = false;
-                if self
-                    .input
-                    .stream()
-                    .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-                    .is_err()
-                {
-                    self.body = BodyState::Failed;
-                    return Err(BodyError::Closed);
-                }
-            }
-            self.body = match body::read(self.input, self.framing, max, self.limits.body_timeout) {
-                Ok(bytes) => BodyState::Read(bytes),
-                Err(e) => {
-                    self.body = BodyState::Failed;
-                    return Err(e);
-                }
-            };
-        }
-        match &self.body {
-            BodyState::Read(bytes) => Ok(bytes),
-            _ => Err(BodyError::Closed),
-        }
+        self.inbox.body(self.head.expects_continue())
     }
 
-    /// Whether bytes of this request's body may still sit unread on the
-    /// connection, so that it cannot carry another request.
-    pub(crate) fn leaves_input_unread(&self) -> bool {
-        match self.body {
-            BodyState::Unread => self.has_body(),
-            BodyState::Read(_) => false,
-            BodyState::Failed => true,
-        }
+    /// Whether this call's response will be dropped because the handler
+    /// asked for a body that has not fully arrived (see [`Request::body`]).
+    pub fn awaits_body(&self) -> bool {
+        self.inbox.awaits_body()
     }
 
-    /// Whether the client wants the connection kept open.
-    pub(crate) fn keep_alive(&self) -> bool {
-        self.head.keep_alive()
+    /// Promises the response for later: return [`Response::deferred`]
+    /// (super::Response::deferred) now and complete the `Deferred` from any
+    /// thread. `None` where the engine cannot defer (it then expects the
+    /// handler to answer at once).
+    pub fn defer(&mut self) -> Option<Deferred> {
+        let deferral = self.deferral.take()?;
+        self.deferred = true;
+        Some(Deferred::new(Arc::clone(deferral.mailbox), deferral.ticket))
+    }
+
+    /// Whether the handler deferred its response.
+    pub(crate) fn is_deferred(&self) -> bool {
+        self.deferred
     }
 
     /// The minor HTTP version (`1` for HTTP/1.1).
+    #[cfg(any(test, fuzzing))]
     pub(crate) fn minor_version(&self) -> u8 {
-        self.head.minor_version
+        self.head.minor_version()
     }
 
     /// Every header line, in order, as name and value.
     #[cfg(any(test, fuzzing))]
     pub(crate) fn header_lines(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let bytes = &self.head.bytes;
-        self.head
-            .headers
-            .iter()
-            .map(|(n, v)| (bytes[n.clone()].to_vec(), bytes[v.clone()].to_vec()))
-            .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(text: &str) -> Result<Option<(Head, usize)>, HeadError> {
-        Head::parse(text.as_bytes(), 16 * 1024)
-    }
-
-    fn framing(text: &str) -> Result<Framing, HeadError> {
-        parse(text).unwrap().unwrap().0.framing()
-    }
-
-    #[test]
-    fn partial_head_waits_for_more() {
-        assert!(
-            parse("POST /plants HTTP/1.1\r\nHost: x\r\n")
-                .unwrap()
-                .is_none()
-        );
-    }
-
-    #[test]
-    fn complete_head_reports_its_length_and_parts() {
-        let text = "GET /a?b=1 HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\nrest";
-        let (head, len) = parse(text).unwrap().unwrap();
-        assert_eq!(len, text.len() - 4);
-        assert_eq!(head.str(&head.target), "/a?b=1");
-        assert!(head.keep_alive());
-    }
-
-    #[test]
-    fn framing_refuses_ambiguity() {
-        let both = "POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n";
-        assert!(matches!(framing(both), Err(HeadError::Malformed(_))));
-        let two = "POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n";
-        assert!(matches!(framing(two), Err(HeadError::Malformed(_))));
-        let signed = "POST / HTTP/1.1\r\nContent-Length: +3\r\n\r\n";
-        assert!(matches!(framing(signed), Err(HeadError::Malformed(_))));
-        let gzip = "POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n";
-        assert_eq!(framing(gzip), Err(HeadError::UnsupportedCoding));
-    }
-
-    #[test]
-    fn framing_accepts_the_plain_cases() {
-        let same = "POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n";
-        assert_eq!(framing(same), Ok(Framing::Length(3)));
-        let chunked = "POST / HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n";
-        assert_eq!(framing(chunked), Ok(Framing::Chunked));
-        assert_eq!(framing("GET / HTTP/1.1\r\n\r\n"), Ok(Framing::None));
-    }
-
-    #[test]
-    fn long_target_is_414_and_big_head_is_431() {
-        let target = format!("GET /{} HTTP/1.1\r\n", "a".repeat(20 * 1024));
-        assert_eq!(parse(&target).err(), Some(HeadError::TargetTooLong));
-        let headers = format!("GET / HTTP/1.1\r\n{}", "X-A: b\r\n".repeat(3000));
-        assert_eq!(
-            Head::parse(&headers.as_bytes()[..16 * 1024], 16 * 1024).err(),
-            Some(HeadError::TooLarge)
-        );
+        self.head.lines()
     }
 }

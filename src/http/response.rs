@@ -44,6 +44,13 @@ impl Response {
         }
     }
 
+    /// What a handler returns after [`Request::defer`](super::Request::defer):
+    /// a placeholder (status 0) that is never sent; the `Deferred` brings
+    /// the real response.
+    pub fn deferred() -> Response {
+        Response::empty(0)
+    }
+
     /// `204 No Content`.
     pub fn no_content() -> Response {
         Response::empty(204)

@@ -41,7 +41,7 @@ use std::fmt;
 use std::fs::File;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::thread;
 use std::time::Instant;
 
@@ -87,6 +87,89 @@ pub struct Page {
 /// The plants, keyed and ordered by id.
 pub struct Store {
     shared: Arc<Shared>,
+    /// With a journal: the thread that writes records and acknowledges
+    /// the changes waiting for them.
+    committer: Option<Arc<Committer>>,
+}
+
+/// What a change applied in memory still needs before it may be
+/// acknowledged: nothing (`Ack::is_done`), or its journal record written.
+#[must_use]
+#[derive(Debug)]
+pub struct Ack(Option<(u64, u64)>);
+
+impl Ack {
+    /// Whether the change may be acknowledged now.
+    pub fn is_done(&self) -> bool {
+        self.0.is_none()
+    }
+}
+
+impl From<Option<(u64, u64)>> for Ack {
+    fn from(commit: Option<(u64, u64)>) -> Ack {
+        Ack(commit)
+    }
+}
+
+type Done = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+/// Changes waiting for their records: (sequence, live bytes), and what to
+/// call once it is written.
+type Waiting = Vec<((u64, u64), Done)>;
+
+/// Changes waiting for their journal records, and the committer thread's
+/// wake-up.
+#[derive(Default)]
+struct Committer {
+    queue: Mutex<(Waiting, bool)>, // (waiting, closed)
+    arrived: Condvar,
+}
+
+impl Committer {
+    fn push(&self, commit: (u64, u64), done: Done) {
+        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        queue.0.push((commit, done));
+        if queue.0.len() == 1 {
+            self.arrived.notify_one();
+        }
+    }
+
+    fn close(&self) {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).1 = true;
+        self.arrived.notify_one();
+    }
+
+    /// Everything waiting, once something is; `None` once closed and empty.
+    fn take(&self) -> Option<Waiting> {
+        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if !queue.0.is_empty() {
+                return Some(std::mem::take(&mut queue.0));
+            }
+            if queue.1 {
+                return None;
+            }
+            queue = self.arrived.wait(queue).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// The committer thread: writes (and syncs) everything pending as one
+/// batch, then acknowledges every change the batch covered; runs until the
+/// store is dropped.
+fn commit_on_request(committer: &Committer, store: &Weak<Shared>) {
+    while let Some(batch) = committer.take() {
+        let Some(shared) = store.upgrade() else {
+            return;
+        };
+        // Records are numbered in append order: writing up to the highest
+        // writes them all. The live-bytes figure of the latest is current.
+        let last = batch.iter().map(|(commit, _)| *commit).max_by_key(|c| c.0);
+        let result = shared.commit(last);
+        drop(shared);
+        for (_, done) in batch {
+            done(result.clone());
+        }
+    }
 }
 
 /// Shards of the map: a power of two, so that a shard is a few bits of a
@@ -185,12 +268,19 @@ impl Store {
     ) -> Result<(Store, Recovery), OpenError> {
         let (journal, replayed, recovery) = Journal::open(durability, wrap)?;
         let signal = Arc::clone(&journal.compaction);
-        let store = Store::build(max_plants, replayed.map, replayed.live_bytes, Some(journal));
+        let mut store = Store::build(max_plants, replayed.map, replayed.live_bytes, Some(journal));
         let weak = Arc::downgrade(&store.shared);
         thread::Builder::new()
             .name("compactor".into())
             .spawn(move || compact_on_request(&signal, &weak))
             .map_err(|e| OpenError::Io(durability.path.clone(), e))?;
+        let committer = Arc::new(Committer::default());
+        let (queue, weak) = (Arc::clone(&committer), Arc::downgrade(&store.shared));
+        thread::Builder::new()
+            .name("committer".into())
+            .spawn(move || commit_on_request(&queue, &weak))
+            .map_err(|e| OpenError::Io(durability.path.clone(), e))?;
+        store.committer = Some(committer);
         Ok((store, recovery))
     }
 
@@ -202,6 +292,7 @@ impl Store {
     ) -> Store {
         let count = shards.len();
         Store {
+            committer: None,
             shared: Arc::new(Shared {
                 shards: shards.0.into_iter().map(RwLock::new).collect(),
                 count: AtomicUsize::new(count),
@@ -218,8 +309,15 @@ impl Store {
     }
 
     /// Adds a plant; refuses an existing id (the stored plant is unchanged)
-    /// and a full store.
+    /// and a full store. Waits for the journal.
     pub fn create(&self, new: NewPlant) -> Result<(), StoreError> {
+        let ack = self.create_nowait(new)?;
+        self.wait(ack)
+    }
+
+    /// As [`create`](Self::create), without waiting for the journal: what
+    /// the change still needs before it may be acknowledged.
+    pub fn create_nowait(&self, new: NewPlant) -> Result<Ack, StoreError> {
         let shared = &*self.shared;
         let plant = Packed::from(&new.plant);
         let commit = {
@@ -238,7 +336,7 @@ impl Store {
             shard.insert(new.id, plant);
             commit.map(|seq| (seq, live_bytes))
         };
-        shared.commit(commit)
+        Ok(Ack::from(commit))
     }
 
     /// How many plants are stored.
@@ -256,8 +354,15 @@ impl Store {
         self.shared.read(id).get(&id).map(Packed::to_plant)
     }
 
-    /// Replaces the name and tag of an existing plant.
+    /// Replaces the name and tag of an existing plant. Waits for the
+    /// journal.
     pub fn replace(&self, id: i64, plant: Plant) -> Result<(), StoreError> {
+        let ack = self.replace_nowait(id, plant)?;
+        self.wait(ack)
+    }
+
+    /// As [`replace`](Self::replace), without waiting for the journal.
+    pub fn replace_nowait(&self, id: i64, plant: Plant) -> Result<Ack, StoreError> {
         let shared = &*self.shared;
         let plant = Packed::from(&plant);
         let commit = {
@@ -271,11 +376,17 @@ impl Store {
             *stored = plant;
             commit.map(|seq| (seq, live_bytes))
         };
-        shared.commit(commit)
+        Ok(Ack::from(commit))
     }
 
-    /// Removes a plant.
+    /// Removes a plant. Waits for the journal.
     pub fn delete(&self, id: i64) -> Result<(), StoreError> {
+        let ack = self.delete_nowait(id)?;
+        self.wait(ack)
+    }
+
+    /// As [`delete`](Self::delete), without waiting for the journal.
+    pub fn delete_nowait(&self, id: i64) -> Result<Ack, StoreError> {
         let shared = &*self.shared;
         let commit = {
             let mut shard = shared.shard(id);
@@ -288,7 +399,24 @@ impl Store {
             shared.count.fetch_sub(1, Ordering::Relaxed);
             commit.map(|seq| (seq, live_bytes))
         };
-        shared.commit(commit)
+        Ok(Ack::from(commit))
+    }
+
+    /// Waits until a change may be acknowledged.
+    pub fn wait(&self, ack: Ack) -> Result<(), StoreError> {
+        self.shared.commit(ack.0)
+    }
+
+    /// Calls `done` once a change may be acknowledged: at once for one
+    /// that needs nothing more, else from the committer thread once its
+    /// journal record is written (and synced, with `--sync always`). Never
+    /// waits for the disk.
+    pub fn when_acked(&self, ack: Ack, done: impl FnOnce(Result<(), StoreError>) + Send + 'static) {
+        match (ack.0, &self.committer) {
+            (Some(commit), Some(committer)) => committer.push(commit, Box::new(done)),
+            (None, _) => done(Ok(())),
+            (Some(commit), None) => done(self.shared.commit(Some(commit))),
+        }
     }
 
     /// One page of plants in ascending id order: ids greater than `after`,
@@ -354,6 +482,9 @@ impl Drop for Store {
     fn drop(&mut self) {
         if let Some(journal) = &self.shared.journal {
             journal.compaction.close();
+        }
+        if let Some(committer) = &self.committer {
+            committer.close();
         }
     }
 }

@@ -152,7 +152,7 @@ fn huge_content_length_keeps_memory_flat() {
         };
         let mut client = Client::connect(server.addr);
         client.send(format!(
-            "POST /plants HTTP/1.1\r\nAuthorization: {auth}\r\nContent-Type: application/json\r\n\
+            "POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\nContent-Type: application/json\r\n\
              Content-Length: 1000000000000\r\n\r\n"
         ).as_bytes());
         let status = client.reply().status;
@@ -172,7 +172,7 @@ fn sigterm_finishes_the_request_in_flight_then_exits_0() {
     let mut client = Client::connect(server.addr);
     let body = r#"{"id":9,"name":"in flight"}"#;
     let head = format!(
-        "POST /plants HTTP/1.1\r\nAuthorization: Bearer t0k3n\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t0k3n\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     client.send(head.as_bytes());

@@ -96,7 +96,7 @@ fn chunked_body_with_extensions_and_trailers() {
     let server = TestServer::start();
     let mut client = server.client();
     client.send(
-        b"POST /plants HTTP/1.1\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\n\
+        b"POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\n\
           Transfer-Encoding: chunked\r\n\r\n\
           5\r\n{\"id\"\r\n7;ext=1\r\n:4,\"nam\r\nA\r\ne\":\"chunk\"\r\n1\r\n}\r\n0\r\nX-Trailer: t\r\n\r\n",
     );
@@ -121,7 +121,7 @@ fn chunked_body_over_the_limit_is_413_and_closes() {
     let mut client = server.client();
     let chunk = "a".repeat(40);
     client.send(format!(
-        "POST /plants HTTP/1.1\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\n\
+        "POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\n\
          Transfer-Encoding: chunked\r\n\r\n28\r\n{chunk}\r\n28\r\n{chunk}\r\n0\r\n\r\n"
     ).as_bytes());
     client.reply().assert_error(413, "64 bytes");
@@ -132,7 +132,7 @@ fn chunked_body_over_the_limit_is_413_and_closes() {
 fn malformed_chunk_size_is_400() {
     let server = TestServer::start();
     let mut client = server.client();
-    client.send(b"POST /plants HTTP/1.1\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+    client.send(b"POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
     client.reply().assert_error(400, "chunk");
     assert!(client.closed());
 }
@@ -143,7 +143,7 @@ fn expect_continue_with_valid_token_gets_100_then_200() {
     let mut client = server.client();
     let body = r#"{"id":1,"name":"patient"}"#;
     client.send(format!(
-        "POST /plants HTTP/1.1\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\n\
+        "POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\n\
          Expect: 100-continue\r\nContent-Length: {}\r\n\r\n", body.len()
     ).as_bytes());
     // The body is not sent until the server says so.
@@ -158,7 +158,7 @@ fn expect_continue_with_valid_token_gets_100_then_200() {
 fn expect_continue_without_valid_token_gets_final_401_and_close() {
     let server = TestServer::start();
     let mut client = server.client();
-    client.send(b"POST /plants HTTP/1.1\r\nAuthorization: Bearer nope\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 20\r\n\r\n");
+    client.send(b"POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 20\r\n\r\n");
     let reply = client.reply();
     reply.assert_error(401, "invalid");
     assert_eq!(reply.header("connection"), Some("close"));
@@ -169,7 +169,7 @@ fn expect_continue_without_valid_token_gets_final_401_and_close() {
 fn expect_continue_over_the_size_limit_gets_413_without_100() {
     let server = TestServer::start();
     let mut client = server.client();
-    client.send(b"POST /plants HTTP/1.1\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 100000\r\n\r\n");
+    client.send(b"POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 100000\r\n\r\n");
     client.reply().assert_error(413, "65536");
     assert!(client.closed());
 }
@@ -207,16 +207,17 @@ fn a_panicking_handler_is_a_500_and_the_server_lives_on() {
         "127.0.0.1:0".parse().unwrap(),
         Limits::default(),
         Arc::new(Panicky),
+        &plantstore::http::Gauge::new(),
     )
     .unwrap();
     let addr = server.local_addr();
     let stopper = server.stopper();
     let thread = std::thread::spawn(move || server.run(Duration::from_secs(1)));
     let mut client = Client::connect(addr);
-    client.send(b"GET /panic HTTP/1.1\r\n\r\n");
+    client.send(b"GET /panic HTTP/1.1\r\nHost: x\r\n\r\n");
     client.reply().assert_error(500, "internal");
     let mut client = Client::connect(addr);
-    client.send(b"GET /fine HTTP/1.1\r\n\r\n");
+    client.send(b"GET /fine HTTP/1.1\r\nHost: x\r\n\r\n");
     let reply = client.reply_head();
     assert_eq!((reply.status, reply.header("content-length")), (204, None));
     stopper.stop();

@@ -39,7 +39,7 @@ fn huge_content_length_without_body_is_answered_not_read() {
         let mut client = server.client();
         let started = Instant::now();
         client.send(format!(
-            "POST /plants HTTP/1.1\r\nAuthorization: {auth}\r\nContent-Type: application/json\r\n\
+            "POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\nContent-Type: application/json\r\n\
              Content-Length: 1000000000000\r\n\r\n"
         ).as_bytes());
         let reply = client.reply();
@@ -152,7 +152,7 @@ fn idle_connections_under_the_cap_do_not_block_a_new_client() {
 #[test]
 fn two_hundred_kib_of_headers_is_431() {
     let server = TestServer::start();
-    let mut bytes = b"POST /plants HTTP/1.1\r\n".to_vec();
+    let mut bytes = b"POST /plants HTTP/1.1\r\nHost: x\r\n".to_vec();
     while bytes.len() < 200 * 1024 {
         bytes.extend_from_slice(b"X-Filler: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
     }
@@ -166,7 +166,7 @@ fn two_hundred_kib_of_headers_is_431() {
 #[test]
 fn more_than_100_headers_is_431() {
     let server = TestServer::start();
-    let mut text = String::from("GET /x HTTP/1.1\r\n");
+    let mut text = String::from("GET /x HTTP/1.1\r\nHost: x\r\n");
     for i in 0..101 {
         text.push_str(&format!("X-{i}: v\r\n"));
     }
@@ -193,8 +193,8 @@ fn content_length_with_transfer_encoding_is_400_and_closed() {
     let mut client = server.client();
     // A smuggling attempt: a front end trusting Content-Length would see one
     // request; one trusting chunked would see a second, hidden one.
-    client.send(b"POST /plants HTTP/1.1\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\n\
-        Content-Length: 50\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nPOST /plants HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+    client.send(b"POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-token\r\nContent-Type: application/json\r\n\
+        Content-Length: 50\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nPOST /plants HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
     let reply = client.reply();
     reply.assert_error(400, "Transfer-Encoding");
     assert_eq!(reply.header("connection"), Some("close"));
@@ -209,13 +209,16 @@ fn content_length_with_transfer_encoding_is_400_and_closed() {
 fn malformed_and_conflicting_framing_are_refused() {
     let server = TestServer::start();
     let cases: [(&[u8], u16); 5] = [
-        (b"POST /plants HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", 400),
         (
-            b"POST /plants HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
+            b"POST /plants HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n",
             400,
         ),
         (
-            b"POST /plants HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
+            b"POST /plants HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
+            400,
+        ),
+        (
+            b"POST /plants HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n",
             501,
         ),
         (b"GARBAGE\r\n\r\n", 400),

@@ -1,0 +1,640 @@
+//! One connection's HTTP/1.1 protocol as a state machine, with no socket in
+//! it (sans-I/O): bytes in, parsed requests and deadlines out; responses
+//! in, bytes out.
+//!
+//! The driver (an event loop, or the replay harness) feeds what it reads
+//! with [`Protocol::received`] and [`Protocol::closed_by_peer`], asks
+//! [`Protocol::poll`] for the next thing to do, runs the handler when told
+//! a request is ready, answers with [`Protocol::answer`] (or later with
+//! [`Protocol::complete`]), writes [`Protocol::output`] as the socket takes
+//! it and reports [`Protocol::sent`]. It sleeps until new input, writable
+//! space or [`Protocol::deadline`], whichever comes first; `poll` itself
+//! acts on deadlines that have passed. Only `poll` and `answer` produce
+//! output, and they depend on nothing but the bytes received so far and
+//! the time, so how the input was cut into reads never changes what is
+//! parsed or answered.
+//!
+//! Requests are answered strictly in order: a pipelined head is parsed only
+//! once the previous response is queued, and only while less than
+//! `OUT_HIGH` bytes of output wait for the client; reading stops too, so a
+//! client that does not read its answers holds at most that much. Every
+//! wait has a deadline: the head timeout (from accept, then from the first
+//! byte of each later head), the idle timeout between requests, the body
+//! timeout (silence while a body arrives), and the write timeout for all of
+//! a response to leave. A connection with nothing in flight keeps no
+//! buffers.
+//!
+//! The connection is closed when the client asks, when a body was left
+//! unread (never drained: it may be unbounded), when the head was refused,
+//! and when the server is stopping. Before closing with input possibly
+//! unread we "linger" (our side shut, reading and discarding for at most
+//! `LINGER_TIME` and `LINGER_BYTES`) so the kernel does not answer the
+//! client's remaining bytes with a reset that would destroy our last
+//! response in flight.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use log::{info, log_enabled};
+
+use super::Limits;
+use super::body::{BodyError, Decoder, Framing, Step};
+use super::head::{Head, HeadError};
+use super::response::{Persist, Response};
+
+/// Lingering close: at most this long, and at most this many bytes.
+const LINGER_TIME: Duration = Duration::from_secs(1);
+const LINGER_BYTES: usize = 1 << 20;
+/// Pipelined requests are parsed only while less output than this waits.
+const OUT_HIGH: usize = 64 * 1024;
+
+/// What the driver should do next.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// A request head is ready: run the handler, then `answer`.
+    Request,
+    /// The body the handler asked for is in (or failed): run the handler
+    /// again, then `answer`.
+    Body,
+    /// Nothing until more input, writable space, a completion or the
+    /// deadline.
+    Wait,
+}
+
+/// How the handler answered.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// The response, to send now.
+    Now(Response),
+    /// The handler deferred: `complete` brings the response.
+    Later,
+    /// The handler asked for a body still arriving: its response is
+    /// dropped, and it runs again when the body is in.
+    NeedsBody,
+}
+
+/// Where a connection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for the next head (idle while nothing is buffered).
+    Head,
+    /// Receiving a body the handler asked for.
+    Body,
+    /// Waiting for a deferred response.
+    Waiting,
+    /// The last response is queued; close once it is sent (lingering when
+    /// input may still come).
+    Closing { linger: bool },
+    /// Our side is shut; discarding what the client still sends.
+    Lingering,
+    /// Done: the driver drops the connection.
+    Closed,
+}
+
+/// The request being handled: where its body stands.
+#[derive(Debug, Default)]
+enum Body {
+    /// The handler has not asked for it.
+    #[default]
+    Unread,
+    /// Asked for and still arriving.
+    Reading(Decoder),
+    /// Complete.
+    Read(Vec<u8>),
+    /// Could not be read (refused, timed out, closed).
+    Failed(BodyError),
+}
+
+/// The input side of a connection that a `Request` reads its body from.
+#[derive(Debug, Default)]
+pub(crate) struct Inbox {
+    input: Vec<u8>,
+    framing: Option<Framing>,
+    body: Body,
+    max_body: usize,
+    /// A `100 Continue` is owed: the handler asked for a body the client
+    /// waits to send.
+    continue_due: bool,
+    continue_sent: bool,
+}
+
+impl Inbox {
+    pub(crate) fn has_body(&self) -> bool {
+        !matches!(self.framing, None | Some(Framing::None))
+    }
+
+    /// The body, decoding what is buffered; see `Request::body`.
+    pub(crate) fn body(&mut self, expects_continue: bool) -> Result<&[u8], BodyError> {
+        if let Body::Unread = self.body {
+            let framing = self.framing.unwrap_or(Framing::None);
+            self.body = match Decoder::new(framing, self.max_body) {
+                Ok(decoder) => {
+                    if expects_continue && self.has_body() && !self.continue_sent {
+                        self.continue_due = true;
+                    }
+                    Body::Reading(decoder)
+                }
+                Err(e) => Body::Failed(e),
+            };
+            self.decode();
+        }
+        match &self.body {
+            Body::Read(bytes) => Ok(bytes),
+            Body::Failed(e) => Err(e.clone()),
+            Body::Reading(_) => Err(BodyError::NotYet),
+            Body::Unread => Err(BodyError::Closed),
+        }
+    }
+
+    pub(crate) fn awaits_body(&self) -> bool {
+        matches!(self.body, Body::Reading(_))
+    }
+
+    /// Moves buffered input into the body being read.
+    fn decode(&mut self) {
+        let Body::Reading(decoder) = &mut self.body else {
+            return;
+        };
+        match decoder.advance(&self.input) {
+            Ok((used, step)) => {
+                self.input.drain(..used);
+                if step == Step::Done {
+                    let Body::Reading(decoder) = std::mem::take(&mut self.body) else {
+                        return;
+                    };
+                    self.body = Body::Read(decoder.into_body());
+                }
+            }
+            Err(e) => self.body = Body::Failed(e),
+        }
+    }
+
+    /// Whether bytes of this request's body may still sit unread on the
+    /// connection, so that it cannot carry another request.
+    fn leaves_input_unread(&self) -> bool {
+        match self.body {
+            Body::Unread => self.has_body(),
+            Body::Read(_) => false,
+            Body::Reading(_) | Body::Failed(_) => true,
+        }
+    }
+}
+
+/// One connection's protocol state. See the module header.
+#[derive(Debug)]
+pub(crate) struct Protocol {
+    limits: Limits,
+    peer: SocketAddr,
+    phase: Phase,
+    head: Head,
+    inbox: Inbox,
+    out: Vec<u8>,
+    /// Bytes of `out` already sent.
+    sent: usize,
+    /// Requests whose heads were parsed; the current one's number.
+    requests: u64,
+    /// When the current request's head was parsed (for the access log).
+    started: Instant,
+    /// The deadline of the current wait for the client (head, idle, body
+    /// or linger), and whether it is the idle one (expiry closes quietly).
+    deadline: Option<Instant>,
+    idle: bool,
+    /// All of the queued output must have left by then.
+    write_deadline: Option<Instant>,
+    peer_closed: bool,
+    stopping: bool,
+    /// Our side should be shut down now (for lingering).
+    shutdown_due: bool,
+    lingered: usize,
+}
+
+impl Protocol {
+    /// A connection accepted at `now`: its first head is due within the
+    /// head timeout.
+    pub(crate) fn new(limits: Limits, peer: SocketAddr, now: Instant) -> Protocol {
+        let deadline = Some(now + limits.head_timeout);
+        Protocol {
+            inbox: Inbox {
+                max_body: limits.max_body,
+                ..Inbox::default()
+            },
+            limits,
+            peer,
+            phase: Phase::Head,
+            head: Head::default(),
+            out: Vec::new(),
+            sent: 0,
+            requests: 0,
+            started: now,
+            deadline,
+            idle: false,
+            write_deadline: None,
+            peer_closed: false,
+            stopping: false,
+            shutdown_due: false,
+            lingered: 0,
+        }
+    }
+
+    /// Bytes read from the client.
+    pub(crate) fn received(&mut self, bytes: &[u8], now: Instant) {
+        match self.phase {
+            Phase::Closed => {}
+            Phase::Lingering => {
+                self.lingered += bytes.len();
+                if self.lingered >= LINGER_BYTES {
+                    self.phase = Phase::Closed;
+                }
+            }
+            _ => {
+                self.inbox.input.extend_from_slice(bytes);
+                match self.phase {
+                    Phase::Head if self.idle => {
+                        self.wait_for_client(now + self.limits.head_timeout)
+                    }
+                    Phase::Body => self.wait_for_client(now + self.limits.body_timeout),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// The client closed its sending side (or the connection failed).
+    pub(crate) fn closed_by_peer(&mut self) {
+        self.peer_closed = true;
+        if self.phase == Phase::Lingering {
+            self.phase = Phase::Closed;
+        }
+    }
+
+    /// The server is stopping: requests in flight finish (their responses
+    /// say `Connection: close`); a connection with none closes now.
+    pub(crate) fn stop(&mut self) {
+        self.stopping = true;
+        if self.phase == Phase::Head && self.unsent().is_empty() {
+            self.phase = Phase::Closed;
+        }
+    }
+
+    /// The next thing to do at `now`; acts on expired deadlines.
+    pub(crate) fn poll(&mut self, now: Instant) -> Event {
+        if self.write_deadline.is_some_and(|d| now >= d) {
+            self.phase = Phase::Closed;
+        }
+        let expired = self.deadline.is_some_and(|d| now >= d);
+        match self.phase {
+            Phase::Head => self.next_head(now, expired),
+            Phase::Body => {
+                self.inbox.decode();
+                match &self.inbox.body {
+                    Body::Reading(_) if expired => {
+                        self.inbox.body = Body::Failed(BodyError::Timeout);
+                    }
+                    Body::Reading(_) if self.peer_closed => {
+                        self.inbox.body = Body::Failed(BodyError::Closed);
+                    }
+                    Body::Reading(_) => return Event::Wait,
+                    _ => {}
+                }
+                self.deadline = None;
+                Event::Body
+            }
+            Phase::Lingering if expired => {
+                self.phase = Phase::Closed;
+                Event::Wait
+            }
+            _ => Event::Wait,
+        }
+    }
+
+    fn next_head(&mut self, now: Instant, expired: bool) -> Event {
+        if self.unsent().len() >= OUT_HIGH {
+            return Event::Wait; // the client reads its answers first
+        }
+        if self.inbox.input.is_empty() {
+            // Nothing of a head yet: closing loses nothing.
+            if expired || self.peer_closed || self.stopping {
+                self.close(false, now);
+            }
+            return Event::Wait;
+        }
+        match self
+            .head
+            .parse_into(&self.inbox.input, self.limits.max_head)
+        {
+            Ok(Some(len)) => {
+                self.inbox.input.drain(..len);
+                match self.head.framing() {
+                    Ok(framing) => {
+                        self.inbox.framing = Some(framing);
+                        self.inbox.body = Body::Unread;
+                        self.inbox.continue_sent = false;
+                        self.requests += 1;
+                        self.started = now;
+                        self.deadline = None;
+                        Event::Request
+                    }
+                    Err(e) => self.refused(e, now),
+                }
+            }
+            Ok(None) if self.peer_closed || self.stopping => {
+                self.close(false, now);
+                Event::Wait
+            }
+            Ok(None) if expired => {
+                self.refuse(408, "request head timed out", now);
+                Event::Wait
+            }
+            Ok(None) => Event::Wait,
+            Err(e) => self.refused(e, now),
+        }
+    }
+
+    fn refused(&mut self, e: HeadError, now: Instant) -> Event {
+        self.refuse(e.status(), e.message(), now);
+        Event::Wait
+    }
+
+    /// The head and the inbox, to build the handler's `Request` from.
+    pub(crate) fn request_parts(&mut self) -> (&Head, &mut Inbox) {
+        (&self.head, &mut self.inbox)
+    }
+
+    /// The current request's number, for deferring its response.
+    pub(crate) fn request_number(&self) -> u64 {
+        self.requests
+    }
+
+    /// The handler's answer to the current request.
+    pub(crate) fn answer(&mut self, answer: Answer, now: Instant) {
+        self.owe_continue(now);
+        match answer {
+            Answer::Now(response) => self.respond(&response, now),
+            Answer::Later => {
+                self.phase = Phase::Waiting;
+                self.deadline = None;
+            }
+            Answer::NeedsBody => {
+                self.phase = Phase::Body;
+                self.wait_for_client(now + self.limits.body_timeout);
+            }
+        }
+    }
+
+    /// A deferred response arrived for request number `request`; ignored
+    /// unless that request is still waiting for it.
+    pub(crate) fn complete(&mut self, request: u64, response: Response, now: Instant) {
+        if self.phase == Phase::Waiting && request == self.requests {
+            self.respond(&response, now);
+        }
+    }
+
+    fn owe_continue(&mut self, now: Instant) {
+        if self.inbox.continue_due {
+            self.inbox.continue_due = false;
+            self.inbox.continue_sent = true;
+            self.queue(b"HTTP/1.1 100 Continue\r\n\r\n", now);
+        }
+    }
+
+    /// Queues the response to the current request and moves on.
+    fn respond(&mut self, response: &Response, now: Instant) {
+        let unread = self.inbox.leaves_input_unread();
+        let close = unread || !self.head.keep_alive() || self.stopping || self.peer_closed;
+        let persist = if close {
+            Persist::Close
+        } else if self.head.minor_version() == 0 {
+            Persist::KeepAlive
+        } else {
+            Persist::Default
+        };
+        let head_only = self.head.method() == "HEAD";
+        access(
+            self.head.method(),
+            path(self.head.target()),
+            response.status(),
+            self.started,
+            self.peer,
+        );
+        self.start_output(now);
+        response.write_to(&mut self.out, head_only, persist);
+        self.inbox.body = Body::Unread;
+        self.inbox.framing = None;
+        if close {
+            self.close(unread || !self.inbox.input.is_empty(), now);
+            return;
+        }
+        self.phase = Phase::Head;
+        if self.inbox.input.is_empty() {
+            self.idle = true;
+            self.deadline = Some(now + self.limits.idle_timeout);
+        } else {
+            self.wait_for_client(now + self.limits.head_timeout);
+        }
+    }
+
+    /// Answers an unacceptable request with an Error body and closes.
+    fn refuse(&mut self, status: u16, message: &str, now: Instant) {
+        access("-", "-", status, now, self.peer);
+        let response = Response::error(status, message);
+        self.queue_response(&response, now);
+        self.close(true, now);
+    }
+
+    fn queue_response(&mut self, response: &Response, now: Instant) {
+        self.start_output(now);
+        response.write_to(&mut self.out, false, Persist::Close);
+    }
+
+    fn queue(&mut self, bytes: &[u8], now: Instant) {
+        self.start_output(now);
+        self.out.extend_from_slice(bytes);
+    }
+
+    /// The write deadline runs from when output starts to wait.
+    fn start_output(&mut self, now: Instant) {
+        if self.unsent().is_empty() {
+            self.write_deadline = Some(now + self.limits.write_timeout);
+        }
+    }
+
+    fn close(&mut self, linger: bool, now: Instant) {
+        self.deadline = None;
+        self.phase = Phase::Closing { linger };
+        self.after_output(now);
+    }
+
+    fn wait_for_client(&mut self, deadline: Instant) {
+        self.idle = false;
+        self.deadline = Some(deadline);
+    }
+
+    /// Output waiting to be sent.
+    pub(crate) fn output(&self) -> &[u8] {
+        &self.out[self.sent..]
+    }
+
+    fn unsent(&self) -> &[u8] {
+        self.output()
+    }
+
+    /// `n` bytes of `output` were sent.
+    pub(crate) fn sent(&mut self, n: usize, now: Instant) {
+        self.sent += n;
+        if self.sent >= self.out.len() {
+            self.out = Vec::new();
+            self.sent = 0;
+            self.write_deadline = None;
+            self.after_output(now);
+        }
+    }
+
+    /// Once all output is sent: close, start lingering, or give back the
+    /// buffers of an idle connection.
+    fn after_output(&mut self, now: Instant) {
+        if !self.unsent().is_empty() {
+            return;
+        }
+        match self.phase {
+            Phase::Closing { linger: true } if !self.peer_closed => {
+                self.phase = Phase::Lingering;
+                self.shutdown_due = true;
+                self.deadline = Some(now + LINGER_TIME);
+                self.inbox.input = Vec::new();
+            }
+            Phase::Closing { .. } => self.phase = Phase::Closed,
+            Phase::Head if self.inbox.input.is_empty() => {
+                self.inbox.input = Vec::new();
+                self.head.release();
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether the driver should shut down our sending side now (once).
+    pub(crate) fn take_shutdown(&mut self) -> bool {
+        std::mem::take(&mut self.shutdown_due)
+    }
+
+    /// Whether the driver should read more input now.
+    pub(crate) fn wants_input(&self) -> bool {
+        match self.phase {
+            Phase::Head => {
+                !self.peer_closed
+                    && self.unsent().len() < OUT_HIGH
+                    && self.inbox.input.len() < self.limits.max_head
+            }
+            Phase::Body => !self.peer_closed,
+            Phase::Lingering => true,
+            _ => false,
+        }
+    }
+
+    /// When `poll` next has something to do without new input.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        match (self.deadline, self.write_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether the connection is done and can be dropped.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.phase == Phase::Closed
+    }
+
+    /// Bytes this connection holds in buffers right now.
+    #[cfg(test)]
+    pub(crate) fn buffered(&self) -> usize {
+        self.out.capacity() + self.inbox.input.capacity()
+    }
+}
+
+/// The path of a target, without the query (never logged).
+fn path(target: &str) -> &str {
+    target.split_once('?').map_or(target, |(path, _)| path)
+}
+
+/// The access log line: method, path, status, duration, peer. Never headers,
+/// query strings or bodies.
+fn access(method: &str, path: &str, status: u16, started: Instant, peer: SocketAddr) {
+    if log_enabled!(target: "access", log::Level::Info) {
+        let micros = started.elapsed().as_micros();
+        info!(target: "access", "{method} {path} {status} {micros}us {peer}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn protocol() -> (Protocol, Instant) {
+        let now = Instant::now();
+        let peer = SocketAddr::from(([127, 0, 0, 1], 1));
+        (Protocol::new(Limits::default(), peer, now), now)
+    }
+
+    /// Answers every ready request with 204.
+    fn answer_all(p: &mut Protocol, now: Instant) -> usize {
+        let mut n = 0;
+        while p.poll(now) != Event::Wait {
+            p.answer(Answer::Now(Response::no_content()), now);
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn an_idle_connection_gives_back_its_buffers() {
+        let (mut p, now) = protocol();
+        p.received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", now);
+        assert_eq!(answer_all(&mut p, now), 1);
+        assert!(p.buffered() > 0);
+        let n = p.output().len();
+        p.sent(n, now);
+        assert_eq!(p.buffered(), 0);
+        assert!(std::mem::size_of::<Protocol>() + p.head.bytes_held() < 1024);
+    }
+
+    #[test]
+    fn deadlines_head_then_idle_then_write() {
+        let (mut p, now) = protocol();
+        assert_eq!(p.deadline(), Some(now + Duration::from_secs(10)));
+        p.received(b"GET / HTTP/1.1\r\n", now);
+        let later = now + Duration::from_secs(11);
+        assert_eq!(p.poll(later), Event::Wait);
+        assert!(p.output().starts_with(b"HTTP/1.1 408 "));
+
+        let (mut p, now) = protocol();
+        p.received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", now);
+        answer_all(&mut p, now);
+        // Nothing sent yet: the write deadline runs.
+        assert_eq!(p.deadline(), Some(now + Duration::from_secs(5)));
+        assert_eq!(p.poll(now + Duration::from_secs(10)), Event::Wait);
+        assert!(
+            p.is_closed(),
+            "the whole response must leave within the write timeout"
+        );
+    }
+
+    #[test]
+    fn unsent_output_stops_pipelined_requests() {
+        let (mut p, now) = protocol();
+        let big = Response::bytes(200, "text/plain", vec![b'a'; OUT_HIGH]);
+        p.received(
+            b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",
+            now,
+        );
+        assert_eq!(p.poll(now), Event::Request);
+        p.answer(Answer::Now(big), now);
+        assert_eq!(
+            p.poll(now),
+            Event::Wait,
+            "the second waits for the first to drain"
+        );
+        assert!(!p.wants_input());
+        let n = p.output().len();
+        p.sent(n, now);
+        assert_eq!(p.poll(now), Event::Request);
+    }
+}

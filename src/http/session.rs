@@ -1,0 +1,62 @@
+//! Runs the handler for the requests a connection's protocol has ready.
+//!
+//! The glue between the sans-I/O `Protocol` and the application: shared by
+//! the event loops and the replay harness, so both serve a connection the
+//! same way. A handler that panics answers 500 (the message and location
+//! are logged by the panic hook, the request here) and the server lives on.
+
+use std::net::SocketAddr;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::Instant;
+
+use log::error;
+
+use super::deferred::{Mailbox, Ticket};
+use super::protocol::{Answer, Event, Protocol};
+use super::request::{Deferral, Request};
+use super::{Handler, Response};
+
+/// Where a connection's deferred responses go: its loop's mailbox, and its
+/// place there.
+pub(crate) struct Home<'a> {
+    pub(crate) mailbox: &'a Arc<dyn Mailbox>,
+    pub(crate) slot: usize,
+    pub(crate) conn: u64,
+}
+
+/// Runs the handler for every request `protocol` has ready at `now`.
+pub(crate) fn drive(
+    protocol: &mut Protocol,
+    handler: &dyn Handler,
+    peer: SocketAddr,
+    home: Option<&Home<'_>>,
+    now: Instant,
+) {
+    while protocol.poll(now) != Event::Wait {
+        let deferral = home.map(|home| Deferral {
+            mailbox: home.mailbox,
+            ticket: Ticket {
+                slot: home.slot,
+                conn: home.conn,
+                request: protocol.request_number(),
+            },
+        });
+        let (head, inbox) = protocol.request_parts();
+        let mut request = Request::new(head, inbox, peer, deferral);
+        let answer = match catch_unwind(AssertUnwindSafe(|| handler.handle(&mut request))) {
+            Err(_) => {
+                error!(
+                    "handler panicked on {} {}",
+                    request.method(),
+                    request.path()
+                );
+                Answer::Now(Response::error(500, "internal error"))
+            }
+            Ok(_) if request.awaits_body() => Answer::NeedsBody,
+            Ok(_) if request.is_deferred() => Answer::Later,
+            Ok(response) => Answer::Now(response),
+        };
+        protocol.answer(answer, now);
+    }
+}

@@ -1,0 +1,380 @@
+//! One event loop: a thread that owns its connections, on non-blocking
+//! sockets, with readiness from `mio` (epoll, edge-triggered).
+//!
+//! Every loop holds a copy of the one listening socket and accepts from
+//! it, so connections spread over the loops that are free to take them.
+//! A connection lives in one slot of its loop for its whole life; the
+//! loop reads what the socket has (while the protocol wants input), runs
+//! the handlers inline, and writes as the socket takes it. A connection
+//! that keeps the loop busy is served at most `MAX_READS` reads at a time,
+//! then the others get their turn.
+//!
+//! Deadlines are checked by a sweep every `SWEEP` (they are whole seconds;
+//! a sweep of 10,000 connections is a few microseconds). Deferred
+//! responses arrive through the loop's mailbox, whose waker interrupts
+//! `poll`. Stopping: the loop drops its listener, closes connections with
+//! nothing in flight, and lets the rest finish until the grace period ends.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use log::{info, warn};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+
+use super::deferred::{Mailbox, Ticket};
+use super::protocol::Protocol;
+use super::response::{Persist, Response};
+use super::server::Shared;
+use super::session::{self, Home};
+
+const LISTENER: Token = Token(usize::MAX - 1);
+const WAKER: Token = Token(usize::MAX);
+/// How often deadlines are checked.
+const SWEEP: Duration = Duration::from_millis(100);
+/// Reads served to one connection before the others get their turn.
+const MAX_READS: usize = 16;
+/// Size of the loop's read buffer (each connection's own input buffer
+/// holds only what a read leaves unparsed).
+const READ_SIZE: usize = 16 * 1024;
+
+/// A loop's mailbox: responses completed by other threads, and the waker
+/// that tells the loop about them.
+pub(crate) struct Postbox {
+    queue: Mutex<Vec<(Ticket, Response)>>,
+    waker: Arc<Waker>,
+}
+
+impl Mailbox for Postbox {
+    fn deliver(&self, ticket: Ticket, response: Response) {
+        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        queue.push((ticket, response));
+        if queue.len() == 1 {
+            // The loop takes the whole queue when woken; wake it only for
+            // the first entry since it last did.
+            let _ = self.waker.wake();
+        }
+    }
+}
+
+struct Conn {
+    socket: TcpStream,
+    protocol: Protocol,
+    peer: SocketAddr,
+    id: u64,
+    /// The socket may have more to read / room to write (edge-triggered:
+    /// known until a call says `WouldBlock`).
+    readable: bool,
+    writable: bool,
+}
+
+/// One event loop, built by the server before it runs.
+pub(crate) struct Worker {
+    poll: Poll,
+    listener: Option<TcpListener>,
+    postbox: Arc<Postbox>,
+    mailbox: Arc<dyn Mailbox>,
+    shared: Arc<Shared>,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    next_id: u64,
+    /// Connections to serve again without waiting for an event.
+    again: Vec<usize>,
+    /// Accepting failed (out of descriptors): try again at this time.
+    accept_retry: Option<Instant>,
+}
+
+/// What serving a connection left.
+#[derive(PartialEq, Eq)]
+enum Left {
+    Open,
+    /// More to do: serve again soon.
+    Busy,
+    Closed,
+}
+
+impl Worker {
+    /// A loop accepting from `listener`.
+    pub(crate) fn new(listener: std::net::TcpListener, shared: Arc<Shared>) -> io::Result<Worker> {
+        listener.set_nonblocking(true)?;
+        let mut listener = TcpListener::from_std(listener);
+        let poll = Poll::new()?;
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let postbox = Arc::new(Postbox {
+            queue: Mutex::new(Vec::new()),
+            waker,
+        });
+        Ok(Worker {
+            poll,
+            listener: Some(listener),
+            mailbox: Arc::clone(&postbox) as Arc<dyn Mailbox>,
+            postbox,
+            shared,
+            conns: Vec::new(),
+            free: Vec::new(),
+            next_id: 0,
+            again: Vec::new(),
+            accept_retry: None,
+        })
+    }
+
+    /// The waker that interrupts this loop's `poll` (for stopping).
+    pub(crate) fn waker(&self) -> Arc<Waker> {
+        Arc::clone(&self.postbox.waker)
+    }
+
+    /// Serves until the server stops, then for at most `grace` while
+    /// requests are in flight. Returns how many connections were still
+    /// open at the end.
+    pub(crate) fn run(mut self, grace: Duration) -> usize {
+        let mut events = Events::with_capacity(1024);
+        let mut scratch = vec![0u8; READ_SIZE].into_boxed_slice();
+        let mut next_sweep = Instant::now() + SWEEP;
+        let mut stop_by: Option<Instant> = None;
+        loop {
+            let now = Instant::now();
+            if stop_by.is_none() && self.shared.is_stopping() {
+                stop_by = Some(now + grace);
+                self.begin_stop(&mut scratch, now);
+            }
+            if let Some(until) = stop_by
+                && (self.open() == 0 || now >= until)
+            {
+                return self.open();
+            }
+            let mut timeout = next_sweep.saturating_duration_since(now);
+            if !self.again.is_empty() {
+                timeout = Duration::ZERO;
+            }
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout))
+                && e.kind() != io::ErrorKind::Interrupted
+            {
+                warn!("event loop: poll failed: {e}");
+            }
+            let now = Instant::now();
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => self.accept(now),
+                    WAKER => self.deliver(&mut scratch, now),
+                    Token(slot) => {
+                        if let Some(Some(conn)) = self.conns.get_mut(slot) {
+                            conn.readable |= event.is_readable() || event.is_read_closed();
+                            conn.writable |= event.is_writable() || event.is_error();
+                            self.serve(slot, &mut scratch, now);
+                        }
+                    }
+                }
+            }
+            for slot in std::mem::take(&mut self.again) {
+                self.serve(slot, &mut scratch, now);
+            }
+            if now >= next_sweep {
+                next_sweep = now + SWEEP;
+                self.sweep(&mut scratch, now);
+            }
+        }
+    }
+
+    fn open(&self) -> usize {
+        self.conns.len() - self.free.len()
+    }
+
+    fn begin_stop(&mut self, scratch: &mut [u8], now: Instant) {
+        if let Some(mut listener) = self.listener.take() {
+            let _ = self.poll.registry().deregister(&mut listener);
+        }
+        for slot in 0..self.conns.len() {
+            if let Some(conn) = &mut self.conns[slot] {
+                conn.protocol.stop();
+                self.serve(slot, scratch, now);
+            }
+        }
+    }
+
+    /// Accepts every waiting connection; past the cap, answers 503.
+    fn accept(&mut self, now: Instant) {
+        if self.accept_retry.is_some_and(|at| now < at) {
+            return;
+        }
+        self.accept_retry = None;
+        loop {
+            let Some(listener) = &self.listener else {
+                return;
+            };
+            match listener.accept() {
+                Ok((socket, peer)) => self.admit(socket, peer, now),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    // Typically out of file descriptors: the backlog holds
+                    // the client; the sweep tries again shortly.
+                    warn!("accept failed: {e}");
+                    self.accept_retry = Some(now + Duration::from_millis(10));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn admit(&mut self, mut socket: TcpStream, peer: SocketAddr, now: Instant) {
+        let shared = &*self.shared;
+        if shared.open.fetch_add(1, Ordering::Relaxed) >= shared.limits.max_connections {
+            shared.open.fetch_sub(1, Ordering::Relaxed);
+            info!(target: "access", "- - 503 0us {peer}");
+            reject(socket);
+            return;
+        }
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.conns.len() - 1
+        });
+        let registered = self.poll.registry().register(
+            &mut socket,
+            Token(slot),
+            Interest::READABLE | Interest::WRITABLE,
+        );
+        if let Err(e) = registered {
+            warn!("cannot watch a new connection: {e}");
+            self.free.push(slot);
+            shared.open.fetch_sub(1, Ordering::Relaxed);
+            return;
+        }
+        let _ = socket.set_nodelay(true);
+        self.next_id += 1;
+        self.conns[slot] = Some(Conn {
+            socket,
+            protocol: Protocol::new(shared.limits.clone(), peer, now),
+            peer,
+            id: self.next_id,
+            readable: false,
+            writable: false,
+        });
+    }
+
+    /// Hands completed deferred responses to their connections.
+    fn deliver(&mut self, scratch: &mut [u8], now: Instant) {
+        let done =
+            std::mem::take(&mut *self.postbox.queue.lock().unwrap_or_else(|p| p.into_inner()));
+        for (ticket, response) in done {
+            if let Some(Some(conn)) = self.conns.get_mut(ticket.slot)
+                && conn.id == ticket.conn
+            {
+                conn.protocol.complete(ticket.request, response, now);
+                self.serve(ticket.slot, scratch, now);
+            }
+        }
+    }
+
+    /// Serves every connection whose deadline has passed.
+    fn sweep(&mut self, scratch: &mut [u8], now: Instant) {
+        if self.accept_retry.is_some() {
+            self.accept(now);
+        }
+        for slot in 0..self.conns.len() {
+            let due = self.conns[slot]
+                .as_ref()
+                .and_then(|c| c.protocol.deadline())
+                .is_some_and(|d| now >= d);
+            if due {
+                self.serve(slot, scratch, now);
+            }
+        }
+    }
+
+    fn serve(&mut self, slot: usize, scratch: &mut [u8], now: Instant) {
+        let Some(Some(conn)) = self.conns.get_mut(slot) else {
+            return;
+        };
+        let home = Home {
+            mailbox: &self.mailbox,
+            slot,
+            conn: conn.id,
+        };
+        match serve(conn, &self.shared, &home, scratch, now) {
+            Left::Open => {}
+            Left::Busy => self.again.push(slot),
+            Left::Closed => {
+                if let Some(mut conn) = self.conns[slot].take() {
+                    let _ = self.poll.registry().deregister(&mut conn.socket);
+                }
+                self.free.push(slot);
+                self.shared.open.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Reads, runs handlers and writes for one connection until it would
+/// block, or has had its share.
+fn serve(
+    conn: &mut Conn,
+    shared: &Shared,
+    home: &Home<'_>,
+    scratch: &mut [u8],
+    now: Instant,
+) -> Left {
+    let mut reads = 0;
+    loop {
+        session::drive(
+            &mut conn.protocol,
+            &*shared.handler,
+            conn.peer,
+            Some(home),
+            now,
+        );
+        while conn.writable && !conn.protocol.output().is_empty() {
+            match conn.socket.write(conn.protocol.output()) {
+                Ok(n) => conn.protocol.sent(n, now),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => conn.writable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Left::Closed,
+            }
+        }
+        if conn.protocol.take_shutdown() {
+            let _ = conn.socket.shutdown(Shutdown::Write);
+        }
+        if conn.protocol.is_closed() {
+            return Left::Closed;
+        }
+        if !(conn.readable && conn.protocol.wants_input()) {
+            return Left::Open;
+        }
+        if reads == MAX_READS {
+            return Left::Busy;
+        }
+        reads += 1;
+        match conn.socket.read(scratch) {
+            Ok(0) => {
+                conn.readable = false;
+                conn.protocol.closed_by_peer();
+            }
+            Ok(n) => conn.protocol.received(&scratch[..n], now),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => conn.readable = false,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Left::Closed,
+        }
+    }
+}
+
+/// Answers a connection past the cap at once and closes it.
+fn reject(mut socket: TcpStream) {
+    // Discard what already arrived, so closing does not reset the
+    // connection and destroy the answer before the client reads it.
+    let mut scratch = [0u8; 4096];
+    for _ in 0..4 {
+        if !matches!(socket.read(&mut scratch), Ok(n) if n > 0) {
+            break;
+        }
+    }
+    let mut out = Vec::with_capacity(160);
+    Response::error(503, "server is at its connection limit, retry shortly")
+        .with_header("Retry-After", "1")
+        .write_to(&mut out, false, Persist::Close);
+    let _ = socket.write(&out);
+    let _ = socket.shutdown(Shutdown::Write);
+}
