@@ -1,15 +1,16 @@
-//! plantstore: a tiny, fast, blocking HTTP server for the Plant Store API.
+//! plantstore: a tiny, fast HTTP server for the Plant Store API.
 //!
 //! A tour, from the socket inwards:
 //!
-//! - [`http`]: our own HTTP/1.1 engine on `httparse`: the listener, a
-//!   bounded pool of connection threads, request heads and bodies with every
-//!   limit and timeout, responses. It exposes only `Request`, `Response` and
-//!   the `Handler` trait.
+//! - [`http`]: our own HTTP/1.1 engine on `httparse`: one event loop per
+//!   core on non-blocking sockets, around a sans-I/O protocol core with
+//!   every limit and timeout as a deadline. It exposes only `Request`,
+//!   `Response`, `Deferred` and the `Handler` trait.
 //! - [`api`]: the Plant Store API as a `Handler`: one routing `match`,
 //!   bearer auth, one small function per operation, `ApiError` to status.
-//! - [`store`]: plants and their validation, in memory behind a `Mutex`,
-//!   and the `--data` journal with group commit, recovery and compaction.
+//! - [`store`]: plants and their validation, in memory in sharded maps,
+//!   and the `--data` journal with group commit (a committer thread that
+//!   completes deferred responses), recovery and compaction.
 //! - [`webhook`]: the `newPlant` webhook: per-URL queues and workers,
 //!   retries, Standard Webhooks signatures.
 //! - [`config`]: flags as typed, and the validated `Config`.

@@ -17,23 +17,8 @@ use std::time::Duration;
 use log::{error, warn};
 use mio::Waker;
 
-use super::worker::Worker;
+use super::worker::{Shared, Worker};
 use super::{Handler, Limits};
-
-/// What every event loop shares.
-pub(crate) struct Shared {
-    pub(crate) limits: Limits,
-    pub(crate) handler: Arc<dyn Handler>,
-    /// Connections open over all loops.
-    pub(crate) open: Arc<AtomicUsize>,
-    stopping: Arc<AtomicBool>,
-}
-
-impl Shared {
-    pub(crate) fn is_stopping(&self) -> bool {
-        self.stopping.load(Ordering::Relaxed)
-    }
-}
 
 /// Reads how many connections are open, for `/metrics`.
 #[derive(Clone, Default, Debug)]

@@ -17,7 +17,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,8 +28,8 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use super::deferred::{Mailbox, Ticket};
 use super::protocol::Protocol;
 use super::response::{Persist, Response};
-use super::server::Shared;
 use super::session::{self, Home};
+use super::{Handler, Limits};
 
 const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX);
@@ -40,6 +40,21 @@ const MAX_READS: usize = 16;
 /// Size of the loop's read buffer (each connection's own input buffer
 /// holds only what a read leaves unparsed).
 const READ_SIZE: usize = 16 * 1024;
+
+/// What every event loop shares.
+pub(crate) struct Shared {
+    pub(crate) limits: Limits,
+    pub(crate) handler: Arc<dyn Handler>,
+    /// Connections open over all loops.
+    pub(crate) open: Arc<AtomicUsize>,
+    pub(crate) stopping: Arc<AtomicBool>,
+}
+
+impl Shared {
+    fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Relaxed)
+    }
+}
 
 /// A loop's mailbox: responses completed by other threads, and the waker
 /// that tells the loop about them.

@@ -30,10 +30,12 @@
 //!
 //! A change is encoded into the pending buffer while the store lock is held,
 //! so the journal order is the order in which changes were applied. The
-//! writer then waits outside the store lock in [`Journal::commit`]: the
-//! first waiter becomes the leader, writes everything pending in one
-//! `write`, calls `fdatasync` (`--sync always`) and wakes every writer its
-//! batch covered (group commit). A failed write or sync is never retried:
+//! record is then committed outside the store lock in [`Journal::commit`]:
+//! the first caller becomes the leader, writes everything pending in one
+//! `write`, calls `fdatasync` (`--sync always`) and wakes every caller its
+//! batch covered (group commit). When serving, the one caller is the
+//! store's committer thread (see `Store::when_acked`), so no event loop
+//! waits; direct callers of the blocking `Store` methods park here. A failed write or sync is never retried:
 //! the journal is poisoned, every change waiting on it and every later one
 //! fails, and the reason is reported on `/healthz`.
 //!

@@ -11,7 +11,9 @@
 //! latency under load.
 //!
 //! Invariants: a call that returns `Ok` has applied its change (and, with a
-//! journal, written it as `--sync` asks); a call that returns `Err` other
+//! journal, written it as `--sync` asks; a `*_nowait` call's `Ack` says
+//! what is still to be written, and `when_acked` reports it from the
+//! committer thread); a call that returns `Err` other
 //! than [`StoreError::Storage`] has changed nothing. Critical sections are
 //! short: requests are parsed before a shard lock is taken, the journal
 //! record is encoded under it (so the journal order of each id's changes is

@@ -275,7 +275,9 @@ impl Webhooks {
     }
 
     /// Stops taking events, lets the workers deliver for at most `grace`,
-    /// then drops (logs and counts) what is left.
+    /// then drops (logs and counts) what is left. An attempt still in
+    /// flight at the deadline is cut: its worker is left behind (and ends
+    /// with the process), counted as dropped.
     pub fn shutdown(&self, grace: Duration) {
         let until = Instant::now() + grace;
         for endpoint in &self.endpoints {
@@ -283,8 +285,19 @@ impl Webhooks {
             endpoint.changed.notify_one();
         }
         let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|p| p.into_inner()));
-        for worker in workers {
-            let _ = worker.join();
+        while Instant::now() < until && workers.iter().any(|w| !w.is_finished()) {
+            thread::sleep(Duration::from_millis(5));
+        }
+        for (worker, endpoint) in workers.into_iter().zip(&self.endpoints) {
+            if worker.is_finished() {
+                let _ = worker.join();
+            } else {
+                self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                warn!(
+                    "shutting down: a webhook attempt to {} was still in flight; dropped",
+                    endpoint.target.url
+                );
+            }
         }
     }
 }
