@@ -292,9 +292,14 @@ impl Webhooks {
             if worker.is_finished() {
                 let _ = worker.join();
             } else {
-                self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                // The attempt in flight, and whatever waits behind it.
+                let left = 1 + std::mem::take(&mut endpoint.lock().pending).len();
+                self.counters
+                    .dropped
+                    .fetch_add(left as u64, Ordering::Relaxed);
                 warn!(
-                    "shutting down: a webhook attempt to {} was still in flight; dropped",
+                    "shutting down: dropped {left} undelivered webhook events for {} \
+                     (one attempt was still in flight)",
                     endpoint.target.url
                 );
             }
