@@ -318,10 +318,11 @@ impl Protocol {
             }
             return Event::Wait;
         }
-        match self
-            .head
-            .parse_into(&self.inbox.input, self.limits.max_head)
-        {
+        // Never more than a head's worth: what lies past it must not change
+        // the verdict (a read that stopped there would not have seen it).
+        let input = &self.inbox.input;
+        let window = &input[..input.len().min(self.limits.max_head)];
+        match self.head.parse_into(window, self.limits.max_head) {
             Ok(Some(len)) => {
                 self.inbox.input.drain(..len);
                 match self.head.framing() {

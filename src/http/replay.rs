@@ -136,4 +136,22 @@ mod tests {
         assert!(ex.seen.is_empty());
         assert!(ex.output.starts_with(b"HTTP/1.1 400 Bad Request\r\n"));
     }
+
+    #[test]
+    fn bytes_past_the_head_limit_never_change_the_verdict() {
+        // Found by the engine fuzz target: a bad byte just past the limit
+        // made a whole read a 400 while small reads stopped at the limit
+        // (431).
+        let limits = Limits {
+            max_head: 256,
+            ..Limits::default()
+        };
+        let mut text = b"GET /".to_vec();
+        text.extend_from_slice(&[b'a'; 300]);
+        text.push(0x01);
+        let whole = exchange(&[&text], limits.clone());
+        assert!(whole.output.starts_with(b"HTTP/1.1 431 "));
+        let reads: Vec<&[u8]> = text.chunks(17).collect();
+        assert_eq!(exchange(&reads, limits).output, whole.output);
+    }
 }
