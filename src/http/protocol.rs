@@ -504,6 +504,7 @@ impl Protocol {
                 self.inbox.input = Vec::new();
             }
             Phase::Closing { .. } => self.phase = Phase::Closed,
+            Phase::Head if self.stopping => self.phase = Phase::Closed,
             Phase::Head if self.inbox.input.is_empty() => {
                 self.inbox.input = Vec::new();
                 self.head.release();

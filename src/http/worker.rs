@@ -6,7 +6,7 @@
 //! A connection lives in one slot of its loop for its whole life; the
 //! loop reads what the socket has (while the protocol wants input), runs
 //! the handlers inline, and writes as the socket takes it. A connection
-//! that keeps the loop busy is served at most `MAX_READS` reads at a time,
+//! that keeps the loop busy is served at most `MAX_ROUNDS` reads at a time,
 //! then the others get their turn.
 //!
 //! Deadlines are checked by a sweep every `SWEEP` (they are whole seconds;
@@ -35,8 +35,9 @@ const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX);
 /// How often deadlines are checked.
 const SWEEP: Duration = Duration::from_millis(100);
-/// Reads served to one connection before the others get their turn.
-const MAX_READS: usize = 16;
+/// Rounds (a read, or output drained) served to one connection before the
+/// others get their turn.
+const MAX_ROUNDS: usize = 16;
 /// Size of the loop's read buffer (each connection's own input buffer
 /// holds only what a read leaves unparsed).
 const READ_SIZE: usize = 16 * 1024;
@@ -333,7 +334,7 @@ fn serve(
     scratch: &mut [u8],
     now: Instant,
 ) -> Left {
-    let mut reads = 0;
+    let mut rounds = 0;
     loop {
         session::drive(
             &mut conn.protocol,
@@ -342,9 +343,16 @@ fn serve(
             Some(home),
             now,
         );
+        // Output that leaves may let buffered pipelined requests go on (or
+        // a stopping connection close): the protocol gets another turn even
+        // with nothing new to read.
+        let mut drained = false;
         while conn.writable && !conn.protocol.output().is_empty() {
             match conn.socket.write(conn.protocol.output()) {
-                Ok(n) => conn.protocol.sent(n, now),
+                Ok(n) => {
+                    conn.protocol.sent(n, now);
+                    drained = conn.protocol.output().is_empty();
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => conn.writable = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return Left::Closed,
@@ -356,13 +364,17 @@ fn serve(
         if conn.protocol.is_closed() {
             return Left::Closed;
         }
-        if !(conn.readable && conn.protocol.wants_input()) {
+        let read = conn.readable && conn.protocol.wants_input();
+        if !read && !drained {
             return Left::Open;
         }
-        if reads == MAX_READS {
+        if rounds == MAX_ROUNDS {
             return Left::Busy;
         }
-        reads += 1;
+        rounds += 1;
+        if !read {
+            continue;
+        }
         match conn.socket.read(scratch) {
             Ok(0) => {
                 conn.readable = false;

@@ -223,3 +223,29 @@ fn a_panicking_handler_is_a_500_and_the_server_lives_on() {
     stopper.stop();
     assert_eq!(thread.join().unwrap(), 0);
 }
+
+#[test]
+fn pipelined_requests_behind_a_response_larger_than_the_socket_buffers_are_answered() {
+    // The first answer (about 6 MB) fills the socket buffers, so the
+    // server must stop, wait for the client to read, and then go on with
+    // the requests it already holds, without new input to wake it.
+    let server = TestServer::start();
+    let name = "n".repeat(60_000);
+    for id in 1..=100 {
+        let reply = server.create(&format!(r#"{{"id":{id},"name":"{name}"}}"#));
+        assert_eq!(reply.status, 200);
+    }
+    let mut client = server.client();
+    let mut bytes = request("GET", "/plants?limit=100", &[AUTH], "");
+    bytes.extend(request("GET", "/plants?limit=100", &[AUTH], ""));
+    bytes.extend(request("GET", "/healthz", &[], ""));
+    client.send(&bytes);
+    std::thread::sleep(Duration::from_millis(300));
+    for _ in 0..2 {
+        let reply = client.reply();
+        assert_eq!(reply.status, 200);
+        assert!(reply.body.len() > 6_000_000, "{}", reply.body.len());
+    }
+    let health = client.reply();
+    assert_eq!((health.status, health.text()), (200, r#"{"status":"ok"}"#.into()));
+}
