@@ -71,6 +71,10 @@ impl Handler for App {
         }
         response
     }
+
+    fn flush(&self) {
+        self.store.flush();
+    }
 }
 
 /// The resources the server knows.

@@ -43,6 +43,11 @@ pub trait Handler: Send + Sync + 'static {
     /// read the body with [`Request::body`]; a body left unread makes the
     /// engine close the connection after responding.
     fn handle(&self, request: &mut Request<'_>) -> Response;
+
+    /// Called by an event loop after it has handled everything that was
+    /// ready: the moment to start work batched over those requests (the
+    /// journal's write and sync for all the changes they made).
+    fn flush(&self) {}
 }
 
 /// Every limit and timeout of the engine.

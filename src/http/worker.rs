@@ -193,6 +193,7 @@ impl Worker {
                 next_sweep = now + SWEEP;
                 self.sweep(&mut scratch, now);
             }
+            self.shared.handler.flush();
         }
     }
 

@@ -351,6 +351,11 @@ impl Journal {
         Ok((journal, replayed, recovery))
     }
 
+    /// Whether a commit waits for the disk (`--sync always`).
+    pub(super) fn waits_for_disk(&self) -> bool {
+        self.sync == SyncMode::Always
+    }
+
     /// The reason writes are refused, once a write or sync has failed.
     pub(super) fn failure(&self) -> Option<Arc<str>> {
         self.lock().failed.clone()
@@ -394,7 +399,10 @@ impl Journal {
     /// Waits until record `seq` is written (and synced with `--sync
     /// always`), writing a batch itself if no one else is. `live_bytes` is
     /// the current size of the live data, for the compaction trigger.
-    pub(super) fn commit(&self, seq: u64, live_bytes: u64) -> Result<(), Arc<str>> {
+    /// `gather`: a leader waits a moment for more writers first (see
+    /// `gather`); the committer thread does not, its batches are already
+    /// whole (everything an event loop queued in one turn).
+    pub(super) fn commit(&self, seq: u64, live_bytes: u64, gather: bool) -> Result<(), Arc<str>> {
         let mut state = self.lock();
         loop {
             if state.durable >= seq {
@@ -411,7 +419,9 @@ impl Journal {
                 continue;
             }
             state.writing = true;
-            state = self.gather(state);
+            if gather {
+                state = self.gather(state);
+            }
             let batch = std::mem::take(&mut state.pending);
             let upto = state.appended;
             state.last_batch = upto - state.taken;

@@ -114,6 +114,8 @@ impl From<Option<(u64, u64)>> for Ack {
 }
 
 type Done = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+/// A queued change waits at most this long for a `kick`.
+const LATEST: std::time::Duration = std::time::Duration::from_millis(5);
 /// Changes waiting for their records: (sequence, live bytes), and what to
 /// call once it is written.
 type Waiting = Vec<((u64, u64), Done)>;
@@ -122,36 +124,72 @@ type Waiting = Vec<((u64, u64), Done)>;
 /// wake-up.
 #[derive(Default)]
 struct Committer {
-    queue: Mutex<(Waiting, bool)>, // (waiting, closed)
-    arrived: Condvar,
+    queue: Mutex<Queue>,
+    kicked: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    waiting: Waiting,
+    kicked: bool,
+    closed: bool,
 }
 
 impl Committer {
+    /// Queues a change; the committer starts on it at the next `kick` (or
+    /// after `LATEST` at the latest).
     fn push(&self, commit: (u64, u64), done: Done) {
-        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        queue.0.push((commit, done));
-        if queue.0.len() == 1 {
-            self.arrived.notify_one();
+        let mut queue = self.lock();
+        queue.waiting.push((commit, done));
+        if queue.waiting.len() == 1 {
+            // Wakes the committer to wait (at most `LATEST`) for the kick.
+            self.kicked.notify_one();
+        }
+    }
+
+    /// Starts a batch of everything queued.
+    fn kick(&self) {
+        let mut queue = self.lock();
+        if !queue.waiting.is_empty() && !queue.kicked {
+            queue.kicked = true;
+            self.kicked.notify_one();
         }
     }
 
     fn close(&self) {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner()).1 = true;
-        self.arrived.notify_one();
+        self.lock().closed = true;
+        self.kicked.notify_one();
     }
 
-    /// Everything waiting, once something is; `None` once closed and empty.
+    /// The next batch: everything queued once kicked, or once the first
+    /// of it has waited `LATEST`; `None` once closed and empty.
     fn take(&self) -> Option<Waiting> {
-        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let mut queue = self.lock();
+        let mut since = None;
         loop {
-            if !queue.0.is_empty() {
-                return Some(std::mem::take(&mut queue.0));
+            if queue.waiting.is_empty() {
+                if queue.closed {
+                    return None;
+                }
+                since = None;
+                queue = self.kicked.wait(queue).unwrap_or_else(|p| p.into_inner());
+                continue;
             }
-            if queue.1 {
-                return None;
+            let now = Instant::now();
+            let first = *since.get_or_insert(now);
+            if queue.kicked || queue.closed || now >= first + LATEST {
+                queue.kicked = false;
+                return Some(std::mem::take(&mut queue.waiting));
             }
-            queue = self.arrived.wait(queue).unwrap_or_else(|p| p.into_inner());
+            queue = self
+                .kicked
+                .wait_timeout(queue, first + LATEST - now)
+                .map_or_else(|p| p.into_inner().0, |(q, _)| q);
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -166,7 +204,7 @@ fn commit_on_request(committer: &Committer, store: &Weak<Shared>) {
         // Records are numbered in append order: writing up to the highest
         // writes them all. The live-bytes figure of the latest is current.
         let last = batch.iter().map(|(commit, _)| *commit).max_by_key(|c| c.0);
-        let result = shared.commit(last);
+        let result = shared.commit_with(last, false);
         drop(shared);
         for (_, done) in batch {
             done(result.clone());
@@ -338,7 +376,7 @@ impl Store {
             shard.insert(new.id, plant);
             commit.map(|seq| (seq, live_bytes))
         };
-        Ok(Ack::from(commit))
+        shared.ack(commit)
     }
 
     /// How many plants are stored.
@@ -378,7 +416,7 @@ impl Store {
             *stored = plant;
             commit.map(|seq| (seq, live_bytes))
         };
-        Ok(Ack::from(commit))
+        shared.ack(commit)
     }
 
     /// Removes a plant. Waits for the journal.
@@ -401,12 +439,22 @@ impl Store {
             shared.count.fetch_sub(1, Ordering::Relaxed);
             commit.map(|seq| (seq, live_bytes))
         };
-        Ok(Ack::from(commit))
+        shared.ack(commit)
     }
 
     /// Waits until a change may be acknowledged.
     pub fn wait(&self, ack: Ack) -> Result<(), StoreError> {
         self.shared.commit(ack.0)
+    }
+
+    /// Starts writing the journal records of every change queued with
+    /// `when_acked` so far: call it when a batch of requests is done (the
+    /// event loops do, after each turn), so that one write and one sync
+    /// cover them all.
+    pub fn flush(&self) {
+        if let Some(committer) = &self.committer {
+            committer.kick();
+        }
     }
 
     /// Calls `done` once a change may be acknowledged: at once for one
@@ -543,12 +591,30 @@ impl Shared {
         }
     }
 
+    /// What a change with this journal record still needs: with `--sync
+    /// never` the record is written here (a write to the page cache, no
+    /// wait for the disk), so only `--sync always` leaves the commit to the
+    /// committer thread.
+    fn ack(&self, commit: Option<(u64, u64)>) -> Result<Ack, StoreError> {
+        match &self.journal {
+            Some(journal) if !journal.waits_for_disk() => {
+                self.commit(commit)?;
+                Ok(Ack(None))
+            }
+            _ => Ok(Ack(commit)),
+        }
+    }
+
     /// Waits for an appended record to be written.
     fn commit(&self, commit: Option<(u64, u64)>) -> Result<(), StoreError> {
+        self.commit_with(commit, true)
+    }
+
+    fn commit_with(&self, commit: Option<(u64, u64)>, gather: bool) -> Result<(), StoreError> {
         match (&self.journal, commit) {
-            (Some(journal), Some((seq, live_bytes))) => {
-                journal.commit(seq, live_bytes).map_err(StoreError::Storage)
-            }
+            (Some(journal), Some((seq, live_bytes))) => journal
+                .commit(seq, live_bytes, gather)
+                .map_err(StoreError::Storage),
             _ => Ok(()),
         }
     }

@@ -247,5 +247,8 @@ fn pipelined_requests_behind_a_response_larger_than_the_socket_buffers_are_answe
         assert!(reply.body.len() > 6_000_000, "{}", reply.body.len());
     }
     let health = client.reply();
-    assert_eq!((health.status, health.text()), (200, r#"{"status":"ok"}"#.into()));
+    assert_eq!(
+        (health.status, health.text()),
+        (200, r#"{"status":"ok"}"#.into())
+    );
 }
