@@ -9,6 +9,7 @@ mod binary;
 mod crash;
 mod durability;
 mod engine;
+mod events;
 mod hostile;
 mod plants;
 mod resource;
