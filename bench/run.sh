@@ -10,6 +10,14 @@
 #              1,000,000 short plants, GET /plants?limit=100 with them
 #   durable    POST /plants in memory vs --data (sync always and never)
 #   startup    start-up time with a journal of 1,000,000 plants
+#   pinned     one core each: the server on CPU 0, wrk on CPU 1; POST
+#              /plants at 16, 64 and 1024 connections, plantstore (with
+#              $PINNED_ARGS, default "--threads 1") vs the reference vs
+#              nginx answering a canned 200 (one worker), $ROUNDS rounds:
+#              req/s, p50, p99, errors, server CPU and context switches
+#              per request; then RSS with $IDLE_CONNS (default 10000) idle
+#              keep-alive connections open (bench/hold.py) and a fresh
+#              client's latency meanwhile
 #   budgets    every budget of the spec, met or not, from the figures above
 #
 # Each wrk run lasts $DURATION (default 10s) after a 2 s warm-up. Figures
@@ -21,8 +29,11 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
 ROUNDS=${ROUNDS:-2}
 TOKEN=bench
+# Flags plantstore gets in the pinned section (PINNED_ARGS= for none).
+PINNED_ARGS=${PINNED_ARGS-"--threads 1"}
+IDLE_CONNS=${IDLE_CONNS:-10000}
 SECTIONS=("$@")
-[ ${#SECTIONS[@]} -eq 0 ] && SECTIONS=(reference footprint durable startup budgets)
+[ ${#SECTIONS[@]} -eq 0 ] && SECTIONS=(reference footprint durable startup pinned budgets)
 
 if ! command -v wrk >/dev/null; then
   echo "installing wrk" >&2
@@ -42,7 +53,11 @@ BIN=target/$HOST/release/plantstore
 REFERENCE=bench/reference/target/release/plantstore-reference
 WORK=$(mktemp -d)
 SERVER_PID=
+HOLD_PID=
+# A command prefix for the servers started (the pinned section: taskset).
+PIN=()
 cleanup() {
+  [ -n "$HOLD_PID" ] && kill "$HOLD_PID" 2>/dev/null && wait "$HOLD_PID" 2>/dev/null
   [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
   rm -rf "$WORK"
 }
@@ -51,12 +66,13 @@ trap cleanup EXIT
 # start_server ARGS...: starts plantstore on a free loopback port (access
 # log off: it would cost the server CPU); sets SERVER_PID, ADDR and
 # STARTUP_MS (spawn until the port accepts a connection).
-# start_reference: the same for the reference server.
+# start_reference: the same for the reference server. Both run under
+# ${PIN[@]} when set.
 start_server() {
   free_port
   local started
   started=$(date +%s%N)
-  PLANTSTORE_TOKEN=$TOKEN "$BIN" --addr "$ADDR" --log-level warn \
+  PLANTSTORE_TOKEN=$TOKEN "${PIN[@]}" "$BIN" --addr "$ADDR" --log-level warn \
     --max-plants 100000000 "$@" 2>"$WORK/server.log" &
   SERVER_PID=$!
   wait_port "$started"
@@ -66,7 +82,7 @@ start_reference() {
   free_port
   local started
   started=$(date +%s%N)
-  PLANTSTORE_TOKEN=$TOKEN "$REFERENCE" "$ADDR" 100000000 2>"$WORK/server.log" &
+  PLANTSTORE_TOKEN=$TOKEN "${PIN[@]}" "$REFERENCE" "$ADDR" 100000000 2>"$WORK/server.log" &
   SERVER_PID=$!
   wait_port "$started"
 }
@@ -91,14 +107,14 @@ stop_server() {
   SERVER_PID=
 }
 
-# post CONNS [SCRIPT]: warm-up, then one wrk run; sets RPS, P50, P99 (ms)
-# and ERRORS.
+# post CONNS [SCRIPT]: warm-up, then one wrk run; sets RPS, P50, P99 (ms),
+# ERRORS and REQUESTS.
 post() {
   local conns=$1 script=${2:-bench/post.lua} result
   PLANTSTORE_TOKEN=$TOKEN wrk -t2 -c"$conns" -d2s -s "$script" "http://$ADDR" >/dev/null
   result=$(PLANTSTORE_TOKEN=$TOKEN wrk -t2 -c"$conns" -d"$DURATION" -s "$script" \
     "http://$ADDR" | grep '^RESULT')
-  read -r _ RPS P50 P99 ERRORS <<<"$result"
+  read -r _ RPS P50 P99 ERRORS REQUESTS <<<"$result"
   P50=$(awk "BEGIN{printf \"%.2f\", $P50/1000}")
   P99=$(awk "BEGIN{printf \"%.2f\", $P99/1000}")
 }
@@ -224,6 +240,195 @@ section_startup() {
   echo
 }
 
+# The pinned section's helpers.
+# start_pinned SERVER [FLAGS...]: starts plantstore (with $PINNED_ARGS and
+# FLAGS), the reference or nginx on CPU 0.
+start_pinned() {
+  local server=$1 args
+  shift
+  read -ra args <<<"$PINNED_ARGS"
+  PIN=(taskset -c 0)
+  case $server in
+    plantstore) start_server "${args[@]}" "$@" ;;
+    reference) start_reference ;;
+    nginx) start_nginx ;;
+  esac
+  PIN=()
+}
+
+# start_nginx: Debian's nginx, one process (master_process off: the process
+# started is the worker), answering POST /plants with a canned 200 JSON;
+# config, logs, pid and temp files in $WORK/nginx.
+start_nginx() {
+  free_port
+  local dir=$WORK/nginx started
+  mkdir -p "$dir"
+  cat >"$dir/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+master_process off;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $dir/client_body;
+  proxy_temp_path $dir/proxy;
+  fastcgi_temp_path $dir/fastcgi;
+  uwsgi_temp_path $dir/uwsgi;
+  scgi_temp_path $dir/scgi;
+  keepalive_requests 1000000;
+  keepalive_timeout 600s;
+  server {
+    listen $ADDR;
+    location = /plants {
+      default_type application/json;
+      return 200 '{"name":"plant 1","tag":"bench"}';
+    }
+  }
+}
+CONF
+  started=$(date +%s%N)
+  "${PIN[@]}" "$NGINX" -p "$dir/" -c "$dir/nginx.conf" -e "$dir/error.log" \
+    2>"$WORK/server.log" &
+  SERVER_PID=$!
+  wait_port "$started"
+}
+
+# server_pids: the server process and its children (none today).
+server_pids() { echo "$SERVER_PID"; pgrep -P "$SERVER_PID" || true; }
+
+# cpu_ticks: utime + stime of the server, every thread included (those
+# that exited too), in clock ticks.
+cpu_ticks() {
+  local pid total=0
+  for pid in $(server_pids); do
+    total=$((total + $(sed 's/^.*) //' "/proc/$pid/stat" | awk '{print $12 + $13}')))
+  done
+  echo "$total"
+}
+
+# ctx_switches FILE: "TID voluntary+nonvoluntary" for every live thread of
+# the server. Threads that exit between two of these are lost.
+ctx_switches() {
+  local pid
+  for pid in $(server_pids); do
+    cat "/proc/$pid/task/"*/status 2>/dev/null
+  done | awk '/^Pid:/{tid=$2} /_ctxt_switches:/{n[tid]+=$2} END{for (t in n) print t, n[t]}' >"$1"
+}
+
+# pinned_run CONNS: wrk -t1 on CPU 1 with bench/post.lua, a 2 s warm-up,
+# then $DURATION measured; sets RPS, P50, P99 (ms), ERRORS, REQUESTS,
+# CPU_US (server CPU µs per request) and CTX (server context switches per
+# request), both over the measured run only.
+pinned_run() {
+  local conns=$1 ticks switches result
+  PLANTSTORE_TOKEN=$TOKEN taskset -c 1 wrk -t1 -c"$conns" -d2s -s bench/post.lua \
+    "http://$ADDR" >/dev/null
+  ctx_switches "$WORK/ctx.before"
+  ticks=$(cpu_ticks)
+  result=$(PLANTSTORE_TOKEN=$TOKEN taskset -c 1 wrk -t1 -c"$conns" -d"$DURATION" \
+    -s bench/post.lua "http://$ADDR" | grep '^RESULT')
+  ticks=$(($(cpu_ticks) - ticks))
+  ctx_switches "$WORK/ctx.after"
+  switches=$(awk 'NR == FNR {b[$1] = $2; next} {d += $2 - b[$1]} END{print d + 0}' \
+    "$WORK/ctx.before" "$WORK/ctx.after")
+  read -r _ RPS P50 P99 ERRORS REQUESTS <<<"$result"
+  [ "$REQUESTS" -gt 0 ] || REQUESTS=1
+  P50=$(awk "BEGIN{printf \"%.3f\", $P50/1000}")
+  P99=$(awk "BEGIN{printf \"%.3f\", $P99/1000}")
+  CPU_US=$(awk "BEGIN{printf \"%.1f\", $ticks * 1000000 / $CLK_TCK / $REQUESTS}")
+  CTX=$(awk "BEGIN{printf \"%.3f\", $switches / $REQUESTS}")
+}
+
+# add KEY VALUE: SUM[KEY] += VALUE.
+add() { SUM[$1]=$(awk "BEGIN{print ${SUM[$1]:-0} + $2}"); }
+mean() { awk "BEGIN{printf \"%.${2:-2}f\", ${SUM[$1]}/$ROUNDS}"; }
+
+section_pinned() {
+  NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+  if [ ! -x "$NGINX" ]; then
+    echo "installing nginx" >&2
+    SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+    $SUDO apt-get update -qq >&2 && $SUDO apt-get install -y -qq nginx >&2
+    NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+  fi
+  CLK_TCK=$(getconf CLK_TCK)
+  local hard
+  hard=$(ulimit -Hn)
+  [ "$hard" = unlimited ] && hard=1048576
+  ulimit -n "$hard" 2>/dev/null || true
+
+  echo "## POST /plants on one core each: server on CPU 0, wrk -t1 on CPU 1 ($DURATION, $ROUNDS rounds)"
+  echo
+  echo "plantstore flags: \`${PINNED_ARGS:-(none)}\`. nginx: one process, a canned 200 JSON."
+  echo "Server CPU and context switches are over the measured run, per request."
+  echo
+  echo "| round | connections | server | requests/s | p50 ms | p99 ms | errors | server CPU µs/request | context switches/request |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  local round conns server
+  for round in $(seq 1 "$ROUNDS"); do
+    for conns in 16 64 1024; do
+      for server in plantstore reference nginx; do
+        start_pinned "$server"
+        pinned_run "$conns"
+        stop_server
+        add "pinned.$server.$conns.rps" "$RPS"
+        add "pinned.$server.$conns.p99" "$P99"
+        add "pinned.$server.$conns.cpu" "$CPU_US"
+        add "pinned.$server.$conns.ctx" "$CTX"
+        echo "| $round | $conns | $server | $RPS | $P50 | $P99 | $ERRORS | $CPU_US | $CTX |"
+      done
+    done
+  done
+  echo
+
+  echo "## $IDLE_CONNS idle keep-alive connections (server on CPU 0, bench/hold.py and wrk on CPU 1)"
+  echo
+  echo "Each connection sent one \`GET /healthz\` and read its reply, then stays open;"
+  echo "meanwhile a fresh client: wrk -t1 -c4 POST /plants, 2 s warm-up, $DURATION."
+  echo "plantstore flags: \`${PINNED_ARGS:+$PINNED_ARGS }--max-connections 20000 --idle-timeout 600\`."
+  echo
+  if [ "$(ulimit -n)" -le $((IDLE_CONNS + 100)) ]; then
+    echo "Skipped: open-file limit $(ulimit -n) is too low for $IDLE_CONNS connections."
+    echo
+    return
+  fi
+  echo "| server | RSS before, KiB | RSS with them open, KiB | growth, KiB | held | closed by the server meanwhile | fresh client requests/s | p50 ms | p99 ms | errors |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  local before with held failed closed
+  for server in plantstore reference; do
+    if [ $server = plantstore ]; then
+      start_pinned plantstore --max-connections 20000 --idle-timeout 600
+    else
+      start_pinned reference
+    fi
+    sleep 0.5
+    before=$(rss_kib)
+    taskset -c 1 python3 bench/hold.py "$ADDR" "$IDLE_CONNS" >"$WORK/hold.out" &
+    HOLD_PID=$!
+    for _ in $(seq 1 1200); do
+      grep -q '^ready' "$WORK/hold.out" && break
+      kill -0 "$HOLD_PID" 2>/dev/null || break
+      sleep 0.1
+    done
+    read -r _ held failed <<<"$(grep '^ready' "$WORK/hold.out" || echo "ready 0 $IDLE_CONNS")"
+    sleep 1
+    with=$(rss_kib)
+    pinned_run 4
+    kill "$HOLD_PID" 2>/dev/null || true
+    wait "$HOLD_PID" || true
+    HOLD_PID=
+    closed=$(awk '/^closed/{print $2}' "$WORK/hold.out")
+    stop_server
+    echo "| $server | $before | $with | $((with - before)) | $held ($failed failed) | ${closed:-?} | $RPS | $P50 | $P99 | $ERRORS |"
+    if [ $server = plantstore ]; then
+      HOLD_GROWTH=$((with - before)) HOLD_HELD=$held HOLD_P99=$P99
+    fi
+  done
+  echo
+}
+
 # met CONDITION: "met" or "NOT met".
 met() { if awk "BEGIN{exit !($1)}"; then echo met; else echo "**NOT met**"; fi; }
 
@@ -250,6 +455,23 @@ section_budgets() {
     echo "| --sync always at 64 connections >= 0.5x in memory | ${DURABLE_RATIO}x | $(met "$DURABLE_RATIO >= 0.5") |"
   [ -n "${STARTUP_MAX:-}" ] &&
     echo "| start-up with 1,000,000 plants < 1000 ms (slowest of 3) | $STARTUP_MAX ms | $(met "$STARTUP_MAX < 1000") |"
+  local cpu ref_cpu nginx_cpu ctx
+  for conns in 16 64 1024; do
+    [ -n "${SUM[pinned.plantstore.$conns.rps]:-}" ] || continue
+    cpu=$(mean "pinned.plantstore.$conns.cpu" 1) ref_cpu=$(mean "pinned.reference.$conns.cpu" 1)
+    nginx_cpu=$(mean "pinned.nginx.$conns.cpu" 1) ctx=$(mean "pinned.plantstore.$conns.ctx" 3)
+    ours=${SUM[pinned.plantstore.$conns.rps]} theirs=${SUM[pinned.reference.$conns.rps]}
+    p99=$(mean "pinned.plantstore.$conns.p99" 3) ref_p99=$(mean "pinned.reference.$conns.p99" 3)
+    echo "| pinned, $conns connections: server CPU per request <= 0.85x reference's | $cpu vs $ref_cpu µs ($(ratio "$cpu" "$ref_cpu")x) | $(met "$cpu <= 0.85 * $ref_cpu") |"
+    echo "| pinned, $conns connections: server CPU per request <= 1.25x nginx's | $cpu vs $nginx_cpu µs ($(ratio "$cpu" "$nginx_cpu")x) | $(met "$cpu <= 1.25 * $nginx_cpu") |"
+    echo "| pinned, $conns connections: requests/s >= reference's | $(ratio "$ours" "$theirs")x | $(met "$ours >= $theirs") |"
+    echo "| pinned, $conns connections: p99 <= reference's | $p99 vs $ref_p99 ms | $(met "$p99 <= $ref_p99") |"
+    echo "| pinned, $conns connections: context switches per request < 0.1 | $ctx | $(met "$ctx < 0.1") |"
+  done
+  if [ -n "${HOLD_GROWTH:-}" ]; then
+    echo "| $IDLE_CONNS idle connections in <= 20480 KiB more RSS (all held) | $HOLD_GROWTH KiB, $HOLD_HELD held | $(met "$HOLD_HELD == $IDLE_CONNS && $HOLD_GROWTH <= 20480") |"
+    echo "| a fresh client's p99 < 10 ms with them open | $HOLD_P99 ms | $(met "$HOLD_P99 < 10") |"
+  fi
   echo
 }
 
