@@ -387,7 +387,13 @@ fn serve(
                 conn.readable = false;
                 conn.protocol.closed_by_peer();
             }
-            Ok(n) => conn.protocol.received(&scratch[..n], now),
+            Ok(n) => {
+                // A short read emptied the socket: more data will come
+                // with a new edge, so skip the read that would only say
+                // `WouldBlock` (one syscall per request saved).
+                conn.readable = n == scratch.len();
+                conn.protocol.received(&scratch[..n], now);
+            }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => conn.readable = false,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => return Left::Closed,
