@@ -253,7 +253,6 @@ impl Head {
     }
 
     /// Bytes of heap this head holds.
-    #[cfg(test)]
     pub(crate) fn bytes_held(&self) -> usize {
         self.bytes.capacity()
             + self.headers.capacity() * std::mem::size_of::<(Range<usize>, Range<usize>)>()

@@ -21,8 +21,9 @@
 //! wait has a deadline: the head timeout (from accept, then from the first
 //! byte of each later head), the idle timeout between requests, the body
 //! timeout (silence while a body arrives), and the write timeout for all of
-//! a response to leave. A connection with nothing in flight keeps no
-//! buffers.
+//! a response to leave. A connection with nothing in flight keeps at most
+//! `IDLE_KEEP` bytes of buffers (so a keep-alive request costs no
+//! allocation for them), under 2 KiB in all.
 //!
 //! The connection is closed when the client asks, when a body was left
 //! unread (never drained: it may be unbounded), when the head was refused,
@@ -45,6 +46,9 @@ use super::response::{Persist, Response};
 /// Lingering close: at most this long, and at most this many bytes.
 const LINGER_TIME: Duration = Duration::from_secs(1);
 const LINGER_BYTES: usize = 1 << 20;
+/// Buffer bytes an idle connection may keep for its next request; past
+/// this it gives them all back.
+const IDLE_KEEP: usize = 1024;
 /// Pipelined requests are parsed only while less output than this waits.
 const OUT_HIGH: usize = 64 * 1024;
 
@@ -483,7 +487,7 @@ impl Protocol {
     pub(crate) fn sent(&mut self, n: usize, now: Instant) {
         self.sent += n;
         if self.sent >= self.out.len() {
-            self.out = Vec::new();
+            self.out.clear();
             self.sent = 0;
             self.write_deadline = None;
             self.after_output(now);
@@ -506,8 +510,15 @@ impl Protocol {
             Phase::Closing { .. } => self.phase = Phase::Closed,
             Phase::Head if self.stopping => self.phase = Phase::Closed,
             Phase::Head if self.inbox.input.is_empty() => {
-                self.inbox.input = Vec::new();
-                self.head.release();
+                // Small buffers are kept for the next request (no
+                // allocation per request); large ones given back.
+                let held =
+                    self.inbox.input.capacity() + self.out.capacity() + self.head.bytes_held();
+                if held > IDLE_KEEP {
+                    self.inbox.input = Vec::new();
+                    self.out = Vec::new();
+                    self.head.release();
+                }
             }
             _ => {}
         }
@@ -548,7 +559,7 @@ impl Protocol {
     /// Bytes this connection holds in buffers right now.
     #[cfg(test)]
     pub(crate) fn buffered(&self) -> usize {
-        self.out.capacity() + self.inbox.input.capacity()
+        self.out.capacity() + self.inbox.input.capacity() + self.head.bytes_held()
     }
 }
 
@@ -587,15 +598,25 @@ mod tests {
     }
 
     #[test]
-    fn an_idle_connection_gives_back_its_buffers() {
+    fn an_idle_connection_holds_at_most_2_kib() {
+        // A small request's buffers are kept for the next one...
         let (mut p, now) = protocol();
         p.received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", now);
         assert_eq!(answer_all(&mut p, now), 1);
-        assert!(p.buffered() > 0);
+        let n = p.output().len();
+        p.sent(n, now);
+        assert!(p.buffered() > 0 && p.buffered() <= IDLE_KEEP);
+        assert!(std::mem::size_of::<Protocol>() + p.buffered() <= 2048);
+        // ...a large one's are given back.
+        let big = format!(
+            "GET / HTTP/1.1\r\nHost: x\r\nX-A: {}\r\n\r\n",
+            "a".repeat(4000)
+        );
+        p.received(big.as_bytes(), now);
+        assert_eq!(answer_all(&mut p, now), 1);
         let n = p.output().len();
         p.sent(n, now);
         assert_eq!(p.buffered(), 0);
-        assert!(std::mem::size_of::<Protocol>() + p.head.bytes_held() < 1024);
     }
 
     #[test]
