@@ -169,12 +169,19 @@ impl Decoder {
                     _ => return Err(BodyError::Malformed("chunk data not followed by CRLF")),
                 },
                 Chunk::Trailers(total) => {
-                    let Some(len) = field_line(rest, MAX_LINE - total)? else {
+                    // The whole trailer section, CRLFs included, fits in
+                    // MAX_LINE.
+                    let Some(budget) = MAX_LINE.checked_sub(total) else {
+                        return Err(BodyError::Malformed("trailers too long"));
+                    };
+                    let Some(len) = field_line(rest, budget)? else {
                         return Ok((used, Step::More));
                     };
                     used += len;
                     if len == 2 {
                         self.left = Ok(0);
+                    } else if total + len > MAX_LINE {
+                        return Err(BodyError::Malformed("trailers too long"));
                     } else {
                         self.left = Err(Chunk::Trailers(total + len));
                     }
@@ -402,6 +409,24 @@ mod tests {
             "2\r\nab\r\n0\r\nX\x01: 1\r\n\r\n",
             "10000000000000000\r\n",
         ]);
+    }
+
+    #[test]
+    fn the_trailer_section_is_bounded_as_a_whole() {
+        let trailers = |lines: &[usize]| {
+            let lines: String = lines
+                .iter()
+                .map(|&n| format!("X:{}\r\n", "a".repeat(n - 2)))
+                .collect();
+            chunked(&format!("1\r\na\r\n0\r\n{lines}\r\n")).map(|(body, _)| body)
+        };
+        assert_eq!(trailers(&[MAX_LINE - 2]), Ok(b"a".to_vec()));
+        for too_many in [&[MAX_LINE][..], &[MAX_LINE - 2, 1000], &[2000, 2000, 2000]] {
+            assert!(
+                matches!(trailers(too_many), Err(BodyError::Malformed(_))),
+                "{too_many:?}"
+            );
+        }
     }
 
     #[test]

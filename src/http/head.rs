@@ -120,6 +120,16 @@ impl Head {
         if len > max_head {
             return Err(too_large(buf));
         }
+        // httparse also ends lines at a bare LF; a proxy that does not
+        // would read other headers than we do.
+        let head = &buf[..len];
+        if head
+            .iter()
+            .enumerate()
+            .any(|(i, &b)| b == b'\n' && (i == 0 || head[i - 1] != b'\r'))
+        {
+            return Err(HeadError::Malformed("request head line ended by a bare LF"));
+        }
         let base = buf.as_ptr() as usize;
         let span = |s: &[u8]| {
             let start = s.as_ptr() as usize - base;
@@ -144,12 +154,15 @@ impl Head {
             self.present |= bit;
             if bit == HOST {
                 self.hosts = self.hosts.saturating_add(1);
+                if !h.value.iter().all(|&b| authority_byte(b)) {
+                    return Err(HeadError::Malformed("invalid Host header"));
+                }
             }
             self.headers.push((span(h.name.as_bytes()), span(h.value)));
         }
-        if minor_version == 1 && self.hosts != 1 {
+        if self.hosts > 1 || (minor_version == 1 && self.hosts == 0) {
             return Err(HeadError::Malformed(
-                "an HTTP/1.1 request needs exactly one Host header",
+                "an HTTP/1.1 request needs exactly one Host header (and any request at most one)",
             ));
         }
         self.bytes.clear();
@@ -285,6 +298,12 @@ fn origin_form(target: &str) -> &str {
     }
 }
 
+/// Whether `b` may appear in a `Host` value (RFC 3986 authority without
+/// userinfo: unreserved, percent-encoded, sub-delims, `:` and IPv6 brackets).
+fn authority_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=:[]".contains(&b)
+}
+
 /// A partial head: decide whether waiting for more bytes is still allowed.
 fn partial(buf: &[u8], max_head: usize) -> Result<Option<usize>, HeadError> {
     let line_ended = buf.contains(&b'\n');
@@ -400,12 +419,38 @@ mod tests {
             |text: &str| matches!(parse(text), Err(HeadError::Malformed(m)) if m.contains("Host"));
         assert!(refused("GET / HTTP/1.1\r\n\r\n"));
         assert!(refused("GET / HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n"));
+        assert!(refused("GET / HTTP/1.0\r\nHost: a\r\nHost: a\r\n\r\n"));
+        for bad in ["a b", "u@evil", "a/x", "a\"b"] {
+            let text = format!("GET / HTTP/1.1\r\nHost: {bad}\r\n\r\n");
+            assert!(
+                matches!(parse(&text), Err(HeadError::Malformed(_))),
+                "{bad}"
+            );
+        }
+        for good in ["", "a.example:8080", "[::1]:80", "xn--d1a.example"] {
+            let text = format!("GET / HTTP/1.1\r\nHost: {good}\r\n\r\n");
+            assert!(parse(&text).unwrap().is_some(), "{good}");
+        }
         assert!(parse("GET / HTTP/1.0\r\n\r\n").unwrap().is_some());
         assert!(
             parse("GET / HTTP/1.1\r\nHOST: a\r\n\r\n")
                 .unwrap()
                 .is_some()
         );
+    }
+
+    #[test]
+    fn a_bare_lf_in_a_head_is_refused() {
+        for text in [
+            "GET / HTTP/1.1\nHost: x\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\nContent-Length: 3\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: x\r\n\n",
+        ] {
+            assert!(
+                matches!(parse(text), Err(HeadError::Malformed(_))),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

@@ -271,11 +271,12 @@ impl Protocol {
         }
     }
 
-    /// The server is stopping: requests in flight finish (their responses
-    /// say `Connection: close`); a connection with none closes now.
+    /// The server is stopping: requests in flight finish, and so does one
+    /// already received (their responses say `Connection: close`); a
+    /// connection with none closes now.
     pub(crate) fn stop(&mut self) {
         self.stopping = true;
-        if self.phase == Phase::Head && self.unsent().is_empty() {
+        if self.phase == Phase::Head && self.unsent().is_empty() && self.inbox.input.is_empty() {
             self.phase = Phase::Closed;
         }
     }
@@ -431,8 +432,10 @@ impl Protocol {
         }
         self.phase = Phase::Head;
         if self.inbox.input.is_empty() {
+            // Idle once the answer has left (`after_output` starts the
+            // clock); until then the write deadline runs.
             self.idle = true;
-            self.deadline = Some(now + self.limits.idle_timeout);
+            self.deadline = None;
         } else {
             self.wait_for_client(now + self.limits.head_timeout);
         }
@@ -508,8 +511,13 @@ impl Protocol {
                 self.inbox.input = Vec::new();
             }
             Phase::Closing { .. } => self.phase = Phase::Closed,
-            Phase::Head if self.stopping => self.phase = Phase::Closed,
+            Phase::Head if self.inbox.input.is_empty() && self.stopping => {
+                self.phase = Phase::Closed;
+            }
             Phase::Head if self.inbox.input.is_empty() => {
+                if self.idle {
+                    self.deadline = Some(now + self.limits.idle_timeout);
+                }
                 // Small buffers are kept for the next request (no
                 // allocation per request); large ones given back.
                 let held =
@@ -631,13 +639,25 @@ mod tests {
         let (mut p, now) = protocol();
         p.received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", now);
         answer_all(&mut p, now);
-        // Nothing sent yet: the write deadline runs.
-        assert_eq!(p.deadline(), Some(now + Duration::from_secs(5)));
+        // Nothing sent yet: the write deadline runs, not the idle one.
+        assert_eq!(p.deadline(), Some(now + Duration::from_secs(10)));
         assert_eq!(p.poll(now + Duration::from_secs(10)), Event::Wait);
         assert!(
             p.is_closed(),
             "the whole response must leave within the write timeout"
         );
+
+        // The idle timeout runs from when the answer has left.
+        let (mut p, now) = protocol();
+        p.received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", now);
+        answer_all(&mut p, now);
+        let sent_at = now + Duration::from_secs(8);
+        assert_eq!(p.poll(sent_at), Event::Wait);
+        let n = p.output().len();
+        p.sent(n, sent_at);
+        assert_eq!(p.deadline(), Some(sent_at + Duration::from_secs(5)));
+        assert_eq!(p.poll(sent_at + Duration::from_secs(4)), Event::Wait);
+        assert!(!p.is_closed());
     }
 
     #[test]

@@ -1,0 +1,68 @@
+//! Two limits of the engine found only by hostile testing: the trailer
+//! section's size, and when the idle timeout starts.
+
+use std::thread;
+use std::time::Duration;
+
+use crate::support::{AUTH, JSON, TestServer, config, request};
+
+/// A trailer section is bounded as a whole: a 4096-byte field line followed
+/// by an endless one is refused, never buffered (an unchecked budget once
+/// underflowed here: a panic on the event loop in a debug build, unbounded
+/// buffering in a release build).
+#[test]
+fn a_trailer_section_over_its_limit_is_refused_not_buffered() {
+    let server = TestServer::start();
+    let mut client = server.client();
+    client.send(
+        b"POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-token\r\n\
+          Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+    );
+    // The handler has asked for the body by now: the loop decodes the rest.
+    thread::sleep(Duration::from_millis(200));
+    let mut body = b"2\r\n{}\r\n0\r\nX:".to_vec();
+    body.extend(std::iter::repeat_n(b'a', 4094)); // a 4096-byte field line
+    body.extend_from_slice(b"\r\n");
+    body.extend(std::iter::repeat_n(b'b', 64 * 1024)); // and a line that never ends
+    client.send(&body);
+    let reply = client.reply();
+    assert_eq!(reply.status, 400, "{}", reply.text());
+    assert!(client.closed());
+    assert_eq!(server.send("GET", "/healthz", &[], "").status, 200);
+}
+
+/// The idle timeout of a keep-alive connection starts when its response is
+/// queued (`Protocol::respond`), not when the response has left. A response
+/// that takes longer than the idle timeout to reach the client (a large
+/// page, a slow link) is followed by a close the moment its last byte is
+/// handed to the kernel, although it said nothing of closing: the client's
+/// next request on that connection gets no answer.
+#[test]
+fn the_idle_timeout_runs_from_when_the_response_has_left() {
+    let mut config = config();
+    config.limits.idle_timeout = Duration::from_secs(1);
+    let server = TestServer::with(config);
+    // 100 plants with 60 KB names: one page of them is a 6 MB response.
+    let name = "x".repeat(60_000);
+    let mut loader = server.client();
+    for id in 0..100 {
+        let body = format!(r#"{{"id":{id},"name":"{name}"}}"#);
+        loader.send(&request("POST", "/plants", &[AUTH, JSON], &body));
+        assert_eq!(loader.reply().status, 200);
+    }
+    let mut client = server.client();
+    client.send(&request("GET", "/plants?limit=100", &[AUTH], ""));
+    // The client takes 1.5 s to start reading (a slow link would spread it).
+    thread::sleep(Duration::from_millis(1500));
+    let reply = client.reply();
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("connection"), None, "the connection is kept");
+    // Well within the idle timeout of the response having arrived.
+    thread::sleep(Duration::from_millis(300));
+    client.send(&request("GET", "/healthz", &[], ""));
+    assert_eq!(
+        client.reply().status,
+        200,
+        "a kept connection must serve the next request"
+    );
+}
