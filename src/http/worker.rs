@@ -23,11 +23,12 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use log::{info, warn};
+use log::{error, info, warn};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
@@ -318,7 +319,17 @@ impl Worker {
             slot,
             conn: conn.id,
         };
-        match serve(conn, &self.shared, &home, scratch, now) {
+        // Handlers run under their own catch_unwind (a 500); this one is
+        // the engine's safety net: a bug in it closes one connection, not
+        // the loop and every connection on it.
+        let served = catch_unwind(AssertUnwindSafe(|| {
+            serve(conn, &self.shared, &home, scratch, now)
+        }));
+        let left = served.unwrap_or_else(|_| {
+            error!("engine bug while serving a connection; closed it");
+            Left::Closed
+        });
+        match left {
             Left::Open => {}
             Left::Busy => self.again.push(slot),
             Left::Closed => {
