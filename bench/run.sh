@@ -452,7 +452,7 @@ section_budgets() {
     echo "| stripped binary <= 614400 bytes (x86_64) | $SIZE bytes | $(met "$SIZE <= 614400") |"
   fi
   [ -n "${DURABLE_RATIO:-}" ] &&
-    echo "| --sync always at 64 connections >= 0.5x in memory | ${DURABLE_RATIO}x | $(met "$DURABLE_RATIO >= 0.5") |"
+    echo "| --sync always at 64 connections >= 0.7x in memory | ${DURABLE_RATIO}x | $(met "$DURABLE_RATIO >= 0.7") |"
   [ -n "${STARTUP_MAX:-}" ] &&
     echo "| start-up with 1,000,000 plants < 1000 ms (slowest of 3) | $STARTUP_MAX ms | $(met "$STARTUP_MAX < 1000") |"
   local cpu ref_cpu nginx_cpu ctx
