@@ -20,6 +20,9 @@ use mio::Waker;
 use super::worker::{Shared, Worker};
 use super::{Handler, Limits};
 
+/// Connections the kernel may hold waiting to be accepted.
+const BACKLOG: i32 = 1024;
+
 /// Reads how many connections are open, for `/metrics`.
 #[derive(Clone, Default, Debug)]
 pub struct Gauge(Arc<AtomicUsize>);
@@ -62,6 +65,10 @@ impl Server {
         gauge: &Gauge,
     ) -> io::Result<Server> {
         let listener = TcpListener::bind(addr)?;
+        // A deeper accept queue than the standard library's 128: a burst of
+        // new connections waits there for a loop instead of being refused
+        // and retried a second later (the kernel caps it at somaxconn).
+        socket2::SockRef::from(&listener).listen(BACKLOG)?;
         let addr = listener.local_addr()?;
         let stopping = Arc::new(AtomicBool::new(false));
         let threads = limits.threads.max(1);
