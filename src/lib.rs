@@ -198,13 +198,11 @@ pub(crate) fn random_hex(bytes: usize) -> io::Result<String> {
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// This process's soft open-file limit, read from /proc (so no unsafe
-/// `getrlimit`); `None` where /proc is absent or the limit is unlimited.
+/// This process's soft open-file limit; `None` where it cannot be read or
+/// is unlimited.
 pub fn open_file_limit() -> Option<usize> {
-    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
-    limits
-        .lines()
-        .find(|l| l.starts_with("Max open files"))
-        .and_then(|l| l.split_whitespace().nth(3))
-        .and_then(|v| v.parse().ok())
+    let (soft, _) = rlimit::getrlimit(rlimit::Resource::NOFILE).ok()?;
+    (soft != rlimit::INFINITY)
+        .then(|| usize::try_from(soft).ok())
+        .flatten()
 }

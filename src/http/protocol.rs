@@ -276,7 +276,7 @@ impl Protocol {
     /// connection with none closes now.
     pub(crate) fn stop(&mut self) {
         self.stopping = true;
-        if self.phase == Phase::Head && self.unsent().is_empty() && self.inbox.input.is_empty() {
+        if self.phase == Phase::Head && self.output().is_empty() && self.inbox.input.is_empty() {
             self.phase = Phase::Closed;
         }
     }
@@ -313,7 +313,7 @@ impl Protocol {
     }
 
     fn next_head(&mut self, now: Instant, expired: bool) -> Event {
-        if self.unsent().len() >= OUT_HIGH {
+        if self.output().len() >= OUT_HIGH {
             return Event::Wait; // the client reads its answers first
         }
         if self.inbox.input.is_empty() {
@@ -444,14 +444,9 @@ impl Protocol {
     /// Answers an unacceptable request with an Error body and closes.
     fn refuse(&mut self, status: u16, message: &str, now: Instant) {
         access("-", "-", status, now, self.peer);
-        let response = Response::error(status, message);
-        self.queue_response(&response, now);
-        self.close(true, now);
-    }
-
-    fn queue_response(&mut self, response: &Response, now: Instant) {
         self.start_output(now);
-        response.write_to(&mut self.out, false, Persist::Close);
+        Response::error(status, message).write_to(&mut self.out, false, Persist::Close);
+        self.close(true, now);
     }
 
     fn queue(&mut self, bytes: &[u8], now: Instant) {
@@ -461,7 +456,7 @@ impl Protocol {
 
     /// The write deadline runs from when output starts to wait.
     fn start_output(&mut self, now: Instant) {
-        if self.unsent().is_empty() {
+        if self.output().is_empty() {
             self.write_deadline = Some(now + self.limits.write_timeout);
         }
     }
@@ -482,10 +477,6 @@ impl Protocol {
         &self.out[self.sent..]
     }
 
-    fn unsent(&self) -> &[u8] {
-        self.output()
-    }
-
     /// `n` bytes of `output` were sent.
     pub(crate) fn sent(&mut self, n: usize, now: Instant) {
         self.sent += n;
@@ -500,7 +491,7 @@ impl Protocol {
     /// Once all output is sent: close, start lingering, or give back the
     /// buffers of an idle connection.
     fn after_output(&mut self, now: Instant) {
-        if !self.unsent().is_empty() {
+        if !self.output().is_empty() {
             return;
         }
         match self.phase {
@@ -542,7 +533,7 @@ impl Protocol {
         match self.phase {
             Phase::Head => {
                 !self.peer_closed
-                    && self.unsent().len() < OUT_HIGH
+                    && self.output().len() < OUT_HIGH
                     && self.inbox.input.len() < self.limits.max_head
             }
             Phase::Body => !self.peer_closed,

@@ -330,13 +330,40 @@ fn fifteen_hundred_connections_are_served_at_once_by_default() {
     );
 }
 
+/// A thread that runs until its flag is set, then is joined; both happen
+/// when it is dropped.
+struct Background {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Background {
+    fn spawn(work: impl FnOnce(&AtomicBool) + Send + 'static) -> Background {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = thread::spawn(move || work(&flag));
+        Background {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// A webhook receiver that accepts connections and never answers; it
 /// holds what it accepted until dropped.
 struct Stalled {
     addr: SocketAddr,
     accepted: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    _thread: Background,
 }
 
 impl Stalled {
@@ -345,11 +372,10 @@ impl Stalled {
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
         let accepted = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (count, flag) = (Arc::clone(&accepted), Arc::clone(&stop));
-        let thread = thread::spawn(move || {
+        let count = Arc::clone(&accepted);
+        let thread = Background::spawn(move |stop| {
             let mut held = Vec::new();
-            while !flag.load(Ordering::Relaxed) {
+            while !stop.load(Ordering::Relaxed) {
                 match listener.accept() {
                     Ok((stream, _)) => {
                         held.push(stream);
@@ -362,62 +388,30 @@ impl Stalled {
         Stalled {
             addr,
             accepted,
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Stalled {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+            _thread: thread,
         }
     }
 }
 
 /// A client sending a request head one byte every 200 ms, never finishing
 /// it; stops when a write fails or when dropped.
-struct Trickle {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Trickle {
-    fn start(addr: SocketAddr) -> Trickle {
-        let mut stream = TcpStream::connect(addr).unwrap();
-        stream
-            .set_write_timeout(Some(Duration::from_secs(1)))
-            .unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let thread = thread::spawn(move || {
-            let head = format!(
-                "POST /plants HTTP/1.1\r\nHost: slow\r\nX-Pad: {}",
-                "a".repeat(200)
-            );
-            for &byte in head.as_bytes() {
-                if flag.load(Ordering::Relaxed) || stream.write_all(&[byte]).is_err() {
-                    return;
-                }
-                thread::sleep(Duration::from_millis(200));
+fn trickle(addr: SocketAddr) -> Background {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_write_timeout(Some(Duration::from_secs(1)))
+        .unwrap();
+    Background::spawn(move |stop| {
+        let head = format!(
+            "POST /plants HTTP/1.1\r\nHost: slow\r\nX-Pad: {}",
+            "a".repeat(200)
+        );
+        for &byte in head.as_bytes() {
+            if stop.load(Ordering::Relaxed) || stream.write_all(&[byte]).is_err() {
+                return;
             }
-        });
-        Trickle {
-            stop,
-            thread: Some(thread),
+            thread::sleep(Duration::from_millis(200));
         }
-    }
-}
-
-impl Drop for Trickle {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
+    })
 }
 
 /// SIGTERM exits 0 within 7 s even while a webhook delivery waits on a
@@ -439,7 +433,7 @@ fn sigterm_with_a_stalled_webhook_and_a_slow_client_exits_0_within_7_s() {
         );
         thread::sleep(Duration::from_millis(20));
     }
-    let slow = Trickle::start(server.addr);
+    let slow = trickle(server.addr);
     thread::sleep(Duration::from_millis(700));
 
     let signalled = Instant::now();
