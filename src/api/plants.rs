@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::query::{self, ListQuery};
 use super::{ApiError, App, Resource, label};
 use crate::http::{Request, Response};
-use crate::store::{Ack, NewPlant, Plant, PlantRecord};
+use crate::store::{Ack, NewPlant, Plant, PlantRecord, StoreError};
 
 /// `POST /plants`: stores a NewPlant and answers the Plant (no `id`, as the
 /// seed declares).
@@ -42,28 +42,23 @@ fn acknowledge(
     response: Response,
     event: Option<Vec<u8>>,
 ) -> Result<Response, ApiError> {
-    let deferred = if ack.is_done() { None } else { request.defer() };
-    let later = match deferred {
-        Some(later) => later,
-        None => {
-            app.store.wait(ack)?;
+    let webhooks = Arc::clone(&app.webhooks);
+    let finish = move |result: Result<(), StoreError>| match result {
+        Ok(()) => {
             if let Some(body) = event {
-                app.webhooks.publish(body);
+                webhooks.publish(body);
             }
-            return Ok(response);
+            Ok(response)
         }
+        Err(e) => Err(ApiError::from(e)),
     };
-    let (metrics, webhooks) = (Arc::clone(&app.metrics), Arc::clone(&app.webhooks));
+    let deferred = if ack.is_done() { None } else { request.defer() };
+    let Some(later) = deferred else {
+        return finish(app.store.wait(ack));
+    };
+    let metrics = Arc::clone(&app.metrics);
     app.store.when_acked(ack, move |result| {
-        let response = match result {
-            Ok(()) => {
-                if let Some(body) = event {
-                    webhooks.publish(body);
-                }
-                response
-            }
-            Err(e) => ApiError::from(e).to_response(),
-        };
+        let response = finish(result).unwrap_or_else(|e| e.to_response());
         metrics.record(label(Some(resource)), response.status());
         later.complete(response);
     });

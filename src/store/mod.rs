@@ -107,12 +107,6 @@ impl Ack {
     }
 }
 
-impl From<Option<(u64, u64)>> for Ack {
-    fn from(commit: Option<(u64, u64)>) -> Ack {
-        Ack(commit)
-    }
-}
-
 type Done = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 /// A queued change waits at most this long for a `kick`.
 const LATEST: std::time::Duration = std::time::Duration::from_millis(5);
