@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use plantstore::store::{NewPlant, Plant, Store};
+use plantstore::store::{Capacity, NewPlant, Plant, Store};
 
 const PLANTS: i64 = 1_000_000;
 const ROUNDS: u32 = 50;
@@ -24,7 +24,7 @@ fn plant(id: i64) -> Plant {
 }
 
 fn main() {
-    let store = Store::new(PLANTS as usize);
+    let store = Store::new(Capacity::plants(PLANTS as usize));
     let mut hash: HashMap<i64, Plant> = HashMap::new();
     for id in 0..PLANTS {
         store

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use plantstore::store::{Durability, NewPlant, Plant, Store, SyncMode};
+use plantstore::store::{Capacity, Durability, NewPlant, Plant, Store, SyncMode};
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -20,7 +20,7 @@ fn main() -> ExitCode {
         sync: SyncMode::Never,
         compact_min: u64::MAX,
     };
-    let store = match Store::open(count as usize, &durability) {
+    let store = match Store::open(Capacity::plants(count as usize), &durability) {
         Ok((store, _)) => store,
         Err(e) => {
             eprintln!("make_journal: {e}");

@@ -38,7 +38,7 @@ use log::{info, warn};
 use api::{App, Tokens};
 use config::{Config, TokenSource};
 use http::{Gauge, Server, Stopper};
-use store::{OpenError, Store, SyncMode};
+use store::{Capacity, OpenError, Store, SyncMode};
 use webhook::Webhooks;
 
 /// How long queued webhook deliveries may still go out after the server
@@ -97,10 +97,10 @@ impl std::error::Error for StartError {}
 /// address and logs the start-up line. The caller runs the returned server.
 pub fn start(config: &Config) -> Result<Service, StartError> {
     let store = match &config.data {
-        None => Store::new(config.max_plants),
+        None => Store::new(Capacity::plants(config.max_plants)),
         Some(data) => {
-            let (store, recovery) =
-                Store::open(config.max_plants, data).map_err(StartError::Store)?;
+            let (store, recovery) = Store::open(Capacity::plants(config.max_plants), data)
+                .map_err(StartError::Store)?;
             if recovery.torn_bytes > 0 {
                 warn!(
                     "{}: cut off a torn final record ({} bytes) left by an interrupted write",

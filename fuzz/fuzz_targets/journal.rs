@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 
 use libfuzzer_sys::fuzz_target;
-use plantstore::store::{Damage, Scan, scan};
+use plantstore::store::{self, Damage, Scan};
 
 const MAGIC: &[u8] = b"PLANTSJ1";
 const NO_TAG: u32 = u32::MAX;
@@ -45,7 +45,7 @@ fuzz_target!(|data: &[u8]| {
 
 fn arbitrary_file(file: &[u8]) {
     match scan(file) {
-        Ok(found) => {
+        Ok((found, plants)) => {
             if file.len() < MAGIC.len() {
                 assert!(MAGIC.starts_with(file));
                 assert_eq!(found.records, 0);
@@ -58,7 +58,7 @@ fn arbitrary_file(file: &[u8]) {
                 "scan stopped elsewhere than the reference"
             );
             assert_eq!(found.records, changes.len() as u64);
-            assert_eq!(plants(&found), replay(&changes));
+            assert_eq!(plants, replay(&changes));
             for from in end + 1..file.len() {
                 assert!(
                     record_at(file, from).is_none(),
@@ -92,9 +92,9 @@ fn damaged_journal(input: &[u8]) {
     let before = ends.iter().filter(|&&end| end <= at).count();
     if damage[0] & 1 == 0 {
         file.truncate(at);
-        let found = scan(&file).expect("a cut journal is recovered");
+        let (found, plants) = scan(&file).expect("a cut journal is recovered");
         assert_eq!(found.records, before as u64);
-        assert_eq!(plants(&found), replay(&changes[..before]));
+        assert_eq!(plants, replay(&changes[..before]));
         return;
     }
     if at == file.len() {
@@ -107,14 +107,14 @@ fn damaged_journal(input: &[u8]) {
     }
     match scan(&file) {
         // Damage in the last record reads as a torn tail.
-        Ok(found) => {
+        Ok((found, plants)) => {
             assert_eq!(
                 before + 1,
                 changes.len(),
                 "damage before the last record accepted"
             );
             assert_eq!(found.records, before as u64);
-            assert_eq!(plants(&found), replay(&changes[..before]));
+            assert_eq!(plants, replay(&changes[..before]));
         }
         Err(Damage::Record { record, offset }) => {
             assert_eq!(record, before as u64 + 1);
@@ -246,17 +246,18 @@ fn replay(changes: &[Change]) -> Plants {
     plants
 }
 
-fn plants(found: &Scan) -> Plants {
-    found
-        .map
-        .iter()
-        .map(|(&id, plant)| {
-            (
-                id,
-                (plant.name().to_owned(), plant.tag().map(str::to_owned)),
-            )
-        })
-        .collect()
+/// The server's recovery, replaying into a map.
+fn scan(file: &[u8]) -> Result<(Scan, Plants), Damage> {
+    let mut plants = Plants::new();
+    let found = store::scan(file, |change| match change {
+        store::Change::Put { id, name, tag } => {
+            plants.insert(id, (name.to_owned(), tag.map(str::to_owned)));
+        }
+        store::Change::Delete(id) => {
+            plants.remove(&id);
+        }
+    })?;
+    Ok((found, plants))
 }
 
 /// Bitwise CRC-32C, independent of the server's table-driven one.

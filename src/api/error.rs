@@ -49,7 +49,7 @@ impl ApiError {
             ApiError::Invalid(_) => 400,
             ApiError::Store(StoreError::Exists(_)) => 409,
             ApiError::Store(StoreError::NotFound(_)) => 404,
-            ApiError::Store(StoreError::Full(_)) => 507,
+            ApiError::Store(StoreError::Full(_) | StoreError::DataFull(_)) => 507,
             ApiError::Store(StoreError::Storage(_)) => 500,
         }
     }

@@ -2,52 +2,60 @@
 //! `RwLock`, and with `--data` a journal that makes each change durable
 //! before it is acknowledged.
 //!
-//! Owns the map from id to plant and the `--max-plants` cap. Knows nothing
-//! of HTTP. Each shard is a `BTreeMap` so that listing in id order from a
-//! cursor is a range walk per shard and a merge of the walks, not a
-//! copy-and-sort of the whole store. Sharding is for writers: with one lock,
-//! a writer preempted while holding it (its allocation page-faulting, its
-//! time slice ending) stalled every other writer, which set the tail
-//! latency under load.
+//! Owns the map from id to plant and its limits ([`Capacity`]: plants, and
+//! bytes of names and tags). Knows nothing of HTTP. The shards and what a
+//! change costs are in `shards.rs`; listing in `listing.rs`; the thread
+//! that acknowledges journalled changes in `committer.rs`; the file in
+//! `journal/`. Sharding is for writers: with one lock, a writer preempted
+//! while holding it (its allocation page-faulting, its time slice ending)
+//! stalled every other writer, which set the tail latency under load.
+//!
+//! No reader holds a lock for long. A listing page and a compaction read
+//! the shards in short steps, one shard's read lock at a time (see
+//! `listing.rs` and `Shared::compact`), so a writer waits for at most one
+//! step, whatever the size of the store.
 //!
 //! Invariants: a call that returns `Ok` has applied its change (and, with a
 //! journal, written it as `--sync` asks; a `*_nowait` call's `Ack` says
 //! what is still to be written, and `when_acked` reports it from the
-//! committer thread); a call that returns `Err` other
-//! than [`StoreError::Storage`] has changed nothing. Critical sections are
+//! committer thread); a call that returns `Err` other than
+//! [`StoreError::Storage`] has changed nothing. Critical sections are
 //! short: requests are parsed before a shard lock is taken, the journal
 //! record is encoded under it (so the journal order of each id's changes is
 //! their apply order; changes to different ids commute), and the wait for
-//! the disk happens after it is released. A compaction snapshot and a
-//! listing page hold every shard's read lock, taken in index order.
+//! the disk happens after it is released.
 //!
 //! A change is visible to readers as soon as it is applied, a moment
 //! before its write is acknowledged. If that write fails, the change stays
 //! in memory, its request gets a 500 (the change may or may not be on
 //! disk), and the store refuses every later change until restarted; reads
-//! keep working. See `journal.rs` for the file format and compaction.
+//! keep working. See `journal/mod.rs` for the file format and compaction.
 
+mod committer;
 mod journal;
+mod listing;
 mod packed;
 mod plant;
+mod shards;
 
 pub use journal::{
-    Damage, Disk, Durability, MAGIC, OpenError, Record, Recovery, Scan, SyncMode, crc32c, decode,
-    scan,
+    Change, Damage, Disk, Durability, MAGIC, OpenError, Recovery, Scan, SyncMode, crc32c, decode,
+    encode, scan,
 };
+pub use listing::Page;
 pub use packed::Packed;
 pub use plant::{InvalidBody, NewPlant, Plant, PlantRecord, int64_text};
+pub use shards::Capacity;
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::File;
-use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use journal::{Journal, Signal, encode_put, record_size};
+use committer::{Committer, commit_on_request};
+use journal::{Journal, Signal};
+use shards::{Cost, Delta, Over, SHARDS, Shard, Usage, shard_of};
 
 /// Why a store operation was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +66,9 @@ pub enum StoreError {
     NotFound(i64),
     /// The store already holds the maximum number of plants.
     Full(usize),
+    /// The change would take the names and tags stored past `--max-data`
+    /// bytes (the limit).
+    DataFull(u64),
     /// The journal failed; no change is accepted any more (the reason).
     Storage(Arc<str>),
 }
@@ -68,6 +79,10 @@ impl fmt::Display for StoreError {
             StoreError::Exists(id) => write!(f, "a plant with id {id} already exists"),
             StoreError::NotFound(id) => write!(f, "no plant with id {id}"),
             StoreError::Full(max) => write!(f, "the store is full ({max} plants)"),
+            StoreError::DataFull(max) => write!(
+                f,
+                "the store is full ({max} bytes of names and tags); delete or shorten plants first"
+            ),
             StoreError::Storage(_) => {
                 f.write_str("the store cannot write changes to disk; changes are refused")
             }
@@ -76,15 +91,6 @@ impl fmt::Display for StoreError {
 }
 
 impl std::error::Error for StoreError {}
-
-/// One page of a listing.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Page {
-    /// The plants, ascending by id.
-    pub items: Vec<(i64, Plant)>,
-    /// Whether more matching plants follow the last one.
-    pub more: bool,
-}
 
 /// The plants, keyed and ordered by id.
 pub struct Store {
@@ -95,10 +101,11 @@ pub struct Store {
 }
 
 /// What a change applied in memory still needs before it may be
-/// acknowledged: nothing (`Ack::is_done`), or its journal record written.
+/// acknowledged: nothing (`Ack::is_done`), or its journal record (this
+/// sequence number) written.
 #[must_use]
 #[derive(Debug)]
-pub struct Ack(Option<(u64, u64)>);
+pub struct Ack(Option<u64>);
 
 impl Ack {
     /// Whether the change may be acknowledged now.
@@ -107,202 +114,54 @@ impl Ack {
     }
 }
 
-type Done = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
-/// A queued change waits at most this long for a `kick`.
-const LATEST: std::time::Duration = std::time::Duration::from_millis(5);
-/// Changes waiting for their records: (sequence, live bytes), and what to
-/// call once it is written.
-type Waiting = Vec<((u64, u64), Done)>;
-
-/// Changes waiting for their journal records, and the committer thread's
-/// wake-up.
-#[derive(Default)]
-struct Committer {
-    queue: Mutex<Queue>,
-    kicked: Condvar,
-}
-
-#[derive(Default)]
-struct Queue {
-    waiting: Waiting,
-    kicked: bool,
-    closed: bool,
-}
-
-impl Committer {
-    /// Queues a change; the committer starts on it at the next `kick` (or
-    /// after `LATEST` at the latest).
-    fn push(&self, commit: (u64, u64), done: Done) {
-        let mut queue = self.lock();
-        queue.waiting.push((commit, done));
-        if queue.waiting.len() == 1 {
-            // Wakes the committer to wait (at most `LATEST`) for the kick.
-            self.kicked.notify_one();
-        }
-    }
-
-    /// Starts a batch of everything queued.
-    fn kick(&self) {
-        let mut queue = self.lock();
-        if !queue.waiting.is_empty() && !queue.kicked {
-            queue.kicked = true;
-            self.kicked.notify_one();
-        }
-    }
-
-    fn close(&self) {
-        self.lock().closed = true;
-        self.kicked.notify_one();
-    }
-
-    /// The next batch: everything queued once kicked, or once the first
-    /// of it has waited `LATEST`; `None` once closed and empty.
-    fn take(&self) -> Option<Waiting> {
-        let mut queue = self.lock();
-        let mut since = None;
-        loop {
-            if queue.waiting.is_empty() {
-                if queue.closed {
-                    return None;
-                }
-                since = None;
-                queue = self.kicked.wait(queue).unwrap_or_else(|p| p.into_inner());
-                continue;
-            }
-            let now = Instant::now();
-            let first = *since.get_or_insert(now);
-            if queue.kicked || queue.closed || now >= first + LATEST {
-                queue.kicked = false;
-                return Some(std::mem::take(&mut queue.waiting));
-            }
-            queue = self
-                .kicked
-                .wait_timeout(queue, first + LATEST - now)
-                .map_or_else(|p| p.into_inner().0, |(q, _)| q);
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// The committer thread: writes (and syncs) everything pending as one
-/// batch, then acknowledges every change the batch covered; runs until the
-/// store is dropped.
-fn commit_on_request(committer: &Committer, store: &Weak<Shared>) {
-    while let Some(batch) = committer.take() {
-        let Some(shared) = store.upgrade() else {
-            return;
-        };
-        // Records are numbered in append order: writing up to the highest
-        // writes them all. The live-bytes figure of the latest is current.
-        let last = batch.iter().map(|(commit, _)| *commit).max_by_key(|c| c.0);
-        let result = shared.commit_with(last, false);
-        drop(shared);
-        for (_, done) in batch {
-            done(result.clone());
-        }
-    }
-}
-
-/// Shards of the map: a power of two, so that a shard is a few bits of a
-/// hash of the id.
-const SHARDS: usize = 16;
-
 struct Shared {
     /// The plants, spread over shards by a hash of the id, each behind its
     /// own lock: writers of different ids rarely wait for each other, and a
-    /// writer preempted while holding a lock stalls only its shard. Readers
-    /// share the locks (a listing holds all sixteen at once).
+    /// writer preempted while holding a lock stalls only its shard.
     shards: Box<[RwLock<Shard>]>,
-    /// Plants stored, over all shards; a create reserves its place here
-    /// before inserting, so the cap holds without a global lock.
-    count: AtomicUsize,
-    /// Bytes the live plants' journal records take (kept only with a
-    /// journal; it decides when to compact).
-    live_bytes: AtomicU64,
-    max_plants: usize,
+    /// The totals over all shards; a change is admitted here (within
+    /// `capacity`) before it is made, so the limits hold without a global
+    /// lock.
+    usage: Usage,
+    capacity: Capacity,
     journal: Option<Journal>,
 }
 
-type Shard = BTreeMap<i64, Packed>;
-
-/// Plants split into shards by [`shard_of`]: what recovery replays into,
-/// so that the store starts from it without re-inserting every plant.
-#[derive(Debug)]
-pub struct Shards(Vec<Shard>);
-
-impl Default for Shards {
-    fn default() -> Shards {
-        Shards((0..SHARDS).map(|_| BTreeMap::new()).collect())
-    }
-}
-
-impl Shards {
-    /// Stores a plant; the one it replaces, if any.
-    pub fn insert(&mut self, id: i64, plant: Packed) -> Option<Packed> {
-        self.0[shard_of(id)].insert(id, plant)
-    }
-
-    /// Removes a plant; the one removed, if any.
-    pub fn remove(&mut self, id: i64) -> Option<Packed> {
-        self.0[shard_of(id)].remove(&id)
-    }
-
-    /// How many plants.
-    pub fn len(&self) -> usize {
-        self.0.iter().map(BTreeMap::len).sum()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.0.iter().all(BTreeMap::is_empty)
-    }
-
-    /// Every plant, shard by shard (ascending ids within a shard only).
-    pub fn iter(&self) -> impl Iterator<Item = (&i64, &Packed)> {
-        self.0.iter().flatten()
-    }
-
-    /// Every id, ascending.
-    pub fn ids(&self) -> Vec<i64> {
-        let mut ids: Vec<i64> = self.iter().map(|(id, _)| *id).collect();
-        ids.sort_unstable();
-        ids
-    }
-}
-
-/// The shard of an id: the top bits of a multiplicative hash, so that
-/// consecutive ids spread over every shard.
-fn shard_of(id: i64) -> usize {
-    ((id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SHARDS.trailing_zeros())) as usize
-}
+/// A compaction that fails is tried again after this long at first,
+/// doubling up to `RETRY_MAX`.
+const RETRY_MIN: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(300);
+/// Records a compaction step encodes under one shard's read lock.
+const COMPACT_STEP: usize = 2048;
 
 impl Store {
-    /// An empty in-memory store holding at most `max_plants` plants.
-    pub fn new(max_plants: usize) -> Store {
-        Store::build(max_plants, Shards::default(), 0, None)
+    /// An empty in-memory store.
+    pub fn new(capacity: Capacity) -> Store {
+        Store::build(capacity, empty_shards(), Usage::default(), None)
     }
 
     /// A store kept in the journal `durability.path`, replayed from it.
     pub fn open(
-        max_plants: usize,
+        capacity: Capacity,
         durability: &Durability,
     ) -> Result<(Store, Recovery), OpenError> {
-        Store::open_with(max_plants, durability, |file| Box::new(file))
+        Store::open_with(capacity, durability, |file| Box::new(file))
     }
 
     /// As [`open`](Self::open), with `wrap` choosing how records reach the
     /// file: the seam for injecting write and sync failures.
     pub fn open_with(
-        max_plants: usize,
+        capacity: Capacity,
         durability: &Durability,
         wrap: impl FnOnce(File) -> Box<dyn Disk>,
     ) -> Result<(Store, Recovery), OpenError> {
-        let (journal, replayed, recovery) = Journal::open(durability, wrap)?;
+        let mut shards = empty_shards();
+        let usage = Usage::default();
+        let (journal, recovery) = Journal::open(durability, wrap, |change| {
+            usage.add(shards[shard_of(change.id())].apply(&change));
+        })?;
         let signal = Arc::clone(&journal.compaction);
-        let mut store = Store::build(max_plants, replayed.map, replayed.live_bytes, Some(journal));
+        let mut store = Store::build(capacity, shards, usage, Some(journal));
         let weak = Arc::downgrade(&store.shared);
         thread::Builder::new()
             .name("compactor".into())
@@ -319,19 +178,17 @@ impl Store {
     }
 
     fn build(
-        max_plants: usize,
-        shards: Shards,
-        live_bytes: u64,
+        capacity: Capacity,
+        shards: Vec<Shard>,
+        usage: Usage,
         journal: Option<Journal>,
     ) -> Store {
-        let count = shards.len();
         Store {
             committer: None,
             shared: Arc::new(Shared {
-                shards: shards.0.into_iter().map(RwLock::new).collect(),
-                count: AtomicUsize::new(count),
-                live_bytes: AtomicU64::new(live_bytes),
-                max_plants,
+                shards: shards.into_iter().map(RwLock::new).collect(),
+                usage,
+                capacity,
                 journal,
             }),
         }
@@ -352,30 +209,20 @@ impl Store {
     /// As [`create`](Self::create), without waiting for the journal: what
     /// the change still needs before it may be acknowledged.
     pub fn create_nowait(&self, new: NewPlant) -> Result<Ack, StoreError> {
-        let shared = &*self.shared;
-        let plant = Packed::from(&new.plant);
-        let commit = {
-            let mut shard = shared.shard(new.id);
-            if shard.contains_key(&new.id) {
-                return Err(StoreError::Exists(new.id));
-            }
-            if shared.count.fetch_add(1, Ordering::Relaxed) >= shared.max_plants {
-                shared.count.fetch_sub(1, Ordering::Relaxed);
-                return Err(StoreError::Full(shared.max_plants));
-            }
-            let commit = shared.log(|j| j.put(new.id, &plant)).inspect_err(|_| {
-                shared.count.fetch_sub(1, Ordering::Relaxed);
-            })?;
-            let live_bytes = shared.add_live_bytes(commit, record_size(&plant), 0);
-            shard.insert(new.id, plant);
-            commit.map(|seq| (seq, live_bytes))
+        let change = Change::Put {
+            id: new.id,
+            name: &new.plant.name,
+            tag: new.plant.tag.as_deref(),
         };
-        shared.ack(commit)
+        self.shared.change(&change, |old| match old {
+            Some(_) => Err(StoreError::Exists(new.id)),
+            None => Ok(()),
+        })
     }
 
     /// How many plants are stored.
     pub fn len(&self) -> usize {
-        self.shared.count.load(Ordering::Relaxed)
+        self.shared.usage.plants()
     }
 
     /// Whether the store is empty.
@@ -383,9 +230,18 @@ impl Store {
         self.len() == 0
     }
 
+    /// Bytes of names and tags stored (what `--max-data` bounds).
+    pub fn data_bytes(&self) -> u64 {
+        self.shared.usage.data()
+    }
+
     /// A copy of the plant with this id.
     pub fn get(&self, id: i64) -> Option<Plant> {
-        self.shared.read(id).get(&id).map(Packed::to_plant)
+        self.shared
+            .read(shard_of(id))
+            .plants
+            .get(&id)
+            .map(Packed::to_plant)
     }
 
     /// Replaces the name and tag of an existing plant. Waits for the
@@ -397,20 +253,15 @@ impl Store {
 
     /// As [`replace`](Self::replace), without waiting for the journal.
     pub fn replace_nowait(&self, id: i64, plant: Plant) -> Result<Ack, StoreError> {
-        let shared = &*self.shared;
-        let plant = Packed::from(&plant);
-        let commit = {
-            let mut shard = shared.shard(id);
-            let Some(stored) = shard.get_mut(&id) else {
-                return Err(StoreError::NotFound(id));
-            };
-            let commit = shared.log(|j| j.put(id, &plant))?;
-            let live_bytes =
-                shared.add_live_bytes(commit, record_size(&plant), record_size(stored));
-            *stored = plant;
-            commit.map(|seq| (seq, live_bytes))
+        let change = Change::Put {
+            id,
+            name: &plant.name,
+            tag: plant.tag.as_deref(),
         };
-        shared.ack(commit)
+        self.shared.change(&change, |old| match old {
+            Some(_) => Ok(()),
+            None => Err(StoreError::NotFound(id)),
+        })
     }
 
     /// Removes a plant. Waits for the journal.
@@ -421,24 +272,15 @@ impl Store {
 
     /// As [`delete`](Self::delete), without waiting for the journal.
     pub fn delete_nowait(&self, id: i64) -> Result<Ack, StoreError> {
-        let shared = &*self.shared;
-        let commit = {
-            let mut shard = shared.shard(id);
-            let Some(stored) = shard.get(&id) else {
-                return Err(StoreError::NotFound(id));
-            };
-            let commit = shared.log(|j| j.delete(id))?;
-            let live_bytes = shared.add_live_bytes(commit, 0, record_size(stored));
-            shard.remove(&id);
-            shared.count.fetch_sub(1, Ordering::Relaxed);
-            commit.map(|seq| (seq, live_bytes))
-        };
-        shared.ack(commit)
+        self.shared.change(&Change::Delete(id), |old| match old {
+            Some(_) => Ok(()),
+            None => Err(StoreError::NotFound(id)),
+        })
     }
 
     /// Waits until a change may be acknowledged.
     pub fn wait(&self, ack: Ack) -> Result<(), StoreError> {
-        self.shared.commit(ack.0)
+        self.shared.commit(ack.0, true)
     }
 
     /// Starts writing the journal records of every change queued with
@@ -457,53 +299,10 @@ impl Store {
     /// waits for the disk.
     pub fn when_acked(&self, ack: Ack, done: impl FnOnce(Result<(), StoreError>) + Send + 'static) {
         match (ack.0, &self.committer) {
-            (Some(commit), Some(committer)) => committer.push(commit, Box::new(done)),
+            (Some(seq), Some(committer)) => committer.push(seq, Box::new(done)),
             (None, _) => done(Ok(())),
-            (Some(commit), None) => done(self.shared.commit(Some(commit))),
+            (Some(seq), None) => done(self.shared.commit(Some(seq), true)),
         }
-    }
-
-    /// One page of plants in ascending id order: ids greater than `after`,
-    /// with this `tag` if given, at most `limit`. `more` says whether a
-    /// further matching plant exists. Only the page is copied; each shard's
-    /// walk starts at the cursor and the shards are merged in id order, so
-    /// paging deep into a large store stays cheap (a rare tag still scans
-    /// forward until the page fills). Every shard is locked for the walk,
-    /// so a page is one consistent state of the store.
-    pub fn page(&self, after: Option<i64>, limit: usize, tag: Option<&str>) -> Page {
-        let start = match after {
-            Some(i64::MAX) => return Page::default(),
-            Some(after) => Bound::Included(after + 1),
-            None => Bound::Unbounded,
-        };
-        let shards = self.shared.read_all();
-        let mut walks: Vec<_> = shards
-            .iter()
-            .map(|shard| {
-                shard
-                    .range((start, Bound::Unbounded))
-                    .filter(|(_, p)| tag.is_none() || p.tag() == tag)
-                    .peekable()
-            })
-            .collect();
-        // The smallest next id over all shards, taken from its walk.
-        let mut next = || {
-            let walk = walks
-                .iter_mut()
-                .filter_map(|w| w.peek().map(|(id, _)| **id).zip(Some(w)))
-                .min_by_key(|(id, _)| *id)
-                .map(|(_, w)| w)?;
-            walk.next()
-        };
-        let mut items = Vec::with_capacity(limit.min(1024));
-        while items.len() < limit {
-            match next() {
-                Some((id, p)) => items.push((*id, p.to_plant())),
-                None => break,
-            }
-        }
-        let more = limit > 0 && next().is_some();
-        Page { items, more }
     }
 
     /// Makes every change written so far durable (`fdatasync`); for
@@ -516,9 +315,10 @@ impl Store {
     }
 
     /// Rewrites the journal now (normally the background thread does this
-    /// when the journal has grown); a no-op without a journal.
-    pub fn compact(&self) {
-        self.shared.compact();
+    /// when the journal has grown); a no-op without a journal. Whether it
+    /// was rewritten.
+    pub fn compact(&self) -> bool {
+        self.shared.compact().is_ok_and(|done| done)
     }
 }
 
@@ -533,131 +333,178 @@ impl Drop for Store {
     }
 }
 
-/// Read-locks a shard. A panic while holding a lock cannot leave the map
-/// half-changed (every change is one insert or remove after its journal
-/// record is encoded), so a poisoned lock is safe to keep using.
-fn read(shard: &RwLock<Shard>) -> RwLockReadGuard<'_, Shard> {
-    shard
-        .read()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+fn empty_shards() -> Vec<Shard> {
+    (0..SHARDS).map(|_| Shard::default()).collect()
 }
 
 impl Shared {
-    /// The shard of this id, locked for a change.
-    fn shard(&self, id: i64) -> RwLockWriteGuard<'_, Shard> {
-        self.shards[shard_of(id)]
+    /// Makes a change under its shard's lock: `check` sees the plant it
+    /// would replace and may refuse; then the change is admitted within the
+    /// capacity, logged, and applied.
+    fn change(
+        &self,
+        change: &Change<'_>,
+        check: impl FnOnce(Option<&Packed>) -> Result<(), StoreError>,
+    ) -> Result<Ack, StoreError> {
+        let seq = {
+            let mut shard = self.write(shard_of(change.id()));
+            let old = shard.plants.get(&change.id());
+            check(old)?;
+            let new = match *change {
+                Change::Put { name, tag, .. } => Some(Cost::new(name, tag)),
+                Change::Delete(_) => None,
+            };
+            let delta = Delta::between(old.map(Cost::of), new);
+            self.usage
+                .admit(delta, self.capacity)
+                .map_err(|over| match over {
+                    Over::Plants => StoreError::Full(self.capacity.plants),
+                    Over::Data => StoreError::DataFull(self.capacity.data),
+                })?;
+            let seq = match &self.journal {
+                Some(journal) => match journal.log(change) {
+                    Ok(seq) => Some(seq),
+                    Err(reason) => {
+                        self.usage.retract(delta);
+                        return Err(StoreError::Storage(reason));
+                    }
+                },
+                None => None,
+            };
+            shard.apply(change);
+            seq
+        };
+        self.ack(seq)
+    }
+
+    /// A shard locked for a change. A panic while holding a lock cannot
+    /// leave a shard half-changed (a change is one `apply`, after its
+    /// journal record is encoded), so a poisoned lock is safe to keep
+    /// using.
+    fn write(&self, shard: usize) -> RwLockWriteGuard<'_, Shard> {
+        self.shards[shard]
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The shard of this id, locked for reading.
-    fn read(&self, id: i64) -> RwLockReadGuard<'_, Shard> {
-        read(&self.shards[shard_of(id)])
-    }
-
-    /// Every shard, read-locked in index order. A writer holds one shard
-    /// at a time and nothing else, so this cannot deadlock.
-    fn read_all(&self) -> Vec<RwLockReadGuard<'_, Shard>> {
-        self.shards.iter().map(read).collect()
-    }
-
-    /// With a journal (`commit` is `Some`), moves the live-bytes count by
-    /// `added - removed` and returns the new count.
-    fn add_live_bytes(&self, commit: Option<u64>, added: u64, removed: u64) -> u64 {
-        if commit.is_none() {
-            return 0;
-        }
-        // Two's complement: adding `added - removed` wraps to a subtraction.
-        let delta = added.wrapping_sub(removed);
-        self.live_bytes
-            .fetch_add(delta, Ordering::Relaxed)
-            .wrapping_add(delta)
-    }
-
-    /// Appends a record if there is a journal: its sequence number.
-    fn log(
-        &self,
-        append: impl FnOnce(&Journal) -> Result<u64, Arc<str>>,
-    ) -> Result<Option<u64>, StoreError> {
-        match &self.journal {
-            Some(journal) => append(journal).map(Some).map_err(StoreError::Storage),
-            None => Ok(None),
-        }
+    /// A shard locked for reading.
+    fn read(&self, shard: usize) -> RwLockReadGuard<'_, Shard> {
+        self.shards[shard]
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// What a change with this journal record still needs: with `--sync
     /// never` the record is written here (a write to the page cache, no
     /// wait for the disk), so only `--sync always` leaves the commit to the
     /// committer thread.
-    fn ack(&self, commit: Option<(u64, u64)>) -> Result<Ack, StoreError> {
+    fn ack(&self, seq: Option<u64>) -> Result<Ack, StoreError> {
         match &self.journal {
             Some(journal) if !journal.waits_for_disk() => {
-                self.commit(commit)?;
+                self.commit(seq, true)?;
                 Ok(Ack(None))
             }
-            _ => Ok(Ack(commit)),
+            _ => Ok(Ack(seq)),
         }
     }
 
-    /// Waits for an appended record to be written.
-    fn commit(&self, commit: Option<(u64, u64)>) -> Result<(), StoreError> {
-        self.commit_with(commit, true)
-    }
-
-    fn commit_with(&self, commit: Option<(u64, u64)>, gather: bool) -> Result<(), StoreError> {
-        match (&self.journal, commit) {
-            (Some(journal), Some((seq, live_bytes))) => journal
-                .commit(seq, live_bytes, gather)
+    /// Waits for an appended record to be written. `gather`: see
+    /// `Journal::commit`.
+    fn commit(&self, seq: Option<u64>, gather: bool) -> Result<(), StoreError> {
+        match (&self.journal, seq) {
+            (Some(journal), Some(seq)) => journal
+                .commit(seq, self.usage.records(), gather)
                 .map_err(StoreError::Storage),
             _ => Ok(()),
         }
     }
 
-    fn compact(&self) {
-        let Some(journal) = &self.journal else {
-            return;
-        };
-        let started = Instant::now();
-        let Some(snapshot) = self.snapshot(journal) else {
-            return;
-        };
-        let snapshot_ms = started.elapsed().as_millis();
-        match journal.finish_compaction(&snapshot) {
-            Ok(len) => log::info!(
-                "journal compacted to {len} bytes in {} ms ({snapshot_ms} ms under the store locks)",
-                started.elapsed().as_millis()
-            ),
-            Err(e) => log::warn!("journal compaction failed, the journal stays as it was: {e}"),
-        }
+    /// Rewrites the journal from the live plants, read one short step at a
+    /// time: each step holds one shard's read lock while it encodes at most
+    /// `COMPACT_STEP` records. Whether it ran (`false`: none to do, or one
+    /// already running).
+    fn compact(&self) -> std::io::Result<bool> {
+        self.compact_between_steps(|_| {})
     }
 
-    /// The first step of a compaction, with every shard read-locked (so no
-    /// change is between being applied and being logged): the live plants
-    /// encoded as a journal image; `None` if one is already running or the
-    /// journal has failed.
-    fn snapshot(&self, journal: &Journal) -> Option<Vec<u8>> {
-        let shards = self.read_all();
-        if !journal.begin_compaction() {
-            return None;
-        }
-        let live_bytes = self.live_bytes.load(Ordering::Relaxed);
-        let mut buf = Vec::with_capacity(MAGIC.len() + live_bytes as usize);
-        buf.extend_from_slice(MAGIC);
-        for shard in &shards {
-            for (id, plant) in shard.iter() {
-                encode_put(&mut buf, *id, plant);
+    /// As `compact`, calling `between(n)` before the n-th step (0-based)
+    /// takes its lock: the seam through which tests change the store while
+    /// a compaction runs.
+    fn compact_between_steps(&self, mut between: impl FnMut(usize)) -> std::io::Result<bool> {
+        let Some(journal) = &self.journal else {
+            return Ok(false);
+        };
+        let started = Instant::now();
+        let (mut shard, mut after) = (0, None);
+        let mut longest = Duration::ZERO;
+        let mut steps = 0;
+        let fill = |buf: &mut Vec<u8>| {
+            between(steps);
+            steps += 1;
+            let step = Instant::now();
+            let plants = self.read(shard);
+            let from = after.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
+            let mut taken = 0;
+            for (&id, plant) in plants.plants.range((from, std::ops::Bound::Unbounded)) {
+                if taken == COMPACT_STEP {
+                    break;
+                }
+                let (name, tag) = (plant.name(), plant.tag());
+                journal::encode(buf, &Change::Put { id, name, tag });
+                after = Some(id);
+                taken += 1;
             }
+            drop(plants);
+            longest = longest.max(step.elapsed());
+            if taken < COMPACT_STEP {
+                (shard, after) = (shard + 1, None);
+            }
+            shard < SHARDS
+        };
+        match journal.rewrite(fill)? {
+            Some(len) => {
+                log::info!(
+                    "journal compacted to {len} bytes in {} ms (longest store lock hold {} µs)",
+                    started.elapsed().as_millis(),
+                    longest.as_micros()
+                );
+                Ok(true)
+            }
+            None => Ok(false),
         }
-        Some(buf)
     }
 }
 
-/// The compaction thread: runs until the store is dropped.
+/// The compaction thread: runs until the store is dropped. A failed
+/// compaction is logged once and tried again later, the wait doubling
+/// (from `RETRY_MIN` up to `RETRY_MAX`) until one succeeds; requests in
+/// between are ignored.
 fn compact_on_request(signal: &Signal, store: &Weak<Shared>) {
+    let mut retry: Option<(Instant, Duration)> = None;
     while signal.wait() {
-        match store.upgrade() {
-            Some(shared) => shared.compact(),
-            None => return,
+        if retry.is_some_and(|(at, _)| Instant::now() < at) {
+            continue;
+        }
+        let Some(shared) = store.upgrade() else {
+            return;
+        };
+        match shared.compact() {
+            Ok(_) => {
+                if retry.take().is_some() {
+                    log::info!("journal compaction works again");
+                }
+            }
+            Err(e) => {
+                let wait = retry.map_or(RETRY_MIN, |(_, wait)| (wait * 2).min(RETRY_MAX));
+                if retry.is_none() {
+                    log::warn!(
+                        "journal compaction failed, the journal stays as it was and keeps \
+                         taking changes; retrying with growing pauses (up to {} s): {e}",
+                        RETRY_MAX.as_secs()
+                    );
+                }
+                retry = Some((Instant::now() + wait, wait));
+            }
         }
     }
 }
@@ -678,7 +525,7 @@ mod tests {
 
     #[test]
     fn create_refuses_existing_id_and_keeps_the_first() {
-        let store = Store::new(10);
+        let store = Store::new(Capacity::plants(10));
         store.create(new_plant(1, "fern")).unwrap();
         assert_eq!(
             store.create(new_plant(1, "moss")),
@@ -689,7 +536,7 @@ mod tests {
 
     #[test]
     fn page_walks_from_the_cursor_and_filters_by_tag() {
-        let store = Store::new(100);
+        let store = Store::new(Capacity::plants(100));
         for id in [5, 1, 3, 2, 4] {
             let tag = (id % 2 == 0).then(|| "even".to_string());
             store
@@ -718,7 +565,7 @@ mod tests {
 
     #[test]
     fn pages_merge_every_shard_in_id_order() {
-        let store = Store::new(10_000);
+        let store = Store::new(Capacity::plants(10_000));
         // Ids in a scrambled order, negative and positive, across shards.
         let ids: Vec<i64> = (0..1000i64).map(|i| (i * 7919) % 1000 - 500).collect();
         for &id in &ids {
@@ -749,8 +596,105 @@ mod tests {
     }
 
     #[test]
+    fn pages_are_whole_when_every_id_is_in_one_shard() {
+        // A page reads each shard a step at a time; here one shard holds
+        // every plant, so the page takes many steps of that shard.
+        let store = Store::new(Capacity::plants(10_000));
+        let ids: Vec<i64> = (0..20_000i64).filter(|&id| shard_of(id) == 3).collect();
+        for &id in &ids {
+            let tag = (id % 5 == 0).then(|| "five".to_string());
+            let plant = Plant {
+                name: format!("p{id}"),
+                tag,
+            };
+            store.create(NewPlant { id, plant }).unwrap();
+        }
+        let page = store.page(None, 1000, None);
+        let got: Vec<i64> = page.items.iter().map(|(id, _)| *id).collect();
+        assert_eq!(
+            (got.as_slice(), page.more),
+            (&ids[..ids.len().min(1000)], ids.len() > 1000)
+        );
+        let fives: Vec<i64> = ids.iter().copied().filter(|id| id % 5 == 0).collect();
+        let page = store.page(Some(fives[2]), 10_000, Some("five"));
+        let got: Vec<i64> = page.items.iter().map(|(id, _)| *id).collect();
+        assert_eq!((got.as_slice(), page.more), (&fives[3..], false));
+        assert_eq!(store.page(None, 10, Some("none")), Page::default());
+    }
+
+    #[test]
+    fn retagging_and_deleting_keep_tag_pages_right() {
+        let store = Store::new(Capacity::plants(100));
+        let plant = |tag: Option<&str>| Plant {
+            name: "p".into(),
+            tag: tag.map(String::from),
+        };
+        for id in 0..10 {
+            store
+                .create(NewPlant {
+                    id,
+                    plant: plant(Some("a")),
+                })
+                .unwrap();
+        }
+        store.replace(3, plant(Some("b"))).unwrap();
+        store.replace(4, plant(None)).unwrap();
+        store.delete(5).unwrap();
+        let ids = |tag| {
+            let page = store.page(None, 100, Some(tag));
+            page.items.iter().map(|(id, _)| *id).collect::<Vec<_>>()
+        };
+        assert_eq!(ids("a"), vec![0, 1, 2, 6, 7, 8, 9]);
+        assert_eq!(ids("b"), vec![3]);
+    }
+
+    #[test]
+    fn data_is_bounded_in_bytes_of_names_and_tags() {
+        let store = Store::new(Capacity {
+            plants: 100,
+            data: 10,
+        });
+        let plant = |name: &str, tag: Option<&str>| Plant {
+            name: name.into(),
+            tag: tag.map(String::from),
+        };
+        store
+            .create(NewPlant {
+                id: 1,
+                plant: plant("abcd", Some("ef")),
+            })
+            .unwrap();
+        assert_eq!(store.data_bytes(), 6);
+        assert_eq!(
+            store.create(NewPlant {
+                id: 2,
+                plant: plant("12345", None)
+            }),
+            Err(StoreError::DataFull(10))
+        );
+        assert_eq!(
+            store.replace(1, plant("abcdefghijk", None)),
+            Err(StoreError::DataFull(10))
+        );
+        assert_eq!(
+            store.get(1),
+            Some(plant("abcd", Some("ef"))),
+            "refused: unchanged"
+        );
+        store
+            .create(NewPlant {
+                id: 2,
+                plant: plant("1234", None),
+            })
+            .unwrap();
+        store.replace(1, plant("a", None)).unwrap();
+        store.delete(2).unwrap();
+        assert_eq!((store.len(), store.data_bytes()), (1, 1));
+    }
+
+    #[test]
     fn replace_and_delete_need_an_existing_plant() {
-        let store = Store::new(10);
+        let store = Store::new(Capacity::plants(10));
         let plant = Plant {
             name: "x".into(),
             tag: None,
@@ -769,7 +713,7 @@ mod tests {
 
     #[test]
     fn create_refuses_past_the_cap() {
-        let store = Store::new(2);
+        let store = Store::new(Capacity::plants(2));
         store.create(new_plant(1, "a")).unwrap();
         store.create(new_plant(2, "b")).unwrap();
         assert_eq!(store.create(new_plant(3, "c")), Err(StoreError::Full(2)));

@@ -7,7 +7,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use plantstore::store::{Disk, Store};
+use plantstore::store::{Capacity, Disk, Store};
 
 use crate::binary::BIN;
 use crate::support::{AUTH, JSON, TempFile, TestServer, durable_config};
@@ -68,12 +68,16 @@ fn a_failed_sync_is_a_500_then_changes_are_refused_and_reads_served() {
     let file = TempFile::new("faulty.journal");
     let config = durable_config(&file.0);
     let fail = Arc::new(AtomicBool::new(false));
-    let (store, _) = Store::open_with(100, config.data.as_ref().unwrap(), |file| {
-        Box::new(FailingSync {
-            file,
-            fail: Arc::clone(&fail),
-        })
-    })
+    let (store, _) = Store::open_with(
+        Capacity::plants(100),
+        config.data.as_ref().unwrap(),
+        |file| {
+            Box::new(FailingSync {
+                file,
+                fail: Arc::clone(&fail),
+            })
+        },
+    )
     .unwrap();
     let server = TestServer::with_store(config, store);
     assert_eq!(server.create(r#"{"id":1,"name":"kept"}"#).status, 200);

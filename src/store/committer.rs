@@ -1,0 +1,107 @@
+//! The committer thread: writes the journal records of changes whose
+//! answers wait for them (`Store::when_acked`), one batch per event-loop
+//! turn, and calls each change's callback once its record is durable.
+
+use std::sync::{Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use super::{Shared, StoreError};
+
+pub(super) type Done = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+/// A queued change waits at most this long for a `kick`.
+const LATEST: Duration = Duration::from_millis(5);
+/// Changes waiting for their records: the record's sequence number, and
+/// what to call once it is written.
+type Waiting = Vec<(u64, Done)>;
+
+/// Changes waiting for their journal records, and the committer thread's
+/// wake-up.
+#[derive(Default)]
+pub(super) struct Committer {
+    queue: Mutex<Queue>,
+    kicked: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    waiting: Waiting,
+    kicked: bool,
+    closed: bool,
+}
+
+impl Committer {
+    /// Queues a change; the committer starts on it at the next `kick` (or
+    /// after `LATEST` at the latest).
+    pub(super) fn push(&self, seq: u64, done: Done) {
+        let mut queue = self.lock();
+        queue.waiting.push((seq, done));
+        if queue.waiting.len() == 1 {
+            // Wakes the committer to wait (at most `LATEST`) for the kick.
+            self.kicked.notify_one();
+        }
+    }
+
+    /// Starts a batch of everything queued.
+    pub(super) fn kick(&self) {
+        let mut queue = self.lock();
+        if !queue.waiting.is_empty() && !queue.kicked {
+            queue.kicked = true;
+            self.kicked.notify_one();
+        }
+    }
+
+    pub(super) fn close(&self) {
+        self.lock().closed = true;
+        self.kicked.notify_one();
+    }
+
+    /// The next batch: everything queued once kicked, or once the first
+    /// of it has waited `LATEST`; `None` once closed and empty.
+    fn take(&self) -> Option<Waiting> {
+        let mut queue = self.lock();
+        let mut since = None;
+        loop {
+            if queue.waiting.is_empty() {
+                if queue.closed {
+                    return None;
+                }
+                since = None;
+                queue = self.kicked.wait(queue).unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            let now = Instant::now();
+            let first = *since.get_or_insert(now);
+            if queue.kicked || queue.closed || now >= first + LATEST {
+                queue.kicked = false;
+                return Some(std::mem::take(&mut queue.waiting));
+            }
+            queue = self
+                .kicked
+                .wait_timeout(queue, first + LATEST - now)
+                .map_or_else(|p| p.into_inner().0, |(q, _)| q);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The committer thread: writes (and syncs) everything pending as one
+/// batch, then acknowledges every change the batch covered; runs until the
+/// store is dropped.
+pub(super) fn commit_on_request(committer: &Committer, store: &Weak<Shared>) {
+    while let Some(batch) = committer.take() {
+        let Some(shared) = store.upgrade() else {
+            return;
+        };
+        // Records are numbered in append order: writing up to the highest
+        // writes them all.
+        let last = batch.iter().map(|(seq, _)| *seq).max();
+        let result = shared.commit(last, false);
+        drop(shared);
+        for (_, done) in batch {
+            done(result.clone());
+        }
+    }
+}

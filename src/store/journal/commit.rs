@@ -1,0 +1,212 @@
+//! Group commit: appending records to the pending buffer, and writing
+//! (and syncing) them in batches. The protocol is in the journal's module
+//! header, under "Writing".
+
+use std::io;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::format::{Change, MAGIC, encode};
+use super::{Journal, State, SyncMode};
+
+/// The longest a leader waits for more writers (see `Journal::gather`).
+const MAX_GATHER: Duration = Duration::from_millis(2);
+
+impl Journal {
+    /// Appends the record of `change`; call with the store's lock on its
+    /// id held, so that the journal order of each id's changes is their
+    /// apply order. Returns the sequence number to
+    /// [`commit`](Self::commit) after releasing that lock.
+    pub(in crate::store) fn log(&self, change: &Change<'_>) -> Result<u64, Arc<str>> {
+        let mut state = self.lock();
+        if let Some(reason) = &state.failed {
+            return Err(Arc::clone(reason));
+        }
+        let start = state.pending.len();
+        encode(&mut state.pending, change);
+        let added = state.pending.len() - start;
+        state.len += added as u64;
+        let State {
+            pending,
+            since_snapshot,
+            ..
+        } = &mut *state;
+        if let Some(copy) = since_snapshot {
+            copy.extend_from_slice(&pending[start..]);
+        }
+        state.appended += 1;
+        if state.gathering {
+            self.arrived.notify_one();
+        }
+        Ok(state.appended)
+    }
+
+    /// Waits until record `seq` is written (and synced with `--sync
+    /// always`), writing a batch itself if no one else is. `live_bytes` is
+    /// the current size of the live data, for the compaction trigger.
+    /// `gather`: a leader waits a moment for more writers first (see
+    /// `gather`); the committer thread does not, its batches are already
+    /// whole (everything an event loop queued in one turn).
+    pub(in crate::store) fn commit(
+        &self,
+        seq: u64,
+        live_bytes: u64,
+        gather: bool,
+    ) -> Result<(), Arc<str>> {
+        let mut state = self.lock();
+        loop {
+            if state.durable >= seq {
+                return Ok(());
+            }
+            if let Some(reason) = &state.failed {
+                return Err(Arc::clone(reason));
+            }
+            if state.writing {
+                match self.park(state, seq) {
+                    Some(again) => state = again,
+                    None => return Ok(()),
+                }
+                continue;
+            }
+            state.writing = true;
+            if gather {
+                state = self.gather(state);
+            }
+            let batch = std::mem::take(&mut state.pending);
+            let upto = state.appended;
+            state.last_batch = upto - state.taken;
+            state.taken = upto;
+            drop(state);
+            let started = Instant::now();
+            let result = self.write(&batch);
+            state = self.lock();
+            state.writing = false;
+            state.last_write = started.elapsed();
+            match result {
+                Ok(()) => {
+                    state.durable = upto;
+                    if state.pending.is_empty() {
+                        // Keep the allocation for the next batch.
+                        let mut batch = batch;
+                        batch.clear();
+                        state.pending = batch;
+                    }
+                    if state.since_snapshot.is_none()
+                        && state.len > self.compact_min
+                        && state.len > 2 * (live_bytes + MAGIC.len() as u64)
+                    {
+                        self.compaction.request();
+                    }
+                }
+                Err(e) => self.poison(&mut state, format!("journal write failed: {e}")),
+            }
+            self.wake(&mut state);
+        }
+    }
+
+    /// Parks the calling writer until its record `seq` is written or it is
+    /// chosen to lead the next batch: `None` once the record is written
+    /// (known without taking the lock again), else the lock.
+    fn park<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+        seq: u64,
+    ) -> Option<MutexGuard<'a, State>> {
+        let me = thread::current();
+        state.waiters.push((seq, me.clone()));
+        drop(state);
+        loop {
+            thread::park();
+            if self.durable_seq.load(Ordering::Acquire) >= seq {
+                return None;
+            }
+            let state = self.lock();
+            if !state.waiters.iter().any(|(_, t)| t.id() == me.id()) {
+                return Some(state); // chosen to lead, or the journal failed
+            }
+            // A spurious wake-up: still listed, so park again.
+        }
+    }
+
+    /// After a batch or a compaction, with the writer role released: wakes
+    /// every writer whose record is now written (all of them if the
+    /// journal failed), and one of the rest to lead the next batch. Each is
+    /// removed from the list before it is woken.
+    pub(super) fn wake(&self, state: &mut State) {
+        self.durable_seq.store(state.durable, Ordering::Release);
+        let (durable, failed) = (state.durable, state.failed.is_some());
+        state.waiters.retain(|(seq, thread)| {
+            let done = *seq <= durable || failed;
+            if done {
+                thread.unpark();
+            }
+            !done
+        });
+        if !state.writing
+            && let Some(first) = (0..state.waiters.len()).min_by_key(|&i| state.waiters[i].0)
+        {
+            state.waiters.swap_remove(first).1.unpark();
+        }
+        self.written.notify_all();
+    }
+
+    /// The leader's short wait before it writes. Writers answered by the
+    /// last batch come back with their next change a moment later; a leader
+    /// that wrote at once would write only the first of them, and the rest
+    /// would wait a whole sync for the next batch (batches alternating one
+    /// and many). So while the last batch held several records, the leader
+    /// waits until as many are pending, but never longer than half the last
+    /// write took: at most that much latency buys a batch as large as the
+    /// load. A lone writer (last batch of one) never waits.
+    fn gather<'a>(&self, mut state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        let want = state.last_batch;
+        if want <= 1 {
+            return state;
+        }
+        let deadline = Instant::now() + (state.last_write / 2).min(MAX_GATHER);
+        state.gathering = true;
+        while state.appended - state.taken < want {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = self
+                .arrived
+                .wait_timeout(state, left)
+                .map(|(s, _)| s)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+        state.gathering = false;
+        state
+    }
+
+    /// `fdatasync` of what is written; a no-op once poisoned (the failure
+    /// is already reported).
+    pub(in crate::store) fn sync(&self) -> io::Result<()> {
+        if self.failure().is_some() {
+            return Ok(());
+        }
+        self.disk.lock().unwrap_or_else(|p| p.into_inner()).sync()
+    }
+
+    fn write(&self, batch: &[u8]) -> io::Result<()> {
+        let mut disk = self.disk.lock().unwrap_or_else(|p| p.into_inner());
+        disk.append(batch)?;
+        if self.sync == SyncMode::Always {
+            disk.sync()?;
+        }
+        Ok(())
+    }
+
+    /// Refuses every change from now on. The reason is shown on `/healthz`
+    /// (so it names no path); the log names the file.
+    pub(super) fn poison(&self, state: &mut State, reason: String) {
+        log::error!(
+            "{}: {reason}; refusing all further changes until restarted",
+            self.path.display()
+        );
+        state.failed = Some(reason.into());
+    }
+}

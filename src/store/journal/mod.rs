@@ -1,0 +1,366 @@
+//! The journal behind `--data FILE`: an append-only log of changes, replayed
+//! at start-up, written with group commit and compacted in the background.
+//!
+//! The journal knows nothing of the store: recovery hands each record's
+//! [`Change`] to a callback, and a compaction asks the store for its live
+//! plants through one.
+//!
+//! # File format (version 1)
+//!
+//! ```text
+//! file    = magic record*
+//! magic   = "PLANTSJ1"                         8 bytes
+//! record  = len:u32le crc:u32le payload        8 + len bytes
+//! crc     = CRC-32C of the four `len` bytes followed by the payload
+//! payload = 0x01 id:i64le name_len:u32le name tag_len:u32le tag    put
+//!         | 0x02 id:i64le                                          delete
+//! ```
+//!
+//! `put` is a create or a replace (the plant with this id is now this one);
+//! `tag_len` is `0xFFFF_FFFF` when the plant has no tag. Names and tags are
+//! UTF-8. A compacted file is the same format: one `put` per live plant.
+//!
+//! # Recovery
+//!
+//! Records are read in order. At the first record that is incomplete or
+//! fails its checksum, the rest of the file is searched for any complete,
+//! valid record. If none exists the damage is a torn tail (a crash during
+//! the last write): it is cut off and start-up logs a warning with the byte
+//! count. If one exists the damage is in the middle of the journal: start-up
+//! is refused with an error naming the file, the record number and its byte
+//! offset, and the file is left untouched. Nothing is dropped silently.
+//!
+//! # Writing
+//!
+//! A change is encoded into the pending buffer while the store lock is held,
+//! so the journal order is the order in which changes were applied. The
+//! record is then committed outside the store lock in [`Journal::commit`]:
+//! the first caller becomes the leader, writes everything pending in one
+//! `write`, calls `fdatasync` (`--sync always`) and wakes every caller its
+//! batch covered (group commit). When serving, the one caller is the
+//! store's committer thread (see `Store::when_acked`), so no event loop
+//! waits; direct callers of the blocking `Store` methods park here. A failed write or sync is never retried:
+//! the journal is poisoned, every change waiting on it and every later one
+//! fails, and the reason is reported on `/healthz`.
+//!
+//! # Compaction
+//!
+//! When the file has grown past `compact_min` and past twice the size the
+//! live plants would take, a background thread rewrites it: from the moment
+//! it starts, every appended record is also collected; it reads the live
+//! plants from the store a short step at a time (each step holds one shard's
+//! read lock while it encodes up to a few thousand records) and writes each
+//! step to `FILE.compact`, syncs it, then briefly takes the writer role,
+//! appends the records collected meanwhile, syncs, renames over `FILE` and
+//! syncs the directory. A plant changed while the snapshot is read appears
+//! both in the snapshot and in the collected records; replay applies the
+//! later one last, so the result is the current state.
+//! A crash at any point leaves either the old or the new file complete; a
+//! leftover `FILE.compact` is removed at the next start.
+//!
+//! The file is held under an exclusive `flock` for the life of the process
+//! (the compacted file is locked before it is renamed into place), so a
+//! second server on the same file refuses to start.
+
+mod commit;
+mod format;
+mod recovery;
+mod rewrite;
+
+pub use format::{Change, MAGIC, crc32c, decode, encode};
+pub use recovery::{Damage, Scan, scan};
+pub(super) use rewrite::compact_path;
+
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use rewrite::sync_dir;
+
+/// When a change counts as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncMode {
+    /// After `fdatasync`: survives a power cut.
+    Always,
+    /// After `write`: survives a crash of the process, not of the machine.
+    Never,
+}
+
+/// Where and how the store keeps its journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Durability {
+    /// The journal file.
+    pub path: PathBuf,
+    /// When a change counts as written.
+    pub sync: SyncMode,
+    /// No compaction below this file size, in bytes.
+    pub compact_min: u64,
+}
+
+/// The write side of the journal file: the seam through which tests inject
+/// failures. `File` is the real one.
+pub trait Disk: Send {
+    /// Appends all of `bytes`.
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()>;
+    /// Makes everything appended so far durable.
+    fn sync(&mut self) -> io::Result<()>;
+}
+
+impl Disk for File {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.write_all(bytes)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.sync_data()
+    }
+}
+
+/// What start-up found in the journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    /// Complete records replayed.
+    pub records: u64,
+    /// Bytes of torn tail cut off (0 for a clean file).
+    pub torn_bytes: u64,
+    /// Time spent reading and replaying.
+    pub elapsed: Duration,
+}
+
+/// Why a journal cannot be opened.
+#[derive(Debug)]
+pub enum OpenError {
+    /// Another process holds the file's lock.
+    Locked(PathBuf),
+    /// The file does not start with the journal magic.
+    NotAJournal(PathBuf),
+    /// A damaged record with valid records after it.
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// 1-based number of the damaged record.
+        record: u64,
+        /// Byte offset where it starts.
+        offset: u64,
+    },
+    /// Reading, truncating or creating the file failed.
+    Io(PathBuf, io::Error),
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Locked(path) => write!(
+                f,
+                "{} is locked by another process (is another plantstore using it?)",
+                path.display()
+            ),
+            OpenError::NotAJournal(path) => {
+                write!(f, "{} is not a plantstore journal", path.display())
+            }
+            OpenError::Damaged {
+                path,
+                record,
+                offset,
+            } => write!(
+                f,
+                "{}: record {record} at byte offset {offset} is damaged and valid records \
+                 follow it; refusing to start rather than drop them (the file is unchanged; \
+                 `truncate -s {offset}` keeps only the records before it)",
+                path.display()
+            ),
+            OpenError::Io(path, e) => write!(f, "{}: {e}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+/// An open journal. See the module header.
+pub(super) struct Journal {
+    path: PathBuf,
+    sync: SyncMode,
+    compact_min: u64,
+    state: Mutex<State>,
+    /// Signalled when a batch finishes; only the compactor waits on it
+    /// (writers park, see `wake`).
+    written: Condvar,
+    /// `State::durable`, readable without the lock by a woken writer.
+    durable_seq: AtomicU64,
+    /// Signalled when a record is appended while a leader gathers.
+    arrived: Condvar,
+    /// Only the holder of `State::writing` touches the disk.
+    disk: Mutex<Box<dyn Disk>>,
+    /// Wakes the compaction thread.
+    pub(super) compaction: Arc<Signal>,
+}
+
+struct State {
+    /// Records appended but not yet handed to the disk.
+    pending: Vec<u8>,
+    /// Sequence number of the last record appended.
+    appended: u64,
+    /// Sequence number of the last record written (and synced).
+    durable: u64,
+    /// Sequence number of the last record handed to the disk.
+    taken: u64,
+    /// Someone (a leader or the compactor) is writing.
+    writing: bool,
+    /// Writers parked until their record is written: (sequence, thread).
+    waiters: Vec<(u64, Thread)>,
+    /// A leader is waiting for the writers it expects (see `gather`).
+    gathering: bool,
+    /// Records in the last batch, and how long writing it took.
+    last_batch: u64,
+    last_write: Duration,
+    /// Set once by the first failed write or sync; never cleared.
+    failed: Option<Arc<str>>,
+    /// File length once `pending` is written.
+    len: u64,
+    /// While a compaction runs: every record appended since its snapshot.
+    since_snapshot: Option<Vec<u8>>,
+}
+
+/// A wake-up flag for the compaction thread.
+#[derive(Default)]
+pub(super) struct Signal {
+    flags: Mutex<(bool, bool)>, // (requested, closed)
+    changed: Condvar,
+}
+
+impl Signal {
+    fn request(&self) {
+        self.flags.lock().unwrap_or_else(|p| p.into_inner()).0 = true;
+        self.changed.notify_one();
+    }
+
+    pub(super) fn close(&self) {
+        self.flags.lock().unwrap_or_else(|p| p.into_inner()).1 = true;
+        self.changed.notify_one();
+    }
+
+    /// Waits for a request; `false` once closed.
+    pub(super) fn wait(&self) -> bool {
+        let mut flags = self.flags.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            match *flags {
+                (_, true) => return false,
+                (true, false) => {
+                    flags.0 = false;
+                    return true;
+                }
+                (false, false) => {
+                    flags = self.changed.wait(flags).unwrap_or_else(|p| p.into_inner())
+                }
+            }
+        }
+    }
+}
+
+impl Journal {
+    /// Opens (or creates) the journal, replays it and cuts a torn tail.
+    /// `wrap` turns the opened file into the `Disk` that appends to it.
+    /// Every record's change is handed to `apply`, in order; after an
+    /// error, throw away what was built from them.
+    pub(super) fn open(
+        durability: &Durability,
+        wrap: impl FnOnce(File) -> Box<dyn Disk>,
+        apply: impl FnMut(Change<'_>),
+    ) -> Result<(Journal, Recovery), OpenError> {
+        let started = Instant::now();
+        let path = &durability.path;
+        let io_error = |e| OpenError::Io(path.clone(), e);
+        let existed = path.exists();
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(io_error)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => return Err(OpenError::Locked(path.clone())),
+            Err(TryLockError::Error(e)) => return Err(io_error(e)),
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(io_error)?;
+        let scan = scan(&bytes, apply).map_err(|damage| match damage {
+            Damage::NotAJournal => OpenError::NotAJournal(path.clone()),
+            Damage::Record { record, offset } => OpenError::Damaged {
+                path: path.clone(),
+                record,
+                offset,
+            },
+        })?;
+        let torn_bytes = (bytes.len() - scan.valid_len) as u64;
+        if scan.valid_len < MAGIC.len() {
+            // New, empty, or torn inside the magic itself.
+            file.set_len(0).map_err(io_error)?;
+            file.write_all(MAGIC).map_err(io_error)?;
+            file.sync_all().map_err(io_error)?;
+            if !existed {
+                sync_dir(path).map_err(io_error)?;
+            }
+        } else if torn_bytes > 0 {
+            file.set_len(scan.valid_len as u64).map_err(io_error)?;
+            file.sync_all().map_err(io_error)?;
+        }
+        let leftover = compact_path(path);
+        if leftover.exists() {
+            fs::remove_file(&leftover).map_err(|e| OpenError::Io(leftover.clone(), e))?;
+            log::warn!(
+                "removed {} left by an interrupted compaction",
+                leftover.display()
+            );
+        }
+        let len = scan.valid_len.max(MAGIC.len()) as u64;
+        let journal = Journal {
+            path: path.clone(),
+            sync: durability.sync,
+            compact_min: durability.compact_min,
+            state: Mutex::new(State {
+                pending: Vec::new(),
+                appended: 0,
+                durable: 0,
+                taken: 0,
+                writing: false,
+                waiters: Vec::new(),
+                gathering: false,
+                last_batch: 0,
+                last_write: Duration::ZERO,
+                failed: None,
+                len,
+                since_snapshot: None,
+            }),
+            written: Condvar::new(),
+            durable_seq: AtomicU64::new(0),
+            arrived: Condvar::new(),
+            disk: Mutex::new(wrap(file)),
+            compaction: Arc::default(),
+        };
+        let recovery = Recovery {
+            records: scan.records,
+            torn_bytes,
+            elapsed: started.elapsed(),
+        };
+        Ok((journal, recovery))
+    }
+
+    /// Whether a commit waits for the disk (`--sync always`).
+    pub(super) fn waits_for_disk(&self) -> bool {
+        self.sync == SyncMode::Always
+    }
+
+    /// The reason writes are refused, once a write or sync has failed.
+    pub(super) fn failure(&self) -> Option<Arc<str>> {
+        self.lock().failed.clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}

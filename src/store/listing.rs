@@ -1,0 +1,115 @@
+//! Listing: one page of plants in ascending id order, read in short steps.
+//!
+//! Each step holds one shard's read lock while it copies at most a few
+//! hundred entries past the cursor (with a tag, it walks that tag's ids in
+//! the shard's index, so a rare or absent tag costs almost nothing). The
+//! steps of all shards are merged: everything up to the smallest "last id
+//! read" among shards that may hold more is in id order and final; the
+//! rest is read again from there in the next round. A writer therefore
+//! waits for at most one step, however large the store.
+//!
+//! A page is not one frozen state of the whole store: a plant changed while
+//! the page is read may appear as it was or as it became. Ids are strictly
+//! ascending, none is listed twice, and a plant that exists for the whole
+//! read and matches is listed.
+
+use std::ops::Bound;
+
+use super::{Packed, Plant, SHARDS, Shard, Store};
+
+/// Entries one step copies from one shard, at most.
+const STEP: usize = 256;
+
+/// One page of a listing.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Page {
+    /// The plants, ascending by id.
+    pub items: Vec<(i64, Plant)>,
+    /// Whether more matching plants follow the last one.
+    pub more: bool,
+}
+
+impl Store {
+    /// One page of plants in ascending id order: ids greater than `after`,
+    /// with this `tag` if given, at most `limit`. `more` says whether a
+    /// further matching plant exists. Paging deep into a large store stays
+    /// cheap: each shard's walk starts at the cursor.
+    pub fn page(&self, after: Option<i64>, limit: usize, tag: Option<&str>) -> Page {
+        let mut cursor = match after {
+            Some(i64::MAX) => return Page::default(),
+            Some(after) => Bound::Excluded(after),
+            None => Bound::Unbounded,
+        };
+        let mut items: Vec<(i64, Plant)> = Vec::with_capacity(limit.min(1024) + 1);
+        let mut step: Vec<(i64, Plant)> = Vec::new();
+        // One more than the page, to learn whether more follow.
+        let want = limit.saturating_add(1);
+        while items.len() < want {
+            let need = want - items.len();
+            // Ids are spread evenly over shards, so each is asked for a
+            // share of what is needed, with some slack.
+            let take = (need.div_ceil(SHARDS) + need / (4 * SHARDS) + 4).min(STEP);
+            step.clear();
+            // The smallest last id read from a shard that may hold more.
+            let mut frontier: Option<i64> = None;
+            for shard in 0..SHARDS {
+                let plants = self.shared.read(shard);
+                let read = walk(&plants, cursor, tag, take, &mut step);
+                if let Some(last) = read {
+                    frontier = Some(frontier.map_or(last, |f| f.min(last)));
+                }
+            }
+            step.sort_unstable_by_key(|(id, _)| *id);
+            let final_up_to = |id: i64| frontier.is_none_or(|f| id <= f);
+            items.extend(
+                step.drain(..)
+                    .take_while(|(id, _)| final_up_to(*id))
+                    .take(want - items.len()),
+            );
+            match frontier {
+                None => break, // every shard was read to its end
+                Some(f) if f == i64::MAX => break,
+                Some(f) => cursor = Bound::Excluded(f),
+            }
+        }
+        let more = items.len() > limit;
+        items.truncate(limit);
+        Page {
+            items,
+            more: more && limit > 0,
+        }
+    }
+}
+
+/// Copies up to `take` plants with ids past `cursor` (with `tag`, if
+/// given) from one shard into `out`: `Some(last id)` if it stopped at
+/// `take` (the shard may hold more), `None` if it read to the end.
+fn walk(
+    shard: &Shard,
+    cursor: Bound<i64>,
+    tag: Option<&str>,
+    take: usize,
+    out: &mut Vec<(i64, Plant)>,
+) -> Option<i64> {
+    let range = (cursor, Bound::Unbounded);
+    let mut copied = 0;
+    let mut last = None;
+    // `false` once `take` are copied: the shard holds at least one more.
+    let mut copy = |id: i64, plant: &Packed| {
+        if copied == take {
+            return false;
+        }
+        out.push((id, plant.to_plant()));
+        copied += 1;
+        last = Some(id);
+        true
+    };
+    let stopped = match tag {
+        None => !shard.plants.range(range).all(|(&id, p)| copy(id, p)),
+        Some(tag) => shard.tagged.get(tag).is_some_and(|ids| {
+            !ids.range(range)
+                .all(|&id| shard.plants.get(&id).is_none_or(|p| copy(id, p)))
+        }),
+    };
+    if stopped { last } else { None }
+}
