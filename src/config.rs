@@ -5,7 +5,18 @@
 //! come from. Token precedence: `--token-file` or `--token` (not both), else
 //! the `PLANTSTORE_TOKEN` environment variable, else a random token made
 //! here. `--sync` and `--compact-min` need `--data`. Nothing in this module logs; `main` reports errors and exits 2.
+//!
+//! A token, from any source, must be one that a client can send and that
+//! can therefore match: not empty, no whitespace inside (RFC 6750's
+//! credential has none), no control characters (a header cannot carry
+//! them), at most [`MAX_TOKEN`] bytes. One that breaks these rules stops start-up, naming
+//! its source (and for a token file, the line), rather than being accepted
+//! and never matching. A token file may start with a UTF-8 byte order mark,
+//! which is not part of the first token. A token repeated in the file is
+//! harmless but likely a mistake: it becomes a warning in
+//! [`Config::warnings`], for the caller to log.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -107,6 +118,9 @@ pub struct Config {
     pub tokens: Vec<String>,
     /// Where the tokens came from.
     pub token_source: TokenSource,
+    /// Start-up warnings about the configuration (a token repeated in the
+    /// token file), to be logged once logging is set up; never a token.
+    pub warnings: Vec<String>,
     /// Log verbosity.
     pub log_level: LevelFilter,
     /// The journal, with `--data`; `None` keeps plants in memory only.
@@ -126,8 +140,12 @@ pub enum ConfigError {
     LogLevel(String),
     /// `--token` and `--token-file` together.
     TwoTokenSources,
-    /// A token was given but is empty or has whitespace inside.
-    BadToken(&'static str),
+    /// A token from `--token` or `PLANTSTORE_TOKEN` cannot be used (the
+    /// source, why).
+    BadToken(&'static str, &'static str),
+    /// A token in the token file cannot be used (the file, its 1-based line
+    /// number, why).
+    BadTokenLine(PathBuf, usize, &'static str),
     /// The token file cannot be read.
     TokenFile(PathBuf, io::Error),
     /// The token file has no token in it.
@@ -159,8 +177,9 @@ impl fmt::Display for ConfigError {
                 )
             }
             ConfigError::TwoTokenSources => f.write_str("give --token or --token-file, not both"),
-            ConfigError::BadToken(from) => {
-                write!(f, "the token from {from} is empty or contains whitespace")
+            ConfigError::BadToken(from, why) => write!(f, "the token from {from} {why}"),
+            ConfigError::BadTokenLine(p, line, why) => {
+                write!(f, "token file {} line {line}: the token {why}", p.display())
             }
             ConfigError::TokenFile(p, e) => {
                 write!(f, "cannot read token file {}: {e}", p.display())
@@ -217,7 +236,7 @@ impl Config {
             ..Limits::default()
         };
         positive(args.max_plants as u64, "--max-plants")?;
-        let (tokens, token_source) = tokens(args.token_file, args.token, env_token)?;
+        let tokens = tokens(args.token_file, args.token, env_token)?;
         let data = durability(args.data, args.sync, args.compact_min)?;
         positive(args.webhook_queue as u64, "--webhook-queue")?;
         let webhook = webhook_config(args.webhook, args.webhook_secret_file, args.webhook_queue)?;
@@ -225,8 +244,9 @@ impl Config {
             addr,
             limits,
             max_plants: args.max_plants,
-            tokens,
-            token_source,
+            tokens: tokens.accepted,
+            token_source: tokens.source,
+            warnings: tokens.warnings,
             log_level,
             data,
             webhook,
@@ -292,45 +312,109 @@ fn parse_addr(text: &str) -> Result<SocketAddr, ConfigError> {
         .ok_or_else(|| ConfigError::Addr(text.to_string()))
 }
 
+/// The longest token accepted, in bytes. A request head is at most 16 KiB,
+/// and the `Authorization` header shares it with the rest; no real token
+/// comes near this (a generated one is 64 bytes).
+pub const MAX_TOKEN: usize = 4096;
+
+/// Why `token` (already trimmed) cannot be used, if it cannot.
+fn token_fault(token: &str) -> Option<&'static str> {
+    if token.is_empty() {
+        Some("is empty")
+    } else if token.len() > MAX_TOKEN {
+        Some("is longer than 4096 bytes")
+    } else if token.contains(char::is_whitespace) {
+        Some("contains whitespace") // tabs and line breaks included
+    } else if token.contains(char::is_control) {
+        Some("contains a control character")
+    } else {
+        None
+    }
+}
+
+/// The tokens the flags resolve to.
+#[derive(Debug)]
+struct TokenSet {
+    /// Accepted tokens, each once (never empty).
+    accepted: Vec<String>,
+    /// Where they came from.
+    source: TokenSource,
+    /// Warnings for the start-up log.
+    warnings: Vec<String>,
+}
+
+impl TokenSet {
+    fn one(token: String, source: TokenSource) -> TokenSet {
+        TokenSet {
+            accepted: vec![token],
+            source,
+            warnings: Vec::new(),
+        }
+    }
+}
+
 fn tokens(
     file: Option<PathBuf>,
     flag: Option<String>,
     env: Option<String>,
-) -> Result<(Vec<String>, TokenSource), ConfigError> {
-    let single = |token: String, from: &'static str| {
-        let token = token.trim().to_string();
-        if token.is_empty() || token.contains(char::is_whitespace) {
-            Err(ConfigError::BadToken(from))
-        } else {
-            Ok(vec![token])
+) -> Result<TokenSet, ConfigError> {
+    let single = |token: String, from: &'static str, source: TokenSource| {
+        let token = token.trim();
+        match token_fault(token) {
+            Some(why) => Err(ConfigError::BadToken(from, why)),
+            None => Ok(TokenSet::one(token.to_string(), source)),
         }
     };
     match (file, flag, env) {
         (Some(_), Some(_), _) => Err(ConfigError::TwoTokenSources),
-        (Some(path), None, _) => Ok((read_token_file(path)?, TokenSource::File)),
-        (None, Some(token), _) => Ok((single(token, "--token")?, TokenSource::Flag)),
-        (None, None, Some(token)) => Ok((single(token, "PLANTSTORE_TOKEN")?, TokenSource::Env)),
-        (None, None, None) => Ok((vec![random_token()?], TokenSource::Generated)),
+        (Some(path), None, _) => read_token_file(path),
+        (None, Some(token), _) => single(token, "--token", TokenSource::Flag),
+        (None, None, Some(token)) => single(token, "PLANTSTORE_TOKEN", TokenSource::Env),
+        (None, None, None) => Ok(TokenSet::one(random_token()?, TokenSource::Generated)),
     }
 }
 
-/// One token per line; blank lines and `#` comments ignored.
-fn read_token_file(path: PathBuf) -> Result<Vec<String>, ConfigError> {
+/// One token per line; blank lines and `#` comments ignored, a leading
+/// byte order mark skipped. A repeated token is kept once, with a warning
+/// naming both lines.
+fn read_token_file(path: PathBuf) -> Result<TokenSet, ConfigError> {
     let text =
         std::fs::read_to_string(&path).map_err(|e| ConfigError::TokenFile(path.clone(), e))?;
-    let tokens: Vec<String> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(String::from)
-        .collect();
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    // The first line of each token. A map keeps a file of many tokens
+    // n log n (a linear search took 26 s for 100,000); the tree costs less
+    // binary than a hash map.
+    let mut first_line: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut tokens = Vec::new();
+    let mut warnings = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let token = line.trim();
+        if token.is_empty() || token.starts_with('#') {
+            continue;
+        }
+        let line = index + 1;
+        if let Some(why) = token_fault(token) {
+            return Err(ConfigError::BadTokenLine(path, line, why));
+        }
+        match first_line.get(token) {
+            Some(first) => warnings.push(format!(
+                "token file {} line {line} repeats the token of line {first}",
+                path.display()
+            )),
+            None => {
+                first_line.insert(token, line);
+                tokens.push(token.to_string());
+            }
+        }
+    }
     if tokens.is_empty() {
         return Err(ConfigError::NoTokenInFile(path));
     }
-    if tokens.iter().any(|t| t.contains(char::is_whitespace)) {
-        return Err(ConfigError::BadToken("--token-file"));
-    }
-    Ok(tokens)
+    Ok(TokenSet {
+        accepted: tokens,
+        source: TokenSource::File,
+        warnings,
+    })
 }
 
 /// 256 random bits from the OS, as 64 hex digits.
@@ -348,18 +432,108 @@ mod tests {
 
     #[test]
     fn token_sources_resolve_in_order() {
-        let (t, s) = tokens(None, Some("f".into()), Some("e".into())).unwrap();
-        assert_eq!((t, s), (vec!["f".to_string()], TokenSource::Flag));
-        let (t, s) = tokens(None, None, Some("e".into())).unwrap();
-        assert_eq!((t, s), (vec!["e".to_string()], TokenSource::Env));
-        let (t, s) = tokens(None, None, None).unwrap();
-        assert_eq!(s, TokenSource::Generated);
-        assert_eq!(t[0].len(), 64);
+        let set = tokens(None, Some("f".into()), Some("e".into())).unwrap();
+        assert_eq!(
+            (set.accepted, set.source),
+            (vec!["f".to_string()], TokenSource::Flag)
+        );
+        let set = tokens(None, None, Some("e".into())).unwrap();
+        assert_eq!(
+            (set.accepted, set.source),
+            (vec!["e".to_string()], TokenSource::Env)
+        );
+        let set = tokens(None, None, None).unwrap();
+        assert_eq!(set.source, TokenSource::Generated);
+        assert_eq!(set.accepted[0].len(), 64);
         assert_ne!(
-            t,
-            tokens(None, None, None).unwrap().0,
+            set.accepted,
+            tokens(None, None, None).unwrap().accepted,
             "two generated tokens differ"
         );
+    }
+
+    /// Writes `contents` to a fresh token file and reads it as start-up
+    /// would, returning the error's message on failure.
+    fn token_file(name: &str, contents: &[u8]) -> Result<TokenSet, String> {
+        let path =
+            std::env::temp_dir().join(format!("plantstore-config-{}-{name}", std::process::id()));
+        std::fs::write(&path, contents).unwrap();
+        let read = read_token_file(path.clone()).map_err(|e| e.to_string());
+        std::fs::remove_file(&path).unwrap();
+        read
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_part_of_the_first_token() {
+        let set = token_file("bom", b"\xef\xbb\xbffirst\r\nsecond\n").unwrap();
+        assert_eq!(set.accepted, ["first", "second"]);
+        let set = token_file("bom-comment", "\u{feff}# rotation\nonly\n".as_bytes()).unwrap();
+        assert_eq!(set.accepted, ["only"]);
+        assert!(token_file("bom-alone", b"\xef\xbb\xbf\n").is_err());
+    }
+
+    #[test]
+    fn a_token_file_line_that_cannot_match_is_refused_naming_the_line() {
+        let long = format!("ok\ns3cr3t{}\n", "a".repeat(MAX_TOKEN));
+        for (name, contents, line, why) in [
+            ("ctl", "ok\n\n# c\ns3cr3t\x01x\n", 4, "a control character"),
+            ("nul", "s3cr3t\0x\n", 1, "a control character"),
+            ("del", "ok\ns3cr3t\x7fx", 2, "a control character"),
+            ("space", "# c\ns3cr3t x\n", 2, "whitespace"),
+            ("tab", "s3cr3t\tx\n", 1, "whitespace"),
+            ("nbsp", "ok\ns3cr3t\u{a0}x\n", 2, "whitespace"),
+            ("long", &long, 2, "longer than 4096 bytes"),
+        ] {
+            let error = token_file(name, contents.as_bytes()).unwrap_err();
+            assert!(
+                error.contains(&format!(" line {line}: ")),
+                "{name}: {error}"
+            );
+            assert!(error.contains(why), "{name}: {error}");
+            assert!(
+                error.contains(&format!("-{name} ")),
+                "names the file: {error}"
+            );
+            assert!(
+                !error.contains("s3cr3t"),
+                "no token in the message: {error}"
+            );
+        }
+        let longest = "a".repeat(MAX_TOKEN);
+        let set = token_file("longest", format!(" {longest}\t\n").as_bytes()).unwrap();
+        assert_eq!(set.accepted, [longest]);
+    }
+
+    #[test]
+    fn flag_and_environment_tokens_follow_the_same_rules() {
+        for (token, why) in [
+            ("", "is empty"),
+            ("  ", "is empty"),
+            ("a\x01b", "contains a control character"),
+            ("a b", "contains whitespace"),
+            (&"a".repeat(MAX_TOKEN + 1), "is longer than 4096 bytes"),
+        ] {
+            let flag = tokens(None, Some(token.to_string()), None).unwrap_err();
+            assert_eq!(flag.to_string(), format!("the token from --token {why}"));
+            let env = tokens(None, None, Some(token.to_string())).unwrap_err();
+            assert_eq!(
+                env.to_string(),
+                format!("the token from PLANTSTORE_TOKEN {why}")
+            );
+        }
+        let set = tokens(None, Some(" padded\n".into()), None).unwrap();
+        assert_eq!(set.accepted, ["padded"]);
+    }
+
+    #[test]
+    fn a_repeated_token_is_kept_once_with_a_warning_naming_the_lines() {
+        let set = token_file("dup", b"s3cr3t\nother\n\n  s3cr3t\nother\n").unwrap();
+        assert_eq!(set.accepted, ["s3cr3t", "other"]);
+        assert_eq!(set.warnings.len(), 2, "{:?}", set.warnings);
+        assert!(set.warnings[0].ends_with("line 4 repeats the token of line 1"));
+        assert!(set.warnings[1].ends_with("line 5 repeats the token of line 2"));
+        assert!(!set.warnings.concat().contains("s3cr3t"), "no token logged");
+        assert!(token_file("once", b"a\nb\n").unwrap().warnings.is_empty());
     }
 
     #[test]

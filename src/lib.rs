@@ -142,6 +142,9 @@ pub fn serve(config: &Config, store: Store) -> io::Result<Service> {
         }
         TokenSource::File | TokenSource::Env => {}
     }
+    for warning in &config.warnings {
+        warn!("{warning}");
+    }
     let storage = match &config.data {
         None => "in memory only (a restart starts empty)".to_string(),
         Some(data) => format!(

@@ -4,9 +4,10 @@
 //! The oracle is the `jsonschema` crate evaluating the `NewPlant` and
 //! `Plant` schemas of the embedded OpenAPI document, plus the three rules
 //! the schema cannot express and the module documents: int64 range for
-//! `format: int64`, ids spelled with a fraction or exponent only within
-//! ±2^53, and duplicate top-level keys refused. Validation must accept
-//! exactly what the oracle accepts, and keep exactly the values sent.
+//! `format: int64`, the id's exact value (read from its text, not from the
+//! f64 the schema check sees) an integer, and duplicate top-level keys
+//! refused. Validation must accept exactly what the oracle accepts, and
+//! keep exactly the values sent.
 
 #![no_main]
 
@@ -17,6 +18,7 @@ use jsonschema::Validator;
 use libfuzzer_sys::fuzz_target;
 use plantstore::store::{NewPlant, Plant};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 const OPENAPI: &str = include_str!("../../src/api/openapi.json");
 
@@ -40,7 +42,7 @@ fuzz_target!(|data: &[u8]| {
 
     let expected = value
         .as_ref()
-        .is_some_and(|v| new_plant.is_valid(v) && !duplicates && id_fits(&v["id"]));
+        .is_some_and(|v| new_plant.is_valid(v) && !duplicates && id_of(data).is_some());
     match NewPlant::parse(data) {
         Ok(parsed) => {
             assert!(
@@ -48,7 +50,7 @@ fuzz_target!(|data: &[u8]| {
                 "NewPlant accepted what the schema refuses: {value:?}"
             );
             let v = value.as_ref().unwrap();
-            assert_eq!(Some(parsed.id), id_of(&v["id"]));
+            assert_eq!(Some(parsed.id), id_of(data));
             same_plant(&parsed.plant, v);
         }
         Err(e) => assert!(
@@ -83,20 +85,50 @@ fn same_plant(plant: &Plant, value: &Value) {
     );
 }
 
-/// `format: int64`, with the documented rule for non-integer spellings.
-fn id_fits(id: &Value) -> bool {
-    id_of(id).is_some()
+/// The top-level `id` as an int64, read from its text: `None` when there
+/// is none, or its exact value is not an integer within int64.
+fn id_of(data: &[u8]) -> Option<i64> {
+    #[derive(serde::Deserialize)]
+    struct Id<'a> {
+        #[serde(borrow)]
+        id: &'a RawValue,
+    }
+    let Id { id } = serde_json::from_slice(data).ok()?;
+    exact_int64(id.get())
 }
 
-fn id_of(id: &Value) -> Option<i64> {
-    if let Some(i) = id.as_i64() {
-        return Some(i);
+/// A JSON number's text as an exact int64, by moving the decimal point
+/// over the digits as a string and parsing what is left of it.
+fn exact_int64(text: &str) -> Option<i64> {
+    let (sign, rest) = text
+        .strip_prefix('-')
+        .map_or(("", text), |rest| ("-", rest));
+    let (mantissa, exponent) = rest.split_once(['e', 'E']).unwrap_or((rest, "0"));
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{whole}{fraction}");
+    if whole.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None; // not a number: a string, true, null, ...
     }
-    if id.is_u64() {
+    let significant = digits.trim_start_matches('0');
+    if significant.is_empty() {
+        return Some(0);
+    }
+    // An exponent too large for i64 makes a non-zero value far out of
+    // range or far below 1.
+    let exponent: i64 = exponent.parse().ok()?;
+    // The value is 0.<significant> × 10^point: from 10^(point-1) to 10^point.
+    let point =
+        whole.len() as i128 - (digits.len() - significant.len()) as i128 + i128::from(exponent);
+    if !(1..=19).contains(&point) {
         return None;
     }
-    let f = id.as_f64()?;
-    (f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0).then_some(f as i64)
+    let point = point as usize;
+    let (int, frac) = significant.split_at(point.min(significant.len()));
+    if frac.bytes().any(|b| b != b'0') {
+        return None;
+    }
+    let zeros = "0".repeat(point - int.len());
+    format!("{sign}{int}{zeros}").parse().ok()
 }
 
 /// Whether the body is an object with a key that appears twice.

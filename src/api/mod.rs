@@ -158,6 +158,7 @@ mod tests {
                 Some(Resource::Plant(Some(i64::MIN))),
             ),
             ("/plants/9223372036854775808", Some(Resource::Plant(None))),
+            ("/plants/2.0000000000000001", Some(Resource::Plant(None))),
             ("/plants/x", Some(Resource::Plant(None))),
             ("/plants/+7", Some(Resource::Plant(None))),
             ("/plants/-79022.0", Some(Resource::Plant(Some(-79022)))),

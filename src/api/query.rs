@@ -4,6 +4,10 @@
 //! UTF-8. A malformed or out-of-range value is a 400 naming the parameter,
 //! never silently clamped; a repeated parameter is a 400 too, since which
 //! one counts would be a guess. Unknown parameters are ignored.
+//!
+//! `limit` and `after` (and the id in a path, through [`integer`]) are read
+//! exactly from their text, as body ids are: `10e-1` is 1, while
+//! `0.99999999999999999` is not an integer and is refused, not rounded.
 
 use super::ApiError;
 use crate::store::int64_text;
@@ -60,7 +64,9 @@ impl ListQuery {
     }
 }
 
-/// An integer parameter of type `T`, read as JSON Schema reads integers.
+/// An integer parameter of type `T`, read as JSON Schema reads integers:
+/// its exact value must be an integer (`7.0` is 7, `7.5` is `None`) that
+/// fits `T`.
 pub fn integer<T: TryFrom<i64>>(text: &str) -> Option<T> {
     int64_text(text).and_then(|n| T::try_from(n).ok())
 }
@@ -128,6 +134,9 @@ mod tests {
             "limit=",
             "limit=+5",
             "limit=1.5",
+            "limit=0.99999999999999999",
+            "limit=1e-400",
+            "after=2.0000000000000001",
             "after=x",
             "limit=2147483648",
             "after=9223372036854775808",

@@ -10,7 +10,9 @@
 //! The body is parsed once, by a serde visitor that records which known
 //! fields it saw (and whether one came twice) and skips everything else
 //! without building it; the messages for wrong types are ours, so they name
-//! the field.
+//! the field. The `id` is kept as its raw JSON text and read exactly by
+//! [`int64_text`] (the `decimal` module), the reader that paths and queries
+//! use too: a float would round `2.0000000000000001` to an id of 2.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -18,6 +20,11 @@ use std::fmt;
 use serde::Serialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
+use serde_json::value::RawValue;
+
+mod decimal;
+
+pub use decimal::int64_text;
 
 /// A plant as stored and as answered by `POST /plants`: `name` and an
 /// optional `tag`, never an `id` (the seed's Plant has none).
@@ -115,56 +122,26 @@ impl Plant {
     }
 }
 
-/// Reads a JSON number as an int64 the JSON Schema way: any integral value
-/// in range, whatever its spelling (`7`, `7.0`, `7e0`).
-///
-/// Integer literals are exact over the whole int64 range. A literal with a
-/// fraction or exponent arrives as an f64, which cannot tell `2^63 - 1`
-/// from `2^63` or `-2^63 - 1` from `-2^63`; such ids are accepted only
-/// within ±2^53, where every integer is exactly representable, so an id is
-/// never silently changed by rounding.
-fn int64(value: &Value) -> Option<i64> {
-    let number = match value {
-        Value::Number(n) => n,
-        _ => return None,
-    };
-    if let Some(i) = number.as_i64() {
-        return Some(i);
-    }
-    if number.is_u64() {
-        return None; // an integer literal above i64::MAX
-    }
-    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
-    let f = number.as_f64()?;
-    (f.fract() == 0.0 && f.abs() <= EXACT).then_some(f as i64)
+/// Reads the raw JSON text of an `id` as an int64 the JSON Schema way:
+/// any number whose exact value is an integer in range, whatever its
+/// spelling (`7`, `7.0`, `7e0`). Anything that is not a number (a string,
+/// `null`) fails the number grammar.
+fn int64(value: &RawValue) -> Option<i64> {
+    int64_text(value.get())
 }
 
-/// Reads an integer written in a path or query the way JSON Schema reads
-/// it (`7`, `007`, `7.0`, `7e0`), so parameters follow the same rule as
-/// bodies; `None` for anything else (`+7`, ` 7`, `7.5`, out of int64).
-pub fn int64_text(text: &str) -> Option<i64> {
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-        return text.parse().ok();
-    }
-    if text.bytes().any(|b| b.is_ascii_whitespace()) {
-        return None; // the JSON parser would skip it
-    }
-    let number: serde_json::Number = serde_json::from_str(text).ok()?;
-    int64(&Value::Number(number))
-}
-
-/// The known top-level fields of a body, as raw JSON values.
+/// The known top-level fields of a body, as JSON values; the `id` as its
+/// text, borrowed from the body, so that no digit of it is lost.
 #[derive(Default)]
-struct Fields {
-    id: Option<Value>,
+struct Fields<'de> {
+    id: Option<&'de RawValue>,
     name: Option<Value>,
     tag: Option<Value>,
     duplicate: Option<String>,
 }
 
-impl Fields {
-    fn parse(body: &[u8]) -> Result<Fields, InvalidBody> {
+impl<'de> Fields<'de> {
+    fn parse(body: &'de [u8]) -> Result<Fields<'de>, InvalidBody> {
         // JSON text is UTF-8. serde_json checks the strings it decodes, but
         // not those it skips (values of unknown fields), so check it all.
         let body = std::str::from_utf8(body).map_err(|e| {
@@ -229,7 +206,7 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
 struct FieldsVisitor;
 
 impl<'de> Visitor<'de> for FieldsVisitor {
-    type Value = Option<Fields>;
+    type Value = Option<Fields<'de>>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON object")
@@ -242,14 +219,10 @@ impl<'de> Visitor<'de> for FieldsVisitor {
         // body of many keys costs n log n, not n^2, and nothing is hashed).
         let mut keys: Vec<Cow<'de, str>> = Vec::new();
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            let slot = match &*key {
-                "id" => Some(&mut fields.id),
-                "name" => Some(&mut fields.name),
-                "tag" => Some(&mut fields.tag),
-                _ => None,
-            };
-            match slot {
-                Some(slot) if slot.is_none() => *slot = Some(map.next_value()?),
+            match &*key {
+                "id" if fields.id.is_none() => fields.id = Some(map.next_value()?),
+                "name" if fields.name.is_none() => fields.name = Some(map.next_value()?),
+                "tag" if fields.tag.is_none() => fields.tag = Some(map.next_value()?),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -308,17 +281,47 @@ mod tests {
         assert_eq!(id("9223372036854775807"), Ok(i64::MAX));
         assert_eq!(id("-9223372036854775808"), Ok(i64::MIN));
         assert_eq!(id("9007199254740992.0"), Ok(1 << 53));
+        assert_eq!(id("9007199254740994.0"), Ok((1 << 53) + 2));
+        assert_eq!(id("9223372036854775807.0"), Ok(i64::MAX));
+        assert_eq!(id("-9223372036854775808e0"), Ok(i64::MIN));
         for bad in [
             "7.5",
             "9223372036854775808",
             "-9223372036854775809",
+            "9223372036854775808.0",
             "1e19",
-            "9007199254740994.0",
             "\"7\"",
             "true",
+            "null",
+            "[7]",
+            "{\"a\": 7}",
         ] {
             assert!(id(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn ids_that_a_float_would_round_are_refused() {
+        // Read through an f64, each of these became an integer: 2, -2^53,
+        // 0 and 1. Their exact values are not integers.
+        for bad in [
+            "2.0000000000000001",
+            "-9007199254740992.5",
+            "1e-400",
+            "0.99999999999999999",
+        ] {
+            assert_eq!(
+                id(bad),
+                Err(InvalidBody::WrongType("id", "an int64 integer")),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_id_text_is_read_without_the_whitespace_around_it() {
+        let body = "{\"id\" :\n\t 70e-1 \r\n, \"name\": \"n\"}";
+        assert_eq!(NewPlant::parse(body.as_bytes()).map(|p| p.id), Ok(7));
     }
 
     #[test]

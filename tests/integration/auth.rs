@@ -1,6 +1,13 @@
-//! Bearer authentication: RFC 6750 answers, several tokens, check order.
+//! Bearer authentication: RFC 6750 answers, several tokens, check order,
+//! and the start-up checks that keep a token that could never match out.
 
-use crate::support::{JSON, TestServer};
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::binary::{BIN, Running, create};
+use crate::support::{JSON, TempFile, TestServer};
 
 const BODY: &str = r#"{"id": 1, "name": "a"}"#;
 
@@ -78,4 +85,108 @@ fn several_tokens_from_a_file_all_work() {
         assert_eq!(reply.status, status, "{token}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A token file in the temp directory, removed when dropped.
+fn token_file(name: &str, contents: &[u8]) -> TempFile {
+    let file = TempFile::new(name);
+    std::fs::write(&file.0, contents).unwrap();
+    file
+}
+
+/// Runs the binary until it exits, or for 5 s and then stops it: its exit
+/// code (`None`: it was still serving) and what it wrote to stderr.
+fn exit_of(args: &[&str], env_token: Option<&str>) -> (Option<i32>, String) {
+    let mut command = Command::new(BIN);
+    command.args(["--addr", "127.0.0.1:0"]).args(args);
+    command.env_remove("PLANTSTORE_TOKEN");
+    if let Some(token) = env_token {
+        command.env("PLANTSTORE_TOKEN", token);
+    }
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(5);
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if Instant::now() > until {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break None;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (code, stderr)
+}
+
+#[test]
+fn a_token_file_starting_with_a_byte_order_mark_authorizes_its_first_token() {
+    // Regression: the BOM became part of the first token, which then never
+    // matched.
+    let file = token_file("bom-tokens", b"\xef\xbb\xbffirst-token\nsecond-token\n");
+    let server = Running::start(&["--token-file", file.0.to_str().unwrap()], None);
+    assert_eq!(create(server.addr, "first-token", 1), 200);
+    assert_eq!(create(server.addr, "second-token", 2), 200);
+    assert_eq!(create(server.addr, "third-token", 3), 401);
+}
+
+#[test]
+fn a_token_file_line_that_could_never_match_stops_start_up_with_exit_2() {
+    // Regression: control bytes and over-long tokens were accepted, and a
+    // token with a space inside was refused without saying where.
+    let long = format!("ok-token\n{}\n", "a".repeat(4097));
+    for (name, contents, line) in [
+        ("ctl-tokens", "ok-token\n# next\nbad\x01token\n", 3),
+        ("space-tokens", "inner space\n", 1),
+        ("long-tokens", &long, 2),
+    ] {
+        let file = token_file(name, contents.as_bytes());
+        let (code, stderr) = exit_of(&["--token-file", file.0.to_str().unwrap()], None);
+        assert_eq!(code, Some(2), "{name}: {stderr}");
+        let place = format!("token file {} line {line}: ", file.0.display());
+        assert!(stderr.contains(&place), "{name}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{name}: {stderr}");
+    }
+}
+
+#[test]
+fn a_flag_or_environment_token_that_could_never_match_stops_start_up_with_exit_2() {
+    let long = "a".repeat(4097);
+    let (code, stderr) = exit_of(&["--token", &long], None);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--token is longer than 4096 bytes"),
+        "{stderr}"
+    );
+    let (code, stderr) = exit_of(&[], Some("bad\x01token"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("PLANTSTORE_TOKEN contains a control character"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_repeated_token_in_the_file_is_a_start_up_warning_naming_the_lines() {
+    let file = token_file("dup-tokens", b"rotate-me\nnext\n\nrotate-me\n");
+    let server = Running::start(&["--token-file", file.0.to_str().unwrap()], None);
+    assert_eq!(create(server.addr, "rotate-me", 1), 200);
+    let log = server.log();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("WARN") && l.ends_with("line 4 repeats the token of line 1")),
+        "{log:?}"
+    );
+    assert!(!log.iter().any(|l| l.contains("rotate-me")), "{log:?}");
 }

@@ -28,6 +28,7 @@ pub fn config() -> Config {
         max_plants: 1_000_000,
         tokens: vec![TOKEN.to_string()],
         token_source: TokenSource::Flag,
+        warnings: Vec::new(),
         log_level: log::LevelFilter::Info,
         data: None,
         webhook: WebhookConfig::new(Vec::new(), None, 1024),
