@@ -131,6 +131,7 @@ pub fn serve(config: &Config, store: Store) -> io::Result<Service> {
         Tokens::new(config.tokens.clone()),
         webhooks,
         gauge.clone(),
+        config.text_limits,
     ));
     let mut limits = config.limits.clone();
     limits.max_connections = connection_cap(limits.max_connections);

@@ -6,7 +6,9 @@
 //! the schema cannot express and the module documents: int64 range for
 //! `format: int64`, ids spelled with a fraction or exponent only within
 //! ±2^53, and duplicate top-level keys refused. Validation must accept
-//! exactly what the oracle accepts, and keep exactly the values sent.
+//! exactly what the oracle accepts, and keep exactly the values sent. It
+//! runs with the default name and tag limits, which are the `maxLength`
+//! values the file declares.
 
 #![no_main]
 
@@ -15,7 +17,7 @@ use std::sync::LazyLock;
 
 use jsonschema::Validator;
 use libfuzzer_sys::fuzz_target;
-use plantstore::store::{NewPlant, Plant};
+use plantstore::store::{NewPlant, Plant, TextLimits};
 use serde_json::Value;
 
 const OPENAPI: &str = include_str!("../../src/api/openapi.json");
@@ -41,7 +43,7 @@ fuzz_target!(|data: &[u8]| {
     let expected = value
         .as_ref()
         .is_some_and(|v| new_plant.is_valid(v) && !duplicates && id_fits(&v["id"]));
-    match NewPlant::parse(data) {
+    match NewPlant::parse(data, TextLimits::default()) {
         Ok(parsed) => {
             assert!(
                 expected,
@@ -60,7 +62,7 @@ fuzz_target!(|data: &[u8]| {
     let expected = value
         .as_ref()
         .is_some_and(|v| plant.is_valid(v) && !duplicates);
-    match Plant::parse(data) {
+    match Plant::parse(data, TextLimits::default()) {
         Ok(parsed) => {
             assert!(
                 expected,

@@ -17,7 +17,7 @@ use crate::store::{Ack, NewPlant, Plant, PlantRecord, StoreError};
 pub(super) fn create(app: &App, request: &mut Request<'_>) -> Result<Response, ApiError> {
     app.authorize(request)?;
     require_json(request)?;
-    let new = NewPlant::parse(request.body()?)?;
+    let new = NewPlant::parse(request.body()?, app.text_limits)?;
     // Built before the plant moves into the store; sent only on success.
     let response = Response::json(200, &new.plant);
     let event = app
@@ -122,7 +122,7 @@ pub(super) fn replace(
     require_json(request)?;
     let body = request.body()?;
     let id = path_id(id)?;
-    let plant = Plant::parse(body)?;
+    let plant = Plant::parse(body, app.text_limits)?;
     let response = Response::json(200, &PlantRecord::new(id, &plant));
     let ack = app.store.replace_nowait(id, plant)?;
     acknowledge(app, request, ack, Resource::Plant(Some(id)), response, None)

@@ -36,7 +36,7 @@ pub use journal::{
     scan,
 };
 pub use packed::Packed;
-pub use plant::{InvalidBody, NewPlant, Plant, PlantRecord, int64_text};
+pub use plant::{InvalidBody, NewPlant, Plant, PlantRecord, TextLimits, int64_text};
 
 use std::collections::BTreeMap;
 use std::fmt;

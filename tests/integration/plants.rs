@@ -1,5 +1,7 @@
 //! POST /plants: success, every validation rule, and the status codes.
 
+use plantstore::store::TextLimits;
+
 use crate::support::{AUTH, JSON, TestServer, config};
 
 #[test]
@@ -114,6 +116,31 @@ fn body_over_max_body_is_413() {
     server.create(&big).assert_error(413, "100 bytes");
     let fits = format!(r#"{{"id": 1, "name": "{}"}}"#, "a".repeat(70));
     assert_eq!(server.create(&fits).status, 200);
+}
+
+#[test]
+fn names_and_tags_past_their_limits_are_400_naming_field_and_limit() {
+    let mut config = config();
+    config.text_limits = TextLimits { name: 5, tag: 3 };
+    let server = TestServer::with(config);
+    // Characters, not bytes: five characters in eight bytes fit.
+    let reply = server.create(r#"{"id": 1, "name": "ab\u00e9\ud83c\udf35e", "tag": "xyz"}"#);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    server
+        .create(r#"{"id": 2, "name": "abcdef"}"#)
+        .assert_error(400, r#"field "name" must be at most 5 characters"#);
+    server
+        .create(r#"{"id": 2, "name": "a", "tag": "wxyz"}"#)
+        .assert_error(400, r#"field "tag" must be at most 3 characters"#);
+    server
+        .send("PUT", "/plants/1", &[AUTH, JSON], r#"{"name": "abcdef"}"#)
+        .assert_error(400, "at most 5");
+    let stored = server.send("GET", "/plants/1", &[AUTH], "").json();
+    assert_eq!(
+        stored["name"], "ab\u{e9}\u{1F335}e",
+        "a refused replace changes nothing"
+    );
+    assert_eq!(server.send("GET", "/plants/2", &[AUTH], "").status, 404);
 }
 
 #[test]
