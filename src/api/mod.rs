@@ -16,6 +16,7 @@ mod service;
 pub use auth::Tokens;
 pub use error::ApiError;
 pub use metrics::Metrics;
+pub use plants::PAGE_BYTES;
 
 use std::sync::Arc;
 use std::time::Duration;
