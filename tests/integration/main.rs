@@ -12,6 +12,7 @@ mod engine;
 mod events;
 mod hostile;
 mod limits;
+mod memory;
 mod plants;
 mod resource;
 mod support;
