@@ -27,7 +27,7 @@ use argh::FromArgs;
 use log::LevelFilter;
 
 use crate::http::Limits;
-use crate::store::{Durability, SyncMode};
+use crate::store::{Durability, SyncMode, TextLimits};
 use crate::webhook::{self, Target, WebhookConfig};
 
 /// plantstore: a tiny, fast HTTP server for the Plant Store API.
@@ -48,6 +48,15 @@ pub struct Args {
     /// most plants stored; past it a create is 507 (default 1000000)
     #[argh(option, default = "1_000_000")]
     pub max_plants: usize,
+    /// longest plant name in characters (Unicode code points); longer is 400 (default 256)
+    #[argh(option, default = "256")]
+    pub max_name: usize,
+    /// longest tag in characters (Unicode code points); longer is 400 (default 64)
+    #[argh(option, default = "64")]
+    pub max_tag: usize,
+    /// bytes of plant names and tags the store may hold (default 268435456, 256 MiB)
+    #[argh(option, default = "268_435_456")]
+    pub max_data: u64,
     /// file of bearer tokens, one per line; blank lines and # comments are ignored
     #[argh(option)]
     pub token_file: Option<PathBuf>,
@@ -114,6 +123,10 @@ pub struct Config {
     pub limits: Limits,
     /// Most plants stored.
     pub max_plants: usize,
+    /// Longest name and tag, in characters.
+    pub text_limits: TextLimits,
+    /// Bytes of names and tags the store may hold.
+    pub max_data: u64,
     /// Accepted bearer tokens (never empty).
     pub tokens: Vec<String>,
     /// Where the tokens came from.
@@ -136,6 +149,9 @@ pub enum ConfigError {
     Addr(String),
     /// A limit or timeout flag is zero.
     Zero(&'static str),
+    /// `--max-name` and `--max-tag` allow plants whose body cannot fit in
+    /// `--max-body` (the name and tag limits, the body limit).
+    TextOverBody(TextLimits, usize),
     /// `--log-level` is not a level.
     LogLevel(String),
     /// `--token` and `--token-file` together.
@@ -170,6 +186,14 @@ impl fmt::Display for ConfigError {
                 "--addr {a:?} is not a socket address such as 127.0.0.1:8080"
             ),
             ConfigError::Zero(flag) => write!(f, "{flag} must be greater than 0"),
+            ConfigError::TextOverBody(text, body) => write!(
+                f,
+                "--max-name {} and --max-tag {} allow bodies of up to {} bytes, \
+                 more than --max-body {body}",
+                text.name,
+                text.tag,
+                body_for(*text)
+            ),
             ConfigError::LogLevel(l) => {
                 write!(
                     f,
@@ -236,6 +260,8 @@ impl Config {
             ..Limits::default()
         };
         positive(args.max_plants as u64, "--max-plants")?;
+        let text_limits = text_limits(&args, limits.max_body)?;
+        positive(args.max_data, "--max-data")?;
         let tokens = tokens(args.token_file, args.token, env_token)?;
         let data = durability(args.data, args.sync, args.compact_min)?;
         positive(args.webhook_queue as u64, "--webhook-queue")?;
@@ -244,6 +270,8 @@ impl Config {
             addr,
             limits,
             max_plants: args.max_plants,
+            text_limits,
+            max_data: args.max_data,
             tokens: tokens.accepted,
             token_source: tokens.source,
             warnings: tokens.warnings,
@@ -252,6 +280,39 @@ impl Config {
             webhook,
         })
     }
+}
+
+/// Bytes of JSON object around a name and a tag in the largest body:
+/// `{"id":-9223372036854775808,"name":"","tag":""}` is 47.
+const BODY_FRAME: usize = 64;
+
+/// The body a NewPlant needs at most when its name and tag are as long as
+/// `text` allows, written as plain UTF-8 (up to 4 bytes a character).
+fn body_for(text: TextLimits) -> usize {
+    text.name
+        .saturating_add(text.tag)
+        .saturating_mul(4)
+        .saturating_add(BODY_FRAME)
+}
+
+/// `--max-name` and `--max-tag`: non-zero, and together small enough that
+/// a plant at both limits can be sent within `--max-body`, so the declared
+/// `maxLength` is a limit a client can reach, not one the body limit hides.
+fn text_limits(args: &Args, max_body: usize) -> Result<TextLimits, ConfigError> {
+    if args.max_name == 0 {
+        return Err(ConfigError::Zero("--max-name"));
+    }
+    if args.max_tag == 0 {
+        return Err(ConfigError::Zero("--max-tag"));
+    }
+    let text = TextLimits {
+        name: args.max_name,
+        tag: args.max_tag,
+    };
+    if body_for(text) > max_body {
+        return Err(ConfigError::TextOverBody(text, max_body));
+    }
+    Ok(text)
 }
 
 fn webhook_config(
@@ -552,6 +613,29 @@ mod tests {
         assert!(matches!(hook, Err(ConfigError::Webhook(..))));
         let alone = Config::from_args(args(&["--sync", "never"]), None);
         assert!(matches!(alone, Err(ConfigError::NeedsData("--sync"))));
+        let data = Config::from_args(args(&["--max-data", "0"]), Some("t".into()));
+        assert!(matches!(data, Err(ConfigError::Zero("--max-data"))));
+    }
+
+    #[test]
+    fn text_limits_are_non_zero_and_fit_in_the_body_limit() {
+        let with = |extra: &[&str]| Config::from_args(args(extra), Some("t".into()));
+        for flag in ["--max-name", "--max-tag"] {
+            assert!(matches!(with(&[flag, "0"]), Err(ConfigError::Zero(f)) if f == flag));
+        }
+        // (16368 + 16) * 4 + 64 = 65600 > 65536; 16352 + 16 fits exactly.
+        let over = with(&["--max-name", "16368", "--max-tag", "16"]);
+        assert!(matches!(over, Err(ConfigError::TextOverBody(_, 65536))));
+        let text = with(&["--max-name", "16352", "--max-tag", "16"])
+            .unwrap()
+            .text_limits;
+        assert_eq!((text.name, text.tag), (16352, 16));
+        let small_body = with(&["--max-body", "1024"]);
+        assert!(matches!(small_body, Err(ConfigError::TextOverBody(..))));
+        let message = small_body.unwrap_err().to_string();
+        assert!(message.contains("--max-body 1024"), "{message}");
+        let huge = with(&["--max-name", &usize::MAX.to_string()]);
+        assert!(matches!(huge, Err(ConfigError::TextOverBody(..))));
     }
 
     #[test]
@@ -563,6 +647,8 @@ mod tests {
         assert!(config.limits.threads >= 1);
         assert_eq!(config.limits.max_body, 64 * 1024);
         assert_eq!(config.max_plants, 1_000_000);
+        assert_eq!(config.text_limits, TextLimits::default());
+        assert_eq!(config.max_data, 256 << 20);
         assert_eq!(config.log_level, LevelFilter::Info);
         assert_eq!(config.data, None);
         let durable = Config::from_args(args(&["--data", "p.journal"]), Some("t".into())).unwrap();

@@ -96,11 +96,14 @@ impl std::error::Error for StartError {}
 /// Opens the store `config` asks for (replaying its journal), binds its
 /// address and logs the start-up line. The caller runs the returned server.
 pub fn start(config: &Config) -> Result<Service, StartError> {
+    let capacity = Capacity {
+        plants: config.max_plants,
+        data: config.max_data,
+    };
     let store = match &config.data {
-        None => Store::new(Capacity::plants(config.max_plants)),
+        None => Store::new(capacity),
         Some(data) => {
-            let (store, recovery) = Store::open(Capacity::plants(config.max_plants), data)
-                .map_err(StartError::Store)?;
+            let (store, recovery) = Store::open(capacity, data).map_err(StartError::Store)?;
             if recovery.torn_bytes > 0 {
                 warn!(
                     "{}: cut off a torn final record ({} bytes) left by an interrupted write",
@@ -131,6 +134,7 @@ pub fn serve(config: &Config, store: Store) -> io::Result<Service> {
         Tokens::new(config.tokens.clone()),
         webhooks,
         gauge.clone(),
+        config.text_limits,
     ));
     let mut limits = config.limits.clone();
     limits.max_connections = connection_cap(limits.max_connections);

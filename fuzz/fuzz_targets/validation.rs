@@ -7,7 +7,8 @@
 //! `format: int64`, the id's exact value (read from its text, not from the
 //! f64 the schema check sees) an integer, and duplicate top-level keys
 //! refused. Validation must accept exactly what the oracle accepts, and
-//! keep exactly the values sent.
+//! keep exactly the values sent. It runs with the default name and tag
+//! limits, which are the `maxLength` values the file declares.
 
 #![no_main]
 
@@ -16,7 +17,7 @@ use std::sync::LazyLock;
 
 use jsonschema::Validator;
 use libfuzzer_sys::fuzz_target;
-use plantstore::store::{NewPlant, Plant};
+use plantstore::store::{NewPlant, Plant, TextLimits};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -43,7 +44,7 @@ fuzz_target!(|data: &[u8]| {
     let expected = value
         .as_ref()
         .is_some_and(|v| new_plant.is_valid(v) && !duplicates && id_of(data).is_some());
-    match NewPlant::parse(data) {
+    match NewPlant::parse(data, TextLimits::default()) {
         Ok(parsed) => {
             assert!(
                 expected,
@@ -62,7 +63,7 @@ fuzz_target!(|data: &[u8]| {
     let expected = value
         .as_ref()
         .is_some_and(|v| plant.is_valid(v) && !duplicates);
-    match Plant::parse(data) {
+    match Plant::parse(data, TextLimits::default()) {
         Ok(parsed) => {
             assert!(
                 expected,

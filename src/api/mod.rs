@@ -16,33 +16,45 @@ mod service;
 pub use auth::Tokens;
 pub use error::ApiError;
 pub use metrics::Metrics;
+pub use plants::PAGE_BYTES;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::http::{Gauge, Handler, Request, Response};
-use crate::store::Store;
+use crate::store::{Store, TextLimits};
 use crate::webhook::Webhooks;
 
-/// The application: the store, the accepted tokens, the webhook sender and
-/// the counters.
+/// The application: the store, the accepted tokens, the webhook sender,
+/// the counters, the name and tag limits and the OpenAPI document that
+/// declares them.
 pub struct App {
     store: Store,
     tokens: Tokens,
     webhooks: Arc<Webhooks>,
     metrics: Arc<Metrics>,
+    text_limits: TextLimits,
+    openapi: Box<[u8]>,
 }
 
 impl App {
     /// An application over this store, accepting these tokens, announcing
     /// new plants through `webhooks`, reporting the connections `gauge`
-    /// counts.
-    pub fn new(store: Store, tokens: Tokens, webhooks: Webhooks, gauge: Gauge) -> App {
+    /// counts, refusing names and tags longer than `text_limits`.
+    pub fn new(
+        store: Store,
+        tokens: Tokens,
+        webhooks: Webhooks,
+        gauge: Gauge,
+        text_limits: TextLimits,
+    ) -> App {
         App {
             store,
             tokens,
             webhooks: Arc::new(webhooks),
             metrics: Arc::new(Metrics::new(gauge)),
+            text_limits,
+            openapi: service::document(text_limits).into_boxed_slice(),
         }
     }
 
@@ -135,7 +147,7 @@ fn route(
         (Resource::Plant(id), "PUT") => plants::replace(app, request, id),
         (Resource::Plant(id), "DELETE") => plants::delete(app, request, id),
         (Resource::Plant(_), _) => Err(ApiError::MethodNotAllowed("GET, HEAD, PUT, DELETE")),
-        (Resource::OpenApi, "GET" | "HEAD") => Ok(service::openapi()),
+        (Resource::OpenApi, "GET" | "HEAD") => Ok(service::openapi(app)),
         (Resource::Health, "GET" | "HEAD") => Ok(service::health(app)),
         (Resource::Metrics, "GET" | "HEAD") => service::metrics(app, request),
         (Resource::OpenApi | Resource::Health | Resource::Metrics, _) => {

@@ -17,7 +17,7 @@ use crate::store::{Ack, NewPlant, Plant, PlantRecord, StoreError};
 pub(super) fn create(app: &App, request: &mut Request<'_>) -> Result<Response, ApiError> {
     app.authorize(request)?;
     require_json(request)?;
-    let new = NewPlant::parse(request.body()?)?;
+    let new = NewPlant::parse(request.body()?, app.text_limits)?;
     // Built before the plant moves into the store; sent only on success.
     let response = Response::json(200, &new.plant);
     let event = app
@@ -65,22 +65,35 @@ fn acknowledge(
     Ok(Response::deferred())
 }
 
+/// Largest body of a listing page, in bytes: a page ends before the
+/// record that would take its JSON past this, so fewer than `limit` plants
+/// may come back (with `Link` to the rest). The first record always goes
+/// in, however large, so paging always advances. 256 KiB holds a default
+/// page (100 plants) of the longest names and tags the default limits
+/// allow, even when every character is escaped as `\u00XX` (about 1.9 KiB
+/// a plant), and bounds what a client that does not read holds per
+/// connection, beside the engine's 64 KiB of pipelined output.
+pub const PAGE_BYTES: usize = 256 * 1024;
+
 /// `GET /plants`: one page of PlantRecords, ascending by id, with a
-/// `Link: <...>; rel="next"` header while more exist.
+/// `Link: <...>; rel="next"` header while more exist. The page is at most
+/// `limit` plants and at most `PAGE_BYTES` of JSON, written record by
+/// record. (The store still copies out up to `limit` plants for it; that
+/// copy is gone once the handler returns, unlike the answer, which may
+/// wait for a slow client.)
 pub(super) fn list(app: &App, request: &mut Request<'_>) -> Result<Response, ApiError> {
     app.authorize(request)?;
     let query = ListQuery::parse(request.query())?;
+    // Plants past PAGE_BYTES of names and tags could not be sent: their
+    // JSON is longer still.
     let page = app
         .store
-        .page(query.after, query.limit, query.tag.as_deref());
-    let records: Vec<PlantRecord<'_>> = page
-        .items
-        .iter()
-        .map(|(id, p)| PlantRecord::new(*id, p))
-        .collect();
-    let response = Response::json(200, &records);
-    match page.items.last() {
-        Some((last, _)) if page.more => {
+        .page_within(query.after, query.limit, query.tag.as_deref(), PAGE_BYTES);
+    let (body, included) = json_page(&page.items, PAGE_BYTES);
+    let response = Response::bytes(200, "application/json", body);
+    let more = included < page.items.len() || page.more;
+    match page.items[..included].last() {
+        Some((last, _)) if more => {
             let tag = query
                 .tag
                 .as_deref()
@@ -94,6 +107,34 @@ pub(super) fn list(app: &App, request: &mut Request<'_>) -> Result<Response, Api
         }
         _ => Ok(response),
     }
+}
+
+/// The JSON array of as many leading `items` as fit in `cap` bytes (at
+/// least one), and how many that is. Each record is written to a scratch
+/// buffer first, so the body never holds one that does not fit.
+fn json_page(items: &[(i64, Plant)], cap: usize) -> (Vec<u8>, usize) {
+    let mut body = vec![b'['];
+    let mut record = Vec::new();
+    let mut included = 0;
+    for (id, plant) in items {
+        record.clear();
+        // Our own plain record into a Vec: serialising cannot fail.
+        if serde_json::to_writer(&mut record, &PlantRecord::new(*id, plant)).is_err() {
+            break;
+        }
+        // A comma before it, and the closing bracket after.
+        let separator = usize::from(included > 0);
+        if included > 0 && body.len() + separator + record.len() + 1 > cap {
+            break;
+        }
+        if separator == 1 {
+            body.push(b',');
+        }
+        body.extend_from_slice(&record);
+        included += 1;
+    }
+    body.push(b']');
+    (body, included)
 }
 
 /// `GET /plants/{id}`: the PlantRecord.
@@ -122,7 +163,7 @@ pub(super) fn replace(
     require_json(request)?;
     let body = request.body()?;
     let id = path_id(id)?;
-    let plant = Plant::parse(body)?;
+    let plant = Plant::parse(body, app.text_limits)?;
     let response = Response::json(200, &PlantRecord::new(id, &plant));
     let ack = app.store.replace_nowait(id, plant)?;
     acknowledge(app, request, ack, Resource::Plant(Some(id)), response, None)
@@ -163,5 +204,64 @@ fn require_json(request: &Request<'_>) -> Result<(), ApiError> {
     match essence {
         Some(v) if v.eq_ignore_ascii_case(b"application/json") => Ok(()),
         _ => Err(ApiError::UnsupportedMediaType),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plants(count: i64) -> Vec<(i64, Plant)> {
+        (0..count)
+            .map(|id| {
+                let name = format!("plant {id}");
+                (id, Plant { name, tag: None })
+            })
+            .collect()
+    }
+
+    fn ids(body: &[u8]) -> Vec<i64> {
+        let records: Vec<serde_json::Value> = serde_json::from_slice(body).expect("a JSON array");
+        records.iter().map(|r| r["id"].as_i64().unwrap()).collect()
+    }
+
+    #[test]
+    fn a_page_ends_before_the_record_that_would_pass_the_cap() {
+        let items = plants(10);
+        let (whole, all) = json_page(&items, usize::MAX);
+        assert_eq!((ids(&whole), all), ((0..10).collect(), 10));
+        assert_eq!(whole, serde_json::to_vec(&records(&items)).unwrap());
+        assert_eq!(json_page(&items, whole.len()), (whole.clone(), 10));
+        let (cut, nine) = json_page(&items, whole.len() - 1);
+        assert_eq!((ids(&cut), nine), ((0..9).collect(), 9));
+        assert!(cut.len() < whole.len());
+    }
+
+    #[test]
+    fn a_page_holds_at_least_one_record_however_large() {
+        let (body, one) = json_page(&plants(3), 1);
+        assert_eq!((ids(&body), one), (vec![0], 1));
+        assert_eq!(json_page(&[], 1), (b"[]".to_vec(), 0));
+    }
+
+    #[test]
+    fn a_default_page_of_the_largest_plants_fits() {
+        // Control characters are the longest in JSON: six bytes each.
+        let limits = crate::store::TextLimits::default();
+        let plant = Plant {
+            name: "\u{1}".repeat(limits.name),
+            tag: Some("\u{1}".repeat(limits.tag)),
+        };
+        let items: Vec<(i64, Plant)> = (0..100).map(|i| (i64::MIN + i, plant.clone())).collect();
+        let (body, all) = json_page(&items, PAGE_BYTES);
+        assert_eq!(all, 100, "{} bytes", body.len());
+        assert!(body.len() > 100 * 6 * (limits.name + limits.tag));
+    }
+
+    fn records(items: &[(i64, Plant)]) -> Vec<PlantRecord<'_>> {
+        items
+            .iter()
+            .map(|(id, p)| PlantRecord::new(*id, p))
+            .collect()
     }
 }

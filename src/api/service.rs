@@ -3,16 +3,48 @@
 //! The OpenAPI 3.1 document is a file written by hand for this server
 //! (`openapi.json`, compiled in) and checked against the running server by
 //! the conformance script; `/openapi.json` and `/healthz` need no token.
+//! The file declares the default name and tag limits; the document served
+//! is made once at start-up with the configured ones (`document`).
 
 use super::{ApiError, App};
 use crate::http::{Request, Response};
+use crate::store::TextLimits;
 
-/// The server's own OpenAPI 3.1 document.
+/// The server's own OpenAPI 3.1 document, as written: with the default
+/// `TextLimits` as the `maxLength` of every name and tag.
 pub const OPENAPI: &str = include_str!("openapi.json");
 
+/// `OPENAPI` with the `maxLength` of every name and tag set to `limits`.
+///
+/// The file is patched as text, so the document keeps its order and
+/// layout: in one pass, each `"maxLength": <default name limit>` becomes
+/// the name limit and each `"maxLength": <default tag limit>` the tag
+/// limit (a unit test checks that those are exactly the name and tag
+/// schemas).
+pub fn document(limits: TextLimits) -> Vec<u8> {
+    const KEY: &str = "\"maxLength\": ";
+    let defaults = TextLimits::default();
+    let mut out = String::with_capacity(OPENAPI.len() + 64);
+    let mut rest = OPENAPI;
+    while let Some(at) = rest.find(KEY) {
+        let (before, after) = rest.split_at(at + KEY.len());
+        out.push_str(before);
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let (number, tail) = after.split_at(digits);
+        match number.parse::<usize>() {
+            Ok(n) if n == defaults.name => out.push_str(&limits.name.to_string()),
+            Ok(n) if n == defaults.tag => out.push_str(&limits.tag.to_string()),
+            _ => out.push_str(number),
+        }
+        rest = tail;
+    }
+    out.push_str(rest);
+    out.into_bytes()
+}
+
 /// `GET /openapi.json`.
-pub(super) fn openapi() -> Response {
-    Response::bytes(200, "application/json", OPENAPI.as_bytes().to_vec())
+pub(super) fn openapi(app: &App) -> Response {
+    Response::bytes(200, "application/json", app.openapi.to_vec())
 }
 
 /// `GET /healthz`: `ok`, or 503 `failing` with the reason once the journal
@@ -36,4 +68,73 @@ pub(super) fn metrics(app: &App, request: &Request<'_>) -> Result<Response, ApiE
         "text/plain; version=0.0.4; charset=utf-8",
         text.into_bytes(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// Every `maxLength` in a document, by JSON pointer.
+    fn max_lengths(value: &Value, at: String, out: &mut Vec<(String, u64)>) {
+        match value {
+            Value::Object(map) => {
+                for (key, v) in map {
+                    if key == "maxLength" {
+                        out.push((at.clone(), v.as_u64().expect("a count")));
+                    }
+                    max_lengths(v, format!("{at}/{key}"), out);
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    max_lengths(v, format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn limits_in(document: &[u8]) -> Vec<(String, u64)> {
+        let value: Value = serde_json::from_slice(document).expect("the document is JSON");
+        let mut out = Vec::new();
+        max_lengths(&value, String::new(), &mut out);
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn the_document_declares_the_configured_lengths_for_every_name_and_tag() {
+        let at =
+            |schema: &str, field: &str| format!("/components/schemas/{schema}/properties/{field}");
+        // Swapped on purpose: a second replacement must not undo the first.
+        for (name, tag) in [(256, 64), (64, 256), (1000, 7)] {
+            let document = document(TextLimits { name, tag });
+            let want = vec![
+                (at("Plant", "name"), name as u64),
+                (at("Plant", "tag"), tag as u64),
+                (at("PlantRecord", "name"), name as u64),
+                (at("PlantRecord", "tag"), tag as u64),
+            ];
+            assert_eq!(limits_in(&document), want);
+        }
+        assert_eq!(document(TextLimits::default()), OPENAPI.as_bytes());
+    }
+
+    #[test]
+    fn only_the_limits_change() {
+        let mut patched: Value =
+            serde_json::from_slice(&document(TextLimits { name: 9, tag: 8 })).unwrap();
+        let original: Value = serde_json::from_str(OPENAPI).unwrap();
+        for (schema, field, value) in [
+            ("Plant", "name", 256),
+            ("Plant", "tag", 64),
+            ("PlantRecord", "name", 256),
+            ("PlantRecord", "tag", 64),
+        ] {
+            patched["components"]["schemas"][schema]["properties"][field]["maxLength"] =
+                value.into();
+        }
+        assert_eq!(patched, original);
+    }
 }

@@ -35,15 +35,30 @@ impl Store {
     /// further matching plant exists. Paging deep into a large store stays
     /// cheap: each shard's walk starts at the cursor.
     pub fn page(&self, after: Option<i64>, limit: usize, tag: Option<&str>) -> Page {
+        self.page_within(after, limit, tag, usize::MAX)
+    }
+
+    /// As [`page`](Self::page), stopping early (with `more` set) once the
+    /// plants copied hold `bytes` bytes of names and tags: for a caller
+    /// whose output is bounded in bytes, so that it never copies plants it
+    /// could not send. At least one plant is always copied.
+    pub fn page_within(
+        &self,
+        after: Option<i64>,
+        limit: usize,
+        tag: Option<&str>,
+        bytes: usize,
+    ) -> Page {
+        let mut held = 0usize;
         let mut cursor = match after {
             Some(i64::MAX) => return Page::default(),
             Some(after) => Bound::Excluded(after),
             None => Bound::Unbounded,
         };
         let mut items: Vec<(i64, Plant)> = Vec::with_capacity(limit.min(1024) + 1);
-        let mut step: Vec<(i64, Plant)> = Vec::new();
+        let mut step: Vec<(i64, Packed)> = Vec::new();
         // One more than the page, to learn whether more follow.
-        let want = limit.saturating_add(1);
+        let mut want = limit.saturating_add(1);
         while items.len() < want {
             let need = want - items.len();
             // Ids are spread evenly over shards, so each is asked for a
@@ -61,19 +76,26 @@ impl Store {
             }
             step.sort_unstable_by_key(|(id, _)| *id);
             let final_up_to = |id: i64| frontier.is_none_or(|f| id <= f);
-            items.extend(
-                step.drain(..)
-                    .take_while(|(id, _)| final_up_to(*id))
-                    .take(want - items.len()),
-            );
+            for (id, plant) in step.drain(..).take_while(|(id, _)| final_up_to(*id)) {
+                if items.len() == want {
+                    break;
+                }
+                if held >= bytes && !items.is_empty() {
+                    // The byte budget is spent: this one only shows that
+                    // more follow.
+                    want = items.len() + 1;
+                }
+                held = held.saturating_add(plant.name().len() + plant.tag().map_or(0, str::len));
+                items.push((id, plant.to_plant()));
+            }
             match frontier {
                 None => break, // every shard was read to its end
                 Some(f) if f == i64::MAX => break,
                 Some(f) => cursor = Bound::Excluded(f),
             }
         }
-        let more = items.len() > limit;
-        items.truncate(limit);
+        let more = items.len() == want;
+        items.truncate(want - 1);
         Page {
             items,
             more: more && limit > 0,
@@ -89,7 +111,7 @@ fn walk(
     cursor: Bound<i64>,
     tag: Option<&str>,
     take: usize,
-    out: &mut Vec<(i64, Plant)>,
+    out: &mut Vec<(i64, Packed)>,
 ) -> Option<i64> {
     let range = (cursor, Bound::Unbounded);
     let mut copied = 0;
@@ -99,7 +121,7 @@ fn walk(
         if copied == take {
             return false;
         }
-        out.push((id, plant.to_plant()));
+        out.push((id, plant.clone()));
         copied += 1;
         last = Some(id);
         true

@@ -44,7 +44,7 @@ pub use journal::{
 };
 pub use listing::Page;
 pub use packed::Packed;
-pub use plant::{InvalidBody, NewPlant, Plant, PlantRecord, int64_text};
+pub use plant::{InvalidBody, NewPlant, Plant, PlantRecord, TextLimits, int64_text};
 pub use shards::Capacity;
 
 use std::fmt;
@@ -620,6 +620,25 @@ mod tests {
         let got: Vec<i64> = page.items.iter().map(|(id, _)| *id).collect();
         assert_eq!((got.as_slice(), page.more), (&fives[3..], false));
         assert_eq!(store.page(None, 10, Some("none")), Page::default());
+    }
+
+    #[test]
+    fn a_page_within_a_byte_budget_stops_early_and_says_more_follow() {
+        let store = Store::new(Capacity::plants(100));
+        for id in 0..10 {
+            let plant = Plant {
+                name: "n".repeat(100),
+                tag: None,
+            };
+            store.create(NewPlant { id, plant }).unwrap();
+        }
+        let ids = |page: &Page| page.items.iter().map(|(id, _)| *id).collect::<Vec<_>>();
+        let page = store.page_within(None, 100, None, 250);
+        assert_eq!((ids(&page), page.more), (vec![0, 1, 2], true));
+        let page = store.page_within(Some(7), 100, None, 250);
+        assert_eq!((ids(&page), page.more), (vec![8, 9], false));
+        let page = store.page_within(None, 100, None, 0);
+        assert_eq!((ids(&page), page.more), (vec![0], true), "one at least");
     }
 
     #[test]

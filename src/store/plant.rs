@@ -5,7 +5,8 @@
 //! not) within int64; `name` is a string; `tag`, when present, is a string
 //! (`null` is refused). Unknown fields are accepted and ignored. Duplicate
 //! keys at the top level are refused, because which one "wins" would be a
-//! guess. `name` and `tag` have no length rules beyond the body limit.
+//! guess. `name` and `tag` are at most `TextLimits` long, counted in
+//! characters (Unicode code points) as JSON Schema's `maxLength` counts.
 //!
 //! The body is parsed once, by a serde visitor that records which known
 //! fields it saw (and whether one came twice) and skips everything else
@@ -69,6 +70,24 @@ impl<'a> PlantRecord<'a> {
     }
 }
 
+/// The longest `name` and `tag` accepted, in characters (Unicode code
+/// points, as JSON Schema's `maxLength` counts them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TextLimits {
+    /// Longest name.
+    pub name: usize,
+    /// Longest tag.
+    pub tag: usize,
+}
+
+impl Default for TextLimits {
+    /// 256 characters of name, 64 of tag: ample for a plant, and a page of
+    /// 100 such plants stays well under the listing's byte cap.
+    fn default() -> TextLimits {
+        TextLimits { name: 256, tag: 64 }
+    }
+}
+
 /// Why a body is not a valid NewPlant or Plant. Each message names the
 /// offending field or the syntax problem.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +102,8 @@ pub enum InvalidBody {
     Missing(&'static str),
     /// A field is present with a value of the wrong type or range.
     WrongType(&'static str, &'static str),
+    /// A string field is longer than its limit (in characters).
+    TooLong(&'static str, usize),
 }
 
 impl fmt::Display for InvalidBody {
@@ -93,6 +114,9 @@ impl fmt::Display for InvalidBody {
             InvalidBody::DuplicateKey(key) => write!(f, "duplicate key {key:?} in request body"),
             InvalidBody::Missing(field) => write!(f, "field {field:?} is required"),
             InvalidBody::WrongType(field, want) => write!(f, "field {field:?} must be {want}"),
+            InvalidBody::TooLong(field, most) => {
+                write!(f, "field {field:?} must be at most {most} characters long")
+            }
         }
     }
 }
@@ -101,7 +125,7 @@ impl std::error::Error for InvalidBody {}
 
 impl NewPlant {
     /// Parses and validates a `POST /plants` body.
-    pub fn parse(body: &[u8]) -> Result<NewPlant, InvalidBody> {
+    pub fn parse(body: &[u8], limits: TextLimits) -> Result<NewPlant, InvalidBody> {
         let fields = Fields::parse(body)?;
         let id = match &fields.id {
             None => return Err(InvalidBody::Missing("id")),
@@ -109,7 +133,7 @@ impl NewPlant {
         };
         Ok(NewPlant {
             id,
-            plant: fields.into_plant()?,
+            plant: fields.into_plant(limits)?,
         })
     }
 }
@@ -117,8 +141,8 @@ impl NewPlant {
 impl Plant {
     /// Parses and validates a Plant body (`PUT /plants/{id}`); an `id`
     /// field, if any, is an unknown field here and ignored.
-    pub fn parse(body: &[u8]) -> Result<Plant, InvalidBody> {
-        Fields::parse(body)?.into_plant()
+    pub fn parse(body: &[u8], limits: TextLimits) -> Result<Plant, InvalidBody> {
+        Fields::parse(body)?.into_plant(limits)
     }
 }
 
@@ -164,18 +188,28 @@ impl<'de> Fields<'de> {
         Ok(fields)
     }
 
-    fn into_plant(self) -> Result<Plant, InvalidBody> {
+    fn into_plant(self, limits: TextLimits) -> Result<Plant, InvalidBody> {
         let name = match self.name {
             None => return Err(InvalidBody::Missing("name")),
-            Some(Value::String(s)) => s,
+            Some(Value::String(s)) => within("name", s, limits.name)?,
             Some(_) => return Err(InvalidBody::WrongType("name", "a string")),
         };
         let tag = match self.tag {
             None => None,
-            Some(Value::String(s)) => Some(s),
+            Some(Value::String(s)) => Some(within("tag", s, limits.tag)?),
             Some(_) => return Err(InvalidBody::WrongType("tag", "a string when present")),
         };
         Ok(Plant { name, tag })
+    }
+}
+
+/// `text` if it has at most `most` characters (Unicode code points).
+fn within(field: &'static str, text: String, most: usize) -> Result<String, InvalidBody> {
+    // A character takes at least one byte: short texts need no count.
+    if text.len() <= most || text.chars().count() <= most {
+        Ok(text)
+    } else {
+        Err(InvalidBody::TooLong(field, most))
     }
 }
 
@@ -268,8 +302,14 @@ impl<'de> Visitor<'de> for FieldsVisitor {
 mod tests {
     use super::*;
 
+    const LIMITS: TextLimits = TextLimits { name: 256, tag: 64 };
+
     fn id(text: &str) -> Result<i64, InvalidBody> {
-        NewPlant::parse(format!(r#"{{"id": {text}, "name": "n"}}"#).as_bytes()).map(|p| p.id)
+        NewPlant::parse(
+            format!(r#"{{"id": {text}, "name": "n"}}"#).as_bytes(),
+            LIMITS,
+        )
+        .map(|p| p.id)
     }
 
     #[test]
@@ -321,12 +361,19 @@ mod tests {
     #[test]
     fn the_id_text_is_read_without_the_whitespace_around_it() {
         let body = "{\"id\" :\n\t 70e-1 \r\n, \"name\": \"n\"}";
-        assert_eq!(NewPlant::parse(body.as_bytes()).map(|p| p.id), Ok(7));
+        assert_eq!(
+            NewPlant::parse(body.as_bytes(), LIMITS).map(|p| p.id),
+            Ok(7)
+        );
     }
 
     #[test]
     fn plant_ignores_an_id_and_unknown_fields() {
-        let plant = Plant::parse(br#"{"id": "x", "name": "a", "tag": "b", "more": [1]}"#).unwrap();
+        let plant = Plant::parse(
+            br#"{"id": "x", "name": "a", "tag": "b", "more": [1]}"#,
+            LIMITS,
+        )
+        .unwrap();
         assert_eq!(
             plant,
             Plant {
@@ -341,9 +388,12 @@ mod tests {
         // Found by the validation fuzz target: bytes inside an unknown
         // field's value were skipped without a UTF-8 check.
         let body = b"{\"name\": \"a\", \"more\": [0, {\"\xbf\xbf\": null}]}";
-        assert!(matches!(Plant::parse(body), Err(InvalidBody::Syntax(_))));
         assert!(matches!(
-            NewPlant::parse(b"{\"id\": 1, \"name\": \"a\", \"x\": \"\xff\"}"),
+            Plant::parse(body, LIMITS),
+            Err(InvalidBody::Syntax(_))
+        ));
+        assert!(matches!(
+            NewPlant::parse(b"{\"id\": 1, \"name\": \"a\", \"x\": \"\xff\"}", LIMITS),
             Err(InvalidBody::Syntax(_))
         ));
     }
@@ -356,24 +406,56 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    Plant::parse(body.as_bytes()),
+                    Plant::parse(body.as_bytes(), LIMITS),
                     Err(InvalidBody::DuplicateKey(_))
                 ),
                 "{body}"
             );
         }
-        assert!(Plant::parse(br#"{"name": "a", "x": 1, "y": 2}"#).is_ok());
+        assert!(Plant::parse(br#"{"name": "a", "x": 1, "y": 2}"#, LIMITS).is_ok());
     }
 
     #[test]
     fn duplicate_keys_are_reported_after_syntax() {
         assert_eq!(
-            Plant::parse(br#"{"name": "a", "name": "b"}"#),
+            Plant::parse(br#"{"name": "a", "name": "b"}"#, LIMITS),
             Err(InvalidBody::DuplicateKey("name".into()))
         );
         assert!(matches!(
-            Plant::parse(br#"{"name": "a", "name": "b"} x"#),
+            Plant::parse(br#"{"name": "a", "name": "b"} x"#, LIMITS),
             Err(InvalidBody::Syntax(_))
         ));
+    }
+
+    #[test]
+    fn lengths_are_counted_in_code_points() {
+        let body = |name: &str, tag: &str| format!(r#"{{"name": "{name}", "tag": "{tag}"}}"#);
+        let cactus = "\u{1F335}"; // four bytes of UTF-8, one character
+        let longest = body(&cactus.repeat(256), &cactus.repeat(64));
+        let plant = Plant::parse(longest.as_bytes(), LIMITS).unwrap();
+        assert_eq!(plant.name.chars().count(), 256);
+        // An escaped surrogate pair is one character too.
+        let escaped = body(&r"\ud83c\udf35".repeat(256), "t");
+        assert!(Plant::parse(escaped.as_bytes(), LIMITS).is_ok());
+        assert_eq!(
+            Plant::parse(body(&"e".repeat(257), "t").as_bytes(), LIMITS),
+            Err(InvalidBody::TooLong("name", 256))
+        );
+        assert_eq!(
+            NewPlant::parse(
+                format!(
+                    r#"{{"id": 1, "name": "n", "tag": "{}"}}"#,
+                    cactus.repeat(65)
+                )
+                .as_bytes(),
+                LIMITS
+            ),
+            Err(InvalidBody::TooLong("tag", 64))
+        );
+        let message = InvalidBody::TooLong("name", 256).to_string();
+        assert_eq!(
+            message,
+            r#"field "name" must be at most 256 characters long"#
+        );
     }
 }

@@ -167,6 +167,26 @@ fn huge_content_length_keeps_memory_flat() {
 }
 
 #[test]
+fn the_openapi_document_declares_the_lengths_the_flags_set() {
+    let server = Running::start(&["--max-name", "1000", "--max-tag", "10"], Some("t0k3n"));
+    let mut client = Client::connect(server.addr);
+    client.send(&request("GET", "/openapi.json", &[], ""));
+    let document = client.reply().json();
+    let schemas = &document["components"]["schemas"];
+    for schema in ["Plant", "PlantRecord"] {
+        let properties = &schemas[schema]["properties"];
+        assert_eq!(properties["name"]["maxLength"], 1000, "{schema}");
+        assert_eq!(properties["tag"]["maxLength"], 10, "{schema}");
+    }
+    let body = |name: usize| format!(r#"{{"id":1,"name":"{}"}}"#, "n".repeat(name));
+    let auth = [("Authorization", "Bearer t0k3n"), crate::support::JSON];
+    client.send(&request("POST", "/plants", &auth, &body(1001)));
+    client.reply().assert_error(400, "at most 1000 characters");
+    client.send(&request("POST", "/plants", &auth, &body(1000)));
+    assert_eq!(client.reply().status, 200);
+}
+
+#[test]
 fn sigterm_finishes_the_request_in_flight_then_exits_0() {
     let mut server = Running::start(&[], Some("t0k3n"));
     let mut client = Client::connect(server.addr);
@@ -214,6 +234,11 @@ fn bad_flag_values_are_one_line_errors_with_exit_2() {
         &["--addr", "not-an-address"],
         &["--log-level", "loud"],
         &["--token-file", "/nonexistent/tokens"],
+        &["--max-name", "0"],
+        &["--max-tag", "0"],
+        &["--max-data", "0"],
+        &["--max-name", "20000"],
+        &["--max-tag", "100", "--max-body", "512"],
         &["--no-such-flag"],
     ] {
         let out = Command::new(BIN)
@@ -244,6 +269,9 @@ fn version_and_help() {
         "--max-connections",
         "--max-body",
         "--max-plants",
+        "--max-name",
+        "--max-tag",
+        "--max-data",
         "--token-file",
         "--token",
         "--log-level",

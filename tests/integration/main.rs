@@ -12,6 +12,7 @@ mod engine;
 mod events;
 mod hostile;
 mod limits;
+mod memory;
 mod numbers;
 mod plants;
 mod resource;

@@ -1,5 +1,7 @@
 //! POST /plants: success, every validation rule, and the status codes.
 
+use plantstore::store::TextLimits;
+
 use crate::support::{AUTH, JSON, TestServer, config};
 
 #[test]
@@ -117,6 +119,31 @@ fn body_over_max_body_is_413() {
 }
 
 #[test]
+fn names_and_tags_past_their_limits_are_400_naming_field_and_limit() {
+    let mut config = config();
+    config.text_limits = TextLimits { name: 5, tag: 3 };
+    let server = TestServer::with(config);
+    // Characters, not bytes: five characters in eight bytes fit.
+    let reply = server.create(r#"{"id": 1, "name": "ab\u00e9\ud83c\udf35e", "tag": "xyz"}"#);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    server
+        .create(r#"{"id": 2, "name": "abcdef"}"#)
+        .assert_error(400, r#"field "name" must be at most 5 characters"#);
+    server
+        .create(r#"{"id": 2, "name": "a", "tag": "wxyz"}"#)
+        .assert_error(400, r#"field "tag" must be at most 3 characters"#);
+    server
+        .send("PUT", "/plants/1", &[AUTH, JSON], r#"{"name": "abcdef"}"#)
+        .assert_error(400, "at most 5");
+    let stored = server.send("GET", "/plants/1", &[AUTH], "").json();
+    assert_eq!(
+        stored["name"], "ab\u{e9}\u{1F335}e",
+        "a refused replace changes nothing"
+    );
+    assert_eq!(server.send("GET", "/plants/2", &[AUTH], "").status, 404);
+}
+
+#[test]
 fn full_store_is_507() {
     let mut config = config();
     config.max_plants = 2;
@@ -130,6 +157,37 @@ fn full_store_is_507() {
     server
         .create(r#"{"id": 1, "name": "a"}"#)
         .assert_error(409, "1");
+}
+
+#[test]
+fn past_max_data_is_507_counted_in_bytes_of_names_and_tags() {
+    let mut config = config();
+    config.max_data = 20;
+    let server = TestServer::with(config);
+    // "é" is two bytes: 8 + 2 bytes of name, 2 of tag.
+    assert_eq!(
+        server
+            .create(r#"{"id": 1, "name": "ééééé", "tag": "ab"}"#)
+            .status,
+        200
+    );
+    server
+        .create(r#"{"id": 2, "name": "123456789"}"#)
+        .assert_error(507, "bytes");
+    let grow = r#"{"name": "ééééééééééé"}"#; // 22 bytes
+    server
+        .send("PUT", "/plants/1", &[AUTH, JSON], grow)
+        .assert_error(507, "bytes");
+    assert_eq!(
+        server.create(r#"{"id": 2, "name": "12345678"}"#).status,
+        200
+    );
+    // Shrinking or deleting frees room.
+    assert_eq!(server.send("DELETE", "/plants/1", &[AUTH], "").status, 204);
+    assert_eq!(
+        server.create(r#"{"id": 3, "name": "abcdefghijkl"}"#).status,
+        200
+    );
 }
 
 #[test]

@@ -5,7 +5,10 @@ use std::thread;
 
 use serde_json::json;
 
-use crate::support::{AUTH, JSON, TestServer};
+use plantstore::api::PAGE_BYTES;
+use plantstore::store::TextLimits;
+
+use crate::support::{AUTH, JSON, TestServer, config};
 
 fn seed(server: &TestServer, ids: impl IntoIterator<Item = i64>) {
     for id in ids {
@@ -110,6 +113,53 @@ fn list_filters_by_tag_and_the_link_keeps_the_filter() {
     assert_eq!(reply.json(), json!([]));
     let reply = server.send("GET", "/plants?limit=0", &[AUTH], "");
     assert_eq!((reply.json(), reply.header("link")), (json!([]), None));
+}
+
+/// A page ends at `PAGE_BYTES` of JSON with fewer than `limit` plants, and
+/// its `Link` goes on from the last one it holds: following the links
+/// yields every plant once. A plant larger than the cap is a page alone.
+#[test]
+fn a_page_stops_at_its_byte_cap_and_link_goes_on_from_there() {
+    let mut config = config();
+    config.limits.max_body = 1 << 20;
+    config.text_limits = TextLimits {
+        name: 60_000,
+        tag: 64,
+    };
+    let server = TestServer::with(config);
+    let name = |chars: usize| "\\u0001".repeat(chars); // six bytes each as JSON
+    for id in 0..300 {
+        let body = format!(r#"{{"id":{id},"name":"{}","tag":"t"}}"#, name(1000));
+        assert_eq!(server.create(&body).status, 200);
+    }
+    for id in [300, 301] {
+        let body = format!(r#"{{"id":{id},"name":"{}","tag":"t"}}"#, name(50_000));
+        assert_eq!(server.create(&body).status, 200);
+    }
+    let mut seen = Vec::new();
+    let mut sizes = Vec::new();
+    let mut next = Some("/plants?limit=1000&tag=t".to_string());
+    while let Some(target) = next.take() {
+        let reply = server.send("GET", &target, &[AUTH], "");
+        let page = ids(&reply);
+        assert!(
+            reply.body.len() <= PAGE_BYTES || page.len() == 1,
+            "{} bytes in {} plants",
+            reply.body.len(),
+            page.len()
+        );
+        sizes.push(page.len());
+        seen.extend(page);
+        if let Some(link) = reply.header("link") {
+            let last = seen.last().unwrap();
+            let want = format!(r#"</plants?after={last}&limit=1000&tag=t>; rel="next""#);
+            assert_eq!(link, want);
+            next = Some(link[1..link.find('>').unwrap()].to_string());
+        }
+    }
+    assert_eq!(seen, (0..302).collect::<Vec<i64>>());
+    // 6 KB a plant: 43 fit in 256 KiB; then the two of 300 KB, one a page.
+    assert_eq!(sizes, [43, 43, 43, 43, 43, 43, 42, 1, 1]);
 }
 
 #[test]

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use plantstore::config::{Config, TokenSource};
 use plantstore::http::{Limits, Stopper};
-use plantstore::store::{Durability, OpenError, Store, SyncMode};
+use plantstore::store::{Durability, OpenError, Store, SyncMode, TextLimits};
 use plantstore::webhook::WebhookConfig;
 use plantstore::{Service, StartError};
 
@@ -26,6 +26,8 @@ pub fn config() -> Config {
         addr: "127.0.0.1:0".parse().unwrap(),
         limits: Limits::default(),
         max_plants: 1_000_000,
+        text_limits: TextLimits::default(),
+        max_data: 256 << 20,
         tokens: vec![TOKEN.to_string()],
         token_source: TokenSource::Flag,
         warnings: Vec::new(),
@@ -33,6 +35,14 @@ pub fn config() -> Config {
         data: None,
         webhook: WebhookConfig::new(Vec::new(), None, 1024),
     }
+}
+
+/// Lets `config` take a plant named with `chars` ASCII characters, for a
+/// test that needs an answer that large: a listing page holds its first
+/// plant however large (and only then ends early at its byte cap).
+pub fn allow_names_of(config: &mut Config, chars: usize) {
+    config.limits.max_body = chars + 1024;
+    config.text_limits.name = chars;
 }
 
 /// A configuration whose store is the journal `path` (sync always).
