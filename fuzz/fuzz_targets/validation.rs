@@ -38,7 +38,13 @@ static SCHEMAS: LazyLock<(Validator, Validator)> = LazyLock::new(|| {
 
 fuzz_target!(|data: &[u8]| {
     let (new_plant, plant) = &*SCHEMAS;
-    let value: Option<Value> = serde_json::from_slice(data).ok();
+    let value: Option<Value> = match serde_json::from_slice(data) {
+        Ok(value) => Some(value),
+        // Valid JSON (a number's size is not limited by the grammar) that
+        // the oracle cannot hold as an f64: it cannot judge this input.
+        Err(e) if e.to_string().starts_with("number out of range") => return,
+        Err(_) => None,
+    };
     let duplicates = value.is_some() && has_duplicate_top_level_key(data);
 
     let expected = value
