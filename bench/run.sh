@@ -56,9 +56,14 @@ SERVER_PID=
 HOLD_PID=
 # A command prefix for the servers started (the pinned section: taskset).
 PIN=()
+# Under set -e a failing `wait` (the status of a killed process) would end
+# the trap early, so every step here is allowed to fail.
 cleanup() {
-  [ -n "$HOLD_PID" ] && kill "$HOLD_PID" 2>/dev/null && wait "$HOLD_PID" 2>/dev/null
-  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  local pid
+  for pid in $HOLD_PID $SERVER_PID; do
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
