@@ -7,9 +7,9 @@
 #              reference (bench/reference), at 16 and 64 connections,
 #              alternating servers for $ROUNDS rounds (default 2)
 #   footprint  stripped binary sizes, idle RSS, RSS after storing
-#              1,000,000 short plants, GET /plants?limit=100 with them
+#              $PLANTS short plants, GET /plants?limit=100 with them
 #   durable    POST /plants in memory vs --data (sync always and never)
-#   startup    start-up time with a journal of 1,000,000 plants
+#   startup    start-up time with a journal of $PLANTS plants
 #   pinned     one core each: the server on CPU 0, wrk on CPU 1; POST
 #              /plants at 16, 64 and 1024 connections, plantstore (with
 #              $PINNED_ARGS, default "--threads 1") vs the reference vs
@@ -22,7 +22,10 @@
 #
 # Each wrk run lasts $DURATION (default 10s) after a 2 s warm-up. Figures
 # drift by about 30% between runs on a small shared machine: compare rows
-# of one run, as ratios. Loopback only; every server started is stopped.
+# of one run, as ratios. Loopback only; every process started is stopped.
+# $PLANTS (default 1000000) scales the sections that store many plants
+# down for a quick check (PLANTS=100000); budgets stated for 1,000,000
+# plants are then reported but not judged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +35,7 @@ TOKEN=bench
 # Flags plantstore gets in the pinned section (PINNED_ARGS= for none).
 PINNED_ARGS=${PINNED_ARGS-"--threads 1"}
 IDLE_CONNS=${IDLE_CONNS:-10000}
+PLANTS=${PLANTS:-1000000}
 SECTIONS=("$@")
 [ ${#SECTIONS[@]} -eq 0 ] && SECTIONS=(reference footprint durable startup pinned budgets)
 
@@ -177,10 +181,10 @@ section_footprint() {
   done
   IDLE=$(printf '%s\n' "${idle[@]}" | sort -n | tail -1)
   echo "| idle RSS, KiB (3 starts; the largest counts) | ${idle[*]} | $ref_idle |"
-  # 1,000,000 short plants through the API, exactly.
-  PLANTSTORE_TOKEN=$TOKEN PLANTS=1000000 THREADS=2 \
+  # $PLANTS short plants through the API, exactly.
+  PLANTSTORE_TOKEN=$TOKEN PLANTS=$PLANTS THREADS=2 \
     wrk -t2 -c32 -d300s -s bench/load.lua "http://$ADDR" >/dev/null &
-  local wrk_pid=$! stored=0 before=-1 extra=1000000
+  local wrk_pid=$! stored=0 before=-1 extra=$PLANTS
   for _ in $(seq 1 600); do
     sleep 0.5
     stored=$(plants_stored)
@@ -190,7 +194,7 @@ section_footprint() {
   kill "$wrk_pid" 2>/dev/null; wait "$wrk_pid" 2>/dev/null || true
   for _ in $(seq 1 100); do
     stored=$(plants_stored)
-    [ "$stored" -lt 1000000 ] || break
+    [ "$stored" -lt "$PLANTS" ] || break
     extra=$((extra + 1))
     curl -sf -o /dev/null -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
       -d "{\"id\":$extra,\"name\":\"plant $extra\"}" "http://$ADDR/plants"
@@ -201,7 +205,7 @@ section_footprint() {
   GET_PATH="/plants?limit=100" post 64 bench/get.lua
   echo "| GET /plants?limit=100 with $stored plants, 64 connections | $RPS req/s, p99 $P99 ms, $ERRORS errors | |"
   stop_server
-  [ "$stored" = 1000000 ] || { echo "stored $stored plants, not 1000000" >&2; exit 1; }
+  [ "$stored" = "$PLANTS" ] || { echo "stored $stored plants, not $PLANTS" >&2; exit 1; }
   echo
 }
 
@@ -229,10 +233,10 @@ section_durable() {
 }
 
 section_startup() {
-  echo "## Start-up with a 1,000,000-plant journal"
+  echo "## Start-up with a journal of $PLANTS plants"
   echo
-  local journal=$WORK/million.journal
-  target/release/examples/make_journal "$journal" 1000000
+  local journal=$WORK/startup.journal
+  target/release/examples/make_journal "$journal" "$PLANTS"
   echo "| run | journal bytes | spawn to accepting ms | RSS after start KiB |"
   echo "|---|---|---|---|"
   local run
@@ -436,6 +440,11 @@ section_pinned() {
 
 # met CONDITION: "met" or "NOT met".
 met() { if awk "BEGIN{exit !($1)}"; then echo met; else echo "**NOT met**"; fi; }
+# met_at_scale CONDITION: as met, for a budget stated for 1,000,000 plants:
+# not judged when $PLANTS is another count.
+met_at_scale() {
+  if [ "$PLANTS" = 1000000 ]; then met "$1"; else echo "not judged ($PLANTS plants)"; fi
+}
 
 section_budgets() {
   echo "## Budgets (this run)"
@@ -453,13 +462,13 @@ section_budgets() {
   done
   if [ -n "${IDLE:-}" ]; then
     echo "| idle RSS <= 2048 KiB | $IDLE KiB | $(met "$IDLE <= 2048") |"
-    echo "| 1,000,000 plants in <= 102400 KiB more | $((LOADED - IDLE)) KiB | $(met "$LOADED - $IDLE <= 102400") |"
+    echo "| 1,000,000 plants in <= 102400 KiB more RSS | $((LOADED - IDLE)) KiB more ($LOADED KiB) | $(met_at_scale "$LOADED - $IDLE <= 102400") |"
     echo "| stripped binary <= 614400 bytes (x86_64) | $SIZE bytes | $(met "$SIZE <= 614400") |"
   fi
   [ -n "${DURABLE_RATIO:-}" ] &&
     echo "| --sync always at 64 connections >= 0.7x in memory | ${DURABLE_RATIO}x | $(met "$DURABLE_RATIO >= 0.7") |"
   [ -n "${STARTUP_MAX:-}" ] &&
-    echo "| start-up with 1,000,000 plants < 1000 ms (slowest of 3) | $STARTUP_MAX ms | $(met "$STARTUP_MAX < 1000") |"
+    echo "| start-up with a journal of 1,000,000 plants < 1 s (slowest of 3) | $STARTUP_MAX ms | $(met_at_scale "$STARTUP_MAX < 1000") |"
   local cpu ref_cpu nginx_cpu ctx
   for conns in 16 64 1024; do
     [ -n "${SUM[pinned.plantstore.$conns.rps]:-}" ] || continue
