@@ -10,6 +10,10 @@
 #              $PLANTS short plants, GET /plants?limit=100 with them
 #   durable    POST /plants in memory vs --data (sync always and never)
 #   startup    start-up time with a journal of $PLANTS plants
+#   writers    one writer loop (PUT /plants/{id}, wrk -c1) on a server
+#              with $PLANTS plants (--data, --sync never), alone and
+#              under 4 looping worst-case listings (one loop each, see
+#              LISTINGS below), $ROUNDS rounds: the writer's p50, p99, max
 #   pinned     one core each: the server on CPU 0, wrk on CPU 1; POST
 #              /plants at 16, 64 and 1024 connections, plantstore (with
 #              $PINNED_ARGS, default "--threads 1") vs the reference vs
@@ -36,8 +40,22 @@ TOKEN=bench
 PINNED_ARGS=${PINNED_ARGS-"--threads 1"}
 IDLE_CONNS=${IDLE_CONNS:-10000}
 PLANTS=${PLANTS:-1000000}
+# The worst listings a writer can meet, one client loop each (the writers
+# section; LISTINGS="PATH..." to choose others). Each is the costliest
+# case of one way a page is read: the largest page (limit=1000, the most
+# plants copied under shard locks and encoded); the largest page of a
+# common tag (tag=bench, every 10th plant: each id found in the tag index
+# is then looked up in the map: dearer than limit=1000, here by 1.5x); a tag
+# one plant in 100,000 carries (without a tag index, a scan of every plant
+# under the locks; with it, nearly free; an absent tag, tag=nope, is the
+# same case and cheaper still); a cursor near the end (a walk that started
+# from the first id instead of the cursor would read the whole store).
+WORST="/plants?limit=1000 /plants?tag=bench&limit=1000 /plants?tag=rare&limit=1000"
+WORST+=" /plants?after=$((PLANTS - 1001))&limit=1000"
+read -ra LISTINGS <<<"${LISTINGS:-$WORST}"
 SECTIONS=("$@")
-[ ${#SECTIONS[@]} -eq 0 ] && SECTIONS=(reference footprint durable startup pinned budgets)
+[ ${#SECTIONS[@]} -eq 0 ] &&
+  SECTIONS=(reference footprint durable startup writers pinned budgets)
 
 if ! command -v wrk >/dev/null; then
   echo "installing wrk" >&2
@@ -58,13 +76,15 @@ REFERENCE=bench/reference/target/release/plantstore-reference
 WORK=$(mktemp -d)
 SERVER_PID=
 HOLD_PID=
+# Client loops running in the background (the writers section).
+LOAD_PIDS=()
 # A command prefix for the servers started (the pinned section: taskset).
 PIN=()
 # Under set -e a failing `wait` (the status of a killed process) would end
 # the trap early, so every step here is allowed to fail.
 cleanup() {
   local pid
-  for pid in $HOLD_PID $SERVER_PID; do
+  for pid in "${LOAD_PIDS[@]}" $HOLD_PID $SERVER_PID; do
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   done
@@ -123,12 +143,15 @@ post() {
   PLANTSTORE_TOKEN=$TOKEN wrk -t2 -c"$conns" -d2s -s "$script" "http://$ADDR" >/dev/null
   result=$(PLANTSTORE_TOKEN=$TOKEN wrk -t2 -c"$conns" -d"$DURATION" -s "$script" \
     "http://$ADDR" | grep '^RESULT')
-  read -r _ RPS P50 P99 ERRORS REQUESTS <<<"$result"
+  read -r _ RPS P50 P99 ERRORS REQUESTS MAX <<<"$result"
   P50=$(awk "BEGIN{printf \"%.2f\", $P50/1000}")
   P99=$(awk "BEGIN{printf \"%.2f\", $P99/1000}")
 }
 
-ratio() { awk "BEGIN{printf \"%.2f\", $1/$2}"; }
+ratio() { awk "BEGIN{if ($2 == 0) print \"-\"; else printf \"%.2f\", $1/$2}"; }
+# add KEY VALUE: SUM[KEY] += VALUE.
+add() { SUM[$1]=$(awk "BEGIN{print ${SUM[$1]:-0} + $2}"); }
+mean() { awk "BEGIN{printf \"%.${2:-2}f\", ${SUM[$1]}/$ROUNDS}"; }
 plants_stored() {
   curl -sf -H "Authorization: Bearer $TOKEN" "http://$ADDR/metrics" |
     awk '/^plantstore_plants /{print $2}'
@@ -249,6 +272,86 @@ section_startup() {
   echo
 }
 
+# ms MICROSECONDS: milliseconds, three decimals.
+ms() { awk "BEGIN{printf \"%.3f\", $1/1000}"; }
+
+# seconds DURATION: a wrk duration (10, 10s, 2m) in whole seconds.
+seconds() {
+  case $1 in
+    *m) echo $((${1%m} * 60)) ;;
+    *s) echo "${1%s}" ;;
+    *) echo "$1" ;;
+  esac
+}
+
+# writer_run: one writer loop (wrk -t1 -c1, bench/put.lua), a 2 s
+# warm-up, then $DURATION measured; sets RPS, P50, P99, MAX (ms) and
+# ERRORS.
+writer_run() {
+  local result
+  PLANTSTORE_TOKEN=$TOKEN PLANTS=$PLANTS wrk -t1 -c1 -d2s -s bench/put.lua \
+    "http://$ADDR" >/dev/null
+  result=$(PLANTSTORE_TOKEN=$TOKEN PLANTS=$PLANTS wrk -t1 -c1 -d"$DURATION" \
+    -s bench/put.lua "http://$ADDR" | grep '^RESULT')
+  read -r _ RPS P50 P99 ERRORS REQUESTS MAX <<<"$result"
+  P50=$(ms "$P50") P99=$(ms "$P99") MAX=$(ms "$MAX")
+}
+
+section_writers() {
+  echo "## Writers under looping worst-case listings ($PLANTS plants, --data, --sync never; $DURATION, $ROUNDS rounds)"
+  echo
+  local journal=$WORK/writers.journal
+  target/release/examples/make_journal "$journal" "$PLANTS" --rare 100000
+  # --compact-min: no compaction while measuring (the writer's records
+  # would take a small store's journal past twice its size).
+  start_server --data "$journal" --sync never --compact-min 1000000000000
+  local rare listing
+  rare=$(curl -sf -H "Authorization: Bearer $TOKEN" "http://$ADDR/plants?tag=rare&limit=1000" |
+    grep -o '"id"' | wc -l)
+  echo "One writer loop: \`PUT /plants/{id}\` over untagged plants, one connection"
+  echo "(wrk -t1 -c1, bench/put.lua). Listing load: one loop (wrk -t1 -c1) on each of"
+  for listing in "${LISTINGS[@]}"; do printf '%s ' "\`$listing\`"; done
+  echo "(plants with tag rare: $rare), started 2 s before the writer's warm-up."
+  echo
+  echo "| round | writer | requests/s | p50 ms | p99 ms | max ms | errors | p99 / alone |"
+  echo "|---|---|---|---|---|---|---|---|"
+  local round alone_p99 secs i pid
+  secs=$(($(seconds "$DURATION") + 5))
+  for round in $(seq 1 "$ROUNDS"); do
+    writer_run
+    alone_p99=$P99
+    add writers.alone.p99 "$P99"
+    echo "| $round | alone | $RPS | $P50 | $P99 | $MAX | $ERRORS | 1.00 |"
+    LOAD_PIDS=()
+    for i in "${!LISTINGS[@]}"; do
+      PLANTSTORE_TOKEN=$TOKEN GET_PATH=${LISTINGS[$i]} wrk -t1 -c1 -d"${secs}s" \
+        -s bench/get.lua "http://$ADDR" >"$WORK/listing.$round.$i" &
+      LOAD_PIDS+=($!)
+    done
+    sleep 2
+    writer_run
+    for pid in "${LOAD_PIDS[@]}"; do wait "$pid" || true; done
+    LOAD_PIDS=()
+    add writers.loaded.p99 "$P99"
+    WRITERS_MAX=$(awk "BEGIN{print ($MAX > ${WRITERS_MAX:-0}) ? $MAX : ${WRITERS_MAX:-0}}")
+    echo "| $round | under 4 listing loops | $RPS | $P50 | $P99 | $MAX | $ERRORS | $(ratio "$P99" "$alone_p99") |"
+  done
+  stop_server
+  echo
+  echo "The listing loops meanwhile (each over its whole run, warm-ups included):"
+  echo
+  echo "| round | listing | requests/s | p50 ms | p99 ms | max ms | errors |"
+  echo "|---|---|---|---|---|---|---|"
+  for round in $(seq 1 "$ROUNDS"); do
+    for i in "${!LISTINGS[@]}"; do
+      listing=$(grep '^RESULT' "$WORK/listing.$round.$i" || echo "RESULT 0 0 0 0 0 0")
+      read -r _ RPS P50 P99 ERRORS REQUESTS MAX <<<"$listing"
+      echo "| $round | \`${LISTINGS[$i]}\` | $RPS | $(ms "$P50") | $(ms "$P99") | $(ms "$MAX") | $ERRORS |"
+    done
+  done
+  echo
+}
+
 # The pinned section's helpers.
 # start_pinned SERVER [FLAGS...]: starts plantstore (with $PINNED_ARGS and
 # FLAGS), the reference or nginx on CPU 0.
@@ -342,17 +445,13 @@ pinned_run() {
   ctx_switches "$WORK/ctx.after"
   switches=$(awk 'NR == FNR {b[$1] = $2; next} {d += $2 - b[$1]} END{print d + 0}' \
     "$WORK/ctx.before" "$WORK/ctx.after")
-  read -r _ RPS P50 P99 ERRORS REQUESTS <<<"$result"
+  read -r _ RPS P50 P99 ERRORS REQUESTS MAX <<<"$result"
   [ "$REQUESTS" -gt 0 ] || REQUESTS=1
   P50=$(awk "BEGIN{printf \"%.3f\", $P50/1000}")
   P99=$(awk "BEGIN{printf \"%.3f\", $P99/1000}")
   CPU_US=$(awk "BEGIN{printf \"%.1f\", $ticks * 1000000 / $CLK_TCK / $REQUESTS}")
   CTX=$(awk "BEGIN{printf \"%.3f\", $switches / $REQUESTS}")
 }
-
-# add KEY VALUE: SUM[KEY] += VALUE.
-add() { SUM[$1]=$(awk "BEGIN{print ${SUM[$1]:-0} + $2}"); }
-mean() { awk "BEGIN{printf \"%.${2:-2}f\", ${SUM[$1]}/$ROUNDS}"; }
 
 section_pinned() {
   NGINX=$(command -v nginx || echo /usr/sbin/nginx)
@@ -469,6 +568,11 @@ section_budgets() {
     echo "| --sync always at 64 connections >= 0.7x in memory | ${DURABLE_RATIO}x | $(met "$DURABLE_RATIO >= 0.7") |"
   [ -n "${STARTUP_MAX:-}" ] &&
     echo "| start-up with a journal of 1,000,000 plants < 1 s (slowest of 3) | $STARTUP_MAX ms | $(met_at_scale "$STARTUP_MAX < 1000") |"
+  if [ -n "${SUM[writers.loaded.p99]:-}" ]; then
+    local loaded alone
+    loaded=$(mean writers.loaded.p99 3) alone=$(mean writers.alone.p99 3)
+    echo "| writers' p99 under looping worst-case listings < 1 ms, 1,000,000 plants (mean of rounds) | $loaded ms (alone: $alone ms, $(ratio "$loaded" "$alone")x; largest max $WRITERS_MAX ms) | $(met_at_scale "$loaded < 1") |"
+  fi
   local cpu ref_cpu nginx_cpu ctx
   for conns in 16 64 1024; do
     [ -n "${SUM[pinned.plantstore.$conns.rps]:-}" ] || continue
