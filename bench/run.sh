@@ -14,6 +14,10 @@
 #              with $PLANTS plants (--data, --sync never), alone and
 #              under 4 looping worst-case listings (one loop each, see
 #              LISTINGS below), $ROUNDS rounds: the writer's p50, p99, max
+#   compaction a journal of $PLANTS plants, each written 3 times (so past
+#              twice its live size), compacted by the server after one
+#              change: its longest store lock hold (from its log), time,
+#              RSS before, at peak and after
 #   pinned     one core each: the server on CPU 0, wrk on CPU 1; POST
 #              /plants at 16, 64 and 1024 connections, plantstore (with
 #              $PINNED_ARGS, default "--threads 1") vs the reference vs
@@ -55,7 +59,7 @@ WORST+=" /plants?after=$((PLANTS - 1001))&limit=1000"
 read -ra LISTINGS <<<"${LISTINGS:-$WORST}"
 SECTIONS=("$@")
 [ ${#SECTIONS[@]} -eq 0 ] &&
-  SECTIONS=(reference footprint durable startup writers pinned budgets)
+  SECTIONS=(reference footprint durable startup writers compaction pinned budgets)
 
 if ! command -v wrk >/dev/null; then
   echo "installing wrk" >&2
@@ -93,15 +97,16 @@ cleanup() {
 trap cleanup EXIT
 
 # start_server ARGS...: starts plantstore on a free loopback port (access
-# log off: it would cost the server CPU); sets SERVER_PID, ADDR and
-# STARTUP_MS (spawn until the port accepts a connection).
+# log off: it would cost the server CPU; LOG_LEVEL=info turns it and the
+# other info lines on); sets SERVER_PID, ADDR and STARTUP_MS (spawn until
+# the port accepts a connection).
 # start_reference: the same for the reference server. Both run under
 # ${PIN[@]} when set.
 start_server() {
   free_port
   local started
   started=$(date +%s%N)
-  PLANTSTORE_TOKEN=$TOKEN "${PIN[@]}" "$BIN" --addr "$ADDR" --log-level warn \
+  PLANTSTORE_TOKEN=$TOKEN "${PIN[@]}" "$BIN" --addr "$ADDR" --log-level "${LOG_LEVEL:-warn}" \
     --max-plants 100000000 "$@" 2>"$WORK/server.log" &
   SERVER_PID=$!
   wait_port "$started"
@@ -352,6 +357,58 @@ section_writers() {
   echo
 }
 
+# peak_rss_kib: the server's peak RSS since start, or since the last
+# `echo 5 > /proc/PID/clear_refs`.
+peak_rss_kib() { awk '/VmHWM/{print $2}' "/proc/$SERVER_PID/status"; }
+
+section_compaction() {
+  echo "## Compaction of a journal of $PLANTS plants"
+  echo
+  local journal=$WORK/compaction.journal
+  target/release/examples/make_journal "$journal" "$PLANTS" --rewrites 2
+  local size line rss_before rss_peak rss_after sampled=0 rss waited=0 hwm=yes
+  size=$(stat -c %s "$journal")
+  # Info level for the compaction's log line (and the access lines of the
+  # one request below).
+  LOG_LEVEL=info start_server --data "$journal"
+  sleep 0.5
+  rss_before=$(rss_kib)
+  # Reset the peak (start-up read the whole file into memory); where that
+  # is refused, the peak is the largest of the samples taken below.
+  { echo 5 >"/proc/$SERVER_PID/clear_refs"; } 2>/dev/null || hwm=
+  # Any change checks the journal's size: this one starts the compaction.
+  curl -sf -o /dev/null -X PUT -H "Authorization: Bearer $TOKEN" \
+    -H 'Content-Type: application/json' -d '{"name":"plant 1"}' "http://$ADDR/plants/1"
+  until line=$(grep -m1 'journal compacted to' "$WORK/server.log"); do
+    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.log" >&2; exit 1; }
+    rss=$(rss_kib)
+    [ "$rss" -gt "$sampled" ] && sampled=$rss
+    waited=$((waited + 1))
+    [ "$waited" -lt 6000 ] || { echo "no compaction logged in 120 s" >&2; exit 1; }
+    sleep 0.02
+  done
+  rss_peak=$sampled
+  if [ -n "$hwm" ]; then
+    rss=$(peak_rss_kib)
+    [ "$rss" -le "$rss_peak" ] || rss_peak=$rss
+  fi
+  rss_after=$(rss_kib)
+  stop_server
+  # "journal compacted to N bytes in M ms (longest store lock hold K µs)"
+  read -r COMPACT_BYTES COMPACT_MS COMPACT_HOLD_US <<<"$(sed -n \
+    's/.*compacted to \([0-9]*\) bytes in \([0-9]*\) ms (longest store lock hold \([0-9]*\) .*/\1 \2 \3/p' \
+    <<<"$line")"
+  [ -n "$COMPACT_HOLD_US" ] || { echo "unexpected compaction log line: $line" >&2; exit 1; }
+  COMPACT_RSS="$rss_before $rss_peak"
+  echo "make_journal --rewrites 2 (each plant written 3 times), server with --data"
+  echo "(--sync always); one \`PUT /plants/1\` starts the compaction."
+  echo
+  echo "| journal bytes | compacted to | compaction ms | longest store lock hold µs | RSS before KiB | peak RSS while compacting KiB | RSS after KiB |"
+  echo "|---|---|---|---|---|---|---|"
+  echo "| $size | $COMPACT_BYTES | $COMPACT_MS | $COMPACT_HOLD_US | $rss_before | $rss_peak | $rss_after |"
+  echo
+}
+
 # The pinned section's helpers.
 # start_pinned SERVER [FLAGS...]: starts plantstore (with $PINNED_ARGS and
 # FLAGS), the reference or nginx on CPU 0.
@@ -572,6 +629,11 @@ section_budgets() {
     local loaded alone
     loaded=$(mean writers.loaded.p99 3) alone=$(mean writers.alone.p99 3)
     echo "| writers' p99 under looping worst-case listings < 1 ms, 1,000,000 plants (mean of rounds) | $loaded ms (alone: $alone ms, $(ratio "$loaded" "$alone")x; largest max $WRITERS_MAX ms) | $(met_at_scale "$loaded < 1") |"
+  fi
+  if [ -n "${COMPACT_HOLD_US:-}" ]; then
+    local rss_before rss_peak
+    read -r rss_before rss_peak <<<"$COMPACT_RSS"
+    echo "| longest store lock hold while compacting 1,000,000 plants < 5 ms | $COMPACT_HOLD_US µs (RSS $rss_before -> peak $rss_peak KiB) | $(met_at_scale "$COMPACT_HOLD_US < 5000") |"
   fi
   local cpu ref_cpu nginx_cpu ctx
   for conns in 16 64 1024; do
