@@ -1,40 +1,93 @@
-//! Writes a journal of N short plants, for the start-up benchmark:
-//! `cargo run --release --example make_journal -- FILE N`.
+//! Writes a journal of N short plants, for the benchmarks:
+//! `cargo run --release --example make_journal -- FILE N [--rare K] [--rewrites R]`.
+//!
+//! Plant `id` (0 to N-1) is named "plant {id}"; every 10th has the tag
+//! "bench", the others none. `--rare K`: the plants with `id % K == K - 1`
+//! (one in K, none of them a 10th) have the tag "rare" instead, for a
+//! listing by a tag that almost nothing carries. `--rewrites R`: then every
+//! plant is replaced R times by the same plant, so the file holds R + 1
+//! records per live plant and a server started on it compacts it at its
+//! first change (past `--compact-min` and twice the live size).
 //!
 //! It goes through the store itself (with `--sync never`), so the file is
-//! exactly what a server that stored those plants would have written.
+//! exactly what a server that made those changes would have written.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use plantstore::store::{Capacity, Durability, NewPlant, Plant, Store, SyncMode};
 
+const USAGE: &str = "usage: make_journal FILE N [--rare K] [--rewrites R]";
+
+/// The command line, as given.
+struct Args {
+    path: PathBuf,
+    count: i64,
+    rare: Option<i64>,
+    rewrites: u32,
+}
+
+fn parse(mut args: impl Iterator<Item = String>) -> Option<Args> {
+    let path = PathBuf::from(args.next()?);
+    let count = args.next()?.parse().ok().filter(|&n: &i64| n >= 0)?;
+    let (mut rare, mut rewrites) = (None, 0);
+    while let Some(flag) = args.next() {
+        let value = args.next()?;
+        match flag.as_str() {
+            "--rare" => rare = Some(value.parse().ok().filter(|&k: &i64| k > 0)?),
+            "--rewrites" => rewrites = value.parse().ok()?,
+            _ => return None,
+        }
+    }
+    Some(Args {
+        path,
+        count,
+        rare,
+        rewrites,
+    })
+}
+
+fn plant(id: i64, rare: Option<i64>) -> Plant {
+    let tag = match rare {
+        Some(k) if id % k == k - 1 => Some("rare"),
+        _ => (id % 10 == 0).then_some("bench"),
+    };
+    Plant {
+        name: format!("plant {id}"),
+        tag: tag.map(String::from),
+    }
+}
+
 fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
-    let (Some(path), Some(Ok(count))) = (args.next(), args.next().map(|n| n.parse::<i64>())) else {
-        eprintln!("usage: make_journal FILE N");
+    let Some(args) = parse(std::env::args().skip(1)) else {
+        eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
     let durability = Durability {
-        path: PathBuf::from(&path),
+        path: args.path,
         sync: SyncMode::Never,
         compact_min: u64::MAX,
     };
-    let store = match Store::open(Capacity::plants(count as usize), &durability) {
+    let store = match Store::open(Capacity::plants(args.count as usize), &durability) {
         Ok((store, _)) => store,
         Err(e) => {
             eprintln!("make_journal: {e}");
             return ExitCode::FAILURE;
         }
     };
-    for id in 0..count {
-        let plant = Plant {
-            name: format!("plant {id}"),
-            tag: (id % 10 == 0).then(|| "bench".to_string()),
-        };
+    for id in 0..args.count {
+        let plant = plant(id, args.rare);
         if let Err(e) = store.create(NewPlant { id, plant }) {
             eprintln!("make_journal: plant {id}: {e}");
             return ExitCode::FAILURE;
+        }
+    }
+    for _ in 0..args.rewrites {
+        for id in 0..args.count {
+            if let Err(e) = store.replace(id, plant(id, args.rare)) {
+                eprintln!("make_journal: plant {id}: {e}");
+                return ExitCode::FAILURE;
+            }
         }
     }
     ExitCode::SUCCESS
