@@ -646,10 +646,10 @@ section_budgets() {
     echo "| writers' p99 under looping worst-case listings < 1 ms, 1,000,000 plants (mean of rounds) | $loaded ms (alone: $alone ms, $(ratio "$loaded" "$alone")x; largest max $WRITERS_MAX ms) | $(met_at_scale "$loaded < 1") |"
   fi
   if [ -n "${COMPACT_HOLDS[*]:-}" ]; then
-    # The smallest round is judged: the others differ by preemption.
+    # The largest round is judged: a writer waits as long as the worst hold.
     local hold
-    hold=$(printf '%s\n' "${COMPACT_HOLDS[@]}" | sort -n | head -1)
-    echo "| longest store lock hold while compacting 1,000,000 plants < 5 ms (smallest of rounds) | $hold µs (rounds: ${COMPACT_HOLDS[*]} µs; RSS at most $COMPACT_PEAK_GROWTH KiB above before) | $(met_at_scale "$hold < 5000") |"
+    hold=$(printf '%s\n' "${COMPACT_HOLDS[@]}" | sort -n | tail -1)
+    echo "| longest store lock hold while compacting 1,000,000 plants < 5 ms (largest of rounds) | $hold µs (rounds: ${COMPACT_HOLDS[*]} µs; RSS at most $COMPACT_PEAK_GROWTH KiB above before) | $(met_at_scale "$hold < 5000") |"
   fi
   local cpu ref_cpu nginx_cpu ctx
   for conns in 16 64 1024; do

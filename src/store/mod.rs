@@ -132,7 +132,7 @@ struct Shared {
 const RETRY_MIN: Duration = Duration::from_secs(1);
 const RETRY_MAX: Duration = Duration::from_secs(300);
 /// Records a compaction step encodes under one shard's read lock.
-const COMPACT_STEP: usize = 2048;
+const COMPACT_STEP: usize = 512;
 
 impl Store {
     /// An empty in-memory store.
@@ -441,8 +441,8 @@ impl Shared {
         let fill = |buf: &mut Vec<u8>| {
             between(steps);
             steps += 1;
-            let step = Instant::now();
             let plants = self.read(shard);
+            let held = Instant::now();
             let from = after.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
             let mut taken = 0;
             for (&id, plant) in plants.plants.range((from, std::ops::Bound::Unbounded)) {
@@ -455,7 +455,7 @@ impl Shared {
                 taken += 1;
             }
             drop(plants);
-            longest = longest.max(step.elapsed());
+            longest = longest.max(held.elapsed());
             if taken < COMPACT_STEP {
                 (shard, after) = (shard + 1, None);
             }
