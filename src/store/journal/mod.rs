@@ -46,23 +46,29 @@
 //! # Compaction
 //!
 //! When the file has grown past `compact_min` and past twice the size the
-//! live plants would take, a background thread rewrites it: from the moment
-//! it starts, every appended record is also collected; it reads the live
-//! plants from the store a short step at a time (each step holds one shard's
-//! read lock while it encodes up to a few thousand records) and writes each
-//! step to `FILE.compact`, syncs it, then briefly takes the writer role,
-//! appends the records collected meanwhile, syncs, renames over `FILE` and
-//! syncs the directory. A plant changed while the snapshot is read appears
-//! both in the snapshot and in the collected records; replay applies the
-//! later one last, so the result is the current state.
+//! live plants would take, a background thread rewrites it. `FILE` is the
+//! real file: a path given through symbolic links is resolved once, at
+//! open, so the link stays a link to it. From the moment it starts,
+//! every appended record is also collected; it reads the live plants from
+//! the store a short step at a time (each step holds one shard's read lock
+//! while it encodes up to a few thousand records) and writes each step to
+//! `FILE.compact` (created 0600, then given the journal's owner and mode),
+//! syncs it, then briefly takes the writer role, appends the records
+//! collected meanwhile, syncs, renames over `FILE` and syncs the
+//! directory. A plant changed while the snapshot is read appears both in
+//! the snapshot and in the collected records; replay applies the later one
+//! last, so the result is the current state.
 //! A crash at any point leaves either the old or the new file complete; a
 //! leftover `FILE.compact` is removed at the next start.
 //!
 //! The file is held under an exclusive `flock` for the life of the process
 //! (the compacted file is locked before it is renamed into place), so a
-//! second server on the same file refuses to start.
+//! second server on the same file, or on a link to it, refuses to start.
+//! Anything but a regular file (a FIFO, a device, a directory) is refused
+//! at open without being opened.
 
 mod commit;
+mod file;
 mod format;
 mod recovery;
 mod rewrite;
@@ -71,7 +77,7 @@ pub use format::{Change, MAGIC, crc32c, decode, encode};
 pub use recovery::{Damage, Scan, scan};
 pub(super) use rewrite::compact_path;
 
-use std::fs::{self, File, OpenOptions, TryLockError};
+use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
@@ -136,6 +142,15 @@ pub struct Recovery {
 pub enum OpenError {
     /// Another process holds the file's lock.
     Locked(PathBuf),
+    /// The path names something other than a regular file.
+    NotAFile {
+        /// The path as given.
+        path: PathBuf,
+        /// Where its links lead, if it is one.
+        real: Option<PathBuf>,
+        /// What it is instead ("a FIFO", "a directory", ...).
+        kind: &'static str,
+    },
     /// The file does not start with the journal magic.
     NotAJournal(PathBuf),
     /// A damaged record with valid records after it.
@@ -159,6 +174,13 @@ impl std::fmt::Display for OpenError {
                 "{} is locked by another process (is another plantstore using it?)",
                 path.display()
             ),
+            OpenError::NotAFile { path, real, kind } => {
+                write!(f, "{}", path.display())?;
+                if let Some(real) = real {
+                    write!(f, " leads to {}, which", real.display())?;
+                }
+                write!(f, " is {kind}, not a regular file; the journal must be one")
+            }
             OpenError::NotAJournal(path) => {
                 write!(f, "{} is not a plantstore journal", path.display())
             }
@@ -182,6 +204,7 @@ impl std::error::Error for OpenError {}
 
 /// An open journal. See the module header.
 pub(super) struct Journal {
+    /// The real file (links resolved).
     path: PathBuf,
     sync: SyncMode,
     compact_min: u64,
@@ -274,18 +297,11 @@ impl Journal {
         let started = Instant::now();
         let path = &durability.path;
         let io_error = |e| OpenError::Io(path.clone(), e);
-        let existed = path.exists();
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(io_error)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(OpenError::Locked(path.clone())),
-            Err(TryLockError::Error(e)) => return Err(io_error(e)),
-        }
+        let file::Opened {
+            mut file,
+            path: real,
+            existed,
+        } = file::open(path)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(io_error)?;
         let scan = scan(&bytes, apply).map_err(|damage| match damage {
@@ -303,13 +319,13 @@ impl Journal {
             file.write_all(MAGIC).map_err(io_error)?;
             file.sync_all().map_err(io_error)?;
             if !existed {
-                sync_dir(path).map_err(io_error)?;
+                sync_dir(&real).map_err(io_error)?;
             }
         } else if torn_bytes > 0 {
             file.set_len(scan.valid_len as u64).map_err(io_error)?;
             file.sync_all().map_err(io_error)?;
         }
-        let leftover = compact_path(path);
+        let leftover = compact_path(&real);
         if leftover.exists() {
             fs::remove_file(&leftover).map_err(|e| OpenError::Io(leftover.clone(), e))?;
             log::warn!(
@@ -319,7 +335,7 @@ impl Journal {
         }
         let len = scan.valid_len.max(MAGIC.len()) as u64;
         let journal = Journal {
-            path: path.clone(),
+            path: real,
             sync: durability.sync,
             compact_min: durability.compact_min,
             state: Mutex::new(State {

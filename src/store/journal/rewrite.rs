@@ -5,6 +5,7 @@
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::Journal;
@@ -22,7 +23,8 @@ impl Journal {
     /// after the snapshot: a plant changed after its step was read has its
     /// change there; one changed before has it in both places, the later
     /// winning at replay. On an error before the rename the old journal
-    /// stays in use, whole; after it, the journal is poisoned.
+    /// stays in use, whole, and the temporary file is removed; after it,
+    /// the journal is poisoned.
     pub(in crate::store) fn rewrite(
         &self,
         fill: impl FnMut(&mut Vec<u8>) -> bool,
@@ -37,7 +39,13 @@ impl Journal {
         let temp_path = compact_path(&self.path);
         let result = self.write_compacted(&temp_path, fill);
         if result.is_err() {
-            let _ = fs::remove_file(&temp_path);
+            match fs::remove_file(&temp_path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => log::warn!(
+                    "cannot remove {} after a failed compaction: {e}",
+                    temp_path.display()
+                ),
+                _ => {}
+            }
             // If the error came after the writer role was taken, that role
             // was already given back; only the collection stops here.
             self.lock().since_snapshot = None;
@@ -50,14 +58,7 @@ impl Journal {
         temp_path: &Path,
         mut fill: impl FnMut(&mut Vec<u8>) -> bool,
     ) -> io::Result<u64> {
-        let mut temp = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .truncate(false)
-            .open(temp_path)?;
-        temp.set_len(0)?;
-        temp.try_lock().map_err(io::Error::from)?;
+        let mut temp = self.create_temp(temp_path)?;
         let mut step = MAGIC.to_vec();
         let mut len = 0u64;
         loop {
@@ -117,6 +118,35 @@ impl Journal {
         }
         self.wake(&mut state);
         Ok(len)
+    }
+
+    /// `FILE.compact`, new, locked, and with the journal's owner and mode
+    /// (created 0600, so no one else reads it before it has them).
+    fn create_temp(&self, temp_path: &Path) -> io::Result<File> {
+        let journal = fs::metadata(&self.path)?;
+        match fs::remove_file(temp_path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let temp = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(temp_path)?;
+        temp.try_lock().map_err(io::Error::from)?;
+        let (uid, gid) = (journal.uid(), journal.gid());
+        let own = temp.metadata()?;
+        if (own.uid(), own.gid()) != (uid, gid) {
+            std::os::unix::fs::fchown(&temp, Some(uid), Some(gid)).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("cannot give the new file the journal's owner {uid}:{gid}: {e}"),
+                )
+            })?;
+        }
+        temp.set_permissions(fs::Permissions::from_mode(journal.mode() & 0o7777))?;
+        Ok(temp)
     }
 }
 

@@ -1,0 +1,210 @@
+//! The journal file's identity: `--data` through a symlink, a journal
+//! that is not a regular file, and its mode across a compaction.
+
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::binary::{BIN, Running};
+use crate::support::{Client, JSON, request};
+
+const TOKEN: &str = "t";
+const AUTH: (&str, &str) = ("Authorization", "Bearer t");
+
+/// A fresh directory in the temp directory, removed with what is in it
+/// when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("plantstore-test-{}-{n}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&path);
+        fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+
+    fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn text(path: &Path) -> &str {
+    path.to_str().expect("temp paths are UTF-8")
+}
+
+/// One request on a kept-alive connection; the status.
+fn status(client: &mut Client, method: &str, path: &str, body: &str) -> u16 {
+    let headers: &[(&str, &str)] = if body.is_empty() {
+        &[AUTH]
+    } else {
+        &[AUTH, JSON]
+    };
+    client.send(&request(method, path, headers, body));
+    client.reply().status
+}
+
+fn put(client: &mut Client, id: i64, name: &str) -> u16 {
+    let body = format!(r#"{{"name":"{name}"}}"#);
+    status(client, "PUT", &format!("/plants/{id}"), &body)
+}
+
+fn create(client: &mut Client, id: i64, name: &str) -> u16 {
+    let body = format!(r#"{{"id":{id},"name":"{name}"}}"#);
+    status(client, "POST", "/plants", &body)
+}
+
+/// Waits until a log line contains `needle`.
+fn wait_for_log(server: &Running, needle: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !server.log().iter().any(|line| line.contains(needle)) {
+        assert!(
+            Instant::now() < deadline,
+            "no log line with {needle:?}: {:#?}",
+            server.log()
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Grows the journal of a server with `--compact-min 4096` past twice its
+/// live data, and waits for the background compaction.
+fn compact(server: &Running) {
+    let mut client = Client::connect(server.addr);
+    assert_eq!(create(&mut client, 1, "kept"), 200);
+    assert_eq!(create(&mut client, 2, "churn"), 200);
+    for n in 0..300 {
+        assert_eq!(put(&mut client, 2, &format!("churn {n}")), 200);
+    }
+    wait_for_log(server, "journal compacted");
+}
+
+/// `plantstore --data PATH` run to its end (at most 10 s): exit code and
+/// stderr.
+fn refused_start(path: &Path) -> (Option<i32>, String) {
+    let mut child = Command::new(BIN)
+        .args(["--addr", "127.0.0.1:0", "--data", text(path)])
+        .env("PLANTSTORE_TOKEN", TOKEN)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "plantstore --data {} did not exit within 10 s",
+                path.display()
+            );
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (code, stderr)
+}
+
+#[test]
+fn a_symlinked_journal_stays_a_link_to_the_real_locked_file_after_compaction() {
+    let dir = TempDir::new("symlink");
+    fs::create_dir(dir.join("real")).unwrap();
+    let real = dir.join("real/plants.journal");
+    let link = dir.join("plants.journal");
+    std::os::unix::fs::symlink("real/plants.journal", &link).unwrap();
+    let server = Running::start(
+        &["--data", text(&link), "--compact-min", "4096"],
+        Some(TOKEN),
+    );
+    compact(&server);
+
+    let meta = fs::symlink_metadata(&link).unwrap();
+    assert!(meta.file_type().is_symlink(), "the link was replaced");
+    assert_eq!(
+        fs::read_link(&link).unwrap(),
+        Path::new("real/plants.journal")
+    );
+    let bytes = fs::read(&real).unwrap();
+    // 302 records of about 30 bytes: 9 KB had it never been compacted.
+    assert!(
+        bytes.len() < 5000,
+        "the real file is compacted: {} bytes",
+        bytes.len()
+    );
+    let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    assert!(
+        has(b"kept") && has(b"churn 299"),
+        "the real file has the data"
+    );
+    for leftover in [
+        dir.join("plants.journal.compact"),
+        dir.join("real/plants.journal.compact"),
+    ] {
+        assert!(!leftover.exists(), "{} left behind", leftover.display());
+    }
+    for path in [&real, &link] {
+        let (code, stderr) = refused_start(path);
+        assert_eq!(code, Some(1), "{stderr}");
+        assert!(stderr.contains("locked by another process"), "{stderr}");
+    }
+}
+
+#[test]
+fn compaction_keeps_the_journal_mode_and_owner() {
+    let dir = TempDir::new("mode");
+    let path = dir.join("plants.journal");
+    fs::write(&path, b"").unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    // Only root may give a file away; elsewhere the owner is the test's.
+    let owner = match std::os::unix::fs::chown(&path, Some(65534), Some(65534)) {
+        Ok(()) => (65534, 65534),
+        Err(_) => {
+            let meta = fs::metadata(&path).unwrap();
+            (meta.uid(), meta.gid())
+        }
+    };
+    let server = Running::start(
+        &["--data", text(&path), "--compact-min", "4096"],
+        Some(TOKEN),
+    );
+    compact(&server);
+    let meta = fs::metadata(&path).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o600);
+    assert_eq!((meta.uid(), meta.gid()), owner);
+}
+
+#[test]
+fn a_fifo_as_the_journal_is_refused_at_once_naming_it() {
+    let dir = TempDir::new("fifo");
+    let path = dir.join("plants.journal");
+    let made = Command::new("mkfifo").arg(&path).status().unwrap();
+    assert!(made.success(), "mkfifo");
+    let started = Instant::now();
+    let (code, stderr) = refused_start(&path);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains(text(&path)), "{stderr}");
+    assert!(stderr.contains("not a regular file"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
