@@ -1,5 +1,6 @@
 //! The journal file's identity: `--data` through a symlink, a journal
-//! that is not a regular file, and its mode across a compaction.
+//! that is not a regular file, deleted or replaced while the server runs,
+//! and its mode across a compaction.
 
 use std::fs;
 use std::io::Read;
@@ -207,4 +208,68 @@ fn a_fifo_as_the_journal_is_refused_at_once_naming_it() {
     assert!(stderr.contains(text(&path)), "{stderr}");
     assert!(stderr.contains("not a regular file"), "{stderr}");
     assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// With the journal gone from under a running server: a change is a 500
+/// and every later one too, `/healthz` is 503 with `reason`, reads are
+/// served, and the log names the file.
+fn assert_refuses_changes(server: &Running, journal: &Path, reason: &str, health_first: bool) {
+    let mut client = Client::connect(server.addr);
+    let health = |client: &mut Client| {
+        client.send(&request("GET", "/healthz", &[], ""));
+        let reply = client.reply();
+        assert_eq!(reply.status, 503, "{}", reply.text());
+        let got = reply.json()["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(got.contains(reason), "{got:?} should say {reason:?}");
+    };
+    if health_first {
+        health(&mut client);
+    }
+    assert_eq!(create(&mut client, 2, "lost"), 500);
+    assert_eq!(put(&mut client, 1, "lost"), 500);
+    health(&mut client);
+    assert_eq!(status(&mut client, "GET", "/plants/1", ""), 200);
+    assert_eq!(status(&mut client, "GET", "/plants", ""), 200);
+    let named = fs::canonicalize(journal.parent().unwrap())
+        .unwrap()
+        .join(journal.file_name().unwrap());
+    let log = server.log();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("ERROR") && l.contains(text(&named)) && l.contains(reason)),
+        "{log:#?}"
+    );
+}
+
+#[test]
+fn a_journal_deleted_while_serving_refuses_changes_and_fails_health() {
+    for sync in ["always", "never"] {
+        let dir = TempDir::new("deleted");
+        let path = dir.join("plants.journal");
+        let args = ["--data", text(&path), "--sync", sync];
+        let server = Running::start(&args, Some(TOKEN));
+        let mut client = Client::connect(server.addr);
+        assert_eq!(create(&mut client, 1, "kept"), 200);
+        fs::remove_file(&path).unwrap();
+        assert_refuses_changes(&server, &path, "deleted", false);
+    }
+}
+
+#[test]
+fn a_journal_replaced_while_serving_refuses_changes_and_fails_health() {
+    for (sync, health_first) in [("always", true), ("always", false), ("never", false)] {
+        let dir = TempDir::new("replaced");
+        let path = dir.join("plants.journal");
+        let args = ["--data", text(&path), "--sync", sync];
+        let server = Running::start(&args, Some(TOKEN));
+        let mut client = Client::connect(server.addr);
+        assert_eq!(create(&mut client, 1, "kept"), 200);
+        let other = dir.join("other");
+        fs::copy(&path, &other).unwrap();
+        fs::rename(&other, &path).unwrap();
+        assert_refuses_changes(&server, &path, "replaced", health_first);
+    }
 }

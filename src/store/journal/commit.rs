@@ -80,7 +80,16 @@ impl Journal {
             state.taken = upto;
             drop(state);
             let started = Instant::now();
-            let result = self.write(&batch);
+            // The path must still name the file, or a restart would not
+            // read this batch: checked after the write, before any answer
+            // (see "Writing" in the module header for the two checks).
+            let result = self
+                .write(&batch)
+                .map_err(|e| format!("journal write failed: {e}"))
+                .and_then(|()| match self.sync {
+                    SyncMode::Always => self.entry.check(),
+                    SyncMode::Never => self.entry.check_links(),
+                });
             state = self.lock();
             state.writing = false;
             state.last_write = started.elapsed();
@@ -100,7 +109,7 @@ impl Journal {
                         self.compaction.request();
                     }
                 }
-                Err(e) => self.poison(&mut state, format!("journal write failed: {e}")),
+                Err(reason) => self.poison(&mut state, reason),
             }
             self.wake(&mut state);
         }
@@ -200,9 +209,13 @@ impl Journal {
         Ok(())
     }
 
-    /// Refuses every change from now on. The reason is shown on `/healthz`
-    /// (so it names no path); the log names the file.
+    /// Refuses every change from now on (the first reason stays). The
+    /// reason is shown on `/healthz` (so it names no path); the log names
+    /// the file.
     pub(super) fn poison(&self, state: &mut State, reason: String) {
+        if state.failed.is_some() {
+            return;
+        }
         log::error!(
             "{}: {reason}; refusing all further changes until restarted",
             self.path.display()

@@ -1,5 +1,5 @@
-//! The journal file itself: which file `--data` names, and whether it may
-//! be used.
+//! The journal file itself: which file `--data` names, whether it may be
+//! used, and whether the path still names it.
 //!
 //! The path is resolved once, at open: symbolic links are followed to the
 //! real file (a path that does not exist yet resolves through its
@@ -13,13 +13,34 @@
 //! block and does not follow a link, and the opened file is checked again,
 //! so a file swapped in between is refused too.
 //!
+//! The file's device and inode are recorded. [`Entry::check`] compares them
+//! with what the path names now (a `stat`): another inode means the file
+//! was replaced, none means it was deleted, and in either case what is
+//! appended from then on is not what a restart will read.
+//! [`Entry::check_links`] is the cheaper half (an `fstat` of the open
+//! file, no path walk): a link count of 0 means the file was deleted, or
+//! replaced by a rename over it; it misses a file moved to another name.
+//! A compaction renames its file over the journal through
+//! [`Entry::replace`], under the same lock, so no check ever sees the path
+//! half swapped.
+//!
+//! Both checks ask `statx` for the inode and link count only, never the
+//! timestamps (which `fs::metadata` asks for): on a file system with
+//! fine-grained timestamps (Linux 6.13 on: ext4, xfs, btrfs, tmpfs), a
+//! timestamp that was looked at makes the next write store a new one in
+//! the inode, and that doubled the cost of a `--sync never` write.
+//!
 //! Deliberately not here: the format, recovery and writing (see the module
 //! header of `journal`).
 
+use std::ffi::CString;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use super::OpenError;
 
@@ -34,6 +55,8 @@ pub(super) struct Opened {
     pub(super) path: PathBuf,
     /// Whether the file existed before (else it was created, empty).
     pub(super) existed: bool,
+    /// What the path names, for later checks.
+    pub(super) entry: Entry,
 }
 
 /// Resolves `given`, checks that it is (or will be) a regular file, and
@@ -67,10 +90,18 @@ pub(super) fn open(given: &Path) -> Result<Opened, OpenError> {
     if path != given {
         log::info!("journal {} is the file {}", given.display(), path.display());
     }
+    let entry = Entry {
+        path: path.clone(),
+        file: Mutex::new((
+            file.try_clone().map_err(io_error)?,
+            look(Of::File(&file)).map_err(io_error)?.inode,
+        )),
+    };
     Ok(Opened {
         file,
         path,
         existed,
+        entry,
     })
 }
 
@@ -135,6 +166,151 @@ fn regular(given: &Path, real: &Path, meta: &fs::Metadata) -> Result<(), OpenErr
         real: (real != given).then(|| real.to_path_buf()),
         kind,
     })
+}
+
+/// A file's device and inode: which file it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Inode {
+    dev: u64,
+    ino: u64,
+}
+
+/// What `look` tells of a file.
+struct Seen {
+    inode: Inode,
+    links: u64,
+}
+
+/// The file `look` asks about.
+#[derive(Clone, Copy)]
+enum Of<'a> {
+    Path(&'a Path),
+    File(&'a File),
+}
+
+/// A file's inode and link count, from `statx` asking for nothing else
+/// (see the module header); from `fs::metadata` where `statx` is missing
+/// (Linux before 4.11) or filtered out (`EPERM` from old seccomp
+/// profiles).
+#[allow(unsafe_code)]
+fn look(of: Of<'_>) -> io::Result<Seen> {
+    let (fd, path, flags) = match of {
+        Of::Path(path) => (libc::AT_FDCWD, c_path(path)?, 0),
+        Of::File(file) => (file.as_raw_fd(), CString::default(), libc::AT_EMPTY_PATH),
+    };
+    let mask = libc::STATX_INO | libc::STATX_NLINK;
+    // SAFETY: `statx` is plain integers, for which all zeroes is valid;
+    // `fd` is AT_FDCWD or borrowed from a `File` that outlives the call,
+    // `path` is NUL-terminated and outlives it, and `buf` is writable
+    // memory of the type the call fills.
+    let (result, buf) = unsafe {
+        let mut buf: libc::statx = std::mem::zeroed();
+        let result = libc::syscall(
+            libc::SYS_statx,
+            fd,
+            path.as_ptr(),
+            flags,
+            mask,
+            &raw mut buf,
+        );
+        (result, buf)
+    };
+    if result == 0 {
+        let dev = libc::makedev(buf.stx_dev_major, buf.stx_dev_minor);
+        let (ino, links) = (buf.stx_ino, u64::from(buf.stx_nlink));
+        return Ok(Seen {
+            inode: Inode { dev, ino },
+            links,
+        });
+    }
+    let error = io::Error::last_os_error();
+    if !matches!(error.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) {
+        return Err(error);
+    }
+    let meta = match of {
+        Of::Path(path) => fs::metadata(path)?,
+        Of::File(file) => file.metadata()?,
+    };
+    let inode = Inode {
+        dev: meta.dev(),
+        ino: meta.ino(),
+    };
+    Ok(Seen {
+        inode,
+        links: meta.nlink(),
+    })
+}
+
+fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the path"))
+}
+
+/// The journal's directory entry: its path, and which file it should name.
+pub(super) struct Entry {
+    path: PathBuf,
+    /// The file the journal writes to (a second handle on it) and its
+    /// inode; changed only by `replace`.
+    file: Mutex<(File, Inode)>,
+}
+
+impl Entry {
+    /// Whether the path still names the journal's file; if not, why (a
+    /// reason for `/healthz`, so without the path). One `stat`.
+    pub(super) fn check(&self) -> Result<(), String> {
+        let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        names(&self.path, file.1)
+    }
+
+    /// As `check`, from the open file's link count (one `fstat`): notices
+    /// a deleted file and one replaced by a rename over it, not one moved
+    /// to another name. The reason comes from `check`.
+    pub(super) fn check_links(&self) -> Result<(), String> {
+        let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        match look(Of::File(&file.0)) {
+            Ok(seen) if seen.links > 0 => Ok(()),
+            Ok(_) => names(&self.path, file.1).and(Err(
+                "the journal file lost its last link while the server was running".into(),
+            )),
+            Err(e) => Err(format!("cannot check the journal file: {e}")),
+        }
+    }
+
+    /// Renames `temp_path`, the open `temp`, over the journal, if the path
+    /// still names the journal's file (`Err` with the reason if not,
+    /// nothing renamed); the rename's own result inside.
+    pub(super) fn replace(&self, temp_path: &Path, temp: &File) -> Result<io::Result<()>, String> {
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        names(&self.path, file.1)?;
+        let new = match (temp.try_clone(), look(Of::File(temp))) {
+            (Ok(handle), Ok(seen)) => (handle, seen.inode),
+            (Err(e), _) | (_, Err(e)) => return Ok(Err(e)),
+        };
+        let renamed = fs::rename(temp_path, &self.path);
+        if renamed.is_ok() {
+            *file = new;
+        }
+        Ok(renamed)
+    }
+}
+
+/// Whether `path` names the file `inode`.
+fn names(path: &Path, inode: Inode) -> Result<(), String> {
+    match look(Of::Path(path)) {
+        Ok(seen) if seen.inode == inode => Ok(()),
+        Ok(_) => Err(
+            "the journal file was replaced by another file while the server \
+                      was running; changes can no longer be written where a restart \
+                      would read them"
+                .into(),
+        ),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(
+            "the journal file was deleted (or moved away) while the server was running; changes can \
+             no longer be written where a restart would read them"
+                .into(),
+        ),
+        Err(e) => Err(format!("cannot check the journal file: {e}")),
+    }
 }
 
 #[cfg(test)]
@@ -226,5 +402,45 @@ mod tests {
             Err(OpenError::NotAFile { kind, .. }) => assert_eq!(kind, "a character device"),
             other => panic!("/dev/null: {:?}", other.err()),
         }
+    }
+
+    #[test]
+    fn the_entry_notices_a_deleted_or_replaced_file_and_follows_a_rename() {
+        let dir = Dir::new("entry");
+        let path = dir.0.join("j");
+        let opened = open(&path).unwrap();
+        let entry = &opened.entry;
+        assert_eq!((entry.check(), entry.check_links()), (Ok(()), Ok(())));
+
+        let temp_path = dir.0.join("j.compact");
+        let temp = File::create(&temp_path).unwrap();
+        assert!(matches!(entry.replace(&temp_path, &temp), Ok(Ok(()))));
+        assert_eq!(entry.check(), Ok(()), "the renamed file is the journal now");
+
+        let other = dir.0.join("other");
+        fs::write(&other, b"").unwrap();
+        fs::rename(&other, &path).unwrap();
+        assert!(entry.check().unwrap_err().contains("replaced"));
+        assert!(entry.check_links().unwrap_err().contains("replaced"));
+        let again = File::create(&temp_path).unwrap();
+        assert!(
+            entry.replace(&temp_path, &again).is_err(),
+            "never over a stranger"
+        );
+        assert!(temp_path.exists());
+
+        fs::remove_file(&path).unwrap();
+        assert!(entry.check().unwrap_err().contains("deleted"));
+        assert!(entry.check_links().unwrap_err().contains("deleted"));
+    }
+
+    #[test]
+    fn a_file_moved_away_is_noticed_at_its_path_not_by_its_links() {
+        let dir = Dir::new("moved");
+        let path = dir.0.join("j");
+        let opened = open(&path).unwrap();
+        fs::rename(&path, dir.0.join("elsewhere")).unwrap();
+        assert_eq!(opened.entry.check_links(), Ok(()), "still linked");
+        assert!(opened.entry.check().unwrap_err().contains("deleted"));
     }
 }

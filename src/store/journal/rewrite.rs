@@ -23,8 +23,9 @@ impl Journal {
     /// after the snapshot: a plant changed after its step was read has its
     /// change there; one changed before has it in both places, the later
     /// winning at replay. On an error before the rename the old journal
-    /// stays in use, whole, and the temporary file is removed; after it,
-    /// the journal is poisoned.
+    /// stays in use, whole, and the temporary file is removed; finding the
+    /// journal deleted or replaced, or an error after the rename, poisons
+    /// it.
     pub(in crate::store) fn rewrite(
         &self,
         fill: impl FnMut(&mut Vec<u8>) -> bool,
@@ -87,14 +88,18 @@ impl Journal {
         let upto = state.appended;
         drop(state);
 
-        let swapped = (|| {
-            temp.write_all(&since)?;
-            temp.sync_data()?;
-            fs::rename(temp_path, &self.path)
-        })();
-        if let Err(e) = swapped {
+        let written = temp.write_all(&since).and_then(|()| temp.sync_data());
+        let failed = match written.map(|()| self.entry.replace(temp_path, &temp)) {
+            Ok(Ok(Ok(()))) => None,
+            Ok(Ok(Err(e))) | Err(e) => Some((e, None)),
+            Ok(Err(gone)) => Some((io::Error::other(gone.clone()), Some(gone))),
+        };
+        if let Some((e, gone)) = failed {
             let mut state = self.lock();
             state.writing = false;
+            if let Some(reason) = gone {
+                self.poison(&mut state, reason);
+            }
             self.wake(&mut state);
             return Err(e);
         }
