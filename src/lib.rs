@@ -19,8 +19,9 @@
 //! codes; [`start`] is what both it and the integration tests call
 //! ([`serve`] when a test brings its own store).
 
-// Denied, not forbidden: one audited call (`statx`, asking for less than
-// std does) allows it locally, in `store/journal/file.rs`.
+// Denied, not forbidden: two audited calls allow it locally, in
+// `store/journal/file.rs` (`statvfs`, which std lacks, and `statx` asking
+// for less than std does).
 #![deny(unsafe_code)]
 
 pub mod api;

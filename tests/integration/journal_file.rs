@@ -1,6 +1,7 @@
-//! The journal file's identity: `--data` through a symlink, a journal
-//! that is not a regular file, deleted or replaced while the server runs,
-//! and its mode across a compaction.
+//! The journal file's identity and its disk: `--data` through a symlink,
+//! a journal that is not a regular file, deleted or replaced while the
+//! server runs, its mode across a compaction, and a disk too full for a
+//! compaction.
 
 use std::fs;
 use std::io::Read;
@@ -272,4 +273,107 @@ fn a_journal_replaced_while_serving_refuses_changes_and_fails_health() {
         fs::rename(&other, &path).unwrap();
         assert_refuses_changes(&server, &path, "replaced", health_first);
     }
+}
+
+/// A tmpfs mounted for one test; unmounted (and its directory removed)
+/// when dropped.
+struct Tmpfs(TempDir);
+
+impl Tmpfs {
+    fn mount(size: &str) -> Tmpfs {
+        let dir = TempDir::new("tmpfs");
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&dir.0)
+            .output();
+        match out {
+            Ok(out) if out.status.success() => Tmpfs(dir),
+            Ok(out) => panic!(
+                "this test needs to mount a tmpfs (run it as root): mount failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+            Err(e) => panic!("this test needs to mount a tmpfs: cannot run mount: {e}"),
+        }
+    }
+
+    /// Bytes an unprivileged writer may still use.
+    fn free(&self) -> u64 {
+        let out = Command::new("stat")
+            .args(["-f", "--format=%a %S"])
+            .arg(&self.0.0)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().unwrap());
+        fields.next().unwrap() * fields.next().unwrap()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let unmounted = Command::new("umount").arg(&self.0.0).status();
+        if !unmounted.is_ok_and(|s| s.success()) {
+            let _ = Command::new("umount").arg("-l").arg(&self.0.0).status();
+        }
+    }
+}
+
+#[test]
+fn a_compaction_that_cannot_fit_fails_alone_and_client_writes_go_on() {
+    let disk = Tmpfs::mount("4m");
+    let path = disk.0.join("plants.journal");
+    let server = Running::start(
+        &["--data", text(&path), "--compact-min", "65536"],
+        Some(TOKEN),
+    );
+    let mut client = Client::connect(server.addr);
+    // 3000 plants of about 200 bytes: 600 KB live, as much journal.
+    let name = |id: i64, round: u32| format!("{round:03} {id:05} {}", "x".repeat(170));
+    for id in 0..3000 {
+        assert_eq!(create(&mut client, id, &name(id, 0)), 200);
+    }
+    let live = fs::metadata(&path).unwrap().len();
+    // Leave room for one more copy of the live data and 300 KB: once the
+    // journal is twice the live data, a compaction would take the last
+    // free bytes and more.
+    let filler = disk.0.join("filler");
+    let keep = live + 300 * 1024;
+    fs::write(&filler, vec![0u8; (disk.free() - keep) as usize]).unwrap();
+    // Rewriting every plant doubles the journal: from then on every change
+    // asks for a compaction, which would need the last free bytes and
+    // more. 1000 more changes (200 KB) over 2.5 s span its first retry.
+    for id in 0..3000 {
+        let status = put(&mut client, id, &name(id, 1));
+        assert_eq!(status, 200, "change {id}, {} bytes free", disk.free());
+    }
+    for n in 0..1000 {
+        let id = n % 3000;
+        let status = put(&mut client, id, &name(id, 2));
+        assert_eq!(status, 200, "late change {n}, {} bytes free", disk.free());
+        thread::sleep(Duration::from_micros(2500));
+    }
+    assert!(disk.free() > 0, "the writes above fitted");
+    assert!(
+        !disk.0.join("plants.journal.compact").exists(),
+        "temp file left"
+    );
+    client.send(&request("GET", "/healthz", &[], ""));
+    assert_eq!(client.reply().status, 200);
+    let log = server.log();
+    let failed: Vec<&String> = log
+        .iter()
+        .filter(|l| l.contains("journal compaction failed"))
+        .collect();
+    assert_eq!(failed.len(), 1, "logged once while backing off: {log:#?}");
+    assert!(
+        !failed[0].contains("os error 28"),
+        "the compaction must not fill the disk to find out: {}",
+        failed[0]
+    );
+    assert!(
+        !log.iter().any(|l| l.contains("journal compacted")),
+        "{log:#?}"
+    );
+    drop(client);
+    drop(server);
 }

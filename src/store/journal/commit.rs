@@ -9,6 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::format::{Change, MAGIC, encode};
+use super::rewrite::sync_dir;
 use super::{Journal, State, SyncMode};
 
 /// The longest a leader waits for more writers (see `Journal::gather`).
@@ -191,20 +192,43 @@ impl Journal {
         state
     }
 
-    /// `fdatasync` of what is written; a no-op once poisoned (the failure
-    /// is already reported).
+    /// `fdatasync` of what is written (and of the directory, if a
+    /// compaction's rename is not yet synced); a no-op once poisoned (the
+    /// failure is already reported).
     pub(in crate::store) fn sync(&self) -> io::Result<()> {
         if self.failure().is_some() {
             return Ok(());
         }
-        self.disk.lock().unwrap_or_else(|p| p.into_inner()).sync()
+        let mut disk = self.disk.lock().unwrap_or_else(|p| p.into_inner());
+        self.sync_dir_if_needed()?;
+        disk.sync()
     }
 
+    /// Writes a batch, with the writer role held. With `--sync always`, a
+    /// compaction's rename whose directory sync failed is synced first:
+    /// records written only to the new file are acknowledged with this
+    /// batch, so it fails if that sync does.
     fn write(&self, batch: &[u8]) -> io::Result<()> {
         let mut disk = self.disk.lock().unwrap_or_else(|p| p.into_inner());
+        if self.sync == SyncMode::Always {
+            self.sync_dir_if_needed()?;
+        }
         disk.append(batch)?;
         if self.sync == SyncMode::Always {
             disk.sync()?;
+        }
+        Ok(())
+    }
+
+    fn sync_dir_if_needed(&self) -> io::Result<()> {
+        if self.dir_unsynced.load(Ordering::Acquire) {
+            sync_dir(&self.path).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("syncing the directory after a compaction failed: {e}"),
+                )
+            })?;
+            self.dir_unsynced.store(false, Ordering::Release);
         }
         Ok(())
     }
@@ -221,5 +245,69 @@ impl Journal {
             self.path.display()
         );
         state.failed = Some(reason.into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs::File;
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::Ordering;
+
+    use super::super::{Durability, Journal, SyncMode};
+    use crate::store::Change;
+
+    /// A journal in a fresh file, removed when dropped.
+    struct Opened(Journal, PathBuf);
+
+    impl Opened {
+        fn new(name: &str) -> Opened {
+            let path = std::env::temp_dir().join(format!(
+                "plantstore-unit-{}-{name}.journal",
+                std::process::id()
+            ));
+            let _ = std::fs::remove_file(&path);
+            let durability = Durability {
+                path: path.clone(),
+                sync: SyncMode::Always,
+                compact_min: u64::MAX,
+            };
+            let wrap = |file: File| Box::new(file) as Box<dyn super::super::Disk>;
+            let (journal, _) = Journal::open(&durability, wrap, |_| {}).unwrap();
+            Opened(journal, path)
+        }
+    }
+
+    impl Drop for Opened {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.1);
+        }
+    }
+
+    #[test]
+    fn a_pending_directory_sync_is_done_before_the_next_batch_is_answered() {
+        let opened = Opened::new("dir-sync");
+        let journal = &opened.0;
+        journal.dir_unsynced.store(true, Ordering::SeqCst);
+        let seq = journal.log(&Change::Delete(1)).unwrap();
+        assert_eq!(journal.commit(seq, 0, false), Ok(()));
+        assert!(!journal.dir_unsynced.load(Ordering::SeqCst), "synced");
+    }
+
+    #[test]
+    fn a_pending_directory_sync_that_fails_fails_the_batch_and_poisons() {
+        let mut opened = Opened::new("dir-sync-fails");
+        let journal = &mut opened.0;
+        // Only the directory sync looks here; the file is still checked
+        // at its own path.
+        journal.path = Path::new("/nonexistent/plantstore/j").to_path_buf();
+        journal.dir_unsynced.store(true, Ordering::SeqCst);
+        let seq = journal.log(&Change::Delete(1)).unwrap();
+        let reason = journal.commit(seq, 0, false).unwrap_err();
+        assert!(
+            reason.contains("syncing the directory after a compaction"),
+            "{reason}"
+        );
+        assert!(journal.log(&Change::Delete(2)).is_err(), "poisoned");
     }
 }

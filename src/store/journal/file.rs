@@ -1,5 +1,6 @@
 //! The journal file itself: which file `--data` names, whether it may be
-//! used, and whether the path still names it.
+//! used, whether the path still names it, and how much room is left
+//! beside it.
 //!
 //! The path is resolved once, at open: symbolic links are followed to the
 //! real file (a path that does not exist yet resolves through its
@@ -313,6 +314,27 @@ fn names(path: &Path, inode: Inode) -> Result<(), String> {
     }
 }
 
+/// Bytes an unprivileged writer may still use on the file system holding
+/// `path` (`statvfs`: available blocks times the fragment size).
+#[allow(unsafe_code)]
+pub(super) fn available(path: &Path) -> io::Result<u64> {
+    let path = c_path(path)?;
+    // SAFETY: `statvfs` is plain integers, for which all zeroes is valid;
+    // `path` is NUL-terminated and outlives the call, and `stats` is
+    // writable memory of the type the call fills.
+    let (result, stats) = unsafe {
+        let mut stats: libc::statvfs = std::mem::zeroed();
+        (libc::statvfs(path.as_ptr(), &mut stats), stats)
+    };
+    if result != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // `as`: these are u32 on some 32-bit targets, u64 elsewhere.
+    #[allow(clippy::unnecessary_cast)]
+    let (blocks, size) = (stats.f_bavail as u64, stats.f_frsize as u64);
+    Ok(blocks.saturating_mul(size))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,5 +464,13 @@ mod tests {
         fs::rename(&path, dir.0.join("elsewhere")).unwrap();
         assert_eq!(opened.entry.check_links(), Ok(()), "still linked");
         assert!(opened.entry.check().unwrap_err().contains("deleted"));
+    }
+
+    #[test]
+    fn available_space_is_reported_for_a_directory_that_exists() {
+        let dir = Dir::new("space");
+        let free = available(&dir.0).unwrap();
+        assert!(free > 0);
+        assert!(available(&dir.0.join("missing/dir")).is_err());
     }
 }

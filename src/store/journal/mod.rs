@@ -58,11 +58,15 @@
 //! When the file has grown past `compact_min` and past twice the size the
 //! live plants would take, a background thread rewrites it. `FILE` is the
 //! real file: a path given through symbolic links is resolved once, at
-//! open, so the link stays a link to it. From the moment it starts,
+//! open, so the link stays a link to it. First the free space (`statvfs`)
+//! must hold the new file and a reserve for the changes that keep arriving
+//! meanwhile, which are written to both files (an eighth of the new file,
+//! at least 1 MiB: see `rewrite::reserve`). From the moment it starts,
 //! every appended record is also collected; it reads the live plants from
 //! the store a short step at a time (each step holds one shard's read lock
 //! while it encodes up to a few thousand records) and writes each step to
 //! `FILE.compact` (created 0600, then given the journal's owner and mode),
+//! stopping if a step would leave less than half the reserve free; it
 //! syncs it, then briefly takes the writer role, appends the records
 //! collected meanwhile, syncs, checks that the path still names the
 //! journal, renames over `FILE` and syncs the directory. A plant changed
@@ -70,10 +74,18 @@
 //! collected records; replay applies the later one last, so the result is
 //! the current state.
 //! A crash at any point leaves either the old or the new file complete; a
-//! leftover `FILE.compact` is removed at the next start. A compaction that
-//! finds the file deleted or replaced poisons the journal instead of
-//! renaming over the path; any other error before the rename leaves the
-//! journal as it was, and `FILE.compact` is removed.
+//! leftover `FILE.compact` is removed at the next start.
+//!
+//! A compaction that fails (too little room, an I/O error, an owner it may
+//! not give) removes `FILE.compact` and leaves the journal as it was,
+//! taking changes; the store logs it once and tries again later, backing
+//! off. It never poisons the journal, with two exceptions that are about
+//! clients' changes: finding the file deleted or replaced, and a failed
+//! directory sync after the rename. The records written only to the new
+//! file (those pending when the compaction took the writer role) are then
+//! not acknowledged: the next batch syncs the directory first, and if that
+//! fails too, the batch fails and the journal is poisoned. With `--sync
+//! never` nothing waits for it; it is tried again at shutdown.
 //!
 //! The file is held under an exclusive `flock` for the life of the process
 //! (the compacted file is locked before it is renamed into place), so a
@@ -94,7 +106,7 @@ pub(super) use rewrite::compact_path;
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -222,6 +234,9 @@ pub(super) struct Journal {
     path: PathBuf,
     /// Which file the path names (see `file.rs`).
     entry: file::Entry,
+    /// A compaction's rename is not yet known durable: its directory
+    /// still needs a sync (see `Journal::write`).
+    dir_unsynced: AtomicBool,
     sync: SyncMode,
     compact_min: u64,
     state: Mutex<State>,
@@ -354,6 +369,7 @@ impl Journal {
         let journal = Journal {
             path: real,
             entry,
+            dir_unsynced: AtomicBool::new(false),
             sync: durability.sync,
             compact_min: durability.compact_min,
             state: Mutex::new(State {
