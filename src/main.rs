@@ -10,7 +10,9 @@ use log::{error, info, warn};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
+use plantstore::StartError;
 use plantstore::config::{Args, Config, TokenSource};
+use plantstore::store::OpenError;
 
 /// Time allowed to requests in flight at shutdown.
 const GRACE: Duration = Duration::from_secs(5);
@@ -57,7 +59,12 @@ fn main() -> ExitCode {
         Ok(server) => server,
         Err(e) => {
             error!("{e}");
-            return ExitCode::FAILURE;
+            // `--data` naming something that cannot be a journal is a bad
+            // flag value, like those `Config` refuses.
+            return match e {
+                StartError::Store(OpenError::NotAFile { .. }) => ExitCode::from(2),
+                _ => ExitCode::FAILURE,
+            };
         }
     };
     let mut signals = match Signals::new([SIGINT, SIGTERM]) {

@@ -461,7 +461,7 @@ impl Shared {
             }
             shard < SHARDS
         };
-        match journal.rewrite(fill)? {
+        match journal.rewrite(self.usage.records(), fill)? {
             Some(len) => {
                 log::info!(
                     "journal compacted to {len} bytes in {} ms (longest store lock hold {} µs)",

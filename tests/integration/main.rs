@@ -11,6 +11,7 @@ mod durability;
 mod engine;
 mod events;
 mod hostile;
+mod journal_file;
 mod limits;
 mod memory;
 mod numbers;

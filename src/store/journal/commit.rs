@@ -9,6 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::format::{Change, MAGIC, encode};
+use super::rewrite::sync_dir;
 use super::{Journal, State, SyncMode};
 
 /// The longest a leader waits for more writers (see `Journal::gather`).
@@ -80,7 +81,16 @@ impl Journal {
             state.taken = upto;
             drop(state);
             let started = Instant::now();
-            let result = self.write(&batch);
+            // The path must still name the file, or a restart would not
+            // read this batch: checked after the write, before any answer
+            // (see "Writing" in the module header for the two checks).
+            let result = self
+                .write(&batch)
+                .map_err(|e| format!("journal write failed: {e}"))
+                .and_then(|()| match self.sync {
+                    SyncMode::Always => self.entry.check(),
+                    SyncMode::Never => self.entry.check_links(),
+                });
             state = self.lock();
             state.writing = false;
             state.last_write = started.elapsed();
@@ -100,7 +110,7 @@ impl Journal {
                         self.compaction.request();
                     }
                 }
-                Err(e) => self.poison(&mut state, format!("journal write failed: {e}")),
+                Err(reason) => self.poison(&mut state, reason),
             }
             self.wake(&mut state);
         }
@@ -182,17 +192,27 @@ impl Journal {
         state
     }
 
-    /// `fdatasync` of what is written; a no-op once poisoned (the failure
-    /// is already reported).
+    /// `fdatasync` of what is written (and of the directory, if a
+    /// compaction's rename is not yet synced); a no-op once poisoned (the
+    /// failure is already reported).
     pub(in crate::store) fn sync(&self) -> io::Result<()> {
         if self.failure().is_some() {
             return Ok(());
         }
-        self.disk.lock().unwrap_or_else(|p| p.into_inner()).sync()
+        let mut disk = self.disk.lock().unwrap_or_else(|p| p.into_inner());
+        self.sync_dir_if_needed()?;
+        disk.sync()
     }
 
+    /// Writes a batch, with the writer role held. With `--sync always`, a
+    /// compaction's rename whose directory sync failed is synced first:
+    /// records written only to the new file are acknowledged with this
+    /// batch, so it fails if that sync does.
     fn write(&self, batch: &[u8]) -> io::Result<()> {
         let mut disk = self.disk.lock().unwrap_or_else(|p| p.into_inner());
+        if self.sync == SyncMode::Always {
+            self.sync_dir_if_needed()?;
+        }
         disk.append(batch)?;
         if self.sync == SyncMode::Always {
             disk.sync()?;
@@ -200,13 +220,94 @@ impl Journal {
         Ok(())
     }
 
-    /// Refuses every change from now on. The reason is shown on `/healthz`
-    /// (so it names no path); the log names the file.
+    fn sync_dir_if_needed(&self) -> io::Result<()> {
+        if self.dir_unsynced.load(Ordering::Acquire) {
+            sync_dir(&self.path).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("syncing the directory after a compaction failed: {e}"),
+                )
+            })?;
+            self.dir_unsynced.store(false, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Refuses every change from now on (the first reason stays). The
+    /// reason is shown on `/healthz` (so it names no path); the log names
+    /// the file.
     pub(super) fn poison(&self, state: &mut State, reason: String) {
+        if state.failed.is_some() {
+            return;
+        }
         log::error!(
             "{}: {reason}; refusing all further changes until restarted",
             self.path.display()
         );
         state.failed = Some(reason.into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs::File;
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::Ordering;
+
+    use super::super::{Durability, Journal, SyncMode};
+    use crate::store::Change;
+
+    /// A journal in a fresh file, removed when dropped.
+    struct Opened(Journal, PathBuf);
+
+    impl Opened {
+        fn new(name: &str) -> Opened {
+            let path = std::env::temp_dir().join(format!(
+                "plantstore-unit-{}-{name}.journal",
+                std::process::id()
+            ));
+            let _ = std::fs::remove_file(&path);
+            let durability = Durability {
+                path: path.clone(),
+                sync: SyncMode::Always,
+                compact_min: u64::MAX,
+            };
+            let wrap = |file: File| Box::new(file) as Box<dyn super::super::Disk>;
+            let (journal, _) = Journal::open(&durability, wrap, |_| {}).unwrap();
+            Opened(journal, path)
+        }
+    }
+
+    impl Drop for Opened {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.1);
+        }
+    }
+
+    #[test]
+    fn a_pending_directory_sync_is_done_before_the_next_batch_is_answered() {
+        let opened = Opened::new("dir-sync");
+        let journal = &opened.0;
+        journal.dir_unsynced.store(true, Ordering::SeqCst);
+        let seq = journal.log(&Change::Delete(1)).unwrap();
+        assert_eq!(journal.commit(seq, 0, false), Ok(()));
+        assert!(!journal.dir_unsynced.load(Ordering::SeqCst), "synced");
+    }
+
+    #[test]
+    fn a_pending_directory_sync_that_fails_fails_the_batch_and_poisons() {
+        let mut opened = Opened::new("dir-sync-fails");
+        let journal = &mut opened.0;
+        // Only the directory sync looks here; the file is still checked
+        // at its own path.
+        journal.path = Path::new("/nonexistent/plantstore/j").to_path_buf();
+        journal.dir_unsynced.store(true, Ordering::SeqCst);
+        let seq = journal.log(&Change::Delete(1)).unwrap();
+        let reason = journal.commit(seq, 0, false).unwrap_err();
+        assert!(
+            reason.contains("syncing the directory after a compaction"),
+            "{reason}"
+        );
+        assert!(journal.log(&Change::Delete(2)).is_err(), "poisoned");
     }
 }

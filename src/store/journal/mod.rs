@@ -43,26 +43,58 @@
 //! the journal is poisoned, every change waiting on it and every later one
 //! fails, and the reason is reported on `/healthz`.
 //!
+//! After a batch is written, and before any change it covers is
+//! acknowledged, the leader checks that the file is still the one at its
+//! path (see `file.rs`): with `--sync always` a `stat` of the path (about
+//! 1 µs, beside a sync's hundreds), with `--sync never` the open file's
+//! link count (an `fstat`, about 0.6 µs a change), which notices a deleted
+//! file and one replaced by a rename over it, not one moved to another
+//! name. `/healthz` and a compaction check the path. A file found gone
+//! poisons the journal as a failed write does: what is appended from then
+//! on would not be read at a restart.
+//!
 //! # Compaction
 //!
 //! When the file has grown past `compact_min` and past twice the size the
-//! live plants would take, a background thread rewrites it: from the moment
-//! it starts, every appended record is also collected; it reads the live
-//! plants from the store a short step at a time (each step holds one shard's
-//! read lock while it encodes up to a few thousand records) and writes each
-//! step to `FILE.compact`, syncs it, then briefly takes the writer role,
-//! appends the records collected meanwhile, syncs, renames over `FILE` and
-//! syncs the directory. A plant changed while the snapshot is read appears
-//! both in the snapshot and in the collected records; replay applies the
-//! later one last, so the result is the current state.
+//! live plants would take, a background thread rewrites it. `FILE` is the
+//! real file: a path given through symbolic links is resolved once, at
+//! open, so the link stays a link to it. First the free space (`statvfs`)
+//! must hold the new file and a reserve for the changes that keep arriving
+//! meanwhile, which are written to both files (an eighth of the new file,
+//! at least 1 MiB: see `rewrite::reserve`). From the moment it starts,
+//! every appended record is also collected; it reads the live plants from
+//! the store a short step at a time (each step holds one shard's read lock
+//! while it encodes up to a few thousand records) and writes each step to
+//! `FILE.compact` (created 0600, then given the journal's owner and mode),
+//! stopping if a step would leave less than half the reserve free; it
+//! syncs it, then briefly takes the writer role, appends the records
+//! collected meanwhile, syncs, checks that the path still names the
+//! journal, renames over `FILE` and syncs the directory. A plant changed
+//! while the snapshot is read appears both in the snapshot and in the
+//! collected records; replay applies the later one last, so the result is
+//! the current state.
 //! A crash at any point leaves either the old or the new file complete; a
 //! leftover `FILE.compact` is removed at the next start.
 //!
+//! A compaction that fails (too little room, an I/O error, an owner it may
+//! not give) removes `FILE.compact` and leaves the journal as it was,
+//! taking changes; the store logs it once and tries again later, backing
+//! off. It never poisons the journal, with two exceptions that are about
+//! clients' changes: finding the file deleted or replaced, and a failed
+//! directory sync after the rename. The records written only to the new
+//! file (those pending when the compaction took the writer role) are then
+//! not acknowledged: the next batch syncs the directory first, and if that
+//! fails too, the batch fails and the journal is poisoned. With `--sync
+//! never` nothing waits for it; it is tried again at shutdown.
+//!
 //! The file is held under an exclusive `flock` for the life of the process
 //! (the compacted file is locked before it is renamed into place), so a
-//! second server on the same file refuses to start.
+//! second server on the same file, or on a link to it, refuses to start.
+//! Anything but a regular file (a FIFO, a device, a directory) is refused
+//! at open without being opened.
 
 mod commit;
+mod file;
 mod format;
 mod recovery;
 mod rewrite;
@@ -71,10 +103,10 @@ pub use format::{Change, MAGIC, crc32c, decode, encode};
 pub use recovery::{Damage, Scan, scan};
 pub(super) use rewrite::compact_path;
 
-use std::fs::{self, File, OpenOptions, TryLockError};
+use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -136,6 +168,15 @@ pub struct Recovery {
 pub enum OpenError {
     /// Another process holds the file's lock.
     Locked(PathBuf),
+    /// The path names something other than a regular file.
+    NotAFile {
+        /// The path as given.
+        path: PathBuf,
+        /// Where its links lead, if it is one.
+        real: Option<PathBuf>,
+        /// What it is instead ("a FIFO", "a directory", ...).
+        kind: &'static str,
+    },
     /// The file does not start with the journal magic.
     NotAJournal(PathBuf),
     /// A damaged record with valid records after it.
@@ -159,6 +200,13 @@ impl std::fmt::Display for OpenError {
                 "{} is locked by another process (is another plantstore using it?)",
                 path.display()
             ),
+            OpenError::NotAFile { path, real, kind } => {
+                write!(f, "{}", path.display())?;
+                if let Some(real) = real {
+                    write!(f, " leads to {}, which", real.display())?;
+                }
+                write!(f, " is {kind}, not a regular file; the journal must be one")
+            }
             OpenError::NotAJournal(path) => {
                 write!(f, "{} is not a plantstore journal", path.display())
             }
@@ -182,7 +230,13 @@ impl std::error::Error for OpenError {}
 
 /// An open journal. See the module header.
 pub(super) struct Journal {
+    /// The real file (links resolved).
     path: PathBuf,
+    /// Which file the path names (see `file.rs`).
+    entry: file::Entry,
+    /// A compaction's rename is not yet known durable: its directory
+    /// still needs a sync (see `Journal::write`).
+    dir_unsynced: AtomicBool,
     sync: SyncMode,
     compact_min: u64,
     state: Mutex<State>,
@@ -274,18 +328,12 @@ impl Journal {
         let started = Instant::now();
         let path = &durability.path;
         let io_error = |e| OpenError::Io(path.clone(), e);
-        let existed = path.exists();
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(io_error)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(OpenError::Locked(path.clone())),
-            Err(TryLockError::Error(e)) => return Err(io_error(e)),
-        }
+        let file::Opened {
+            mut file,
+            path: real,
+            existed,
+            entry,
+        } = file::open(path)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(io_error)?;
         let scan = scan(&bytes, apply).map_err(|damage| match damage {
@@ -303,13 +351,13 @@ impl Journal {
             file.write_all(MAGIC).map_err(io_error)?;
             file.sync_all().map_err(io_error)?;
             if !existed {
-                sync_dir(path).map_err(io_error)?;
+                sync_dir(&real).map_err(io_error)?;
             }
         } else if torn_bytes > 0 {
             file.set_len(scan.valid_len as u64).map_err(io_error)?;
             file.sync_all().map_err(io_error)?;
         }
-        let leftover = compact_path(path);
+        let leftover = compact_path(&real);
         if leftover.exists() {
             fs::remove_file(&leftover).map_err(|e| OpenError::Io(leftover.clone(), e))?;
             log::warn!(
@@ -319,7 +367,9 @@ impl Journal {
         }
         let len = scan.valid_len.max(MAGIC.len()) as u64;
         let journal = Journal {
-            path: path.clone(),
+            path: real,
+            entry,
+            dir_unsynced: AtomicBool::new(false),
             sync: durability.sync,
             compact_min: durability.compact_min,
             state: Mutex::new(State {
@@ -355,9 +405,17 @@ impl Journal {
         self.sync == SyncMode::Always
     }
 
-    /// The reason writes are refused, once a write or sync has failed.
+    /// The reason writes are refused, once a write or sync has failed or
+    /// the file is no longer at its path (checked here too, so that
+    /// `/healthz` notices without a write).
     pub(super) fn failure(&self) -> Option<Arc<str>> {
-        self.lock().failed.clone()
+        if let Some(reason) = &self.lock().failed {
+            return Some(Arc::clone(reason));
+        }
+        let reason = self.entry.check().err()?;
+        let mut state = self.lock();
+        self.poison(&mut state, reason);
+        state.failed.clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

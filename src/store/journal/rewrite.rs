@@ -5,10 +5,29 @@
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 
-use super::Journal;
 use super::format::MAGIC;
+use super::{Journal, SyncMode, file};
+
+/// The least free space a compaction leaves for the changes that arrive
+/// while it runs (see `reserve`).
+const RESERVE_MIN: u64 = 1 << 20;
+
+/// Free space a compaction of a file of `estimate` bytes keeps for the
+/// changes that arrive while it runs (written to both files): an eighth
+/// of the new file, at least `RESERVE_MIN`. A compaction writes from
+/// memory, at the speed of the page cache, then syncs once; changes
+/// arrive at the rate of the server's commits, their records a few dozen
+/// bytes each. Even on a disk that syncs at 50 MB/s and under the most
+/// writes this server commits, they come to a few percent of the new
+/// file's size; an eighth leaves room to spare, and the floor covers
+/// small files, where the sync's fixed cost dominates.
+fn reserve(estimate: u64) -> u64 {
+    (estimate / 8).max(RESERVE_MIN)
+}
 
 impl Journal {
     /// Rewrites the journal as the live plants: `fill` appends the next
@@ -21,10 +40,16 @@ impl Journal {
     /// Records appended from the start are also collected, and written
     /// after the snapshot: a plant changed after its step was read has its
     /// change there; one changed before has it in both places, the later
-    /// winning at replay. On an error before the rename the old journal
-    /// stays in use, whole; after it, the journal is poisoned.
+    /// winning at replay. On any error the old journal stays in use,
+    /// whole, and the temporary file is removed; only finding the journal
+    /// deleted or replaced poisons it.
+    ///
+    /// `live_bytes` (the records of the live plants) sizes the new file:
+    /// unless it fits with `reserve` bytes to spare, nothing is written,
+    /// and a step that would leave less than half that free stops it.
     pub(in crate::store) fn rewrite(
         &self,
+        live_bytes: u64,
         fill: impl FnMut(&mut Vec<u8>) -> bool,
     ) -> io::Result<Option<u64>> {
         {
@@ -35,9 +60,15 @@ impl Journal {
             state.since_snapshot = Some(Vec::new());
         }
         let temp_path = compact_path(&self.path);
-        let result = self.write_compacted(&temp_path, fill);
+        let result = self.write_compacted(&temp_path, live_bytes, fill);
         if result.is_err() {
-            let _ = fs::remove_file(&temp_path);
+            match fs::remove_file(&temp_path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => log::warn!(
+                    "cannot remove {} after a failed compaction: {e}",
+                    temp_path.display()
+                ),
+                _ => {}
+            }
             // If the error came after the writer role was taken, that role
             // was already given back; only the collection stops here.
             self.lock().since_snapshot = None;
@@ -48,20 +79,18 @@ impl Journal {
     fn write_compacted(
         &self,
         temp_path: &Path,
+        live_bytes: u64,
         mut fill: impl FnMut(&mut Vec<u8>) -> bool,
     ) -> io::Result<u64> {
-        let mut temp = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .truncate(false)
-            .open(temp_path)?;
-        temp.set_len(0)?;
-        temp.try_lock().map_err(io::Error::from)?;
+        let estimate = live_bytes + MAGIC.len() as u64;
+        let keep = reserve(estimate);
+        self.room(estimate, keep)?;
+        let mut temp = self.create_temp(temp_path)?;
         let mut step = MAGIC.to_vec();
         let mut len = 0u64;
         loop {
             let more = fill(&mut step);
+            self.room(step.len() as u64, keep / 2)?;
             temp.write_all(&step)?;
             len += step.len() as u64;
             step.clear();
@@ -86,14 +115,21 @@ impl Journal {
         let upto = state.appended;
         drop(state);
 
-        let swapped = (|| {
-            temp.write_all(&since)?;
-            temp.sync_data()?;
-            fs::rename(temp_path, &self.path)
-        })();
-        if let Err(e) = swapped {
+        let written = self
+            .room(since.len() as u64, keep / 2)
+            .and_then(|()| temp.write_all(&since))
+            .and_then(|()| temp.sync_data());
+        let failed = match written.map(|()| self.entry.replace(temp_path, &temp)) {
+            Ok(Ok(Ok(()))) => None,
+            Ok(Ok(Err(e))) | Err(e) => Some((e, None)),
+            Ok(Err(gone)) => Some((io::Error::other(gone.clone()), Some(gone))),
+        };
+        if let Some((e, gone)) = failed {
             let mut state = self.lock();
             state.writing = false;
+            if let Some(reason) = gone {
+                self.poison(&mut state, reason);
+            }
             self.wake(&mut state);
             return Err(e);
         }
@@ -102,21 +138,80 @@ impl Journal {
         *self.disk.lock().unwrap_or_else(|p| p.into_inner()) = Box::new(temp);
         let mut state = self.lock();
         state.writing = false;
+        // The pending records up to `covered` are in `since`, written.
+        state.pending.drain(..covered);
+        state.taken = state.taken.max(upto);
+        state.len = len + state.pending.len() as u64;
         match dir_synced {
-            Ok(()) => {
-                // The pending records up to `covered` are in `since`.
-                state.pending.drain(..covered);
+            Ok(()) => state.durable = state.durable.max(upto),
+            // Without `--sync always` nothing waits for the disk: the
+            // directory is synced at shutdown.
+            Err(e) if self.sync == SyncMode::Never => {
+                self.dir_unsynced.store(true, Ordering::Release);
                 state.durable = state.durable.max(upto);
-                state.taken = state.taken.max(upto);
-                state.len = len + state.pending.len() as u64;
+                log::warn!(
+                    "{}: syncing its directory after compaction failed, tried again at shutdown: {e}",
+                    self.path.display()
+                );
             }
-            Err(e) => self.poison(
-                &mut state,
-                format!("syncing the journal's directory after compaction failed: {e}"),
-            ),
+            // The records written only to the new file wait: the next
+            // batch syncs the directory first (see `Journal::write`).
+            Err(e) => {
+                self.dir_unsynced.store(true, Ordering::Release);
+                log::warn!(
+                    "{}: syncing its directory after compaction failed, tried again before \
+                     the next change is acknowledged: {e}",
+                    self.path.display()
+                );
+            }
         }
         self.wake(&mut state);
         Ok(len)
+    }
+
+    /// `FILE.compact`, new, locked, and with the journal's owner and mode
+    /// (created 0600, so no one else reads it before it has them).
+    fn create_temp(&self, temp_path: &Path) -> io::Result<File> {
+        let journal = fs::metadata(&self.path)?;
+        match fs::remove_file(temp_path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let temp = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(temp_path)?;
+        temp.try_lock().map_err(io::Error::from)?;
+        let (uid, gid) = (journal.uid(), journal.gid());
+        let own = temp.metadata()?;
+        if (own.uid(), own.gid()) != (uid, gid) {
+            std::os::unix::fs::fchown(&temp, Some(uid), Some(gid)).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("cannot give the new file the journal's owner {uid}:{gid}: {e}"),
+                )
+            })?;
+        }
+        temp.set_permissions(fs::Permissions::from_mode(journal.mode() & 0o7777))?;
+        Ok(temp)
+    }
+
+    /// Refuses to go on unless `bytes` more fit with `keep` to spare.
+    fn room(&self, bytes: u64, keep: u64) -> io::Result<()> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let free = file::available(dir)?;
+        if free >= bytes.saturating_add(keep) {
+            return Ok(());
+        }
+        Err(io::Error::new(
+            io::ErrorKind::StorageFull,
+            format!(
+                "not enough free space to compact: {free} bytes free, {bytes} to write and \
+                 {keep} to leave for the changes that arrive meanwhile"
+            ),
+        ))
     }
 }
 
