@@ -407,3 +407,48 @@ fn a_leftover_compaction_file_is_removed_and_the_journal_kept() {
     assert_eq!(contents(&store), vec![(1, plant("kept", None))]);
     assert!(!compact_path(&path.0).exists());
 }
+
+#[test]
+fn compactions_started_together_run_one_at_a_time() {
+    // A second compaction used to start once the first had taken the
+    // records collected during its snapshot, before its rename: it then
+    // replaced the first one's `FILE.compact`, which the first renamed
+    // over the journal (poisoning it: "replaced"), or had its collection
+    // cleared by the first one's failure.
+    let path = TempPath::new("two-compactions");
+    let durability = Durability {
+        sync: SyncMode::Never,
+        ..path.durability()
+    };
+    let (store, _) = Store::open(Capacity::plants(100_000), &durability).unwrap();
+    for id in 0..20_000 {
+        store.create(new(id, "base")).unwrap();
+    }
+    let store = Arc::new(store);
+    let done = Arc::new(AtomicBool::new(false));
+    let compactors: Vec<_> = (0..2)
+        .map(|_| {
+            let (store, done) = (Arc::clone(&store), Arc::clone(&done));
+            thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    store.compact();
+                }
+            })
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let mut id = 0;
+    while started.elapsed() < std::time::Duration::from_secs(2) && store.failure().is_none() {
+        store.replace(id, plant("changed", None)).ok();
+        id = (id + 1) % 20_000;
+    }
+    done.store(true, Ordering::Relaxed);
+    for compactor in compactors {
+        compactor.join().unwrap();
+    }
+    assert_eq!(store.failure(), None);
+    let expected = contents(&store);
+    drop(store);
+    let (store, _) = Store::open(Capacity::plants(100_000), &durability).unwrap();
+    assert!(contents(&store) == expected, "the reopened journal differs");
+}

@@ -103,7 +103,7 @@ impl Journal {
                         batch.clear();
                         state.pending = batch;
                     }
-                    if state.since_snapshot.is_none()
+                    if !state.compacting
                         && state.len > self.compact_min
                         && state.len > 2 * (live_bytes + MAGIC.len() as u64)
                     {

@@ -275,8 +275,13 @@ struct State {
     failed: Option<Arc<str>>,
     /// File length once `pending` is written.
     len: u64,
-    /// While a compaction runs: every record appended since its snapshot.
+    /// While a compaction runs: every record appended since its snapshot
+    /// began, until the compaction takes them (before its rename).
     since_snapshot: Option<Vec<u8>>,
+    /// A compaction runs, from its start to its end, success or failure:
+    /// the one flag that keeps a second from starting (`since_snapshot`
+    /// is taken before the first one's rename).
+    compacting: bool,
 }
 
 /// A wake-up flag for the compaction thread.
@@ -385,6 +390,7 @@ impl Journal {
                 failed: None,
                 len,
                 since_snapshot: None,
+                compacting: false,
             }),
             written: Condvar::new(),
             durable_seq: AtomicU64::new(0),

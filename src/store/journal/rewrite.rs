@@ -54,9 +54,10 @@ impl Journal {
     ) -> io::Result<Option<u64>> {
         {
             let mut state = self.lock();
-            if state.failed.is_some() || state.since_snapshot.is_some() {
+            if state.failed.is_some() || state.compacting {
                 return Ok(None);
             }
+            state.compacting = true;
             state.since_snapshot = Some(Vec::new());
         }
         let temp_path = compact_path(&self.path);
@@ -69,10 +70,14 @@ impl Journal {
                 ),
                 _ => {}
             }
-            // If the error came after the writer role was taken, that role
-            // was already given back; only the collection stops here.
-            self.lock().since_snapshot = None;
         }
+        // Only now may another compaction start (and use the temporary
+        // file). After an error the collection stops here; if it came after
+        // the writer role was taken, that role was already given back.
+        let mut state = self.lock();
+        state.since_snapshot = None;
+        state.compacting = false;
+        drop(state);
         result.map(Some)
     }
 
