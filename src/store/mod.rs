@@ -372,6 +372,7 @@ impl Shared {
                 None => None,
             };
             shard.apply(change);
+            self.usage.settle(delta);
             seq
         };
         self.ack(seq)

@@ -8,7 +8,7 @@
 //! and returns the change's [`Delta`], which [`Usage`] adds up.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use super::Packed;
 use super::journal::Change;
@@ -120,23 +120,22 @@ impl Delta {
     pub fn between(old: Option<Cost>, new: Option<Cost>) -> Delta {
         Delta { old, new }
     }
-
-    fn plants(&self) -> (u64, u64) {
-        (u64::from(self.new.is_some()), u64::from(self.old.is_some()))
-    }
-
-    fn cost(&self, part: impl Fn(Cost) -> u64) -> (u64, u64) {
-        (self.new.map_or(0, &part), self.old.map_or(0, &part))
-    }
 }
 
 /// The totals over every shard: plants, bytes of data, and bytes of live
-/// journal records (which decide when to compact).
+/// journal records (which decide when to compact). Behind one small mutex,
+/// so that the limits hold exactly under concurrency: a change first
+/// reserves what it adds (`admit`), and gives back what it removes only
+/// once it is made (`settle`), so neither a change that cannot fit nor one
+/// that is later refused can let another past a limit or keep it out.
 #[derive(Debug, Default)]
-pub(super) struct Usage {
-    plants: AtomicU64,
-    data: AtomicU64,
-    records: AtomicU64,
+pub(super) struct Usage(Mutex<Totals>);
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Totals {
+    plants: u64,
+    data: u64,
+    records: u64,
 }
 
 /// What the store may hold.
@@ -165,70 +164,88 @@ pub(super) enum Over {
     Data,
 }
 
+impl Delta {
+    /// What the change adds to (plants, data) and what it takes away.
+    fn growth(&self) -> (u64, u64) {
+        let (new, old) = (self.new.unwrap_or_default(), self.old.unwrap_or_default());
+        let plants = u64::from(self.new.is_some() && self.old.is_none());
+        (plants, new.data.saturating_sub(old.data))
+    }
+
+    fn shrink(&self) -> (u64, u64) {
+        let (new, old) = (self.new.unwrap_or_default(), self.old.unwrap_or_default());
+        let plants = u64::from(self.old.is_some() && self.new.is_none());
+        (plants, old.data.saturating_sub(new.data))
+    }
+
+    /// The change in live record bytes (two's complement).
+    fn records(&self) -> u64 {
+        let record = |c: Option<Cost>| c.map_or(0, |c| c.record);
+        record(self.new).wrapping_sub(record(self.old))
+    }
+}
+
 impl Usage {
     /// Adds a change that was made (replay).
     pub fn add(&self, delta: Delta) {
-        move_by(&self.plants, delta.plants());
-        move_by(&self.data, delta.cost(|c| c.data));
-        move_by(&self.records, delta.cost(|c| c.record));
+        let mut totals = self.lock();
+        let ((grow_plants, grow_data), (shrink_plants, shrink_data)) =
+            (delta.growth(), delta.shrink());
+        totals.plants = totals.plants + grow_plants - shrink_plants;
+        totals.data = totals.data + grow_data - shrink_data;
+        totals.records = totals.records.wrapping_add(delta.records());
     }
 
-    /// Adds a change about to be made, unless it would take the totals
-    /// past `capacity`; a change that shrinks a total always fits. Exact
-    /// under concurrency: the growth is added first and taken back if it
-    /// does not fit.
+    /// Reserves what a change about to be made adds, unless that would
+    /// take a total past `capacity`; a change that adds nothing always
+    /// fits. Follow with `settle` once it is made, or `retract` if not.
     pub fn admit(&self, delta: Delta, capacity: Capacity) -> Result<(), Over> {
-        if !grow_within(&self.plants, delta.plants(), capacity.plants as u64) {
+        let (plants, data) = delta.growth();
+        let mut totals = self.lock();
+        if plants > 0 && totals.plants + plants > capacity.plants as u64 {
             return Err(Over::Plants);
         }
-        if !grow_within(&self.data, delta.cost(|c| c.data), capacity.data) {
-            move_by(&self.plants, swap(delta.plants()));
+        if data > 0 && totals.data.saturating_add(data) > capacity.data {
             return Err(Over::Data);
         }
-        move_by(&self.records, delta.cost(|c| c.record));
+        totals.plants += plants;
+        totals.data += data;
         Ok(())
     }
 
-    /// Takes back a change admitted but then not made.
+    /// Completes an admitted change that was made: gives back what it
+    /// removed.
+    pub fn settle(&self, delta: Delta) {
+        let (plants, data) = delta.shrink();
+        let mut totals = self.lock();
+        totals.plants -= plants;
+        totals.data -= data;
+        totals.records = totals.records.wrapping_add(delta.records());
+    }
+
+    /// Takes back an admitted change that was not made.
     pub fn retract(&self, delta: Delta) {
-        move_by(&self.plants, swap(delta.plants()));
-        move_by(&self.data, swap(delta.cost(|c| c.data)));
-        move_by(&self.records, swap(delta.cost(|c| c.record)));
+        let (plants, data) = delta.growth();
+        let mut totals = self.lock();
+        totals.plants -= plants;
+        totals.data -= data;
     }
 
     pub fn plants(&self) -> usize {
-        self.plants.load(Ordering::Relaxed) as usize
+        self.lock().plants as usize
     }
 
     pub fn data(&self) -> u64 {
-        self.data.load(Ordering::Relaxed)
+        self.lock().data
     }
 
     pub fn records(&self) -> u64 {
-        self.records.load(Ordering::Relaxed)
+        self.lock().records
     }
-}
 
-fn swap((added, removed): (u64, u64)) -> (u64, u64) {
-    (removed, added)
-}
-
-/// Adds `added - removed` (two's complement: a net decrease wraps to a
-/// subtraction).
-fn move_by(total: &AtomicU64, (added, removed): (u64, u64)) {
-    total.fetch_add(added.wrapping_sub(removed), Ordering::Relaxed);
-}
-
-/// Moves `total` by `added - removed` if it stays within `max` (or does
-/// not grow); whether it did.
-fn grow_within(total: &AtomicU64, (added, removed): (u64, u64), max: u64) -> bool {
-    let delta = added.wrapping_sub(removed);
-    let before = total.fetch_add(delta, Ordering::Relaxed);
-    if added > removed && before.wrapping_add(delta) > max {
-        total.fetch_sub(delta, Ordering::Relaxed);
-        return false;
+    fn lock(&self) -> MutexGuard<'_, Totals> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
-    true
 }
 
 #[cfg(test)]
@@ -267,16 +284,51 @@ mod tests {
         };
         let cost = |data| Cost { data, record: 20 };
         let create = |data| Delta::between(None, Some(cost(data)));
-        assert_eq!(usage.admit(create(6), capacity), Ok(()));
+        let made = |delta| {
+            usage.admit(delta, capacity)?;
+            usage.settle(delta);
+            Ok::<(), Over>(())
+        };
+        assert_eq!(made(create(6)), Ok(()));
         assert_eq!(usage.admit(create(5), capacity), Err(Over::Data));
         assert_eq!((usage.plants(), usage.data()), (1, 6));
-        assert_eq!(usage.admit(create(4), capacity), Ok(()));
+        assert_eq!(made(create(4)), Ok(()));
         assert_eq!(usage.admit(create(0), capacity), Err(Over::Plants));
-        // Shrinking always fits, even at the limit.
+        // Shrinking always fits, even at the limit, and gives back its
+        // room only once made.
         let smaller = Delta::between(Some(cost(6)), Some(cost(1)));
         assert_eq!(usage.admit(smaller, capacity), Ok(()));
+        assert_eq!(usage.data(), 10);
+        usage.settle(smaller);
         assert_eq!((usage.plants(), usage.data(), usage.records()), (2, 5, 40));
-        usage.retract(smaller);
-        assert_eq!((usage.plants(), usage.data(), usage.records()), (2, 10, 40));
+        // A change refused after admission (by the journal) gives back
+        // exactly what it reserved.
+        let bigger = Delta::between(Some(cost(1)), Some(cost(6)));
+        assert_eq!(usage.admit(bigger, capacity), Ok(()));
+        assert_eq!(usage.data(), 10);
+        usage.retract(bigger);
+        assert_eq!((usage.plants(), usage.data(), usage.records()), (2, 5, 40));
+    }
+
+    #[test]
+    fn a_delete_refused_after_admission_never_lets_the_store_past_its_cap() {
+        // The delete's room is given back only once it is made, so a
+        // create admitted meanwhile does not fit.
+        let usage = Usage::default();
+        let capacity = Capacity::plants(2);
+        let cost = Cost {
+            data: 1,
+            record: 10,
+        };
+        let create = Delta::between(None, Some(cost));
+        for _ in 0..2 {
+            usage.admit(create, capacity).unwrap();
+            usage.settle(create);
+        }
+        let delete = Delta::between(Some(cost), None);
+        usage.admit(delete, capacity).unwrap();
+        assert_eq!(usage.admit(create, capacity), Err(Over::Plants));
+        usage.retract(delete);
+        assert_eq!(usage.plants(), 2);
     }
 }
