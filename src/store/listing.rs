@@ -128,10 +128,7 @@ fn walk(
     };
     let stopped = match tag {
         None => !shard.plants.range(range).all(|(&id, p)| copy(id, p)),
-        Some(tag) => shard.tagged.get(tag).is_some_and(|ids| {
-            !ids.range(range)
-                .all(|&id| shard.plants.get(&id).is_none_or(|p| copy(id, p)))
-        }),
+        Some(tag) => !shard.tagged(tag, range).all(|(id, p)| copy(id, p)),
     };
     if stopped { last } else { None }
 }

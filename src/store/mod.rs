@@ -334,7 +334,8 @@ impl Drop for Store {
 }
 
 fn empty_shards() -> Vec<Shard> {
-    (0..SHARDS).map(|_| Shard::default()).collect()
+    let hasher = std::hash::RandomState::new();
+    (0..SHARDS).map(|_| Shard::new(hasher.clone())).collect()
 }
 
 impl Shared {
