@@ -64,12 +64,15 @@
 //! at least 1 MiB: see `rewrite::reserve`). From the moment it starts,
 //! every appended record is also collected; it reads the live plants from
 //! the store a short step at a time (each step holds one shard's read lock
-//! while it encodes up to a few thousand records) and writes each step to
+//! while it encodes at most 512 records) and writes each step to
 //! `FILE.compact` (created 0600, then given the journal's owner and mode),
 //! stopping if a step would leave less than half the reserve free; it
 //! syncs it, then briefly takes the writer role, appends the records
 //! collected meanwhile, syncs, checks that the path still names the
-//! journal, renames over `FILE` and syncs the directory. A plant changed
+//! journal, renames over `FILE` and syncs the directory. With `--sync
+//! never` neither the collected records nor the directory are synced while
+//! the writer role is held (the directory is synced just after), so a
+//! change answered by an event loop never waits for the disk. A plant changed
 //! while the snapshot is read appears both in the snapshot and in the
 //! collected records; replay applies the later one last, so the result is
 //! the current state.
