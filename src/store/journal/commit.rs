@@ -8,14 +8,15 @@ use std::sync::{Arc, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::format::{Change, MAGIC, encode};
+use super::format::{Change, HEADER, encode, seal};
 use super::{Journal, State, SyncMode};
 
 /// The longest a leader waits for more writers (see `Journal::gather`).
 const MAX_GATHER: Duration = Duration::from_millis(2);
 
 impl Journal {
-    /// Appends the record of `change`; call with the store's lock on its
+    /// Appends the record of `change`, its check left for the writer to
+    /// fill in (see `commit`); call with the store's lock on its
     /// id held, so that the journal order of each id's changes is their
     /// apply order. Returns the sequence number to
     /// [`commit`](Self::commit) after releasing that lock.
@@ -74,11 +75,13 @@ impl Journal {
             if gather {
                 state = self.gather(state);
             }
-            let batch = std::mem::take(&mut state.pending);
+            let mut batch = std::mem::take(&mut state.pending);
             let upto = state.appended;
             state.last_batch = upto - state.taken;
             state.taken = upto;
+            let salt = state.salt;
             drop(state);
+            seal(&mut batch, &salt);
             let started = Instant::now();
             let result = self.write(&batch);
             state = self.lock();
@@ -89,13 +92,12 @@ impl Journal {
                     state.durable = upto;
                     if state.pending.is_empty() {
                         // Keep the allocation for the next batch.
-                        let mut batch = batch;
                         batch.clear();
                         state.pending = batch;
                     }
                     if state.since_snapshot.is_none()
                         && state.len > self.compact_min
-                        && state.len > 2 * (live_bytes + MAGIC.len() as u64)
+                        && state.len > 2 * (live_bytes + HEADER as u64)
                     {
                         self.compaction.request();
                     }

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::Journal;
-use super::format::MAGIC;
+use super::format::{fresh_salt, header, seal};
 
 impl Journal {
     /// Rewrites the journal as the live plants: `fill` appends the next
@@ -58,10 +58,14 @@ impl Journal {
             .open(temp_path)?;
         temp.set_len(0)?;
         temp.try_lock().map_err(io::Error::from)?;
-        let mut step = MAGIC.to_vec();
-        let mut len = 0u64;
+        let salt = fresh_salt()?;
+        let header = header(&salt);
+        temp.write_all(&header)?;
+        let mut len = header.len() as u64;
+        let mut step = Vec::new();
         loop {
             let more = fill(&mut step);
+            seal(&mut step, &salt);
             temp.write_all(&step)?;
             len += step.len() as u64;
             step.clear();
@@ -81,10 +85,11 @@ impl Journal {
             return Err(io::Error::other(reason.to_string()));
         }
         state.writing = true;
-        let since = state.since_snapshot.take().unwrap_or_default();
+        let mut since = state.since_snapshot.take().unwrap_or_default();
         let covered = state.pending.len();
         let upto = state.appended;
         drop(state);
+        seal(&mut since, &salt);
 
         let swapped = (|| {
             temp.write_all(&since)?;
@@ -102,6 +107,8 @@ impl Journal {
         *self.disk.lock().unwrap_or_else(|p| p.into_inner()) = Box::new(temp);
         let mut state = self.lock();
         state.writing = false;
+        // Records still pending are sealed for the new file when written.
+        state.salt = salt;
         match dir_synced {
             Ok(()) => {
                 // The pending records up to `covered` are in `since`.
