@@ -1,35 +1,74 @@
 //! Journal recovery fed arbitrary files, checked against a decoder written
-//! here from the documented format (`PLANTSJ1`, then `len:u32 crc:u32
-//! payload` records, CRC-32C over len and payload).
+//! here from the documented formats:
+//!
+//! - version 2: `PLANTSJ2`, an 8-byte salt and a CRC-64/XZ of those 16
+//!   bytes as a u64; then `len:u32 check:u64 payload` records, the check a
+//!   CRC-64/XZ over the salt, `len` and the payload;
+//! - version 1: `PLANTSJ1`, then `len:u32 crc:u32 payload` records,
+//!   CRC-32C over `len` and the payload; read, then converted to version 2.
 //!
 //! Two modes, chosen by the first byte:
 //!
-//! - Arbitrary bytes as the file. Whatever `scan` returns must agree with
-//!   the reference decoder: the records it read are exactly the whole
-//!   records at the start of the file and the map is their replay; a torn
-//!   tail holds no whole record at any offset; a refusal points at a bad
-//!   record with a whole record somewhere after it.
-//! - A journal written here from a list of changes, then cut short or with
-//!   one byte changed. Recovery must yield exactly the changes written
-//!   whole before the damage (never a record that was not written whole),
-//!   or refuse when the damage has whole records after it.
+//! - Arbitrary bytes as the file. `scan` must agree with the reference
+//!   decoder in everything: the version, the whole records at the start
+//!   and the map they replay to, where a torn tail starts (it holds no
+//!   whole record at any offset), or the refusal (a damaged header, or a
+//!   bad record with a whole one somewhere after it). An accepted version-1
+//!   file, converted by the server, must be exactly the reference's
+//!   version-2 image of the same records, and read back the same.
+//! - A journal written here, of either version, from a list of changes,
+//!   then cut short or with one byte changed. In a version-2 journal the
+//!   last put's name may hold planted records, whole and valid UTF-8, by
+//!   the version-1 rules and by the version-2 rules under a wrong salt:
+//!   what a client can send. The server's own writer must produce the same
+//!   bytes as the reference. Recovery must yield exactly the changes
+//!   written whole before the damage (never a record that was not written
+//!   whole, never a planted one), and refuse only when the damage has real
+//!   records after it or hits the header.
 
 #![no_main]
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use plantstore::store::{self, Damage, Scan};
+use plantstore::store::{self, Damage, Scan, Version};
 
-const MAGIC: &[u8] = b"PLANTSJ1";
+const MAGIC_V1: &[u8] = b"PLANTSJ1";
+const MAGIC_V2: &[u8] = b"PLANTSJ2";
+/// Magic, salt and the header's own check.
+const HEADER_V2: usize = 24;
 const NO_TAG: u32 = u32::MAX;
+/// The salt the server converts version-1 input under, here.
+const CONVERSION_SALT: [u8; 8] = *b"convert!";
 
 type Plants = BTreeMap<i64, (String, Option<String>)>;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 enum Change {
     Put(i64, String, Option<String>),
     Delete(i64),
+}
+
+/// The rules a file's records follow.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Rules {
+    V1,
+    V2([u8; 8]),
+}
+
+/// What recovery of a file must come to.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    /// Read: the version (`None` for a file shorter than a whole header),
+    /// the whole records, where they end.
+    Read(Option<Rules>, Vec<Change>, usize),
+    NotAJournal,
+    Header,
+    Damaged {
+        record: u64,
+        offset: usize,
+    },
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -44,88 +83,125 @@ fuzz_target!(|data: &[u8]| {
 });
 
 fn arbitrary_file(file: &[u8]) {
-    match scan(file) {
-        Ok((found, plants)) => {
-            if file.len() < MAGIC.len() {
-                assert!(MAGIC.starts_with(file));
-                assert_eq!(found.records, 0);
-                return;
-            }
-            assert_eq!(&file[..MAGIC.len()], MAGIC);
-            let (changes, end) = whole_records(file, MAGIC.len());
-            assert_eq!(
-                found.valid_len, end,
-                "scan stopped elsewhere than the reference"
-            );
-            assert_eq!(found.records, changes.len() as u64);
-            assert_eq!(plants, replay(&changes));
-            for from in end + 1..file.len() {
-                assert!(
-                    record_at(file, from).is_none(),
-                    "a whole record after a torn tail"
-                );
-            }
-        }
-        Err(Damage::NotAJournal) => assert!(!file.starts_with(MAGIC) && !MAGIC.starts_with(file)),
-        Err(Damage::Record { record, offset }) => {
-            let (changes, end) = whole_records(file, MAGIC.len());
-            assert_eq!(offset as usize, end);
-            assert_eq!(record, changes.len() as u64 + 1);
-            assert!((end + 1..file.len()).any(|from| record_at(file, from).is_some()));
-        }
+    let expected = reference(file);
+    let (found, plants) = recover(file);
+    assert_eq!(found, expected, "the server and the reference disagree");
+    if let Outcome::Read(_, changes, _) = &found {
+        assert_eq!(plants, replay(changes));
     }
+    converted(file, &found);
+}
+
+/// If `file` read as a version-1 journal: the server's conversion of what
+/// was read is the reference's version-2 image of the same records, and
+/// reads back the same.
+fn converted(file: &[u8], found: &Outcome) {
+    let Outcome::Read(Some(Rules::V1), changes, end) = found else {
+        return;
+    };
+    let image = store::convert(&file[..*end], &CONVERSION_SALT);
+    let mut expected = header(CONVERSION_SALT);
+    for change in changes {
+        v2_record(&mut expected, change, CONVERSION_SALT);
+    }
+    assert_eq!(
+        image, expected,
+        "the conversion is not the documented image"
+    );
+    let (read, _) = recover(&image);
+    let whole = Outcome::Read(
+        Some(Rules::V2(CONVERSION_SALT)),
+        changes.clone(),
+        image.len(),
+    );
+    assert_eq!(read, whole);
 }
 
 fn damaged_journal(input: &[u8]) {
-    let Some((damage, ops)) = input.split_first_chunk::<3>() else {
+    let Some((&[flags], rest)) = input.split_first_chunk::<1>() else {
         return;
     };
-    let changes = changes(ops);
-    let mut file = MAGIC.to_vec();
-    let mut ends = Vec::new();
-    for change in &changes {
-        encode(&mut file, change);
-        ends.push(file.len());
+    let Some((salt, rest)) = rest.split_first_chunk::<8>() else {
+        return;
+    };
+    let Some((guess, rest)) = rest.split_first_chunk::<8>() else {
+        return;
+    };
+    let Some((damage, ops)) = rest.split_first_chunk::<3>() else {
+        return;
+    };
+    let rules = if flags & 1 == 1 {
+        Rules::V1
+    } else {
+        Rules::V2(*salt)
+    };
+    let mut changes = changes(ops);
+    if let (Rules::V2(salt), true) = (rules, flags & 2 == 2) {
+        plant(&mut changes, salt, *guess);
     }
+    let (mut file, ends) = journal(rules, &changes);
+    if let Rules::V2(salt) = rules {
+        assert_eq!(server_image(salt, &changes), file, "the server's writer");
+    }
+    let start = header_len(rules);
     let at = usize::from(u16::from_le_bytes([damage[1], damage[2]])) % (file.len() + 1);
     // How many records lie wholly before the damage.
     let before = ends.iter().filter(|&&end| end <= at).count();
     if damage[0] & 1 == 0 {
         file.truncate(at);
-        let (found, plants) = scan(&file).expect("a cut journal is recovered");
-        assert_eq!(found.records, before as u64);
+        let (found, plants) = recover(&file);
+        assert_eq!(
+            found,
+            reference(&file),
+            "the server and the reference disagree"
+        );
+        assert!(
+            matches!(&found, Outcome::Read(_, read, _) if read[..] == changes[..before]),
+            "a cut journal read as {found:?}"
+        );
         assert_eq!(plants, replay(&changes[..before]));
+        converted(&file, &found);
         return;
     }
     if at == file.len() {
         return;
     }
     file[at] ^= damage[0] | 1;
-    if at < MAGIC.len() {
-        assert_eq!(scan(&file).err(), Some(Damage::NotAJournal));
+    let (found, plants) = recover(&file);
+    assert_eq!(
+        found,
+        reference(&file),
+        "the server and the reference disagree"
+    );
+    if at < MAGIC_V1.len() {
+        return; // the magic changed: another version, or no journal
+    }
+    if at < start {
+        // The salt or the header's check: no record can be checked.
+        if file.len() == start {
+            assert_eq!(found, Outcome::Read(None, Vec::new(), 0));
+        } else {
+            assert_eq!(found, Outcome::Header);
+        }
         return;
     }
-    match scan(&file) {
+    match found {
         // Damage in the last record reads as a torn tail.
-        Ok((found, plants)) => {
+        Outcome::Read(_, read, _) => {
             assert_eq!(
                 before + 1,
                 changes.len(),
                 "damage before the last record accepted"
             );
-            assert_eq!(found.records, before as u64);
+            assert_eq!(read, changes[..before]);
             assert_eq!(plants, replay(&changes[..before]));
         }
-        Err(Damage::Record { record, offset }) => {
+        Outcome::Damaged { record, offset } => {
             assert_eq!(record, before as u64 + 1);
-            let start = if before == 0 {
-                MAGIC.len()
-            } else {
-                ends[before - 1]
-            };
-            assert_eq!(offset as usize, start);
+            assert_eq!(offset, if before == 0 { start } else { ends[before - 1] });
+            assert!(before + 1 < changes.len(), "a torn last record refused");
         }
-        Err(Damage::NotAJournal) => panic!("the magic was intact"),
+        other => panic!("the header was intact: {other:?}"),
     }
 }
 
@@ -147,7 +223,90 @@ fn changes(mut ops: &[u8]) -> Vec<Change> {
     out
 }
 
-fn encode(file: &mut Vec<u8>, change: &Change) {
+/// Puts records a client could send into the last change's name (a put
+/// is added if the last change is not one): one by the version-1 rules
+/// and one by the version-2 rules under `guess`, made wrong if it happens
+/// to be `salt`.
+fn plant(changes: &mut Vec<Change>, salt: [u8; 8], mut guess: [u8; 8]) {
+    if guess == salt {
+        guess[0] ^= 1;
+    }
+    let v1 = utf8_record(|change, out| v1_record(out, change));
+    let v2 = utf8_record(|change, out| v2_record(out, change, guess));
+    let (Some(v1), Some(v2)) = (v1, v2) else {
+        return;
+    };
+    if !matches!(changes.last(), Some(Change::Put(..))) {
+        changes.push(Change::Put(-4, String::new(), None));
+    }
+    if let Some(Change::Put(_, name, _)) = changes.last_mut() {
+        *name = format!("{name}{v1}|{v2}.");
+    }
+}
+
+/// A record `make` writes, of a put whose name is chosen so that the
+/// record is valid UTF-8.
+fn utf8_record(make: impl Fn(&Change, &mut Vec<u8>)) -> Option<String> {
+    (0..4096).find_map(|n| {
+        let mut out = Vec::new();
+        make(
+            &Change::Put(3, format!("p{n}"), Some(String::new())),
+            &mut out,
+        );
+        String::from_utf8(out).ok()
+    })
+}
+
+/// A journal of `changes` under `rules`, and where each record ends.
+fn journal(rules: Rules, changes: &[Change]) -> (Vec<u8>, Vec<usize>) {
+    let mut file = match rules {
+        Rules::V1 => MAGIC_V1.to_vec(),
+        Rules::V2(salt) => header(salt),
+    };
+    let mut ends = Vec::new();
+    for change in changes {
+        match rules {
+            Rules::V1 => v1_record(&mut file, change),
+            Rules::V2(salt) => v2_record(&mut file, change, salt),
+        }
+        ends.push(file.len());
+    }
+    (file, ends)
+}
+
+/// The same journal as the server writes it.
+fn server_image(salt: [u8; 8], changes: &[Change]) -> Vec<u8> {
+    let mut image = store::header(&salt).to_vec();
+    for change in changes {
+        let change = match change {
+            Change::Put(id, name, tag) => store::Change::Put {
+                id: *id,
+                name,
+                tag: tag.as_deref(),
+            },
+            Change::Delete(id) => store::Change::Delete(*id),
+        };
+        store::encode(&mut image, &change);
+    }
+    store::seal(&mut image[store::HEADER..], &salt);
+    image
+}
+
+fn header(salt: [u8; 8]) -> Vec<u8> {
+    let mut header = [MAGIC_V2, &salt].concat();
+    let check = crc64(&header);
+    header.extend_from_slice(&check.to_le_bytes());
+    header
+}
+
+fn header_len(rules: Rules) -> usize {
+    match rules {
+        Rules::V1 => MAGIC_V1.len(),
+        Rules::V2(_) => HEADER_V2,
+    }
+}
+
+fn payload(change: &Change) -> Vec<u8> {
     let mut payload = Vec::new();
     match change {
         Change::Put(id, name, tag) => {
@@ -168,39 +327,94 @@ fn encode(file: &mut Vec<u8>, change: &Change) {
             payload.extend_from_slice(&id.to_le_bytes());
         }
     }
+    payload
+}
+
+fn v1_record(file: &mut Vec<u8>, change: &Change) {
+    let payload = payload(change);
     let len = (payload.len() as u32).to_le_bytes();
-    let mut covered = len.to_vec();
-    covered.extend_from_slice(&payload);
     file.extend_from_slice(&len);
-    file.extend_from_slice(&crc32c(&covered).to_le_bytes());
+    file.extend_from_slice(&crc32c(&[&len[..], &payload].concat()).to_le_bytes());
     file.extend_from_slice(&payload);
 }
 
+fn v2_record(file: &mut Vec<u8>, change: &Change, salt: [u8; 8]) {
+    let payload = payload(change);
+    let len = (payload.len() as u32).to_le_bytes();
+    file.extend_from_slice(&len);
+    file.extend_from_slice(&crc64(&[&salt[..], &len, &payload].concat()).to_le_bytes());
+    file.extend_from_slice(&payload);
+}
+
+/// The reference's reading of a whole file.
+fn reference(file: &[u8]) -> Outcome {
+    let rules = match rules(file) {
+        Ok(Some(rules)) => rules,
+        Ok(None) => return Outcome::Read(None, Vec::new(), 0),
+        Err(outcome) => return outcome,
+    };
+    let (changes, end) = whole_records(file, header_len(rules), rules);
+    if (end + 1..file.len()).any(|from| record_at(file, from, rules).is_some()) {
+        return Outcome::Damaged {
+            record: changes.len() as u64 + 1,
+            offset: end,
+        };
+    }
+    Outcome::Read(Some(rules), changes, end)
+}
+
+/// The rules from the header: `None` while no whole header is there (or
+/// a version-2 header fails its check with nothing after it).
+fn rules(file: &[u8]) -> Result<Option<Rules>, Outcome> {
+    if file.starts_with(MAGIC_V1) {
+        return Ok(Some(Rules::V1));
+    }
+    if file.starts_with(MAGIC_V2) {
+        let Some(head) = file.get(..HEADER_V2) else {
+            return Ok(None);
+        };
+        let salt: [u8; 8] = head[8..16].try_into().unwrap();
+        if header(salt) == head {
+            return Ok(Some(Rules::V2(salt)));
+        }
+        return if file.len() == HEADER_V2 {
+            Ok(None)
+        } else {
+            Err(Outcome::Header)
+        };
+    }
+    if MAGIC_V1.starts_with(file) || MAGIC_V2.starts_with(file) {
+        return Ok(None);
+    }
+    Err(Outcome::NotAJournal)
+}
+
 /// The whole records from `at` on, and where the first non-record starts.
-fn whole_records(file: &[u8], mut at: usize) -> (Vec<Change>, usize) {
+fn whole_records(file: &[u8], mut at: usize, rules: Rules) -> (Vec<Change>, usize) {
     let mut changes = Vec::new();
-    while let Some((change, size)) = record_at(file, at) {
+    while let Some((change, size)) = record_at(file, at, rules) {
         changes.push(change);
         at += size;
     }
     (changes, at)
 }
 
-/// The reference decoder: a record at `at` that is whole, checks out and
-/// decodes, with its size.
-fn record_at(file: &[u8], at: usize) -> Option<(Change, usize)> {
+/// The reference decoder: a record at `at` that is whole, checks out
+/// under `rules` and decodes, with its size.
+fn record_at(file: &[u8], at: usize, rules: Rules) -> Option<(Change, usize)> {
     let bytes = file.get(at..)?;
     let len = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
-    let crc = u32::from_le_bytes(bytes.get(4..8)?.try_into().ok()?);
-    let payload = bytes.get(8..8usize.checked_add(len)?)?;
-    if crc32c(
-        &bytes[..4]
-            .iter()
-            .chain(payload)
-            .copied()
-            .collect::<Vec<_>>(),
-    ) != crc
-    {
+    let framing: usize = match rules {
+        Rules::V1 => 8,
+        Rules::V2(_) => 12,
+    };
+    let payload = bytes.get(framing..framing.checked_add(len)?)?;
+    let covered = [&bytes[..4], payload].concat();
+    let valid = match rules {
+        Rules::V1 => crc32c(&covered).to_le_bytes() == bytes[4..8],
+        Rules::V2(salt) => crc64(&[&salt[..], &covered].concat()).to_le_bytes() == bytes[4..12],
+    };
+    if !valid {
         return None;
     }
     let id = i64::from_le_bytes(payload.get(1..9)?.try_into().ok()?);
@@ -216,7 +430,7 @@ fn record_at(file: &[u8], at: usize) -> Option<(Change, usize)> {
         }
         _ => return None,
     };
-    Some((change, 8 + len))
+    Some((change, framing + len))
 }
 
 fn text(bytes: &[u8]) -> Option<(Option<String>, &[u8])> {
@@ -246,32 +460,81 @@ fn replay(changes: &[Change]) -> Plants {
     plants
 }
 
-/// The server's recovery, replaying into a map.
-fn scan(file: &[u8]) -> Result<(Scan, Plants), Damage> {
+/// The server's recovery, as an `Outcome`, and the map it replayed.
+fn recover(file: &[u8]) -> (Outcome, Plants) {
     let mut plants = Plants::new();
+    let mut changes = Vec::new();
     let found = store::scan(file, |change| match change {
         store::Change::Put { id, name, tag } => {
             plants.insert(id, (name.to_owned(), tag.map(str::to_owned)));
+            changes.push(Change::Put(id, name.to_owned(), tag.map(str::to_owned)));
         }
         store::Change::Delete(id) => {
             plants.remove(&id);
+            changes.push(Change::Delete(id));
         }
-    })?;
-    Ok((found, plants))
+    });
+    let outcome = match found {
+        Ok(Scan {
+            version,
+            records,
+            valid_len,
+        }) => {
+            assert_eq!(records, changes.len() as u64);
+            let rules = version.map(|version| match version {
+                Version::V1 => Rules::V1,
+                Version::V2(salt) => Rules::V2(salt),
+            });
+            Outcome::Read(rules, changes, valid_len)
+        }
+        Err(Damage::NotAJournal) => Outcome::NotAJournal,
+        Err(Damage::Header) => Outcome::Header,
+        Err(Damage::Record { record, offset }) => Outcome::Damaged {
+            record,
+            offset: offset as usize,
+        },
+    };
+    (outcome, plants)
 }
 
-/// Bitwise CRC-32C, independent of the server's table-driven one.
+/// CRC-32C, independent of the server's (see `crc`).
 fn crc32c(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
+    static TABLE: OnceLock<[u64; 256]> = OnceLock::new();
+    let table = TABLE.get_or_init(|| table(0x82F6_3B78));
+    crc(table, u32::MAX.into(), bytes) as u32
+}
+
+/// CRC-64/XZ, independent of the server's (see `crc`).
+fn crc64(bytes: &[u8]) -> u64 {
+    static TABLE: OnceLock<[u64; 256]> = OnceLock::new();
+    let table = TABLE.get_or_init(|| table(0xC96C_5795_D787_0F42));
+    crc(table, u64::MAX, bytes)
+}
+
+/// A reflected CRC of width `mask`, all-ones start and final inversion,
+/// by a table from `table`.
+fn crc(table: &[u64; 256], mask: u64, bytes: &[u8]) -> u64 {
+    let mut crc = mask;
     for &b in bytes {
-        crc ^= u32::from(b);
+        crc = table[((crc ^ u64::from(b)) & 0xFF) as usize] ^ (crc >> 8);
+    }
+    !crc & mask
+}
+
+/// The CRC of each byte value for the reflected polynomial `poly`, worked
+/// out bit by bit.
+fn table(poly: u64) -> [u64; 256] {
+    let mut table = [0; 256];
+    for (byte, entry) in table.iter_mut().enumerate() {
+        let mut crc = byte as u64;
         for _ in 0..8 {
             crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0x82F6_3B78
+                (crc >> 1) ^ poly
             } else {
                 crc >> 1
             };
         }
+        *entry = crc;
     }
-    !crc
+    table
 }

@@ -13,10 +13,10 @@ use super::*;
 
 /// A fresh path in the temp directory, removed (with its `.compact`) when
 /// dropped.
-struct TempPath(PathBuf);
+pub(super) struct TempPath(pub(super) PathBuf);
 
 impl TempPath {
-    fn new(name: &str) -> TempPath {
+    pub(super) fn new(name: &str) -> TempPath {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!(
@@ -35,7 +35,7 @@ impl TempPath {
         }
     }
 
-    fn open(&self) -> Result<(Store, Recovery), OpenError> {
+    pub(super) fn open(&self) -> Result<(Store, Recovery), OpenError> {
         Store::open(Capacity::plants(1000), &self.durability())
     }
 }
@@ -47,28 +47,30 @@ impl Drop for TempPath {
     }
 }
 
-fn plant(name: &str, tag: Option<&str>) -> Plant {
+pub(super) fn plant(name: &str, tag: Option<&str>) -> Plant {
     Plant {
         name: name.to_string(),
         tag: tag.map(String::from),
     }
 }
 
-fn new(id: i64, name: &str) -> NewPlant {
+pub(super) fn new(id: i64, name: &str) -> NewPlant {
     NewPlant {
         id,
         plant: plant(name, None),
     }
 }
 
-fn contents(store: &Store) -> Vec<(i64, Plant)> {
+pub(super) fn contents(store: &Store) -> Vec<(i64, Plant)> {
     store.page(None, usize::MAX, None).items
 }
 
 #[test]
-fn crc32c_matches_the_standard_check_value() {
+fn crcs_match_the_standard_check_values() {
     assert_eq!(crc32c(0, b"123456789"), 0xE306_9283);
     assert_eq!(crc32c(crc32c(0, b"1234"), b"56789"), 0xE306_9283);
+    assert_eq!(crc64(0, b"123456789"), 0x995D_C9BB_DF19_39FA);
+    assert_eq!(crc64(crc64(0, b"1234"), b"56789"), 0x995D_C9BB_DF19_39FA);
 }
 
 #[test]
@@ -98,12 +100,14 @@ fn changes_survive_a_reopen() {
 /// A journal image with three records; returns it and where the last
 /// record starts.
 fn three_records() -> (Vec<u8>, usize) {
-    let mut bytes = MAGIC.to_vec();
+    let salt = [7; 8];
+    let mut bytes = header(&salt).to_vec();
     let put = |id, name, tag| Change::Put { id, name, tag };
     encode(&mut bytes, &put(1, "a", None));
     encode(&mut bytes, &put(2, "b", Some("t")));
     let last = bytes.len();
     encode(&mut bytes, &put(3, "c", Some("tag")));
+    seal(&mut bytes[HEADER..], &salt);
     (bytes, last)
 }
 
@@ -148,12 +152,12 @@ fn a_flipped_bit_is_torn_at_the_end_and_refused_in_the_middle() {
     *end.last_mut().unwrap() ^= 1;
     assert_eq!(scan(&end, |_| {}).unwrap().valid_len, last);
     let mut middle = bytes.clone();
-    middle[MAGIC.len() + 10] ^= 1; // inside the first record
+    middle[HEADER + 14] ^= 1; // inside the first record
     assert_eq!(
         scan(&middle, |_| {}).unwrap_err(),
         Damage::Record {
             record: 1,
-            offset: MAGIC.len() as u64
+            offset: HEADER as u64
         }
     );
 }
@@ -402,7 +406,7 @@ fn a_leftover_compaction_file_is_removed_and_the_journal_kept() {
         store.create(new(1, "kept")).unwrap();
     }
     // A crash after writing part of a compaction, before the rename.
-    fs::write(compact_path(&path.0), b"PLANTSJ1 half a snapshot").unwrap();
+    fs::write(compact_path(&path.0), b"PLANTSJ2 half a snapshot").unwrap();
     let (store, _) = path.open().unwrap();
     assert_eq!(contents(&store), vec![(1, plant("kept", None))]);
     assert!(!compact_path(&path.0).exists());

@@ -39,8 +39,8 @@ mod plant;
 mod shards;
 
 pub use journal::{
-    Change, Damage, Disk, Durability, MAGIC, OpenError, Recovery, Scan, SyncMode, crc32c, decode,
-    encode, scan,
+    Change, Damage, Disk, Durability, HEADER, MAGIC, MAGIC_V1, OpenError, Recovery, Salt, Scan,
+    SyncMode, Version, convert, crc32c, crc64, decode, encode, header, scan, seal,
 };
 pub use listing::Page;
 pub use packed::Packed;
@@ -745,3 +745,5 @@ mod tests {
 
 #[cfg(test)]
 mod durability_tests;
+#[cfg(test)]
+mod format_tests;

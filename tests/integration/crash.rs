@@ -5,6 +5,10 @@
 //! wholly there or wholly absent. A tiny `--compact-min` makes compactions
 //! frequent, so some kills land in the middle of one.
 //!
+//! The loop runs twice: from an empty file, and from a version-1 journal
+//! (some plants, a torn last record) that the first start converts; those
+//! plants must then outlive every kill and compaction.
+//!
 //! `PLANTSTORE_CRASH_CYCLES` sets the number of cycles (default 20) and
 //! `PLANTSTORE_CRASH_SEED` replays a run; both are printed on failure.
 
@@ -15,6 +19,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::binary::Running;
+use crate::journal::{Record, v1_journal};
 use crate::support::TempFile;
 
 const TOKEN: &str = "crash-token";
@@ -144,6 +149,36 @@ fn work(
 
 #[test]
 fn killed_at_random_moments_the_journal_keeps_every_acknowledged_change() {
+    crash_loop(&TempFile::new("crash.journal"), &BTreeMap::new());
+}
+
+#[test]
+fn killed_at_random_moments_a_converted_version_1_journal_keeps_its_plants_too() {
+    let file = TempFile::new("crash-v1.journal");
+    // A history with replaced and deleted plants, so that compactions
+    // have dead records to drop; ids below zero, apart from the workers'.
+    let names: Vec<String> = (1..=60).map(|id| format!("v1 plant {id}")).collect();
+    let mut records: Vec<Record<'_>> = (1..=60)
+        .map(|id| Record::Put(-id, &names[id as usize - 1], None))
+        .collect();
+    records.extend((1..=20).map(|id| Record::Put(-id, "v1 replaced", Some("v1"))));
+    records.extend((41..=60).map(|id| Record::Delete(-id)));
+    let mut image = v1_journal(&records);
+    let torn = v1_journal(&[Record::Put(-999, "torn", None)]);
+    image.extend_from_slice(&torn[8..torn.len() - 2]);
+    std::fs::write(&file.0, image).unwrap();
+    let seeded: BTreeMap<i64, String> = (1..=40)
+        .map(|id| match id {
+            ..=20 => (-id, "v1 replaced".to_string()),
+            _ => (-id, names[id as usize - 1].clone()),
+        })
+        .collect();
+    crash_loop(&file, &seeded);
+}
+
+/// The loop on `file`, whose plants at the start are `seeded` (never
+/// changed by the workers, so they must be found after every restart).
+fn crash_loop(file: &TempFile, seeded: &BTreeMap<i64, String>) {
     let cycles: u32 = std::env::var("PLANTSTORE_CRASH_CYCLES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -159,7 +194,6 @@ fn killed_at_random_moments_the_journal_keeps_every_acknowledged_change() {
         });
     let context = format!("PLANTSTORE_CRASH_SEED={seed} PLANTSTORE_CRASH_CYCLES={cycles}");
     let mut rng = Rng(seed | 1);
-    let file = TempFile::new("crash.journal");
     let path = file.0.to_str().unwrap().to_string();
     let args = ["--data", &path, "--compact-min", "4096"];
     let mut models: Vec<BTreeMap<i64, Allowed>> = vec![BTreeMap::new(); WORKERS as usize];
@@ -170,6 +204,19 @@ fn killed_at_random_moments_the_journal_keeps_every_acknowledged_change() {
         // Check the recovered state against every model, then settle the
         // uncertain entries on what was found.
         let found = list_all(server.addr);
+        if cycle == 0 && !seeded.is_empty() {
+            let log = server.log().join("\n");
+            assert!(log.contains("from format version 1 to 2"), "{log}");
+            assert!(log.contains("cut off a torn final record"), "{log}");
+        }
+        assert_eq!(&std::fs::read(&file.0).unwrap()[..8], b"PLANTSJ2");
+        for (id, name) in seeded {
+            assert_eq!(
+                found.get(id),
+                Some(name),
+                "cycle {cycle}, seeded id {id} ({context})"
+            );
+        }
         for model in &mut models {
             for (id, allowed) in model.iter_mut() {
                 let state = found.get(id).cloned();
@@ -183,13 +230,13 @@ fn killed_at_random_moments_the_journal_keeps_every_acknowledged_change() {
         let known: usize = models.iter().map(|m| m.len()).sum();
         let unknown: Vec<_> = found
             .keys()
-            .filter(|id| models.iter().all(|m| !m.contains_key(id)))
+            .filter(|id| !seeded.contains_key(id) && models.iter().all(|m| !m.contains_key(id)))
             .collect();
         assert!(
             unknown.is_empty(),
             "never-written ids {unknown:?} exist ({context})"
         );
-        assert!(found.len() <= known);
+        assert!(found.len() <= known + seeded.len());
 
         let addr = server.addr;
         let workers: Vec<_> = models
@@ -217,6 +264,13 @@ fn killed_at_random_moments_the_journal_keeps_every_acknowledged_change() {
     // A last start checks the final cycle's changes.
     let server = Running::start(&args, Some(TOKEN));
     let found = list_all(server.addr);
+    for (id, name) in seeded {
+        assert_eq!(
+            found.get(id),
+            Some(name),
+            "final, seeded id {id} ({context})"
+        );
+    }
     for model in &models {
         for (id, allowed) in model {
             let state = found.get(id).cloned();
@@ -227,8 +281,13 @@ fn killed_at_random_moments_the_journal_keeps_every_acknowledged_change() {
         }
     }
     eprintln!(
-        "crash loop: {cycles} kills in {:?}, {} ids tracked, {acknowledged} changes acknowledged, \
-         {compactions} compactions ({context})",
+        "crash loop{}: {cycles} kills in {:?}, {} ids tracked, {acknowledged} changes \
+         acknowledged, {compactions} compactions ({context})",
+        if seeded.is_empty() {
+            ""
+        } else {
+            " from a version-1 journal"
+        },
         started.elapsed(),
         models.iter().map(|m| m.len()).sum::<usize>()
     );

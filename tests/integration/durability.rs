@@ -137,8 +137,9 @@ fn damage_in_the_middle_refuses_start_up_naming_file_and_record() {
         }
     }
     let mut bytes = std::fs::read(&file.0).unwrap();
-    let second_record = 8 + (bytes.len() - 8) / 3;
-    bytes[second_record + 12] ^= 0xFF; // inside record 2's payload
+    // Three records of one size after the 24-byte header.
+    let second_record = 24 + (bytes.len() - 24) / 3;
+    bytes[second_record + 14] ^= 0xFF; // inside record 2's payload
     std::fs::write(&file.0, &bytes).unwrap();
 
     let out = Command::new(BIN)

@@ -8,7 +8,7 @@ use std::sync::{Arc, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::format::{Change, MAGIC, encode};
+use super::format::{Change, HEADER, encode, seal};
 use super::rewrite::sync_dir;
 use super::{Journal, State, SyncMode};
 
@@ -16,7 +16,8 @@ use super::{Journal, State, SyncMode};
 const MAX_GATHER: Duration = Duration::from_millis(2);
 
 impl Journal {
-    /// Appends the record of `change`; call with the store's lock on its
+    /// Appends the record of `change`, its check left for the writer to
+    /// fill in (see `commit`); call with the store's lock on its
     /// id held, so that the journal order of each id's changes is their
     /// apply order. Returns the sequence number to
     /// [`commit`](Self::commit) after releasing that lock.
@@ -75,11 +76,13 @@ impl Journal {
             if gather {
                 state = self.gather(state);
             }
-            let batch = std::mem::take(&mut state.pending);
+            let mut batch = std::mem::take(&mut state.pending);
             let upto = state.appended;
             state.last_batch = upto - state.taken;
             state.taken = upto;
+            let salt = state.salt;
             drop(state);
+            seal(&mut batch, &salt);
             let started = Instant::now();
             // The path must still name the file, or a restart would not
             // read this batch: checked after the write, before any answer
@@ -99,13 +102,12 @@ impl Journal {
                     state.durable = upto;
                     if state.pending.is_empty() {
                         // Keep the allocation for the next batch.
-                        let mut batch = batch;
                         batch.clear();
                         state.pending = batch;
                     }
                     if !state.compacting
                         && state.len > self.compact_min
-                        && state.len > 2 * (live_bytes + MAGIC.len() as u64)
+                        && state.len > 2 * (live_bytes + HEADER as u64)
                     {
                         self.compaction.request();
                     }

@@ -5,43 +5,99 @@
 //! [`Change`] to a callback, and a compaction asks the store for its live
 //! plants through one.
 //!
-//! # File format (version 1)
+//! # File format (version 2)
 //!
 //! ```text
-//! file    = magic record*
-//! magic   = "PLANTSJ1"                         8 bytes
-//! record  = len:u32le crc:u32le payload        8 + len bytes
-//! crc     = CRC-32C of the four `len` bytes followed by the payload
+//! file    = header record*
+//! header  = "PLANTSJ2" salt hcheck:u64le       24 bytes
+//! salt    = 8 bytes from the OS's random source, drawn for each new file
+//! hcheck  = CRC-64/XZ of the magic and the salt
+//! record  = len:u32le check:u64le payload      12 + len bytes
+//! check   = CRC-64/XZ of the salt, the four `len` bytes and the payload
 //! payload = 0x01 id:i64le name_len:u32le name tag_len:u32le tag    put
 //!         | 0x02 id:i64le                                          delete
 //! ```
 //!
 //! `put` is a create or a replace (the plant with this id is now this one);
 //! `tag_len` is `0xFFFF_FFFF` when the plant has no tag. Names and tags are
-//! UTF-8. A compacted file is the same format: one `put` per live plant.
+//! UTF-8. A compacted file is the same format, one `put` per live plant,
+//! under a salt of its own.
+//!
+//! # Why the check covers a salt
+//!
+//! A name or tag is written into the file as the client sent it, so a
+//! client can put a whole record, framing and checksum included, inside
+//! one. Recovery looks for valid records past a damaged one (below); with
+//! a checksum of the record alone, such a planted record left whole in a
+//! tail torn by a crash or a full disk passed for a record after damage,
+//! and start-up was refused on every restart. With the salt in the check,
+//! a client would have to know the salt, and it never leaves the server:
+//! it is in the file's header and nowhere else, not in any response, log
+//! line or error (`Version`'s `Debug` leaves it out), and neither is any
+//! check value, from which the salt could be worked out (a CRC is linear,
+//! not a MAC). For a given length, the salt's share of a CRC-64 is a
+//! one-to-one function of its 64 bits, so whatever a client writes, each
+//! run of bytes shaped as a record passes with odds of 2^-64: a torn
+//! megabyte of planted records holds fewer than 2^16 of them. Whoever can
+//! read the file can read the salt, but can also write the file.
+//!
+//! The header has a check of its own because every record depends on the
+//! salt: a damaged salt would fail them all, and without it the file would
+//! read as one long torn tail and be cut to nothing.
+//!
+//! The check does not cover the record's offset or number: records shifted
+//! by damage (bytes lost or inserted in the middle) still check out where
+//! they now lie, so the search below finds them and start-up is refused,
+//! where a check tied to the place would call them a torn tail and cut
+//! them off.
 //!
 //! # Recovery
 //!
-//! Records are read in order. At the first record that is incomplete or
-//! fails its checksum, the rest of the file is searched for any complete,
-//! valid record. If none exists the damage is a torn tail (a crash during
-//! the last write): it is cut off and start-up logs a warning with the byte
-//! count. If one exists the damage is in the middle of the journal: start-up
-//! is refused with an error naming the file, the record number and its byte
-//! offset, and the file is left untouched. Nothing is dropped silently.
+//! The header says which rules apply. Records are read in order. At the
+//! first record that is incomplete or fails its check, the rest of the file
+//! is searched, at every byte offset, for any complete, valid record by the
+//! same rule (in version 2: under this file's salt). If none exists the
+//! damage is a torn tail (a crash during the last write): it is cut off and
+//! start-up logs a warning with the byte count. If one exists the damage is
+//! in the middle of the journal: start-up is refused with an error naming
+//! the file, the record number and its byte offset, and the file is left
+//! untouched. Nothing is dropped silently. A file shorter than its header,
+//! or just a header that fails its check (new, torn while the header was
+//! written: a header is synced before any record follows it), starts
+//! again with a fresh header. A header that fails its check with anything
+//! after it refuses start-up, the file untouched.
+//!
+//! # Version 1
+//!
+//! Version 1 (`PLANTSJ1`, an 8-byte header) had no salt: `record =
+//! len:u32le crc:u32le payload`, the CRC-32C over the four `len` bytes and
+//! the payload, the same payloads. Such a file is read by its own rules
+//! (a torn tail cut, damage in the middle refused, as above), then
+//! converted before anything is appended: its records, in order, are
+//! written under a fresh salt to `FILE.compact` (locked), synced, renamed
+//! over `FILE`, and the directory is synced; start-up logs one line saying
+//! how many records were converted. A crash before the rename leaves the
+//! version-1 file, converted again at the next start. A version-1 file
+//! never takes another append. Its rules cannot tell a planted record from
+//! a real one, so a version-1 file whose torn tail holds one is still
+//! refused, as before, until it is cut as the error says.
 //!
 //! # Writing
 //!
-//! A change is encoded into the pending buffer while the store lock is held,
-//! so the journal order is the order in which changes were applied. The
+//! A change is encoded into the pending buffer while the store lock is
+//! held, so the journal order is the order in which changes were applied;
+//! its check is left empty, since only the writer knows which file the
+//! record will go to (a compaction changes the file and its salt). The
 //! record is then committed outside the store lock in [`Journal::commit`]:
-//! the first caller becomes the leader, writes everything pending in one
-//! `write`, calls `fdatasync` (`--sync always`) and wakes every caller its
-//! batch covered (group commit). When serving, the one caller is the
-//! store's committer thread (see `Store::when_acked`), so no event loop
-//! waits; direct callers of the blocking `Store` methods park here. A failed write or sync is never retried:
-//! the journal is poisoned, every change waiting on it and every later one
-//! fails, and the reason is reported on `/healthz`.
+//! the first caller becomes the leader, seals the batch (fills in each
+//! check, for the salt of the file it goes to), writes everything pending
+//! in one `write`, calls `fdatasync` (`--sync always`) and wakes every
+//! caller its batch covered (group commit). When serving, the one caller is
+//! the store's committer thread (see `Store::when_acked`), so no event loop
+//! waits; direct callers of the blocking `Store` methods park here. A
+//! failed write or sync is never retried: the journal is poisoned, every
+//! change waiting on it and every later one fails, and the reason is
+//! reported on `/healthz`.
 //!
 //! After a batch is written, and before any change it covers is
 //! acknowledged, the leader checks that the file is still the one at its
@@ -65,17 +121,19 @@
 //! every appended record is also collected; it reads the live plants from
 //! the store a short step at a time (each step holds one shard's read lock
 //! while it encodes at most 512 records) and writes each step to
-//! `FILE.compact` (created 0600, then given the journal's owner and mode),
+//! `FILE.compact` under a fresh salt (created 0600, then given the
+//! journal's owner and mode),
 //! stopping if a step would leave less than half the reserve free; it
 //! syncs it, then briefly takes the writer role, appends the records
-//! collected meanwhile, syncs, checks that the path still names the
+//! collected meanwhile (sealed for the new file), syncs, checks that the path still names the
 //! journal, renames over `FILE` and syncs the directory. With `--sync
 //! never` neither the collected records nor the directory are synced while
 //! the writer role is held (the directory is synced just after), so a
 //! change answered by an event loop never waits for the disk. A plant changed
 //! while the snapshot is read appears both in the snapshot and in the
 //! collected records; replay applies the later one last, so the result is
-//! the current state.
+//! the current state. Records still pending when the new file is swapped in
+//! are sealed for it when they are written.
 //! A crash at any point leaves either the old or the new file complete; a
 //! leftover `FILE.compact` is removed at the next start.
 //!
@@ -97,12 +155,16 @@
 //! at open without being opened.
 
 mod commit;
+mod convert;
 mod file;
 mod format;
 mod recovery;
 mod rewrite;
 
-pub use format::{Change, MAGIC, crc32c, decode, encode};
+pub use convert::convert;
+pub use format::{
+    Change, HEADER, MAGIC, MAGIC_V1, Salt, Version, crc32c, crc64, decode, encode, header, seal,
+};
 pub use recovery::{Damage, Scan, scan};
 pub(super) use rewrite::compact_path;
 
@@ -114,6 +176,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
+use format::fresh_salt;
 use rewrite::sync_dir;
 
 /// When a change counts as written.
@@ -182,6 +245,8 @@ pub enum OpenError {
     },
     /// The file does not start with the journal magic.
     NotAJournal(PathBuf),
+    /// The header fails its check, so no record can be checked.
+    DamagedHeader(PathBuf),
     /// A damaged record with valid records after it.
     Damaged {
         /// The file.
@@ -213,6 +278,12 @@ impl std::fmt::Display for OpenError {
             OpenError::NotAJournal(path) => {
                 write!(f, "{} is not a plantstore journal", path.display())
             }
+            OpenError::DamagedHeader(path) => write!(
+                f,
+                "{}: the journal's header (its first {HEADER} bytes) is damaged, so none of \
+                 its records can be checked; refusing to start (the file is unchanged)",
+                path.display()
+            ),
             OpenError::Damaged {
                 path,
                 record,
@@ -278,6 +349,8 @@ struct State {
     failed: Option<Arc<str>>,
     /// File length once `pending` is written.
     len: u64,
+    /// The salt of the file written to; see the module header.
+    salt: Salt,
     /// While a compaction runs: every record appended since its snapshot
     /// began, until the compaction takes them (before its rename).
     since_snapshot: Option<Vec<u8>>,
@@ -346,6 +419,7 @@ impl Journal {
         file.read_to_end(&mut bytes).map_err(io_error)?;
         let scan = scan(&bytes, apply).map_err(|damage| match damage {
             Damage::NotAJournal => OpenError::NotAJournal(path.clone()),
+            Damage::Header => OpenError::DamagedHeader(path.clone()),
             Damage::Record { record, offset } => OpenError::Damaged {
                 path: path.clone(),
                 record,
@@ -353,18 +427,30 @@ impl Journal {
             },
         })?;
         let torn_bytes = (bytes.len() - scan.valid_len) as u64;
-        if scan.valid_len < MAGIC.len() {
-            // New, empty, or torn inside the magic itself.
-            file.set_len(0).map_err(io_error)?;
-            file.write_all(MAGIC).map_err(io_error)?;
-            file.sync_all().map_err(io_error)?;
-            if !existed {
-                sync_dir(&real).map_err(io_error)?;
+        let (file, salt, len) = match scan.version {
+            Some(Version::V2(salt)) => {
+                if torn_bytes > 0 {
+                    file.set_len(scan.valid_len as u64).map_err(io_error)?;
+                    file.sync_all().map_err(io_error)?;
+                }
+                (file, salt, scan.valid_len)
             }
-        } else if torn_bytes > 0 {
-            file.set_len(scan.valid_len as u64).map_err(io_error)?;
-            file.sync_all().map_err(io_error)?;
-        }
+            Some(Version::V1) => {
+                convert::upgrade(&real, &entry, &bytes[..scan.valid_len], scan.records)
+                    .map_err(io_error)?
+            }
+            None => {
+                // New, empty, or torn inside the header itself.
+                let salt = fresh_salt().map_err(io_error)?;
+                file.set_len(0).map_err(io_error)?;
+                file.write_all(&header(&salt)).map_err(io_error)?;
+                file.sync_all().map_err(io_error)?;
+                if !existed {
+                    sync_dir(&real).map_err(io_error)?;
+                }
+                (file, salt, HEADER)
+            }
+        };
         let leftover = compact_path(&real);
         if leftover.exists() {
             fs::remove_file(&leftover).map_err(|e| OpenError::Io(leftover.clone(), e))?;
@@ -373,7 +459,6 @@ impl Journal {
                 leftover.display()
             );
         }
-        let len = scan.valid_len.max(MAGIC.len()) as u64;
         let journal = Journal {
             path: real,
             entry,
@@ -391,7 +476,8 @@ impl Journal {
                 last_batch: 0,
                 last_write: Duration::ZERO,
                 failed: None,
-                len,
+                len: len as u64,
+                salt,
                 since_snapshot: None,
                 compacting: false,
             }),

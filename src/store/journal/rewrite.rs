@@ -9,7 +9,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use super::format::MAGIC;
+use super::format::{HEADER, fresh_salt, header, seal};
 use super::{Journal, SyncMode, file};
 
 /// The least free space a compaction leaves for the changes that arrive
@@ -88,14 +88,18 @@ impl Journal {
         mut fill: impl FnMut(&mut Vec<u8>) -> bool,
     ) -> io::Result<u64> {
         let never = self.sync == SyncMode::Never;
-        let estimate = live_bytes + MAGIC.len() as u64;
+        let estimate = live_bytes + HEADER as u64;
         let keep = reserve(estimate);
         self.room(estimate, keep)?;
-        let mut temp = self.create_temp(temp_path)?;
-        let mut step = MAGIC.to_vec();
-        let mut len = 0u64;
+        let mut temp = create_temp(&self.path, temp_path)?;
+        let salt = fresh_salt()?;
+        let header = header(&salt);
+        temp.write_all(&header)?;
+        let mut len = header.len() as u64;
+        let mut step = Vec::new();
         loop {
             let more = fill(&mut step);
+            seal(&mut step, &salt);
             self.room(step.len() as u64, keep / 2)?;
             temp.write_all(&step)?;
             len += step.len() as u64;
@@ -116,10 +120,11 @@ impl Journal {
             return Err(io::Error::other(reason.to_string()));
         }
         state.writing = true;
-        let since = state.since_snapshot.take().unwrap_or_default();
+        let mut since = state.since_snapshot.take().unwrap_or_default();
         let covered = state.pending.len();
         let upto = state.appended;
         drop(state);
+        seal(&mut since, &salt);
 
         let written = self
             .room(since.len() as u64, keep / 2)
@@ -152,6 +157,8 @@ impl Journal {
         state.pending.drain(..covered);
         state.taken = state.taken.max(upto);
         state.len = len + state.pending.len() as u64;
+        // Records still pending are sealed for the new file when written.
+        state.salt = salt;
         match dir_synced {
             Ok(()) => state.durable = state.durable.max(upto),
             // Without `--sync always` nothing waits for the disk: the
@@ -179,35 +186,6 @@ impl Journal {
         Ok(len)
     }
 
-    /// `FILE.compact`, new, locked, and with the journal's owner and mode
-    /// (created 0600, so no one else reads it before it has them).
-    fn create_temp(&self, temp_path: &Path) -> io::Result<File> {
-        let journal = fs::metadata(&self.path)?;
-        match fs::remove_file(temp_path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-        let temp = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(temp_path)?;
-        temp.try_lock().map_err(io::Error::from)?;
-        let (uid, gid) = (journal.uid(), journal.gid());
-        let own = temp.metadata()?;
-        if (own.uid(), own.gid()) != (uid, gid) {
-            std::os::unix::fs::fchown(&temp, Some(uid), Some(gid)).map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("cannot give the new file the journal's owner {uid}:{gid}: {e}"),
-                )
-            })?;
-        }
-        temp.set_permissions(fs::Permissions::from_mode(journal.mode() & 0o7777))?;
-        Ok(temp)
-    }
-
     /// Refuses to go on unless `bytes` more fit with `keep` to spare.
     fn room(&self, bytes: u64, keep: u64) -> io::Result<()> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
@@ -223,6 +201,35 @@ impl Journal {
             ),
         ))
     }
+}
+
+/// `FILE.compact`, new, locked, and with the journal's owner and mode
+/// (created 0600, so no one else reads it before it has them).
+pub(super) fn create_temp(journal: &Path, temp_path: &Path) -> io::Result<File> {
+    let journal = fs::metadata(journal)?;
+    match fs::remove_file(temp_path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let temp = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(temp_path)?;
+    temp.try_lock().map_err(io::Error::from)?;
+    let (uid, gid) = (journal.uid(), journal.gid());
+    let own = temp.metadata()?;
+    if (own.uid(), own.gid()) != (uid, gid) {
+        std::os::unix::fs::fchown(&temp, Some(uid), Some(gid)).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot give the new file the journal's owner {uid}:{gid}: {e}"),
+            )
+        })?;
+    }
+    temp.set_permissions(fs::Permissions::from_mode(journal.mode() & 0o7777))?;
+    Ok(temp)
 }
 
 /// `FILE.compact`: where a compaction writes before renaming.
