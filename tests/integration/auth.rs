@@ -1,12 +1,9 @@
 //! Bearer authentication: RFC 6750 answers, several tokens, check order,
 //! and the start-up checks that keep a token that could never match out.
 
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::binary::{BIN, Running, create};
+use crate::binary::{Running, create, run_to_exit};
 use crate::support::{JSON, TempFile, TestServer};
 
 const BODY: &str = r#"{"id": 1, "name": "a"}"#;
@@ -97,37 +94,7 @@ fn token_file(name: &str, contents: &[u8]) -> TempFile {
 /// Runs the binary until it exits, or for 5 s and then stops it: its exit
 /// code (`None`: it was still serving) and what it wrote to stderr.
 fn exit_of(args: &[&str], env_token: Option<&str>) -> (Option<i32>, String) {
-    let mut command = Command::new(BIN);
-    command.args(["--addr", "127.0.0.1:0"]).args(args);
-    command.env_remove("PLANTSTORE_TOKEN");
-    if let Some(token) = env_token {
-        command.env("PLANTSTORE_TOKEN", token);
-    }
-    let mut child = command
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let until = Instant::now() + Duration::from_secs(5);
-    let code = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status.code();
-        }
-        if Instant::now() > until {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            break None;
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    (code, stderr)
+    run_to_exit(args, env_token, Duration::from_secs(5))
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The built `plantstore` executable: flags, start-up line, generated
 //! token, signals, and memory under hostile Content-Length values.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -12,6 +12,44 @@ use std::time::{Duration, Instant};
 use crate::support::{Client, request};
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_plantstore");
+
+/// Runs the binary with `args` (and `PLANTSTORE_TOKEN` if given) until it
+/// exits, or for `within` and then stops it: its exit code (`None`: it was
+/// still running) and what it wrote to stderr.
+pub(crate) fn run_to_exit(
+    args: &[&str],
+    env_token: Option<&str>,
+    within: Duration,
+) -> (Option<i32>, String) {
+    let mut command = Command::new(BIN);
+    command.args(["--addr", "127.0.0.1:0"]).args(args);
+    command.env_remove("PLANTSTORE_TOKEN");
+    if let Some(token) = env_token {
+        command.env("PLANTSTORE_TOKEN", token);
+    }
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + within;
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    (code, stderr)
+}
 
 /// A running binary; its stderr is collected line by line.
 pub(crate) struct Running {

@@ -4,15 +4,14 @@
 //! compaction.
 
 use std::fs;
-use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::binary::{BIN, Running};
+use crate::binary::{Running, run_to_exit};
 use crate::support::{Client, JSON, request};
 
 const TOKEN: &str = "t";
@@ -97,35 +96,16 @@ fn compact(server: &Running) {
 /// `plantstore --data PATH` run to its end (at most 10 s): exit code and
 /// stderr.
 fn refused_start(path: &Path) -> (Option<i32>, String) {
-    let mut child = Command::new(BIN)
-        .args(["--addr", "127.0.0.1:0", "--data", text(path)])
-        .env("PLANTSTORE_TOKEN", TOKEN)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let code = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status.code();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "plantstore --data {} did not exit within 10 s",
-                path.display()
-            );
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let (code, stderr) = run_to_exit(
+        &["--data", text(path)],
+        Some(TOKEN),
+        Duration::from_secs(10),
+    );
+    assert!(
+        code.is_some(),
+        "plantstore --data {} did not exit within 10 s",
+        path.display()
+    );
     (code, stderr)
 }
 
