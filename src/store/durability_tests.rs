@@ -456,3 +456,12 @@ fn compactions_started_together_run_one_at_a_time() {
     let (store, _) = Store::open(Capacity::plants(100_000), &durability).unwrap();
     assert!(contents(&store) == expected, "the reopened journal differs");
 }
+
+#[test]
+fn a_new_journal_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let path = TempPath::new("mode");
+    let (_store, _) = path.open().unwrap();
+    let mode = fs::metadata(&path.0).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+}

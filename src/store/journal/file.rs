@@ -77,6 +77,10 @@ pub(super) fn open(given: &Path) -> Result<Opened, OpenError> {
         .read(true)
         .append(true)
         .create(true)
+        // A new journal is the owner's alone: it holds the plants and the
+        // salt that keeps recovery from being fooled. An existing one keeps
+        // its mode.
+        .mode(0o600)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(&path)
         .map_err(io_error)?;
