@@ -49,6 +49,20 @@ impl Store {
         tag: Option<&str>,
         bytes: usize,
     ) -> Page {
+        self.page_between_steps(after, limit, tag, bytes, || {})
+    }
+
+    /// As `page_within`, calling `between` before each step takes its
+    /// shard's lock: the seam through which tests change the store while a
+    /// page is read.
+    pub(super) fn page_between_steps(
+        &self,
+        after: Option<i64>,
+        limit: usize,
+        tag: Option<&str>,
+        bytes: usize,
+        mut between: impl FnMut(),
+    ) -> Page {
         let mut held = 0usize;
         let mut cursor = match after {
             Some(i64::MAX) => return Page::default(),
@@ -68,6 +82,7 @@ impl Store {
             // The smallest last id read from a shard that may hold more.
             let mut frontier: Option<i64> = None;
             for shard in 0..SHARDS {
+                between();
                 let plants = self.shared.read(shard);
                 let read = walk(&plants, cursor, tag, take, &mut step);
                 if let Some(last) = read {

@@ -644,6 +644,39 @@ mod tests {
     }
 
     #[test]
+    fn writers_of_every_shard_go_on_while_a_page_is_read() {
+        // A listing once held every shard's read lock for the whole page;
+        // now between its steps it holds none, so a writer on any shard
+        // (here: from another thread, waited for from inside the page)
+        // finishes at once.
+        let store = Arc::new(Store::new(Capacity::plants(10_000)));
+        for id in 0..2000 {
+            store.create(new_plant(id, "p")).unwrap();
+        }
+        let mut next = 10_000;
+        let mut steps = 0;
+        let page = store.page_between_steps(None, 1000, None, usize::MAX, || {
+            steps += 1;
+            let (writer, id) = (Arc::clone(&store), next);
+            next += 1;
+            let (done, finished) = std::sync::mpsc::channel();
+            thread::spawn(move || {
+                let _ = done.send(writer.create(new_plant(id, "during")));
+            });
+            let result = finished.recv_timeout(std::time::Duration::from_secs(5));
+            assert_eq!(
+                result,
+                Ok(Ok(())),
+                "a writer waited for a page (step {steps})"
+            );
+        });
+        assert!(steps >= SHARDS, "{steps} steps");
+        let ids: Vec<i64> = page.items.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, (0..1000).collect::<Vec<_>>());
+        assert_eq!(store.len(), 2000 + steps);
+    }
+
+    #[test]
     fn retagging_and_deleting_keep_tag_pages_right() {
         let store = Store::new(Capacity::plants(100));
         let plant = |tag: Option<&str>| Plant {
