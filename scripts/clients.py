@@ -59,13 +59,15 @@ def curl_checks():
           run.stdout.split("\n")[:2] == ["200 1", "200 0"], run.stdout + run.stderr)
 
     with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-        json.dump({"id": 2, "name": "x" * 3000}, f)
+        # A body over curl's 1 KiB threshold for Expect: 100-continue, its
+        # name within --max-name (the padding is an unknown field).
+        json.dump({"id": 2, "name": "x" * 200, "notes": "y" * 3000}, f)
         f.flush()
         status, _, body, verbose = curl("--http1.1", "-H", AUTH, "-H", ct,
                                         "-H", "Expect: 100-continue",
                                         "--data-binary", f"@{f.name}", f"{BASE}/plants")
     check("curl --data-binary with Expect: 100-continue gets 100 then 200",
-          "100 Continue" in verbose and status == "200" and json.loads(body)["name"] == "x" * 3000,
+          "100 Continue" in verbose and status == "200" and json.loads(body)["name"] == "x" * 200,
           (status, verbose[-400:]))
 
     status, _, _, verbose = curl("--http1.1", "-H", "Authorization: Bearer wrong", "-H", ct,
