@@ -78,9 +78,7 @@ pub const PAGE_BYTES: usize = 256 * 1024;
 /// `GET /plants`: one page of PlantRecords, ascending by id, with a
 /// `Link: <...>; rel="next"` header while more exist. The page is at most
 /// `limit` plants and at most `PAGE_BYTES` of JSON, written record by
-/// record. (The store still copies out up to `limit` plants for it; that
-/// copy is gone once the handler returns, unlike the answer, which may
-/// wait for a slow client.)
+/// record; the store copies out no more plants than that could hold.
 pub(super) fn list(app: &App, request: &mut Request<'_>) -> Result<Response, ApiError> {
     app.authorize(request)?;
     let query = ListQuery::parse(request.query())?;
@@ -110,27 +108,23 @@ pub(super) fn list(app: &App, request: &mut Request<'_>) -> Result<Response, Api
 }
 
 /// The JSON array of as many leading `items` as fit in `cap` bytes (at
-/// least one), and how many that is. Each record is written to a scratch
-/// buffer first, so the body never holds one that does not fit.
+/// least one), and how many that is. Each record is written into the body
+/// and taken back out if it does not fit.
 fn json_page(items: &[(i64, Plant)], cap: usize) -> (Vec<u8>, usize) {
     let mut body = vec![b'['];
-    let mut record = Vec::new();
     let mut included = 0;
     for (id, plant) in items {
-        record.clear();
-        // Our own plain record into a Vec: serialising cannot fail.
-        if serde_json::to_writer(&mut record, &PlantRecord::new(*id, plant)).is_err() {
-            break;
-        }
-        // A comma before it, and the closing bracket after.
-        let separator = usize::from(included > 0);
-        if included > 0 && body.len() + separator + record.len() + 1 > cap {
-            break;
-        }
-        if separator == 1 {
+        let mark = body.len();
+        if included > 0 {
             body.push(b',');
         }
-        body.extend_from_slice(&record);
+        // Our own plain record into a Vec: serialising cannot fail; the
+        // closing bracket must fit after it.
+        let written = serde_json::to_writer(&mut body, &PlantRecord::new(*id, plant));
+        if written.is_err() || (included > 0 && body.len() + 1 > cap) {
+            body.truncate(mark);
+            break;
+        }
         included += 1;
     }
     body.push(b']');

@@ -129,7 +129,11 @@ impl NewPlant {
         let fields = Fields::parse(body)?;
         let id = match &fields.id {
             None => return Err(InvalidBody::Missing("id")),
-            Some(value) => int64(value).ok_or(InvalidBody::WrongType("id", "an int64 integer"))?,
+            // The raw text, read exactly; a string or `null` fails the
+            // number grammar.
+            Some(value) => {
+                int64_text(value.get()).ok_or(InvalidBody::WrongType("id", "an int64 integer"))?
+            }
         };
         Ok(NewPlant {
             id,
@@ -144,14 +148,6 @@ impl Plant {
     pub fn parse(body: &[u8], limits: TextLimits) -> Result<Plant, InvalidBody> {
         Fields::parse(body)?.into_plant(limits)
     }
-}
-
-/// Reads the raw JSON text of an `id` as an int64 the JSON Schema way:
-/// any number whose exact value is an integer in range, whatever its
-/// spelling (`7`, `7.0`, `7e0`). Anything that is not a number (a string,
-/// `null`) fails the number grammar.
-fn int64(value: &RawValue) -> Option<i64> {
-    int64_text(value.get())
 }
 
 /// The known top-level fields of a body, as JSON values; the `id` as its
