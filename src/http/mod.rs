@@ -10,7 +10,8 @@
 //! for each request a protocol has ready, inline on the loop; a handler
 //! that must wait hands its answer to another thread (`deferred`), which
 //! wakes the loop when done. The rest of the crate sees only `Request`,
-//! `Response`, `Deferred` and the `Handler` trait.
+//! `Response` (with a `Stream` for a body made as it is sent), `Deferred`
+//! and the `Handler` trait.
 //!
 //! Every limit and timeout lives in `Limits`. What it does not do: TLS,
 //! HTTP/2, compression, or draining an unread body (the connection is
@@ -33,7 +34,7 @@ use std::time::Duration;
 pub use body::BodyError;
 pub use deferred::Deferred;
 pub use request::Request;
-pub use response::Response;
+pub use response::{Fill, Response, Stream};
 pub use server::{Gauge, Server, Stopper, raise_open_file_limit};
 
 /// The application side of the engine: one response for each request.

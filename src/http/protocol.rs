@@ -14,6 +14,13 @@
 //! the time, so how the input was cut into reads never changes what is
 //! parsed or answered.
 //!
+//! A streamed body (`Response::stream`) is pulled a chunk at a time: the
+//! next chunk is made only once less than `CHUNK` bytes of output wait, so
+//! a client that does not read holds about one chunk. While it streams,
+//! each chunk must leave within the write timeout (the timeout bounds the
+//! client's pace, not the length of the whole body), and nothing else is
+//! read or parsed on the connection.
+//!
 //! Requests are answered strictly in order: a pipelined head is parsed only
 //! once the previous response is queued, and only while less than
 //! `OUT_HIGH` bytes of output wait for the client; reading stops too, so a
@@ -41,7 +48,7 @@ use log::{info, log_enabled};
 use super::Limits;
 use super::body::{BodyError, Decoder, Framing, Step};
 use super::head::{Head, HeadError};
-use super::response::{Persist, Response};
+use super::response::{Delimit, Fill, Persist, Response, Stream};
 
 /// Lingering close: at most this long, and at most this many bytes.
 const LINGER_TIME: Duration = Duration::from_secs(1);
@@ -51,6 +58,9 @@ const LINGER_BYTES: usize = 1 << 20;
 const IDLE_KEEP: usize = 1024;
 /// Pipelined requests are parsed only while less output than this waits.
 const OUT_HIGH: usize = 64 * 1024;
+/// A streamed body is pulled in pieces of about this many bytes, the next
+/// one once less than this waits to be sent.
+const CHUNK: usize = 32 * 1024;
 
 /// What the driver should do next.
 #[derive(Debug, PartialEq, Eq)]
@@ -86,6 +96,8 @@ enum Phase {
     Body,
     /// Waiting for a deferred response.
     Waiting,
+    /// Sending a streamed body (`Protocol::streaming` has it).
+    Streaming,
     /// The last response is queued; close once it is sent (lingering when
     /// input may still come).
     Closing { linger: bool },
@@ -195,6 +207,8 @@ pub(crate) struct Protocol {
     out: Vec<u8>,
     /// Bytes of `out` already sent.
     sent: usize,
+    /// The streamed body being sent, in `Phase::Streaming`.
+    streaming: Option<Streaming>,
     /// Requests whose heads were parsed; the current one's number.
     requests: u64,
     /// When the current request's head was parsed (for the access log).
@@ -228,6 +242,7 @@ impl Protocol {
             head: Head::default(),
             out: Vec::new(),
             sent: 0,
+            streaming: None,
             requests: 0,
             started: now,
             deadline,
@@ -375,7 +390,7 @@ impl Protocol {
     pub(crate) fn answer(&mut self, answer: Answer, now: Instant) {
         self.owe_continue(now);
         match answer {
-            Answer::Now(response) => self.respond(&response, now),
+            Answer::Now(response) => self.respond(response, now),
             Answer::Later => {
                 self.phase = Phase::Waiting;
                 self.deadline = None;
@@ -391,7 +406,7 @@ impl Protocol {
     /// unless that request is still waiting for it.
     pub(crate) fn complete(&mut self, request: u64, response: Response, now: Instant) {
         if self.phase == Phase::Waiting && request == self.requests {
-            self.respond(&response, now);
+            self.respond(response, now);
         }
     }
 
@@ -403,16 +418,27 @@ impl Protocol {
         }
     }
 
-    /// Queues the response to the current request and moves on.
-    fn respond(&mut self, response: &Response, now: Instant) {
+    /// Queues the response to the current request (the head of a streamed
+    /// one) and moves on.
+    fn respond(&mut self, response: Response, now: Instant) {
         let unread = self.inbox.leaves_input_unread();
-        let close = unread || !self.head.keep_alive() || self.stopping || self.peer_closed;
+        let http_1_0 = self.head.minor_version() == 0;
+        // An HTTP/1.0 client has no chunked coding: a streamed body to it
+        // ends with the connection.
+        let until_close = http_1_0 && response.is_streamed();
+        let close =
+            unread || until_close || !self.head.keep_alive() || self.stopping || self.peer_closed;
         let persist = if close {
             Persist::Close
-        } else if self.head.minor_version() == 0 {
+        } else if http_1_0 {
             Persist::KeepAlive
         } else {
             Persist::Default
+        };
+        let delimit = if until_close {
+            Delimit::UntilClose
+        } else {
+            Delimit::Chunked
         };
         let head_only = self.head.method() == "HEAD";
         access(
@@ -423,11 +449,90 @@ impl Protocol {
             self.peer,
         );
         self.start_output(now);
-        response.write_to(&mut self.out, head_only, persist);
+        let stream = response.write_to(&mut self.out, head_only, persist, delimit);
         self.inbox.body = Body::Unread;
         self.inbox.framing = None;
+        let linger = unread || !self.inbox.input.is_empty();
+        match stream {
+            Some(source) => {
+                self.phase = Phase::Streaming;
+                self.deadline = None;
+                self.streaming = Some(Streaming {
+                    source,
+                    delimit,
+                    close,
+                    linger,
+                    chunk: Vec::new(),
+                });
+                self.pump(now);
+            }
+            None => self.responded(close, linger, now),
+        }
+    }
+
+    /// Pulls the streamed body while less than a chunk of it waits; once
+    /// it is complete, moves on as after any response.
+    fn pump(&mut self, now: Instant) {
+        while self.output().len() < CHUNK {
+            let Some(streaming) = self.streaming.as_mut() else {
+                return;
+            };
+            streaming.chunk.clear();
+            let fill = streaming.source.fill(&mut streaming.chunk, CHUNK);
+            let Streaming {
+                delimit,
+                close,
+                linger,
+                ref chunk,
+                ..
+            } = *streaming;
+            let bytes = chunk.len();
+            // What was sent goes; the rest moves to the front.
+            self.out.drain(..self.sent);
+            self.sent = 0;
+            match delimit {
+                Delimit::Chunked if bytes > 0 => {
+                    let mut size = [0u8; 16];
+                    let size = hex(bytes, &mut size);
+                    self.out.extend_from_slice(size);
+                    self.out.extend_from_slice(b"\r\n");
+                    self.out.extend_from_slice(chunk);
+                    self.out.extend_from_slice(b"\r\n");
+                }
+                Delimit::Chunked => {}
+                Delimit::UntilClose => self.out.extend_from_slice(chunk),
+            }
+            // Each piece has the write timeout to leave.
+            self.write_deadline = Some(now + self.limits.write_timeout);
+            match fill {
+                Fill::More if bytes > 0 => {}
+                Fill::Done => {
+                    if delimit == Delimit::Chunked {
+                        self.out.extend_from_slice(b"0\r\n\r\n");
+                    }
+                    self.streaming = None;
+                    self.responded(close, linger, now);
+                    return;
+                }
+                // A failed stream, or one that promised more and gave
+                // nothing: cut the body short, never end it cleanly.
+                Fill::More | Fill::Failed => {
+                    if fill == Fill::Failed {
+                        info!("a streamed response failed; closing its connection");
+                    }
+                    self.streaming = None;
+                    self.close(false, now);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// After the whole of a response is queued: close, or wait for the
+    /// next request.
+    fn responded(&mut self, close: bool, linger: bool, now: Instant) {
         if close {
-            self.close(unread || !self.inbox.input.is_empty(), now);
+            self.close(linger, now);
             return;
         }
         self.phase = Phase::Head;
@@ -445,7 +550,12 @@ impl Protocol {
     fn refuse(&mut self, status: u16, message: &str, now: Instant) {
         access("-", "-", status, now, self.peer);
         self.start_output(now);
-        Response::error(status, message).write_to(&mut self.out, false, Persist::Close);
+        Response::error(status, message).write_to(
+            &mut self.out,
+            false,
+            Persist::Close,
+            Delimit::Chunked,
+        );
         self.close(true, now);
     }
 
@@ -480,6 +590,9 @@ impl Protocol {
     /// `n` bytes of `output` were sent.
     pub(crate) fn sent(&mut self, n: usize, now: Instant) {
         self.sent += n;
+        if self.phase == Phase::Streaming && self.output().len() < CHUNK {
+            self.pump(now);
+        }
         if self.sent >= self.out.len() {
             self.out.clear();
             self.sent = 0;
@@ -559,6 +672,39 @@ impl Protocol {
     #[cfg(test)]
     pub(crate) fn buffered(&self) -> usize {
         self.out.capacity() + self.inbox.input.capacity() + self.head.bytes_held()
+    }
+}
+
+/// A streamed body being sent.
+struct Streaming {
+    source: Box<dyn Stream>,
+    delimit: Delimit,
+    /// Close the connection once it is complete (and linger first).
+    close: bool,
+    linger: bool,
+    /// The piece being made (kept, so each piece costs no allocation).
+    chunk: Vec<u8>,
+}
+
+impl std::fmt::Debug for Streaming {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Streaming")
+            .field("delimit", &self.delimit)
+            .field("close", &self.close)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `n` in lower-case hexadecimal, as a chunk size.
+fn hex(mut n: usize, buf: &mut [u8; 16]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b"0123456789abcdef"[n & 15];
+        n >>= 4;
+        if n == 0 {
+            return &buf[at..];
+        }
     }
 }
 
@@ -649,6 +795,141 @@ mod tests {
         assert_eq!(p.deadline(), Some(sent_at + Duration::from_secs(5)));
         assert_eq!(p.poll(sent_at + Duration::from_secs(4)), Event::Wait);
         assert!(!p.is_closed());
+    }
+
+    /// A stream of `pieces` pieces of `size` bytes each (then `end`),
+    /// counting the calls to `fill`.
+    struct Pieces {
+        pieces: usize,
+        size: usize,
+        end: Fill,
+        calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Stream for Pieces {
+        fn fill(&mut self, out: &mut Vec<u8>, _want: usize) -> Fill {
+            self.calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if self.pieces == 0 {
+                return self.end;
+            }
+            self.pieces -= 1;
+            out.resize(out.len() + self.size, b'x');
+            Fill::More
+        }
+    }
+
+    fn pieces(
+        pieces: usize,
+        size: usize,
+        end: Fill,
+    ) -> (Response, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        let calls = std::sync::Arc::default();
+        let stream = Pieces {
+            pieces,
+            size,
+            end,
+            calls: std::sync::Arc::clone(&calls),
+        };
+        (Response::stream(200, "text/plain", stream), calls)
+    }
+
+    /// Sends everything the protocol offers, `step` bytes at a time.
+    fn send_all(p: &mut Protocol, step: usize, now: Instant) -> Vec<u8> {
+        let mut wire = Vec::new();
+        while !p.output().is_empty() {
+            let n = p.output().len().min(step);
+            wire.extend_from_slice(&p.output()[..n]);
+            p.sent(n, now);
+        }
+        wire
+    }
+
+    #[test]
+    fn a_streamed_body_is_pulled_as_the_client_reads_then_the_next_request_goes_on() {
+        let (mut p, now) = protocol();
+        p.received(
+            b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n",
+            now,
+        );
+        assert_eq!(p.poll(now), Event::Request);
+        let (response, calls) = pieces(100, 10_000, Fill::Done);
+        p.answer(Answer::Now(response), now);
+        // About a chunk is made, not the whole megabyte.
+        let made = calls.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(made <= 5, "{made} pieces made before any was sent");
+        assert!(p.output().len() < 2 * CHUNK);
+        assert_eq!(
+            p.poll(now),
+            Event::Wait,
+            "the next request waits for the body"
+        );
+        assert!(!p.wants_input());
+        let wire = send_all(&mut p, 7_000, now);
+        assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 101);
+        // The wire holds the head, then chunks of 10,000 bytes, then the end.
+        let head_end = wire.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        assert!(wire[..head_end].ends_with(b"Transfer-Encoding: chunked\r\n\r\n"));
+        let mut chunk = b"2710\r\n".to_vec();
+        chunk.resize(chunk.len() + 10_000, b'x');
+        chunk.extend_from_slice(b"\r\n");
+        let mut want = chunk.repeat(100);
+        want.extend_from_slice(b"0\r\n\r\n");
+        assert!(
+            wire[head_end..] == want[..],
+            "the body is 100 chunks and the end"
+        );
+        assert_eq!(p.poll(now), Event::Request, "then the pipelined request");
+    }
+
+    #[test]
+    fn each_piece_of_a_stream_has_the_write_timeout_and_a_stalled_client_is_closed() {
+        let (mut p, now) = protocol();
+        p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
+        assert_eq!(p.poll(now), Event::Request);
+        let (response, _) = pieces(1000, 10_000, Fill::Done);
+        p.answer(Answer::Now(response), now);
+        // A client taking a chunk every 8 s outlives the 10 s timeout...
+        let mut at = now;
+        for _ in 0..5 {
+            at += Duration::from_secs(8);
+            assert_eq!(p.poll(at), Event::Wait);
+            assert!(!p.is_closed());
+            let n = p.output().len();
+            p.sent(n, at);
+        }
+        // ...one that stops reading does not.
+        assert_eq!(p.deadline(), Some(at + Duration::from_secs(10)));
+        assert_eq!(p.poll(at + Duration::from_secs(10)), Event::Wait);
+        assert!(p.is_closed());
+    }
+
+    #[test]
+    fn a_failed_stream_is_cut_short_and_closed() {
+        let (mut p, now) = protocol();
+        p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
+        assert_eq!(p.poll(now), Event::Request);
+        let (response, _) = pieces(3, 100, Fill::Failed);
+        p.answer(Answer::Now(response), now);
+        let wire = send_all(&mut p, usize::MAX, now);
+        assert!(wire.ends_with(b"x\r\n"), "no final chunk");
+        assert!(p.is_closed());
+    }
+
+    #[test]
+    fn an_http_1_0_client_gets_the_stream_up_to_the_close() {
+        let (mut p, now) = protocol();
+        p.received(b"GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", now);
+        assert_eq!(p.poll(now), Event::Request);
+        let (response, _) = pieces(4, 10_000, Fill::Done);
+        p.answer(Answer::Now(response), now);
+        let wire = send_all(&mut p, 4096, now);
+        let head_end = wire.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        let head = std::str::from_utf8(&wire[..head_end]).unwrap();
+        assert!(head.contains("Connection: close\r\n"), "{head}");
+        assert!(!head.contains("Transfer-Encoding") && !head.contains("Content-Length"));
+        assert_eq!(wire.len() - head_end, 40_000);
+        assert!(p.is_closed());
     }
 
     #[test]

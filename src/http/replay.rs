@@ -52,10 +52,13 @@ pub fn exchange(reads: &[&[u8]], limits: Limits) -> Exchange {
     let mut output = Vec::new();
     let mut step = |protocol: &mut Protocol| {
         session::drive(protocol, &recorder, peer, None, now);
-        let out = protocol.output();
-        output.extend_from_slice(out);
-        let n = out.len();
-        protocol.sent(n, now);
+        // Sending may let a streamed body make more.
+        while !protocol.output().is_empty() {
+            let out = protocol.output();
+            output.extend_from_slice(out);
+            let n = out.len();
+            protocol.sent(n, now);
+        }
     };
     step(&mut protocol);
     for read in reads.iter().filter(|r| !r.is_empty()) {

@@ -1,10 +1,16 @@
 //! The project's own `Response` and its serialisation to HTTP/1.1 bytes.
 //!
-//! A response is a status, a few extra headers and a complete body; it is
-//! written with one buffered write. The engine adds the framing headers
-//! itself (`Content-Length`, `Connection: close`), so handlers cannot get
-//! them wrong: every response carries `Content-Length` except 1xx and 204,
-//! and a HEAD response carries the length of the body it leaves out.
+//! A response is a status, a few extra headers and a body: either complete
+//! (written with one buffered write) or a [`Stream`] that the engine pulls
+//! from as the client reads (a body too large to build in memory, such as
+//! an export of every plant). The engine adds the framing headers itself
+//! (`Content-Length`, `Transfer-Encoding`, `Connection: close`), so
+//! handlers cannot get them wrong: every complete response carries
+//! `Content-Length` except 1xx and 204, and a HEAD response carries the
+//! length of the body it leaves out. A streamed body is sent chunked to an
+//! HTTP/1.1 client, and to an HTTP/1.0 client as the bytes up to the close
+//! (it has no chunked coding); a HEAD answer to it carries the same
+//! framing header and no body.
 //! `Connection` is the engine's too: `close` when it will close, and
 //! `keep-alive` for an HTTP/1.0 client that asked to keep the connection
 //! (without it such a client waits for the close, as ApacheBench does).
@@ -22,13 +28,59 @@ pub(crate) enum Persist {
     Close,
 }
 
+/// A body produced piece by piece, as the client takes it.
+///
+/// The engine calls [`fill`](Stream::fill) on the event loop whenever less
+/// than a chunk of output waits for the client, so a stream must not wait
+/// (it may take a lock briefly, as the store's listing does) and holds
+/// what it needs itself (`'static`). A client that does not read holds at
+/// most one chunk and what its socket buffers.
+pub trait Stream: Send {
+    /// Appends the next piece of the body to `out`, about `want` bytes
+    /// (more is fine, a little less too).
+    fn fill(&mut self, out: &mut Vec<u8>, want: usize) -> Fill;
+}
+
+/// What [`Stream::fill`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fill {
+    /// Appended at least one byte; more follows.
+    More,
+    /// Appended what was left (possibly nothing): the body is complete.
+    Done,
+    /// Could not go on. The engine closes the connection without ending
+    /// the body, so the client sees it cut short rather than complete.
+    Failed,
+}
+
+/// The body of a response.
+enum Body {
+    /// All of it, known before the head is written.
+    Complete(Vec<u8>),
+    /// Produced as the client reads.
+    Streamed(Box<dyn Stream>),
+}
+
 /// An HTTP response as handlers build it.
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
     status: u16,
     content_type: Option<&'static str>,
     headers: Vec<(&'static str, String)>,
-    body: Vec<u8>,
+    body: Body,
+}
+
+impl std::fmt::Debug for Response {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut out = f.debug_struct("Response");
+        out.field("status", &self.status)
+            .field("content_type", &self.content_type)
+            .field("headers", &self.headers);
+        match &self.body {
+            Body::Complete(body) => out.field("body", &String::from_utf8_lossy(body)),
+            Body::Streamed(_) => out.field("body", &"(streamed)"),
+        };
+        out.finish()
+    }
 }
 
 const JSON: &str = "application/json";
@@ -40,7 +92,7 @@ impl Response {
             status,
             content_type: None,
             headers: Vec::new(),
-            body: Vec::new(),
+            body: Body::Complete(Vec::new()),
         }
     }
 
@@ -70,7 +122,21 @@ impl Response {
             status,
             content_type: Some(content_type),
             headers: Vec::new(),
-            body,
+            body: Body::Complete(body),
+        }
+    }
+
+    /// A response whose body `stream` produces as the client reads it.
+    pub fn stream(
+        status: u16,
+        content_type: &'static str,
+        stream: impl Stream + 'static,
+    ) -> Response {
+        Response {
+            status,
+            content_type: Some(content_type),
+            headers: Vec::new(),
+            body: Body::Streamed(Box::new(stream)),
         }
     }
 
@@ -90,7 +156,7 @@ impl Response {
         )
     }
 
-    /// Adds a header. Framing headers are the engine's and must not be set.
+    /// Adds a header. Delimit headers are the engine's and must not be set.
     pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Response {
         self.headers.push((name, value.into()));
         self
@@ -101,14 +167,33 @@ impl Response {
         self.status
     }
 
-    /// The body bytes.
+    /// The body bytes (empty for a streamed body).
     pub fn body(&self) -> &[u8] {
-        &self.body
+        match &self.body {
+            Body::Complete(body) => body,
+            Body::Streamed(_) => &[],
+        }
+    }
+
+    /// Whether the body is streamed (the protocol must then choose how it
+    /// is delimited before the head is written).
+    pub(crate) fn is_streamed(&self) -> bool {
+        matches!(self.body, Body::Streamed(_))
     }
 
     /// Appends the serialised response to `out`: the body is left out for
     /// HEAD (`head_only`); `persist` decides the `Connection` header.
-    pub(crate) fn write_to(&self, out: &mut Vec<u8>, head_only: bool, persist: Persist) {
+    ///
+    /// A streamed body is not written: its head announces `delimit`, and
+    /// the stream is handed back for the caller to pull from (`None` when
+    /// there is nothing to send: HEAD, 204, 1xx).
+    pub(crate) fn write_to(
+        self,
+        out: &mut Vec<u8>,
+        head_only: bool,
+        persist: Persist,
+        delimit: Delimit,
+    ) -> Option<Box<dyn Stream>> {
         out.extend_from_slice(b"HTTP/1.1 ");
         out.extend_from_slice(itoa::Buffer::new().format(self.status).as_bytes());
         out.push(b' ');
@@ -120,12 +205,18 @@ impl Response {
         for (name, value) in &self.headers {
             header(out, name, value);
         }
-        if self.status != 204 && self.status >= 200 {
-            header(
-                out,
-                "Content-Length",
-                itoa::Buffer::new().format(self.body.len()),
-            );
+        let has_body = self.status != 204 && self.status >= 200;
+        match (&self.body, delimit) {
+            (_, _) if !has_body => {}
+            (Body::Complete(body), _) => {
+                header(
+                    out,
+                    "Content-Length",
+                    itoa::Buffer::new().format(body.len()),
+                );
+            }
+            (Body::Streamed(_), Delimit::Chunked) => header(out, "Transfer-Encoding", "chunked"),
+            (Body::Streamed(_), Delimit::UntilClose) => {}
         }
         match persist {
             Persist::Default => {}
@@ -133,10 +224,26 @@ impl Response {
             Persist::Close => header(out, "Connection", "close"),
         }
         out.extend_from_slice(b"\r\n");
-        if !head_only && self.status != 204 {
-            out.extend_from_slice(&self.body);
+        match self.body {
+            _ if head_only || !has_body => None,
+            Body::Complete(body) => {
+                out.extend_from_slice(&body);
+                None
+            }
+            Body::Streamed(stream) => Some(stream),
         }
     }
+}
+
+/// How a streamed body is delimited on the wire (a complete one always
+/// has `Content-Length`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delimit {
+    /// `Transfer-Encoding: chunked` (HTTP/1.1).
+    Chunked,
+    /// The bytes up to the close (an HTTP/1.0 client, which has no
+    /// chunked coding).
+    UntilClose,
 }
 
 fn header(out: &mut Vec<u8>, name: &str, value: &str) {
@@ -176,15 +283,52 @@ fn reason(status: u16) -> &'static str {
 mod tests {
     use super::*;
 
-    fn text(response: &Response, head_only: bool, close: bool) -> String {
+    fn text(response: Response, head_only: bool, close: bool) -> String {
         let persist = if close {
             Persist::Close
         } else {
             Persist::Default
         };
         let mut out = Vec::new();
-        response.write_to(&mut out, head_only, persist);
+        let stream = response.write_to(&mut out, head_only, persist, Delimit::Chunked);
+        assert!(stream.is_none(), "a complete body is written whole");
         String::from_utf8(out).unwrap()
+    }
+
+    /// A stream of `n` pieces "ab".
+    struct Pieces(usize);
+
+    impl Stream for Pieces {
+        fn fill(&mut self, out: &mut Vec<u8>, _want: usize) -> Fill {
+            out.extend_from_slice(b"ab");
+            self.0 -= 1;
+            if self.0 == 0 { Fill::Done } else { Fill::More }
+        }
+    }
+
+    #[test]
+    fn a_streamed_head_announces_its_framing_and_hands_the_stream_back() {
+        let streamed = || Response::stream(200, "text/plain", Pieces(2));
+        let mut out = Vec::new();
+        let stream = streamed().write_to(&mut out, false, Persist::Default, Delimit::Chunked);
+        assert!(stream.is_some());
+        assert_eq!(
+            out,
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+        );
+        // HTTP/1.0: no length, no chunked coding, the body ends at the close.
+        let mut out = Vec::new();
+        let stream = streamed().write_to(&mut out, false, Persist::Close, Delimit::UntilClose);
+        assert!(stream.is_some());
+        assert_eq!(
+            out,
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+        );
+        // HEAD: the same framing header, and nothing to pull.
+        let mut out = Vec::new();
+        let stream = streamed().write_to(&mut out, true, Persist::Default, Delimit::Chunked);
+        assert!(stream.is_none());
+        assert!(out.ends_with(b"Transfer-Encoding: chunked\r\n\r\n"));
     }
 
     #[test]
@@ -192,7 +336,7 @@ mod tests {
         let r = Response::error(404, "no plant with id 7");
         assert_eq!(r.body(), br#"{"error":404,"message":"no plant with id 7"}"#);
         assert_eq!(
-            text(&r, false, false),
+            text(r, false, false),
             "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n\
              Content-Length: 44\r\n\r\n{\"error\":404,\"message\":\"no plant with id 7\"}"
         );
@@ -202,7 +346,7 @@ mod tests {
     fn head_keeps_length_but_drops_body_and_close_is_announced() {
         let r = Response::json(200, &[1, 2]);
         assert_eq!(
-            text(&r, true, true),
+            text(r, true, true),
             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
              Content-Length: 5\r\nConnection: close\r\n\r\n"
         );
@@ -211,7 +355,7 @@ mod tests {
     #[test]
     fn an_http_1_0_keep_alive_is_announced() {
         let mut out = Vec::new();
-        Response::no_content().write_to(&mut out, false, Persist::KeepAlive);
+        Response::no_content().write_to(&mut out, false, Persist::KeepAlive, Delimit::Chunked);
         assert_eq!(
             out,
             b"HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\n\r\n"
@@ -221,11 +365,7 @@ mod tests {
     #[test]
     fn no_content_has_no_length() {
         assert_eq!(
-            text(
-                &Response::no_content().with_header("X-A", "b"),
-                false,
-                false
-            ),
+            text(Response::no_content().with_header("X-A", "b"), false, false),
             "HTTP/1.1 204 No Content\r\nX-A: b\r\n\r\n"
         );
     }

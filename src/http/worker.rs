@@ -6,8 +6,9 @@
 //! A connection lives in one slot of its loop for its whole life; the
 //! loop reads what the socket has (while the protocol wants input), runs
 //! the handlers inline, and writes as the socket takes it. A connection
-//! that keeps the loop busy is served at most `MAX_ROUNDS` reads at a time,
-//! then the others get their turn.
+//! that keeps the loop busy is served at most `MAX_ROUNDS` reads, or
+//! `WRITE_SHARE` bytes of output (a streamed body never ends on its own
+//! while the client reads fast), at a time, then the others get their turn.
 //!
 //! Deadlines are checked by a sweep every `SWEEP` (they are whole seconds;
 //! a sweep of 10,000 connections is a few microseconds). Deferred
@@ -34,7 +35,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::deferred::{Mailbox, Ticket};
 use super::protocol::Protocol;
-use super::response::{Persist, Response};
+use super::response::{Delimit, Persist, Response};
 use super::session::{self, Home};
 use super::{Handler, Limits};
 
@@ -45,6 +46,8 @@ const SWEEP: Duration = Duration::from_millis(100);
 /// Rounds (a read, or output drained) served to one connection before the
 /// others get their turn.
 const MAX_ROUNDS: usize = 16;
+/// Bytes written to one connection before the others get their turn.
+const WRITE_SHARE: usize = 256 * 1024;
 /// Size of the loop's read buffer (each connection's own input buffer
 /// holds only what a read leaves unparsed).
 const READ_SIZE: usize = 16 * 1024;
@@ -353,6 +356,7 @@ fn serve(
     now: Instant,
 ) -> Left {
     let mut rounds = 0;
+    let mut written = 0;
     loop {
         session::drive(
             &mut conn.protocol,
@@ -366,8 +370,12 @@ fn serve(
         // with nothing new to read.
         let mut drained = false;
         while conn.writable && !conn.protocol.output().is_empty() {
+            if written >= WRITE_SHARE {
+                return Left::Busy;
+            }
             match conn.socket.write(conn.protocol.output()) {
                 Ok(n) => {
+                    written += n;
                     conn.protocol.sent(n, now);
                     drained = conn.protocol.output().is_empty();
                 }
@@ -425,7 +433,7 @@ fn reject(mut socket: TcpStream) {
     let mut out = Vec::with_capacity(160);
     Response::error(503, "server is at its connection limit, retry shortly")
         .with_header("Retry-After", "1")
-        .write_to(&mut out, false, Persist::Close);
+        .write_to(&mut out, false, Persist::Close, Delimit::Chunked);
     let _ = socket.write(&out);
     let _ = socket.shutdown(Shutdown::Write);
 }

@@ -192,6 +192,8 @@ pub struct Reply {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// Chunks of a chunked body (0 for any other).
+    pub chunks: usize,
 }
 
 impl Reply {
@@ -283,21 +285,63 @@ impl Client {
                     .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
                     .map(|(_, v)| v.parse::<usize>().unwrap())
                     .unwrap_or(0);
-                let length = if with_body && status >= 200 {
-                    length
-                } else {
-                    0
+                let has = |name: &str, value: &str| {
+                    headers
+                        .iter()
+                        .any(|(n, v)| n.eq_ignore_ascii_case(name) && v.eq_ignore_ascii_case(value))
                 };
-                self.fill_to(len + length);
-                let body = self.buf[len..len + length].to_vec();
-                self.buf.drain(..len + length);
+                let chunked = has("transfer-encoding", "chunked");
+                let until_close = !chunked
+                    && has("connection", "close")
+                    && !headers
+                        .iter()
+                        .any(|(n, _)| n.eq_ignore_ascii_case("content-length"));
+                let with_body = with_body && status >= 200 && status != 204 && status != 304;
+                self.buf.drain(..len);
+                let (body, chunks) = if !with_body {
+                    (Vec::new(), 0)
+                } else if chunked {
+                    self.chunked_body()
+                } else if until_close {
+                    while self.more() > 0 {}
+                    (std::mem::take(&mut self.buf), 0)
+                } else {
+                    self.fill_to(length);
+                    (self.buf.drain(..length).collect(), 0)
+                };
                 return Reply {
                     status,
                     headers,
                     body,
+                    chunks,
                 };
             }
             assert!(self.more() > 0, "connection closed before a full response");
+        }
+    }
+
+    /// Decodes a chunked body (no trailers) at the front of the buffer:
+    /// the body and how many chunks it came in.
+    fn chunked_body(&mut self) -> (Vec<u8>, usize) {
+        let mut body = Vec::new();
+        let mut chunks = 0;
+        loop {
+            let line = loop {
+                if let Some(at) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                    break at;
+                }
+                assert!(self.more() > 0, "connection closed inside a chunk size");
+            };
+            let size = std::str::from_utf8(&self.buf[..line]).expect("a chunk size");
+            let size = usize::from_str_radix(size, 16).expect("a hexadecimal chunk size");
+            self.fill_to(line + 2 + size + 2);
+            assert_eq!(&self.buf[line + 2 + size..line + 4 + size], b"\r\n");
+            body.extend_from_slice(&self.buf[line + 2..line + 2 + size]);
+            self.buf.drain(..line + 4 + size);
+            if size == 0 {
+                return (body, chunks);
+            }
+            chunks += 1;
         }
     }
 
