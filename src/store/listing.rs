@@ -12,10 +12,16 @@
 //! the page is read may appear as it was or as it became. Ids are strictly
 //! ascending, none is listed twice, and a plant that exists for the whole
 //! read and matches is listed.
+//!
+//! An [`AllPlants`] reads every plant the same way, a piece at a time as its
+//! caller asks (`GET /export` streams them out): it holds no copy of the
+//! store and no lock between pieces, and promises across the whole read
+//! what a page promises.
 
 use std::ops::Bound;
+use std::sync::Arc;
 
-use super::{Packed, Plant, SHARDS, Shard, Store};
+use super::{Packed, Plant, SHARDS, Shard, Shared, Store};
 
 /// Entries one step copies from one shard, at most.
 const STEP: usize = 256;
@@ -61,6 +67,59 @@ impl Store {
         limit: usize,
         tag: Option<&str>,
         bytes: usize,
+        between: impl FnMut(),
+    ) -> Page {
+        self.shared.page(after, limit, tag, bytes, between)
+    }
+
+    /// Every plant, in ascending id order, read as the caller asks.
+    pub fn all_plants(&self) -> AllPlants {
+        AllPlants {
+            shared: Arc::clone(&self.shared),
+            after: None,
+            done: false,
+        }
+    }
+}
+
+/// Every plant in ascending id order, read a piece at a time; see the
+/// module header for what it promises while the store changes.
+pub struct AllPlants {
+    shared: Arc<Shared>,
+    /// The last id read.
+    after: Option<i64>,
+    done: bool,
+}
+
+impl AllPlants {
+    /// Whether every plant was read.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// The next plants: at most `limit`, fewer once they hold `bytes`
+    /// bytes of names and tags (at least one). Empty once all were read.
+    pub fn next_piece(&mut self, limit: usize, bytes: usize) -> Vec<(i64, Plant)> {
+        if self.done {
+            return Vec::new();
+        }
+        let page = self.shared.page(self.after, limit, None, bytes, || {});
+        self.done = !page.more;
+        if let Some((last, _)) = page.items.last() {
+            self.after = Some(*last);
+        }
+        page.items
+    }
+}
+
+impl Shared {
+    /// A page, as `Store::page_within`, calling `between` before each step.
+    fn page(
+        &self,
+        after: Option<i64>,
+        limit: usize,
+        tag: Option<&str>,
+        bytes: usize,
         mut between: impl FnMut(),
     ) -> Page {
         let mut held = 0usize;
@@ -83,7 +142,7 @@ impl Store {
             let mut frontier: Option<i64> = None;
             for shard in 0..SHARDS {
                 between();
-                let plants = self.shared.read(shard);
+                let plants = self.read(shard);
                 let read = walk(&plants, cursor, tag, take, &mut step);
                 if let Some(last) = read {
                     frontier = Some(frontier.map_or(last, |f| f.min(last)));

@@ -42,7 +42,7 @@ pub use journal::{
     Change, Damage, Disk, Durability, HEADER, MAGIC, MAGIC_V1, OpenError, Recovery, Salt, Scan,
     SyncMode, Version, convert, crc32c, crc64, decode, encode, header, scan, seal,
 };
-pub use listing::Page;
+pub use listing::{AllPlants, Page};
 pub use packed::Packed;
 pub use plant::{InvalidBody, NewPlant, Plant, PlantRecord, TextLimits, int64_text};
 pub use shards::Capacity;
@@ -98,6 +98,9 @@ pub struct Store {
     /// With a journal: the thread that writes records and acknowledges
     /// the changes waiting for them.
     committer: Option<Arc<Committer>>,
+    /// The compaction and committer threads, joined when the store is
+    /// dropped: until they end they may hold the journal (and its lock).
+    threads: Vec<thread::JoinHandle<()>>,
 }
 
 /// What a change applied in memory still needs before it may be
@@ -163,17 +166,21 @@ impl Store {
         let signal = Arc::clone(&journal.compaction);
         let mut store = Store::build(capacity, shards, usage, Some(journal));
         let weak = Arc::downgrade(&store.shared);
-        thread::Builder::new()
+        let compactor = thread::Builder::new()
             .name("compactor".into())
             .spawn(move || compact_on_request(&signal, &weak))
             .map_err(|e| OpenError::Io(durability.path.clone(), e))?;
+        store.threads.push(compactor);
         let committer = Arc::new(Committer::default());
         let (queue, weak) = (Arc::clone(&committer), Arc::downgrade(&store.shared));
-        thread::Builder::new()
+        // Set before spawning: a failed spawn drops the store, which must
+        // close the compactor for its join to end.
+        store.committer = Some(Arc::clone(&committer));
+        let committer = thread::Builder::new()
             .name("committer".into())
             .spawn(move || commit_on_request(&queue, &weak))
             .map_err(|e| OpenError::Io(durability.path.clone(), e))?;
-        store.committer = Some(committer);
+        store.threads.push(committer);
         Ok((store, recovery))
     }
 
@@ -185,6 +192,7 @@ impl Store {
     ) -> Store {
         Store {
             committer: None,
+            threads: Vec::new(),
             shared: Arc::new(Shared {
                 shards: shards.into_iter().map(RwLock::new).collect(),
                 usage,
@@ -329,6 +337,9 @@ impl Drop for Store {
         }
         if let Some(committer) = &self.committer {
             committer.close();
+        }
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
         }
     }
 }
@@ -674,6 +685,61 @@ mod tests {
         let ids: Vec<i64> = page.items.iter().map(|(id, _)| *id).collect();
         assert_eq!(ids, (0..1000).collect::<Vec<_>>());
         assert_eq!(store.len(), 2000 + steps);
+    }
+
+    #[test]
+    fn reading_all_plants_while_they_change_keeps_the_listing_promises() {
+        // Even ids exist throughout; odd ones are deleted, created and
+        // renamed between pieces, ahead of and behind the read.
+        let store = Store::new(Capacity::plants(100_000));
+        for id in 0..5000 {
+            store.create(new_plant(id, "before")).unwrap();
+        }
+        let mut all = store.all_plants();
+        let mut read: Vec<i64> = Vec::new();
+        let mut pieces = 0;
+        while !all.is_done() {
+            let piece = all.next_piece(97, usize::MAX);
+            assert!(!piece.is_empty() || all.is_done());
+            read.extend(piece.iter().map(|(id, _)| *id));
+            pieces += 1;
+            let at = 100 * pieces;
+            for id in [at + 1, at + 2001, 7001 + at] {
+                let _ = store.delete(id);
+                let _ = store.create(new_plant(id + 2, "during"));
+                let _ = store.replace(
+                    id - 2,
+                    Plant {
+                        name: "renamed".into(),
+                        tag: None,
+                    },
+                );
+            }
+        }
+        assert!(pieces > 50, "{pieces} pieces");
+        assert!(read.windows(2).all(|w| w[0] < w[1]), "strictly ascending");
+        let evens: Vec<i64> = read.iter().copied().filter(|id| id % 2 == 0).collect();
+        assert_eq!(evens, (0..5000).step_by(2).collect::<Vec<_>>());
+        assert!(all.next_piece(97, usize::MAX).is_empty(), "done stays done");
+    }
+
+    #[test]
+    fn all_plants_come_in_pieces_bounded_in_bytes() {
+        let store = Store::new(Capacity::plants(100));
+        for id in 0..10 {
+            store.create(new_plant(id, &"n".repeat(100))).unwrap();
+        }
+        let mut all = store.all_plants();
+        let sizes: Vec<usize> =
+            std::iter::from_fn(|| Some(all.next_piece(100, 250).len()).filter(|&n| n > 0))
+                .collect();
+        assert_eq!(sizes, [3, 3, 3, 1]);
+        assert!(
+            Store::new(Capacity::plants(1))
+                .all_plants()
+                .next_piece(100, 1)
+                .is_empty()
+        );
     }
 
     #[test]
