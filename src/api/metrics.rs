@@ -13,12 +13,13 @@ use crate::http::Gauge;
 use crate::webhook::Counters;
 
 /// Route labels, in the order of `Metrics::requests`.
-pub const ROUTES: [&str; 6] = [
+pub const ROUTES: [&str; 7] = [
     "/plants",
     "/plants/{id}",
     "/openapi.json",
     "/healthz",
     "/metrics",
+    "/export",
     "other",
 ];
 /// Statuses the application answers, in the order of each row.

@@ -8,6 +8,7 @@
 
 mod auth;
 mod error;
+mod export;
 mod metrics;
 mod plants;
 mod query;
@@ -95,6 +96,7 @@ enum Resource {
     Plants,
     /// One plant; `None` when the path id is not an int64 (400 after auth).
     Plant(Option<i64>),
+    Export,
     OpenApi,
     Health,
     Metrics,
@@ -109,6 +111,7 @@ impl Resource {
             Resource::OpenApi => 2,
             Resource::Health => 3,
             Resource::Metrics => 4,
+            Resource::Export => 5,
         }
     }
 }
@@ -122,6 +125,7 @@ fn label(resource: Option<Resource>) -> usize {
 fn resource(path: &str) -> Option<Resource> {
     match path {
         "/plants" => Some(Resource::Plants),
+        "/export" => Some(Resource::Export),
         "/openapi.json" => Some(Resource::OpenApi),
         "/healthz" => Some(Resource::Health),
         "/metrics" => Some(Resource::Metrics),
@@ -147,10 +151,11 @@ fn route(
         (Resource::Plant(id), "PUT") => plants::replace(app, request, id),
         (Resource::Plant(id), "DELETE") => plants::delete(app, request, id),
         (Resource::Plant(_), _) => Err(ApiError::MethodNotAllowed("GET, HEAD, PUT, DELETE")),
+        (Resource::Export, "GET" | "HEAD") => export::export(app, request),
         (Resource::OpenApi, "GET" | "HEAD") => Ok(service::openapi(app)),
         (Resource::Health, "GET" | "HEAD") => Ok(service::health(app)),
         (Resource::Metrics, "GET" | "HEAD") => service::metrics(app, request),
-        (Resource::OpenApi | Resource::Health | Resource::Metrics, _) => {
+        (Resource::Export | Resource::OpenApi | Resource::Health | Resource::Metrics, _) => {
             Err(ApiError::MethodNotAllowed("GET, HEAD"))
         }
     }
@@ -179,6 +184,7 @@ mod tests {
             ("/openapi.json", Some(Resource::OpenApi)),
             ("/healthz", Some(Resource::Health)),
             ("/metrics", Some(Resource::Metrics)),
+            ("/export", Some(Resource::Export)),
             ("/plants/", None),
             ("/Plants", None),
             ("/", None),

@@ -11,6 +11,7 @@ mod crash;
 mod durability;
 mod engine;
 mod events;
+mod export;
 mod hostile;
 mod journal;
 mod journal_file;
