@@ -80,6 +80,11 @@ def curl_checks():
     check("curl without a token: 401 with WWW-Authenticate",
           status == "401" and "www-authenticate: bearer" in head.lower(), (status, head))
 
+    status, head, body, _ = curl("--http1.0", "-H", AUTH, f"{BASE}/export")
+    check("curl HTTP/1.0 GET /export: the body up to the close, no chunked coding",
+          status == "200" and "transfer-encoding" not in head.lower()
+          and all(json.loads(line)["id"] is not None for line in body.decode().splitlines())
+          and body.endswith(b"\n"), (status, head))
     status, _, body, _ = curl("-X", "DELETE", "-H", AUTH, f"{BASE}/plants/2")
     check("curl DELETE: 204 and no body", status == "204" and body == b"", (status, body))
     status, _, body, _ = curl("-H", AUTH, f"{BASE}/plants/2")
@@ -116,6 +121,16 @@ def http_client_checks():
     check("http.client list with limit=1: one record and a Link to the next page",
           r.status == 200 and len(json.loads(body)) == 1 and 'rel="next"' in (r.getheader("Link") or ""),
           (r.status, body, r.getheader("Link")))
+    # GET /export is chunked: http.client decodes it, and the connection
+    # goes on after it.
+    r, body = request("GET", "/export")
+    lines = [json.loads(line) for line in body.decode().splitlines()]
+    ids = [line["id"] for line in lines]
+    check("http.client GET /export: chunked NDJSON, every plant ascending",
+          r.status == 200 and r.getheader("Transfer-Encoding") == "chunked"
+          and r.getheader("Content-Type") == "application/x-ndjson"
+          and {"id": 10, "name": "Ivy", "tag": "vine"} in lines and ids == sorted(set(ids)),
+          (r.status, body[:200]))
     check("http.client: every request so far used one connection", conn.sock is sock)
     # A body the server does not read (refused before it) ends the connection.
     r, body = request("POST", "/plants", "{}", {**headers, "Content-Type": "text/plain"})
@@ -148,6 +163,10 @@ def urllib_checks():
     check("urllib /healthz: 200 ok", status == 200 and json.loads(body) == {"status": "ok"})
     status, body = call("GET", "/plants/99999")
     check("urllib unknown plant: 404", status == 404)
+    status, body = call("GET", "/export")
+    check("urllib GET /export: one PlantRecord a line",
+          status == 200 and {"id": 20, "name": "Palm", "tag": "tree"}
+          in [json.loads(line) for line in body.decode().splitlines()], body[:200])
 
 
 def ab_checks():
