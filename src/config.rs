@@ -96,6 +96,9 @@ pub struct Args {
     /// webhook events queued per URL, retries included; more are dropped (default 1024)
     #[argh(option, default = "1024")]
     pub webhook_queue: usize,
+    /// plants to load at start-up: a JSON array or NDJSON of {"id","name","tag"?}; with --data, only into a new, empty journal
+    #[argh(option)]
+    pub seed: Option<PathBuf>,
     /// print the version and exit
     #[argh(switch)]
     pub version: bool,
@@ -140,6 +143,8 @@ pub struct Config {
     pub data: Option<Durability>,
     /// Webhook subscribers and how to reach them (no targets: none).
     pub webhook: WebhookConfig,
+    /// Plants to load at start-up into an empty store (`--seed`).
+    pub seed: Option<PathBuf>,
 }
 
 /// A flag value that cannot be used.
@@ -278,6 +283,7 @@ impl Config {
             log_level,
             data,
             webhook,
+            seed: args.seed,
         })
     }
 }

@@ -14,6 +14,8 @@
 //! - [`webhook`]: the `newPlant` webhook: per-URL queues and workers,
 //!   retries, Standard Webhooks signatures.
 //! - [`config`]: flags as typed, and the validated `Config`.
+//! - [`seed`]: `--seed FILE`, plants loaded into an empty store at
+//!   start-up.
 //!
 //! `main.rs` only parses flags, sets up logging and turns errors into exit
 //! codes; [`start`] is what both it and the integration tests call
@@ -27,6 +29,7 @@
 pub mod api;
 pub mod config;
 pub mod http;
+pub mod seed;
 pub mod store;
 pub mod webhook;
 
@@ -41,6 +44,7 @@ use log::{info, warn};
 use api::{App, Tokens};
 use config::{Config, TokenSource};
 use http::{Gauge, Server, Stopper};
+use seed::{Before, SeedError};
 use store::{Capacity, OpenError, Store, SyncMode};
 use webhook::Webhooks;
 
@@ -83,6 +87,8 @@ pub enum StartError {
     Store(OpenError),
     /// The address cannot be bound.
     Listen(SocketAddr, io::Error),
+    /// The `--seed` file cannot be loaded.
+    Seed(SeedError),
 }
 
 impl fmt::Display for StartError {
@@ -90,21 +96,23 @@ impl fmt::Display for StartError {
         match self {
             StartError::Store(e) => write!(f, "cannot open the data file: {e}"),
             StartError::Listen(addr, e) => write!(f, "cannot listen on {addr}: {e}"),
+            StartError::Seed(e) => write!(f, "{e}"),
         }
     }
 }
 
 impl std::error::Error for StartError {}
 
-/// Opens the store `config` asks for (replaying its journal), binds its
-/// address and logs the start-up line. The caller runs the returned server.
+/// Opens the store `config` asks for (replaying its journal), loads its
+/// seed, binds its address and logs the start-up line. The caller runs the
+/// returned server.
 pub fn start(config: &Config) -> Result<Service, StartError> {
     let capacity = Capacity {
         plants: config.max_plants,
         data: config.max_data,
     };
-    let store = match &config.data {
-        None => Store::new(capacity),
+    let (store, before) = match &config.data {
+        None => (Store::new(capacity), Before::InMemory),
         Some(data) => {
             let (store, recovery) = Store::open(capacity, data).map_err(StartError::Store)?;
             if recovery.torn_bytes > 0 {
@@ -120,9 +128,12 @@ pub fn start(config: &Config) -> Result<Service, StartError> {
                 recovery.records,
                 recovery.elapsed.as_millis()
             );
-            store
+            (store, Before::Journal(recovery.records))
         }
     };
+    if let Some(path) = &config.seed {
+        seed::load(path, &store, before, config.text_limits, capacity).map_err(StartError::Seed)?;
+    }
     serve(config, store).map_err(|e| StartError::Listen(config.addr, e))
 }
 

@@ -63,6 +63,8 @@ fn main() -> ExitCode {
             // flag value, like those `Config` refuses.
             return match e {
                 StartError::Store(OpenError::NotAFile { .. }) => ExitCode::from(2),
+                // So is a seed file that cannot be loaded.
+                StartError::Seed(e) if e.is_in_seed() => ExitCode::from(2),
                 _ => ExitCode::FAILURE,
             };
         }

@@ -473,3 +473,37 @@ fn a_new_journal_is_readable_by_its_owner_only() {
     let mode = fs::metadata(&path.0).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
 }
+
+#[test]
+fn queued_creates_are_written_at_the_next_wait_in_either_sync_mode() {
+    for sync in [SyncMode::Never, SyncMode::Always] {
+        let path = TempPath::new("queued");
+        let durability = Durability {
+            sync,
+            ..path.durability()
+        };
+        {
+            let (store, _) = Store::open(Capacity::plants(100), &durability).unwrap();
+            let empty = fs::metadata(&path.0).unwrap().len();
+            let mut last = None;
+            for id in 0..10 {
+                last = Some(store.create_queued(new(id, "queued")).unwrap());
+            }
+            assert_eq!(store.len(), 10, "{sync:?}: applied at once");
+            assert_eq!(
+                fs::metadata(&path.0).unwrap().len(),
+                empty,
+                "{sync:?}: nothing written before the wait"
+            );
+            assert_eq!(
+                store.create_queued(new(3, "again")).unwrap_err(),
+                StoreError::Exists(3)
+            );
+            store.wait(last.unwrap()).unwrap();
+            assert!(fs::metadata(&path.0).unwrap().len() > empty);
+        }
+        let (store, recovery) = Store::open(Capacity::plants(100), &durability).unwrap();
+        assert_eq!((store.len(), recovery.records), (10, 10), "{sync:?}");
+        assert_eq!(store.get(3).unwrap().name, "queued");
+    }
+}

@@ -2,8 +2,9 @@
 //!
 //! `support` has the in-process `TestServer` and a raw TCP client that can
 //! send anything; `binary` drives the built `plantstore` executable,
-//! `crash` kills it mid-write to check what the journal keeps, and
-//! `journal` writes journal files as an outsider would.
+//! `crash` kills it mid-write to check what the journal keeps,
+//! `journal` writes journal files as an outsider would, and `seed` starts
+//! it with `--seed` files.
 
 mod auth;
 mod binary;
@@ -20,5 +21,6 @@ mod memory;
 mod numbers;
 mod plants;
 mod resource;
+mod seed;
 mod support;
 mod webhook;

@@ -34,6 +34,7 @@ pub fn config() -> Config {
         log_level: log::LevelFilter::Info,
         data: None,
         webhook: WebhookConfig::new(Vec::new(), None, 1024),
+        seed: None,
     }
 }
 

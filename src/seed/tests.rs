@@ -1,0 +1,523 @@
+//! Tests of seed reading (both formats, positions, limits) and loading
+//! (in memory, and into a journal).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::read::{Failure, max_record, read};
+use super::*;
+use crate::store::{Durability, Plant, SyncMode};
+
+const LIMITS: TextLimits = TextLimits { name: 256, tag: 64 };
+
+/// A fresh file in the temp directory, removed when dropped.
+struct Temp(PathBuf);
+
+impl Temp {
+    fn new(name: &str) -> Temp {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("plantstore-seed-{}-{n}-{name}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        Temp(path)
+    }
+
+    fn with(name: &str, contents: &[u8]) -> Temp {
+        let file = Temp::new(name);
+        std::fs::write(&file.0, contents).unwrap();
+        file
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Every record of `contents` with its position, or the failure.
+fn records(contents: &[u8]) -> Result<Vec<(Position, NewPlant)>, Failure> {
+    let file = Temp::with("read", contents);
+    let mut seen = Vec::new();
+    let count = read(&file.0, LIMITS, |at, plant| {
+        seen.push((at, plant));
+        Ok(())
+    })?;
+    assert_eq!(count, seen.len() as u64);
+    Ok(seen)
+}
+
+fn positions(contents: &[u8]) -> Vec<(Position, i64)> {
+    let seen = records(contents).unwrap_or_else(|e| panic!("{e:?}"));
+    seen.into_iter().map(|(at, p)| (at, p.id)).collect()
+}
+
+/// The failure's position and message.
+fn failure(contents: &[u8]) -> (Option<Position>, String) {
+    let e = records(contents).expect_err("refused");
+    (e.at, e.fault.to_string())
+}
+
+fn record(number: u64, line: u64, column: u64) -> Position {
+    Position::Record {
+        number,
+        line,
+        column,
+    }
+}
+
+#[test]
+fn an_array_gives_each_record_with_where_it_starts() {
+    let text = b"[{\"id\":1,\"name\":\"a\"},\n  {\"id\": 2, \"name\": \"b\", \"tag\": \"t\"} ,{\"id\":3,\n\"name\":\"c\"}\n]\n";
+    assert_eq!(
+        positions(text),
+        [
+            (record(1, 1, 2), 1),
+            (record(2, 2, 3), 2),
+            (record(3, 2, 39), 3)
+        ]
+    );
+    let seen = records(text).unwrap();
+    assert_eq!(
+        seen[1].1.plant,
+        Plant {
+            name: "b".into(),
+            tag: Some("t".into())
+        }
+    );
+}
+
+#[test]
+fn ndjson_gives_each_record_with_its_line() {
+    let text = b"{\"id\":1,\"name\":\"a\"}\n\n   \n{\"id\":2,\"name\":\"b\"}\r\n\t{\"id\":3,\"name\":\"c\"}";
+    assert_eq!(
+        positions(text),
+        [
+            (Position::Line(1), 1),
+            (Position::Line(4), 2),
+            (Position::Line(5), 3)
+        ]
+    );
+}
+
+#[test]
+fn a_byte_order_mark_is_skipped_in_both_formats() {
+    let ndjson = b"\xef\xbb\xbf{\"id\":1,\"name\":\"a\"}\n{\"id\":2,\"name\":\"b\"}\n";
+    assert_eq!(
+        positions(ndjson),
+        [(Position::Line(1), 1), (Position::Line(2), 2)]
+    );
+    let array = b"\xef\xbb\xbf\n [{\"id\":1,\"name\":\"a\"}]";
+    assert_eq!(positions(array), [(record(1, 2, 3), 1)]);
+    // Only at the start: elsewhere it is not JSON.
+    let (at, message) =
+        failure(b"{\"id\":1,\"name\":\"a\"}\n\xef\xbb\xbf{\"id\":2,\"name\":\"b\"}");
+    assert_eq!(at, Some(Position::Line(2)), "{message}");
+}
+
+#[test]
+fn an_empty_seed_holds_no_record() {
+    for empty in [
+        &b""[..],
+        b"\n\n  \r\n",
+        b"\xef\xbb\xbf",
+        b"[]",
+        b" \n[ \n ] \n",
+        b"\xef\xbb\xbf[]",
+    ] {
+        assert_eq!(positions(empty), [], "{empty:?}");
+    }
+}
+
+#[test]
+fn a_record_the_api_would_refuse_is_named_with_the_reason() {
+    let long = format!(
+        "{{\"id\":1,\"name\":\"a\"}}\n{{\"id\":2,\"name\":\"{}\"}}\n",
+        "n".repeat(257)
+    );
+    let cases: [(&[u8], Position, &str); 9] = [
+        (
+            long.as_bytes(),
+            Position::Line(2),
+            "name: longer than 256 characters (--max-name)",
+        ),
+        (
+            b"[{\"id\":1,\"name\":\"a\",\"tag\":\"\xf0\x9f\x8c\xb5\xf0\x9f\x8c\xb5\"},\n{\"id\":2,\"name\":\"b\",\"tag\":null}]",
+            record(2, 2, 1),
+            "tag: must be a string when present",
+        ),
+        (
+            b"{\"name\":\"a\"}",
+            Position::Line(1),
+            "id: missing",
+        ),
+        (
+            b"[{\"id\":1}]",
+            record(1, 1, 2),
+            "name: missing",
+        ),
+        (
+            b"[{\"id\":1.5,\"name\":\"a\"}]",
+            record(1, 1, 2),
+            "id: must be an int64 integer",
+        ),
+        (b"[[1]]", record(1, 1, 2), "not a JSON object"),
+        (b"7\n", Position::Line(1), "not a JSON object"),
+        (
+            b"{\"id\":1,\"name\":\"a\",\"name\":\"b\"}",
+            Position::Line(1),
+            "duplicate key \"name\"",
+        ),
+        (
+            b"\n{\"id\":1,\"name\":\"a\"} {\"id\":2,\"name\":\"b\"}",
+            Position::Line(2),
+            "not valid JSON: trailing characters at column 21",
+        ),
+    ];
+    for (text, at, message) in cases {
+        assert_eq!(
+            failure(text),
+            (Some(at), message.to_string()),
+            "{}",
+            String::from_utf8_lossy(text)
+        );
+    }
+    // The tag limit is the one named.
+    let tag = format!(r#"[{{"id":1,"name":"a","tag":"{}"}}]"#, "t".repeat(65));
+    assert_eq!(
+        failure(tag.as_bytes()).1,
+        "tag: longer than 64 characters (--max-tag)"
+    );
+}
+
+#[test]
+fn broken_array_text_is_named_where_it_breaks() {
+    let cases: [(&[u8], u64, u64, &str); 6] = [
+        (
+            b"[{\"id\":1,\"name\":\"a\"},\n {\"id\":2 \"name\":\"b\"}]",
+            2,
+            10,
+            "expected `,` or `}`",
+        ),
+        (b"[{\"id\":1,\"name\":\"a\"},]", 1, 22, "trailing comma"),
+        (
+            b"[{\"id\":1,\"name\":\"a\"}] x",
+            1,
+            23,
+            "trailing characters",
+        ),
+        (
+            b"[{\"id\":1,\"name\":\"a\"}\n{\"id\":2,\"name\":\"b\"}]",
+            2,
+            1,
+            "expected `,` or `]`",
+        ),
+        (b"[", 1, 1, "EOF while parsing a list"),
+        (b"[{\"id\":1,\"name\":\"a\xff\"}]", 1, 19, ""),
+    ];
+    for (text, line, column, message) in cases {
+        let (at, got) = failure(text);
+        assert_eq!(
+            at,
+            Some(Position::Text { line, column }),
+            "{}: {got}",
+            String::from_utf8_lossy(text)
+        );
+        assert!(got.starts_with("not valid JSON: "), "{got}");
+        assert!(got.contains(message), "{got}");
+    }
+}
+
+#[test]
+fn a_record_past_the_length_bound_is_refused_without_being_read_whole() {
+    let most = max_record(LIMITS);
+    // Padding in an unknown field, so that only the length is wrong.
+    let padded = |bytes: usize| {
+        let frame = r#"{"id":1,"name":"a","x":""}"#.len();
+        format!(
+            r#"{{"id":1,"name":"a","x":"{}"}}"#,
+            "p".repeat(bytes - frame)
+        )
+    };
+    assert_eq!(padded(most).len(), most);
+    let at_limit = format!("{}\n", padded(most));
+    assert_eq!(positions(at_limit.as_bytes()).len(), 1);
+    let over = format!("{{\"id\":0,\"name\":\"a\"}}\n{}\n", padded(most + 1));
+    assert_eq!(
+        failure(over.as_bytes()),
+        (
+            Some(Position::Line(2)),
+            format!("record longer than {most} bytes")
+        )
+    );
+    let array = format!("[{}, {}]", padded(most), padded(most + 1));
+    let seen = format!("[{}]", padded(most));
+    assert_eq!(positions(seen.as_bytes()).len(), 1);
+    assert_eq!(
+        failure(array.as_bytes()),
+        (
+            Some(record(2, 1, most as u64 + 4)),
+            format!("record longer than {most} bytes")
+        )
+    );
+}
+
+#[test]
+fn a_fault_from_the_caller_stops_reading_at_that_record() {
+    let file = Temp::with(
+        "stop",
+        b"[{\"id\":1,\"name\":\"a\"},{\"id\":2,\"name\":\"b\"},{\"id\":3,\"name\":\"c\"}",
+    );
+    let mut seen = Vec::new();
+    let e = read(&file.0, LIMITS, |_, plant| {
+        seen.push(plant.id);
+        match plant.id {
+            2 => Err(Fault::TooMany(1)),
+            _ => Ok(()),
+        }
+    })
+    .unwrap_err();
+    assert_eq!(seen, [1, 2], "nothing read past the fault");
+    assert_eq!(e.at, Some(record(2, 1, 22)));
+    assert!(matches!(e.fault, Fault::TooMany(1)));
+}
+
+#[test]
+fn arbitrary_bytes_never_panic() {
+    // A small fixed-seed generator: bytes drawn from JSON's alphabet and
+    // a few others, in both formats.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let alphabet = b"[]{},:\"\\ \n\r\t0123456789-+.eE idnametgu\xef\xbb\xbf\xff";
+    for round in 0..2000 {
+        let len = (round % 97) + 1;
+        let mut text = Vec::with_capacity(len + 1);
+        if round % 2 == 0 {
+            text.push(b'[');
+        }
+        for _ in 0..len {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            text.push(alphabet[(state % alphabet.len() as u64) as usize]);
+        }
+        let _ = records(&text);
+    }
+}
+
+// Loading.
+
+fn store(plants: usize, data: u64) -> Store {
+    Store::new(Capacity { plants, data })
+}
+
+fn load_in_memory(contents: &[u8], capacity: Capacity) -> Result<Store, String> {
+    let file = Temp::with("load", contents);
+    let store = Store::new(capacity);
+    let name = file.0.display().to_string();
+    match load(&file.0, &store, Before::InMemory, LIMITS, capacity) {
+        Ok(loaded) => {
+            assert_eq!(loaded, Some(store.len() as u64));
+            Ok(store)
+        }
+        Err(e) => Err(e.to_string().replace(&name, "FILE")),
+    }
+}
+
+#[test]
+fn a_seed_is_loaded_into_an_empty_store() {
+    let store = load_in_memory(
+        b"{\"id\":3,\"name\":\"Fern\"}\n{\"id\":-1,\"name\":\"Monstera\",\"tag\":\"tropical\"}\n",
+        Capacity::plants(10),
+    )
+    .unwrap();
+    assert_eq!(store.len(), 2);
+    assert_eq!(store.get(3).unwrap().name, "Fern");
+    assert_eq!(store.get(-1).unwrap().tag.as_deref(), Some("tropical"));
+}
+
+/// The same seeds refused the same way by both paths: checked whole (with
+/// a journal) and applied record by record (in memory).
+#[test]
+fn duplicates_and_limits_stop_a_seed_naming_both_positions() {
+    let capacity = Capacity {
+        plants: 3,
+        data: 10,
+    };
+    let cases: [(&[u8], &str); 5] = [
+        (
+            b"{\"id\":1,\"name\":\"a\"}\n\n{\"id\":2,\"name\":\"b\"}\n{\"id\":1,\"name\":\"c\"}\n",
+            "--seed FILE: line 4: id 1 repeats line 1",
+        ),
+        (
+            b"[{\"id\":1,\"name\":\"a\"},\n {\"id\":7,\"name\":\"b\"},\n {\"id\":7,\"name\":\"b\"}]",
+            "--seed FILE: record 3 (line 3, column 2): id 7 repeats record 2 (line 2, column 2)",
+        ),
+        (
+            b"[{\"id\":1,\"name\":\"a\"},{\"id\":2,\"name\":\"b\"},{\"id\":3,\"name\":\"c\"},{\"id\":4,\"name\":\"d\"}]",
+            "--seed FILE: record 4 (line 1, column 62): more than --max-plants 3 plants",
+        ),
+        (
+            b"{\"id\":1,\"name\":\"abcd\",\"tag\":\"ef\"}\n{\"id\":2,\"name\":\"12345\"}\n",
+            "--seed FILE: line 2: names and tags take more than --max-data 10 bytes",
+        ),
+        (
+            b"{\"id\":1,\"name\":\"a\"}\n{\"id\":2,\"name\":1}\n",
+            "--seed FILE: line 2: name: must be a string",
+        ),
+    ];
+    for (text, message) in cases {
+        assert_eq!(
+            load_in_memory(text, capacity).err().as_deref(),
+            Some(message),
+            "in memory"
+        );
+        let file = Temp::with("check", text);
+        let name = file.0.display().to_string();
+        let checked = check(&file.0, LIMITS, capacity).unwrap_err();
+        assert_eq!(checked.to_string().replace(&name, "FILE"), message, "check");
+        assert!(checked.is_in_seed());
+    }
+    // Exactly at both limits is fine.
+    let full =
+        b"{\"id\":1,\"name\":\"abcd\"}\n{\"id\":2,\"name\":\"efg\"}\n{\"id\":3,\"name\":\"hij\"}";
+    assert_eq!(load_in_memory(full, capacity).unwrap().data_bytes(), 10);
+    let file = Temp::with("full", full);
+    assert_eq!(check(&file.0, LIMITS, capacity).unwrap(), 3);
+}
+
+#[test]
+fn a_missing_file_or_a_directory_is_refused() {
+    let missing = Temp::new("missing");
+    let e = load(
+        &missing.0,
+        &store(10, 100),
+        Before::InMemory,
+        LIMITS,
+        Capacity::plants(10),
+    )
+    .unwrap_err();
+    assert!(matches!(e.fault, Fault::Io(_)), "{e}");
+    assert!(e.is_in_seed());
+    let dir = std::env::temp_dir();
+    let e = load(
+        &dir,
+        &store(10, 100),
+        Before::InMemory,
+        LIMITS,
+        Capacity::plants(10),
+    )
+    .unwrap_err();
+    assert!(e.to_string().ends_with(": not a regular file"), "{e}");
+}
+
+fn journal(path: &Path) -> (Store, u64) {
+    let durability = Durability {
+        path: path.to_path_buf(),
+        sync: SyncMode::Always,
+        compact_min: u64::MAX,
+    };
+    let (store, recovery) = Store::open(Capacity::plants(100_000), &durability).unwrap();
+    (store, recovery.records)
+}
+
+#[test]
+fn a_journal_is_seeded_once_and_keeps_its_changes() {
+    let data = Temp::new("journal");
+    let mut text = String::new();
+    // More than one batch.
+    let plants = BATCH as i64 + 5;
+    for id in 0..plants {
+        text.push_str(&format!("{{\"id\":{id},\"name\":\"p{id}\"}}\n"));
+    }
+    let seed = Temp::with("seed.ndjson", text.as_bytes());
+    let capacity = Capacity::plants(100_000);
+    {
+        let (store, records) = journal(&data.0);
+        assert_eq!(records, 0);
+        let loaded = load(&seed.0, &store, Before::Journal(records), LIMITS, capacity);
+        assert_eq!(loaded.unwrap(), Some(plants as u64));
+        store.delete(0).unwrap();
+        store
+            .replace(
+                1,
+                Plant {
+                    name: "changed".into(),
+                    tag: None,
+                },
+            )
+            .unwrap();
+    }
+    let (store, records) = journal(&data.0);
+    assert_eq!(records, plants as u64 + 2, "every plant journalled");
+    assert_eq!(store.len(), plants as usize - 1);
+    let loaded = load(&seed.0, &store, Before::Journal(records), LIMITS, capacity);
+    assert_eq!(loaded.unwrap(), None, "skipped");
+    assert_eq!(store.len(), plants as usize - 1);
+    assert_eq!(store.get(0), None);
+    assert_eq!(store.get(1).unwrap().name, "changed");
+}
+
+#[test]
+fn a_journal_whose_plants_were_all_deleted_is_not_seeded_again() {
+    let data = Temp::new("emptied");
+    let seed = Temp::with("seed.json", b"[{\"id\":1,\"name\":\"a\"}]");
+    {
+        let (store, records) = journal(&data.0);
+        load(
+            &seed.0,
+            &store,
+            Before::Journal(records),
+            LIMITS,
+            Capacity::plants(10),
+        )
+        .unwrap();
+        store.delete(1).unwrap();
+    }
+    let (store, records) = journal(&data.0);
+    assert_eq!((store.len(), records), (0, 2));
+    assert_eq!(
+        load(
+            &seed.0,
+            &store,
+            Before::Journal(records),
+            LIMITS,
+            Capacity::plants(10)
+        )
+        .unwrap(),
+        None
+    );
+    assert!(store.is_empty());
+}
+
+#[test]
+fn a_bad_seed_leaves_the_journal_untouched() {
+    let data = Temp::new("untouched");
+    // The fault is in the last record: every plant before it is valid.
+    let mut text = String::new();
+    for id in 0..100 {
+        text.push_str(&format!("{{\"id\":{id},\"name\":\"p\"}}\n"));
+    }
+    text.push_str("{\"id\":100,\"name\":null}\n");
+    let seed = Temp::with("bad.ndjson", text.as_bytes());
+    {
+        let (store, records) = journal(&data.0);
+        let e = load(
+            &seed.0,
+            &store,
+            Before::Journal(records),
+            LIMITS,
+            Capacity::plants(1000),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with(": line 101: name: must be a string"),
+            "{e}"
+        );
+        assert!(!e.partial);
+        assert!(store.is_empty());
+    }
+    let (store, records) = journal(&data.0);
+    assert_eq!((store.len(), records), (0, 0));
+}
