@@ -60,6 +60,12 @@ pub(crate) struct Running {
 
 impl Running {
     pub(crate) fn start(args: &[&str], token: Option<&str>) -> Running {
+        Running::start_within(args, token, Duration::from_secs(10))
+    }
+
+    /// As `start`, for a start-up that may take up to `within` (a large
+    /// `--seed` in a debug build).
+    pub(crate) fn start_within(args: &[&str], token: Option<&str>, within: Duration) -> Running {
         let mut command = Command::new(BIN);
         command.args(["--addr", "127.0.0.1:0"]).args(args);
         command.env_remove("PLANTSTORE_TOKEN");
@@ -87,9 +93,7 @@ impl Running {
                 }
             }
         });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(10))
-            .expect("start-up line");
+        let addr = rx.recv_timeout(within).expect("start-up line");
         Running {
             child,
             addr: addr.parse().expect("start-up line shows a real address"),
