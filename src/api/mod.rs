@@ -5,8 +5,13 @@
 //! order the contract fixes: auth, content type, size, parse, validate,
 //! apply. Nothing here touches a socket (the engine does) or the map behind
 //! the store (the store does).
+//!
+//! Browsers: `App::handle` answers a CORS preflight before routing (so
+//! before auth) and adds the CORS headers to every answer, those completed
+//! later by the journal's committer included (`cors`).
 
 mod auth;
+mod cors;
 mod error;
 mod metrics;
 mod plants;
@@ -14,6 +19,7 @@ mod query;
 mod service;
 
 pub use auth::Tokens;
+pub use cors::{Cors, CorsHeaders};
 pub use error::ApiError;
 pub use metrics::Metrics;
 pub use plants::PAGE_BYTES;
@@ -35,18 +41,21 @@ pub struct App {
     metrics: Arc<Metrics>,
     text_limits: TextLimits,
     openapi: Box<[u8]>,
+    cors: Cors,
 }
 
 impl App {
     /// An application over this store, accepting these tokens, announcing
     /// new plants through `webhooks`, reporting the connections `gauge`
-    /// counts, refusing names and tags longer than `text_limits`.
+    /// counts, refusing names and tags longer than `text_limits`, letting
+    /// the `cors` origins read its answers.
     pub fn new(
         store: Store,
         tokens: Tokens,
         webhooks: Webhooks,
         gauge: Gauge,
         text_limits: TextLimits,
+        cors: Cors,
     ) -> App {
         App {
             store,
@@ -55,6 +64,7 @@ impl App {
             metrics: Arc::new(Metrics::new(gauge)),
             text_limits,
             openapi: service::document(text_limits).into_boxed_slice(),
+            cors,
         }
     }
 
@@ -71,17 +81,31 @@ impl App {
     fn authorize(&self, request: &Request<'_>) -> Result<(), ApiError> {
         self.tokens.check(request.header("authorization"))
     }
+
+    /// The CORS headers every answer to `request` carries, whenever and on
+    /// whichever thread it is sent.
+    fn cors_headers(&self, request: &Request<'_>) -> CorsHeaders {
+        self.cors.headers(request.header("origin"))
+    }
 }
 
 impl Handler for App {
     fn handle(&self, request: &mut Request<'_>) -> Response {
         let resource = resource(request.path());
-        let response = route(self, resource, request).unwrap_or_else(|e| e.to_response());
+        let cors = self.cors_headers(request);
+        let response = match resource {
+            // A preflight carries no token: answered before auth.
+            Some(known) if cors.allowed() && is_preflight(request) => {
+                cors::preflight(known.methods())
+            }
+            _ => route(self, resource, request).unwrap_or_else(|e| e.to_response()),
+        };
         if !request.awaits_body() {
             // A deferred response (status 0) is counted when it completes.
             self.metrics.record(label(resource), response.status());
         }
-        response
+        // A deferred response gets them where it is completed.
+        cors.apply(response)
     }
 
     fn flush(&self) {
@@ -111,6 +135,20 @@ impl Resource {
             Resource::Metrics => 4,
         }
     }
+
+    /// The methods it answers (`Allow`, `Access-Control-Allow-Methods`).
+    fn methods(self) -> &'static str {
+        match self {
+            Resource::Plants => "GET, HEAD, POST",
+            Resource::Plant(_) => "GET, HEAD, PUT, DELETE",
+            Resource::OpenApi | Resource::Health | Resource::Metrics => "GET, HEAD",
+        }
+    }
+}
+
+/// A CORS preflight: `OPTIONS` asking whether a method may be used.
+fn is_preflight(request: &Request<'_>) -> bool {
+    request.method() == "OPTIONS" && request.header("access-control-request-method").is_some()
 }
 
 /// The `metrics::ROUTES` index of a resource (the last: no route).
@@ -142,17 +180,13 @@ fn route(
     match (resource, request.method()) {
         (Resource::Plants, "GET" | "HEAD") => plants::list(app, request),
         (Resource::Plants, "POST") => plants::create(app, request),
-        (Resource::Plants, _) => Err(ApiError::MethodNotAllowed("GET, HEAD, POST")),
         (Resource::Plant(id), "GET" | "HEAD") => plants::get(app, request, id),
         (Resource::Plant(id), "PUT") => plants::replace(app, request, id),
         (Resource::Plant(id), "DELETE") => plants::delete(app, request, id),
-        (Resource::Plant(_), _) => Err(ApiError::MethodNotAllowed("GET, HEAD, PUT, DELETE")),
         (Resource::OpenApi, "GET" | "HEAD") => Ok(service::openapi(app)),
         (Resource::Health, "GET" | "HEAD") => Ok(service::health(app)),
         (Resource::Metrics, "GET" | "HEAD") => service::metrics(app, request),
-        (Resource::OpenApi | Resource::Health | Resource::Metrics, _) => {
-            Err(ApiError::MethodNotAllowed("GET, HEAD"))
-        }
+        (resource, _) => Err(ApiError::MethodNotAllowed(resource.methods())),
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod auth;
 mod binary;
+mod cors;
 mod crash;
 mod durability;
 mod engine;

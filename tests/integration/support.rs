@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
+use plantstore::api::Cors;
 use plantstore::config::{Config, TokenSource};
 use plantstore::http::{Limits, Stopper};
 use plantstore::store::{Durability, OpenError, Store, SyncMode, TextLimits};
@@ -34,6 +35,7 @@ pub fn config() -> Config {
         log_level: log::LevelFilter::Info,
         data: None,
         webhook: WebhookConfig::new(Vec::new(), None, 1024),
+        cors: Cors::default(),
     }
 }
 
