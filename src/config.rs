@@ -103,6 +103,9 @@ pub struct Args {
     /// web page origin allowed to call the API from a browser (CORS), as http(s)://host[:port], or * for any (repeatable)
     #[argh(option)]
     pub cors_origin: Vec<String>,
+    /// do not serve the built-in page at /
+    #[argh(switch)]
+    pub no_ui: bool,
 }
 
 /// Where the accepted tokens came from (for the start-up log).
@@ -146,6 +149,8 @@ pub struct Config {
     pub webhook: WebhookConfig,
     /// Origins whose pages may read the answers (none: no CORS headers).
     pub cors: Cors,
+    /// Whether the built-in page is served at `/`.
+    pub ui: bool,
 }
 
 /// A flag value that cannot be used.
@@ -290,6 +295,7 @@ impl Config {
             data,
             webhook,
             cors,
+            ui: !args.no_ui,
         })
     }
 }
@@ -673,6 +679,7 @@ mod tests {
         assert_eq!(config.log_level, LevelFilter::Info);
         assert_eq!(config.data, None);
         assert!(!config.cors.enabled());
+        assert!(config.ui);
         let durable = Config::from_args(args(&["--data", "p.journal"]), Some("t".into())).unwrap();
         let data = durable.data.unwrap();
         assert_eq!(

@@ -139,6 +139,7 @@ pub fn serve(config: &Config, store: Store) -> io::Result<Service> {
         gauge.clone(),
         config.text_limits,
         config.cors.clone(),
+        config.ui,
     ));
     let mut limits = config.limits.clone();
     limits.max_connections = connection_cap(limits.max_connections);

@@ -8,7 +8,8 @@
 //!
 //! Browsers: `App::handle` answers a CORS preflight before routing (so
 //! before auth) and adds the CORS headers to every answer, those completed
-//! later by the journal's committer included (`cors`).
+//! later by the journal's committer included (`cors`); the built-in page
+//! and its files are served from `ui` unless `--no-ui`.
 
 mod auth;
 mod cors;
@@ -17,6 +18,7 @@ mod metrics;
 mod plants;
 mod query;
 mod service;
+mod ui;
 
 pub use auth::Tokens;
 pub use cors::{Cors, CorsHeaders};
@@ -42,13 +44,14 @@ pub struct App {
     text_limits: TextLimits,
     openapi: Box<[u8]>,
     cors: Cors,
+    ui: Option<ui::Ui>,
 }
 
 impl App {
     /// An application over this store, accepting these tokens, announcing
     /// new plants through `webhooks`, reporting the connections `gauge`
     /// counts, refusing names and tags longer than `text_limits`, letting
-    /// the `cors` origins read its answers.
+    /// the `cors` origins read its answers, serving the page at `/` if `ui`.
     pub fn new(
         store: Store,
         tokens: Tokens,
@@ -56,6 +59,7 @@ impl App {
         gauge: Gauge,
         text_limits: TextLimits,
         cors: Cors,
+        ui: bool,
     ) -> App {
         App {
             store,
@@ -65,6 +69,7 @@ impl App {
             text_limits,
             openapi: service::document(text_limits).into_boxed_slice(),
             cors,
+            ui: ui.then(ui::Ui::new),
         }
     }
 
@@ -91,7 +96,8 @@ impl App {
 
 impl Handler for App {
     fn handle(&self, request: &mut Request<'_>) -> Response {
-        let resource = resource(request.path());
+        let resource =
+            resource(request.path()).filter(|r| self.ui.is_some() || !matches!(r, Resource::Ui(_)));
         let cors = self.cors_headers(request);
         let response = match resource {
             // A preflight carries no token: answered before auth.
@@ -122,6 +128,8 @@ enum Resource {
     OpenApi,
     Health,
     Metrics,
+    /// The built-in page or one of its files.
+    Ui(ui::Part),
 }
 
 impl Resource {
@@ -133,6 +141,7 @@ impl Resource {
             Resource::OpenApi => 2,
             Resource::Health => 3,
             Resource::Metrics => 4,
+            Resource::Ui(part) => 5 + part.index(),
         }
     }
 
@@ -141,7 +150,9 @@ impl Resource {
         match self {
             Resource::Plants => "GET, HEAD, POST",
             Resource::Plant(_) => "GET, HEAD, PUT, DELETE",
-            Resource::OpenApi | Resource::Health | Resource::Metrics => "GET, HEAD",
+            Resource::OpenApi | Resource::Health | Resource::Metrics | Resource::Ui(_) => {
+                "GET, HEAD"
+            }
         }
     }
 }
@@ -164,6 +175,9 @@ fn resource(path: &str) -> Option<Resource> {
         "/healthz" => Some(Resource::Health),
         "/metrics" => Some(Resource::Metrics),
         _ => {
+            if let Some(part) = ui::Part::at(path) {
+                return Some(Resource::Ui(part));
+            }
             let id = path.strip_prefix("/plants/")?;
             (!id.is_empty() && !id.contains('/')).then(|| Resource::Plant(query::integer(id)))
         }
@@ -186,6 +200,10 @@ fn route(
         (Resource::OpenApi, "GET" | "HEAD") => Ok(service::openapi(app)),
         (Resource::Health, "GET" | "HEAD") => Ok(service::health(app)),
         (Resource::Metrics, "GET" | "HEAD") => service::metrics(app, request),
+        (Resource::Ui(part), "GET" | "HEAD") => match &app.ui {
+            Some(ui) => Ok(ui.serve(part, request)),
+            None => Err(ApiError::NoRoute),
+        },
         (resource, _) => Err(ApiError::MethodNotAllowed(resource.methods())),
     }
 }
@@ -215,7 +233,12 @@ mod tests {
             ("/metrics", Some(Resource::Metrics)),
             ("/plants/", None),
             ("/Plants", None),
-            ("/", None),
+            ("/", Some(Resource::Ui(ui::Part::Page))),
+            ("/ui.css", Some(Resource::Ui(ui::Part::Style))),
+            ("/ui.js", Some(Resource::Ui(ui::Part::Script))),
+            ("/ui.svg", Some(Resource::Ui(ui::Part::Icon))),
+            ("/ui.html", None),
+            ("//", None),
             ("", None),
         ];
         for (path, want) in table {

@@ -21,4 +21,5 @@ mod numbers;
 mod plants;
 mod resource;
 mod support;
+mod ui;
 mod webhook;

@@ -36,6 +36,7 @@ pub fn config() -> Config {
         data: None,
         webhook: WebhookConfig::new(Vec::new(), None, 1024),
         cors: Cors::default(),
+        ui: true,
     }
 }
 
@@ -169,6 +170,19 @@ impl Drop for TestServer {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// One request on a fresh connection to any server (a running binary).
+pub fn send_to(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
+    let mut client = Client::connect(addr);
+    client.send(&request(method, path, headers, body));
+    client.reply()
 }
 
 pub const AUTH: (&str, &str) = ("Authorization", "Bearer test-token");
