@@ -310,9 +310,11 @@ mod tests {
         assert!(!cors.enabled());
         let headers = cors.headers(Some(b"http://localhost:3000"));
         assert_eq!(headers, CorsHeaders::NONE);
+        // Compared as Debug text, which shows every header: no `==` needed.
+        let unchanged = headers.apply(Response::no_content());
         assert_eq!(
-            headers.apply(Response::no_content()),
-            Response::no_content()
+            format!("{unchanged:?}"),
+            format!("{:?}", Response::no_content())
         );
     }
 
@@ -335,6 +337,6 @@ mod tests {
                 "Access-Control-Expose-Headers",
                 "Link, WWW-Authenticate, Retry-After",
             );
-        assert_eq!(answer, want);
+        assert_eq!(format!("{answer:?}"), format!("{want:?}"));
     }
 }
