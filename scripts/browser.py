@@ -15,7 +15,8 @@ Checks, failing with a non-zero exit on the first that does not hold:
    scripted user enters a token, adds plants, filters by tag, edits,
    deletes, pages through with Link, and sees the server's 401 and 409
    messages. No console error but the expected failed loads (those 401 and
-   409 answers), no CSP violation, no horizontal scrolling on a phone.
+   409 answers), no CSP violation, no horizontal scrolling on a phone; an
+   inline style injected at the end must be refused and seen by both.
 3. Screenshots at 1280x800 and 390x844 go to SHOTS_DIR.
 
 Selenium is given the driver and browser paths, so it never downloads
@@ -283,6 +284,20 @@ def check_page(driver, base, token, shots):
     check(not errors, f"console errors: {errors}")
     check(not violations(driver), f"CSP violations: {violations(driver)}")
     print("browser: ok: no console error but the expected 401 and 409, no CSP violation")
+
+    # The watchers themselves: an inline style must be refused, seen and
+    # logged (so a policy gone missing, or a blind watcher, fails here).
+    driver.execute_script(
+        "const s = document.createElement('style');"
+        "s.textContent = 'body { background: red }';"
+        "document.head.append(s);"
+    )
+    time.sleep(0.2)
+    seen = violations(driver)
+    check(any(v.startswith("style-src") for v in seen), f"an inline style went unnoticed: {seen}")
+    logged = severe(driver)
+    check(any("Content Security Policy" in m for m in logged), f"no console error for it: {logged}")
+    print("browser: ok: an inline style is refused and both watchers see it")
 
 
 def phone_checks(page, shots):
