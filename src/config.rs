@@ -26,6 +26,7 @@ use std::time::Duration;
 use argh::FromArgs;
 use log::LevelFilter;
 
+use crate::api::Cors;
 use crate::http::Limits;
 use crate::store::{Durability, SyncMode, TextLimits};
 use crate::webhook::{self, Target, WebhookConfig};
@@ -102,6 +103,12 @@ pub struct Args {
     /// print the version and exit
     #[argh(switch)]
     pub version: bool,
+    /// web page origin allowed to call the API from a browser (CORS), as http(s)://host[:port], or * for any (repeatable)
+    #[argh(option)]
+    pub cors_origin: Vec<String>,
+    /// do not serve the built-in page at /
+    #[argh(switch)]
+    pub no_ui: bool,
 }
 
 /// Where the accepted tokens came from (for the start-up log).
@@ -145,6 +152,10 @@ pub struct Config {
     pub webhook: WebhookConfig,
     /// Plants to load at start-up into an empty store (`--seed`).
     pub seed: Option<PathBuf>,
+    /// Origins whose pages may read the answers (none: no CORS headers).
+    pub cors: Cors,
+    /// Whether the built-in page is served at `/`.
+    pub ui: bool,
 }
 
 /// A flag value that cannot be used.
@@ -181,6 +192,8 @@ pub enum ConfigError {
     Webhook(String, String),
     /// The webhook secret file cannot be read or holds no key.
     WebhookSecret(PathBuf, String),
+    /// A `--cors-origin` that no browser would send (the value, why).
+    CorsOrigin(String, &'static str),
 }
 
 impl fmt::Display for ConfigError {
@@ -221,6 +234,7 @@ impl fmt::Display for ConfigError {
             ConfigError::WebhookSecret(p, why) => {
                 write!(f, "webhook secret file {}: {why}", p.display())
             }
+            ConfigError::CorsOrigin(origin, why) => write!(f, "--cors-origin {origin:?} {why}"),
         }
     }
 }
@@ -271,6 +285,8 @@ impl Config {
         let data = durability(args.data, args.sync, args.compact_min)?;
         positive(args.webhook_queue as u64, "--webhook-queue")?;
         let webhook = webhook_config(args.webhook, args.webhook_secret_file, args.webhook_queue)?;
+        let cors = Cors::parse(&args.cors_origin)
+            .map_err(|(origin, why)| ConfigError::CorsOrigin(origin, why))?;
         Ok(Config {
             addr,
             limits,
@@ -284,6 +300,8 @@ impl Config {
             data,
             webhook,
             seed: args.seed,
+            cors,
+            ui: !args.no_ui,
         })
     }
 }
@@ -621,6 +639,15 @@ mod tests {
         assert!(matches!(alone, Err(ConfigError::NeedsData("--sync"))));
         let data = Config::from_args(args(&["--max-data", "0"]), Some("t".into()));
         assert!(matches!(data, Err(ConfigError::Zero("--max-data"))));
+        let slash = Config::from_args(
+            args(&["--cors-origin", "*", "--cors-origin", "https://a.example/"]),
+            Some("t".into()),
+        );
+        let message = slash.unwrap_err().to_string();
+        assert!(
+            message.starts_with(r#"--cors-origin "https://a.example/" ends with a slash"#),
+            "{message}"
+        );
     }
 
     #[test]
@@ -657,6 +684,8 @@ mod tests {
         assert_eq!(config.max_data, 256 << 20);
         assert_eq!(config.log_level, LevelFilter::Info);
         assert_eq!(config.data, None);
+        assert!(!config.cors.enabled());
+        assert!(config.ui);
         let durable = Config::from_args(args(&["--data", "p.journal"]), Some("t".into())).unwrap();
         let data = durable.data.unwrap();
         assert_eq!(

@@ -149,6 +149,8 @@ pub fn serve(config: &Config, store: Store) -> io::Result<Service> {
         webhooks,
         gauge.clone(),
         config.text_limits,
+        config.cors.clone(),
+        config.ui,
     ));
     let mut limits = config.limits.clone();
     limits.max_connections = connection_cap(limits.max_connections);

@@ -13,18 +13,22 @@ use crate::http::Gauge;
 use crate::webhook::Counters;
 
 /// Route labels, in the order of `Metrics::requests`.
-pub const ROUTES: [&str; 7] = [
+pub const ROUTES: [&str; 11] = [
     "/plants",
     "/plants/{id}",
     "/openapi.json",
     "/healthz",
     "/metrics",
     "/export",
+    "/",
+    "/ui.css",
+    "/ui.js",
+    "/ui.svg",
     "other",
 ];
 /// Statuses the application answers, in the order of each row.
-const STATUSES: [u16; 13] = [
-    200, 204, 400, 401, 404, 405, 408, 409, 413, 415, 500, 503, 507,
+const STATUSES: [u16; 14] = [
+    200, 204, 304, 400, 401, 404, 405, 408, 409, 413, 415, 500, 503, 507,
 ];
 
 /// The server's counters.

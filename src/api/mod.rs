@@ -5,16 +5,24 @@
 //! order the contract fixes: auth, content type, size, parse, validate,
 //! apply. Nothing here touches a socket (the engine does) or the map behind
 //! the store (the store does).
+//!
+//! Browsers: `App::handle` answers a CORS preflight before routing (so
+//! before auth) and adds the CORS headers to every answer, those completed
+//! later by the journal's committer included (`cors`); the built-in page
+//! and its files are served from `ui` unless `--no-ui`.
 
 mod auth;
+mod cors;
 mod error;
 mod export;
 mod metrics;
 mod plants;
 mod query;
 mod service;
+mod ui;
 
 pub use auth::Tokens;
+pub use cors::{Cors, CorsHeaders};
 pub use error::ApiError;
 pub use metrics::Metrics;
 pub use plants::PAGE_BYTES;
@@ -36,18 +44,23 @@ pub struct App {
     metrics: Arc<Metrics>,
     text_limits: TextLimits,
     openapi: Box<[u8]>,
+    cors: Cors,
+    ui: Option<ui::Ui>,
 }
 
 impl App {
     /// An application over this store, accepting these tokens, announcing
     /// new plants through `webhooks`, reporting the connections `gauge`
-    /// counts, refusing names and tags longer than `text_limits`.
+    /// counts, refusing names and tags longer than `text_limits`, letting
+    /// the `cors` origins read its answers, serving the page at `/` if `ui`.
     pub fn new(
         store: Store,
         tokens: Tokens,
         webhooks: Webhooks,
         gauge: Gauge,
         text_limits: TextLimits,
+        cors: Cors,
+        ui: bool,
     ) -> App {
         App {
             store,
@@ -56,6 +69,8 @@ impl App {
             metrics: Arc::new(Metrics::new(gauge)),
             text_limits,
             openapi: service::document(text_limits).into_boxed_slice(),
+            cors,
+            ui: ui.then(ui::Ui::new),
         }
     }
 
@@ -72,17 +87,32 @@ impl App {
     fn authorize(&self, request: &Request<'_>) -> Result<(), ApiError> {
         self.tokens.check(request.header("authorization"))
     }
+
+    /// The CORS headers every answer to `request` carries, whenever and on
+    /// whichever thread it is sent.
+    fn cors_headers(&self, request: &Request<'_>) -> CorsHeaders {
+        self.cors.headers(request.header("origin"))
+    }
 }
 
 impl Handler for App {
     fn handle(&self, request: &mut Request<'_>) -> Response {
-        let resource = resource(request.path());
-        let response = route(self, resource, request).unwrap_or_else(|e| e.to_response());
+        let resource =
+            resource(request.path()).filter(|r| self.ui.is_some() || !matches!(r, Resource::Ui(_)));
+        let cors = self.cors_headers(request);
+        let response = match resource {
+            // A preflight carries no token: answered before auth.
+            Some(known) if cors.allowed() && is_preflight(request) => {
+                cors::preflight(known.methods())
+            }
+            _ => route(self, resource, request).unwrap_or_else(|e| e.to_response()),
+        };
         if !request.awaits_body() {
             // A deferred response (status 0) is counted when it completes.
             self.metrics.record(label(resource), response.status());
         }
-        response
+        // A deferred response gets them where it is completed.
+        cors.apply(response)
     }
 
     fn flush(&self) {
@@ -100,6 +130,8 @@ enum Resource {
     OpenApi,
     Health,
     Metrics,
+    /// The built-in page or one of its files.
+    Ui(ui::Part),
 }
 
 impl Resource {
@@ -112,8 +144,27 @@ impl Resource {
             Resource::Health => 3,
             Resource::Metrics => 4,
             Resource::Export => 5,
+            Resource::Ui(part) => 6 + part.index(),
         }
     }
+
+    /// The methods it answers (`Allow`, `Access-Control-Allow-Methods`).
+    fn methods(self) -> &'static str {
+        match self {
+            Resource::Plants => "GET, HEAD, POST",
+            Resource::Plant(_) => "GET, HEAD, PUT, DELETE",
+            Resource::Export
+            | Resource::OpenApi
+            | Resource::Health
+            | Resource::Metrics
+            | Resource::Ui(_) => "GET, HEAD",
+        }
+    }
+}
+
+/// A CORS preflight: `OPTIONS` asking whether a method may be used.
+fn is_preflight(request: &Request<'_>) -> bool {
+    request.method() == "OPTIONS" && request.header("access-control-request-method").is_some()
 }
 
 /// The `metrics::ROUTES` index of a resource (the last: no route).
@@ -130,6 +181,9 @@ fn resource(path: &str) -> Option<Resource> {
         "/healthz" => Some(Resource::Health),
         "/metrics" => Some(Resource::Metrics),
         _ => {
+            if let Some(part) = ui::Part::at(path) {
+                return Some(Resource::Ui(part));
+            }
             let id = path.strip_prefix("/plants/")?;
             (!id.is_empty() && !id.contains('/')).then(|| Resource::Plant(query::integer(id)))
         }
@@ -146,18 +200,18 @@ fn route(
     match (resource, request.method()) {
         (Resource::Plants, "GET" | "HEAD") => plants::list(app, request),
         (Resource::Plants, "POST") => plants::create(app, request),
-        (Resource::Plants, _) => Err(ApiError::MethodNotAllowed("GET, HEAD, POST")),
         (Resource::Plant(id), "GET" | "HEAD") => plants::get(app, request, id),
         (Resource::Plant(id), "PUT") => plants::replace(app, request, id),
         (Resource::Plant(id), "DELETE") => plants::delete(app, request, id),
-        (Resource::Plant(_), _) => Err(ApiError::MethodNotAllowed("GET, HEAD, PUT, DELETE")),
         (Resource::Export, "GET" | "HEAD") => export::export(app, request),
         (Resource::OpenApi, "GET" | "HEAD") => Ok(service::openapi(app)),
         (Resource::Health, "GET" | "HEAD") => Ok(service::health(app)),
         (Resource::Metrics, "GET" | "HEAD") => service::metrics(app, request),
-        (Resource::Export | Resource::OpenApi | Resource::Health | Resource::Metrics, _) => {
-            Err(ApiError::MethodNotAllowed("GET, HEAD"))
-        }
+        (Resource::Ui(part), "GET" | "HEAD") => match &app.ui {
+            Some(ui) => Ok(ui.serve(part, request)),
+            None => Err(ApiError::NoRoute),
+        },
+        (resource, _) => Err(ApiError::MethodNotAllowed(resource.methods())),
     }
 }
 
@@ -187,7 +241,12 @@ mod tests {
             ("/export", Some(Resource::Export)),
             ("/plants/", None),
             ("/Plants", None),
-            ("/", None),
+            ("/", Some(Resource::Ui(ui::Part::Page))),
+            ("/ui.css", Some(Resource::Ui(ui::Part::Style))),
+            ("/ui.js", Some(Resource::Ui(ui::Part::Script))),
+            ("/ui.svg", Some(Resource::Ui(ui::Part::Icon))),
+            ("/ui.html", None),
+            ("//", None),
             ("", None),
         ];
         for (path, want) in table {

@@ -33,7 +33,9 @@ pub(super) fn create(app: &App, request: &mut Request<'_>) -> Result<Response, A
 /// (and announces a new plant, `event`, then): at once when nothing is
 /// pending, else from the committer thread once the journal record is
 /// written, through a deferred response, so the event loop never waits
-/// for the disk. The answer is counted in the metrics when it is sent.
+/// for the disk. The answer is counted in the metrics when it is sent, and
+/// carries the request's CORS headers (`App::handle` adds them only to an
+/// answer it sends itself).
 fn acknowledge(
     app: &App,
     request: &mut Request<'_>,
@@ -57,10 +59,11 @@ fn acknowledge(
         return finish(app.store.wait(ack));
     };
     let metrics = Arc::clone(&app.metrics);
+    let cors = app.cors_headers(request);
     app.store.when_acked(ack, move |result| {
         let response = finish(result).unwrap_or_else(|e| e.to_response());
         metrics.record(label(Some(resource)), response.status());
-        later.complete(response);
+        later.complete(cors.apply(response));
     });
     Ok(Response::deferred())
 }

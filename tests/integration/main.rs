@@ -8,6 +8,7 @@
 
 mod auth;
 mod binary;
+mod cors;
 mod crash;
 mod durability;
 mod engine;
@@ -23,4 +24,5 @@ mod plants;
 mod resource;
 mod seed;
 mod support;
+mod ui;
 mod webhook;

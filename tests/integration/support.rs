@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
+use plantstore::api::Cors;
 use plantstore::config::{Config, TokenSource};
 use plantstore::http::{Limits, Stopper};
 use plantstore::store::{Durability, OpenError, Store, SyncMode, TextLimits};
@@ -35,6 +36,8 @@ pub fn config() -> Config {
         data: None,
         webhook: WebhookConfig::new(Vec::new(), None, 1024),
         seed: None,
+        cors: Cors::default(),
+        ui: true,
     }
 }
 
@@ -168,6 +171,19 @@ impl Drop for TestServer {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// One request on a fresh connection to any server (a running binary).
+pub fn send_to(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
+    let mut client = Client::connect(addr);
+    client.send(&request(method, path, headers, body));
+    client.reply()
 }
 
 pub const AUTH: (&str, &str) = ("Authorization", "Bearer test-token");
