@@ -205,7 +205,9 @@ impl Response {
         for (name, value) in &self.headers {
             header(out, name, value);
         }
-        let has_body = self.status != 204 && self.status >= 200;
+        // 1xx, 204 and 304 never have a body (RFC 9110 6.4.1); a 304 sends
+        // no length either, rather than one that is not the 200's.
+        let has_body = self.status >= 200 && self.status != 204 && self.status != 304;
         match (&self.body, delimit) {
             (_, _) if !has_body => {}
             (Body::Complete(body), _) => {

@@ -92,6 +92,11 @@ fn a_matching_if_none_match_is_304_without_a_body() {
             assert_eq!(reply.header("etag"), Some(etag.as_str()));
             assert_eq!(reply.header("cache-control"), Some("no-cache"));
             assert!(reply.body.is_empty());
+            assert_eq!(
+                reply.header("content-length"),
+                None,
+                "no length unlike the 200's"
+            );
             // Nothing followed the head: the connection serves a next request.
             client.send(&request("GET", "/healthz", &[], ""));
             assert_eq!(client.reply().status, 200);
