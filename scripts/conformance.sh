@@ -24,7 +24,7 @@ curl -fsS "$base/openapi.json" -o "$serve_log.openapi.json"
 "$venv/bin/openapi-spec-validator" "$serve_log.openapi.json"
 rm -f "$serve_log.openapi.json"
 
-"$venv/bin/st" run "$base/openapi.json" \
+"$venv/bin/st" --config-file scripts/schemathesis.toml run "$base/openapi.json" \
     --checks all \
     --seed 20261121 \
     --max-examples "$examples" \
