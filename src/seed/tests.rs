@@ -213,7 +213,7 @@ fn broken_array_text_is_named_where_it_breaks() {
             1,
             "expected `,` or `]`",
         ),
-        (b"[", 1, 1, "EOF while parsing a list"),
+        (b"[", 1, 2, "unterminated array"),
         (b"[{\"id\":1,\"name\":\"a\xff\"}]", 1, 19, ""),
     ];
     for (text, line, column, message) in cases {
