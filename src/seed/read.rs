@@ -7,27 +7,31 @@
 //! but whitespace holds no record.
 //!
 //! Neither format is read whole. NDJSON is read a line at a time, each
-//! line at most `max_record` bytes. The array is read by serde_json from
-//! a stream, through a seq visitor that takes each element as its raw text
-//! (at most `max_record` bytes, enforced by the stream it reads) and
-//! hands it on before the next is read; the stream counts lines and
-//! columns, so that each element's start is known.
+//! line at most `max_record` bytes. The array is split into its elements'
+//! raw bytes by a small scanner over the buffered file (`array.rs`), which
+//! follows strings, escapes and the nesting of `{}` and `[]` only as far as
+//! to find where each element ends, checks the text between them (commas,
+//! brackets, nothing after the `]` but whitespace) and refuses an element
+//! longer than `max_record` bytes without reading it whole. Each element is
+//! handed on before the next is read, with its number and the line and
+//! column of its first byte.
 //!
 //! Each record is validated by [`NewPlant::parse`], exactly as a `POST
-//! /plants` body, so a seed holds nothing that the API would refuse.
+//! /plants` body, so a seed holds nothing that the API would refuse; an
+//! element that is not valid JSON is refused there, and the place where
+//! it breaks is given in the file's lines and columns, not the record's.
 //! Positions are 1-based; columns count bytes, not characters.
 
-use std::cell::Cell;
+mod array;
+
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
-use serde::de::{self, DeserializeSeed, Deserializer as _, SeqAccess, Visitor};
-use serde_json::value::RawValue;
-
 use super::Fault;
-use crate::store::{NewPlant, TextLimits};
+use crate::store::{InvalidBody, NewPlant, TextLimits};
+use array::{Broken, Cursor, Element, Elements, is_space};
 
 /// Where a record is in a seed file, or where its text broke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,11 +159,6 @@ fn starts_with_bracket(reader: &mut impl BufRead) -> io::Result<Option<bool>> {
     }
 }
 
-/// JSON's whitespace.
-fn is_space(byte: u8) -> bool {
-    matches!(byte, b' ' | b'\t' | b'\r' | b'\n')
-}
-
 fn read_lines(
     mut reader: impl BufRead,
     limits: TextLimits,
@@ -196,158 +195,93 @@ fn read_lines(
     }
 }
 
-/// Where the array's stream is: the line and column of the last byte
-/// handed to serde_json, and the byte past which it is refused (the end of
-/// the record being read).
-#[derive(Default)]
-struct Tally {
-    line: Cell<u64>,
-    column: Cell<u64>,
-    offset: Cell<u64>,
-    limit: Cell<Option<u64>>,
-    /// Set when a record ran past `limit`.
-    over: Cell<bool>,
-}
-
-/// The seed file as serde_json reads it: a byte at a time (serde_json's
-/// `IoRead` asks for one), so each is counted into the tally as it goes.
-struct Counted<'t, R> {
-    inner: R,
-    tally: &'t Tally,
-}
-
-impl<R: BufRead> Read for Counted<'_, R> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let buf = self.inner.fill_buf()?;
-        let n = buf.len().min(out.len());
-        let tally = self.tally;
-        let offset = tally.offset.get() + n as u64;
-        if tally.limit.get().is_some_and(|limit| offset > limit) {
-            tally.over.set(true);
-            return Err(io::Error::other("record too long"));
-        }
-        for &byte in &buf[..n] {
-            if byte == b'\n' {
-                tally.line.set(tally.line.get() + 1);
-                tally.column.set(0);
-            } else {
-                tally.column.set(tally.column.get() + 1);
-            }
-        }
-        out[..n].copy_from_slice(&buf[..n]);
-        self.inner.consume(n);
-        tally.offset.set(offset);
-        Ok(n)
-    }
-}
-
+/// `each` is called through a pointer: one copy of the splitter in the
+/// binary rather than one for each caller of `read`.
 fn read_array(
     reader: impl BufRead,
     limits: TextLimits,
-    each: &mut impl FnMut(Position, NewPlant) -> Result<(), Fault>,
+    each: &mut dyn FnMut(Position, NewPlant) -> Result<(), Fault>,
 ) -> Result<u64, Failure> {
-    let tally = Tally::default();
-    tally.line.set(1);
-    let counted = Counted {
-        inner: reader,
-        tally: &tally,
-    };
-    let mut de = serde_json::Deserializer::from_reader(counted);
-    let mut records = Records {
-        tally: &tally,
-        limits,
-        most: max_record(limits),
-        each,
-        number: 0,
-        stopped: None,
-    };
-    let parsed = de.deserialize_seq(&mut records).and_then(|()| de.end());
-    if let Some(failure) = records.stopped {
-        return Err(failure);
-    }
-    match parsed {
-        Ok(()) => Ok(records.number),
-        Err(e) if e.is_io() => Err(Failure::from(io::Error::from(e))),
-        Err(e) => {
-            let at = Position::Text {
-                line: e.line() as u64,
-                column: e.column() as u64,
-            };
-            Err(Failure::at(at, Fault::Syntax(without_position(&e))))
-        }
-    }
-}
-
-/// serde_json's message without the " at line L column C" it appends.
-fn without_position(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    let suffix = format!(" at line {} column {}", e.line(), e.column());
-    text.strip_suffix(&suffix).unwrap_or(&text).to_string()
-}
-
-/// The array's elements, visited in order; the first failure is kept in
-/// `stopped` (serde_json is stopped with an error of its own, which is
-/// then ignored).
-struct Records<'t, 'e, F> {
-    tally: &'t Tally,
-    limits: TextLimits,
-    most: usize,
-    each: &'e mut F,
-    number: u64,
-    stopped: Option<Failure>,
-}
-
-impl<'de, F> Visitor<'de> for &mut Records<'_, '_, F>
-where
-    F: FnMut(Position, NewPlant) -> Result<(), Fault>,
-{
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an array of plants")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(&mut *self)?.is_some() {}
-        Ok(())
-    }
-}
-
-impl<'de, F> DeserializeSeed<'de> for &mut Records<'_, '_, F>
-where
-    F: FnMut(Position, NewPlant) -> Result<(), Fault>,
-{
-    type Value = ();
-
-    /// Called once serde_json has read the element's first byte (to see
-    /// that the array goes on), so the tally is at that byte.
-    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        let tally = self.tally;
-        self.number += 1;
+    let most = max_record(limits);
+    let mut elements = Elements::open(reader, most).map_err(|e| broken(e, most))?;
+    let mut records = 0;
+    while let Some(element) = elements.next().map_err(|e| broken(e, most))? {
+        let Element {
+            number,
+            start,
+            text,
+        } = element;
         let at = Position::Record {
-            number: self.number,
-            line: tally.line.get(),
-            column: tally.column.get(),
+            number,
+            line: start.line,
+            column: start.column,
         };
-        tally.limit.set(Some(
-            tally.offset.get().saturating_sub(1) + self.most as u64,
-        ));
-        let raw = <Box<RawValue> as de::Deserialize>::deserialize(deserializer);
-        tally.limit.set(None);
-        let raw = raw.inspect_err(|_| {
-            if tally.over.get() {
-                self.stopped = Some(Failure::at(at, Fault::TooLong(self.most)));
-            }
-        })?;
-        let result = NewPlant::parse(raw.get().as_bytes(), self.limits)
-            .map_err(Fault::Invalid)
-            .and_then(|plant| (self.each)(at, plant));
-        match result {
-            Ok(()) => Ok(()),
-            Err(fault) => {
-                self.stopped = Some(Failure::at(at, fault));
-                Err(de::Error::custom("stopped"))
-            }
+        let plant = NewPlant::parse(text, limits).map_err(|e| refused(text, start, at, e))?;
+        each(at, plant).map_err(|fault| Failure::at(at, fault))?;
+        records = number;
+    }
+    Ok(records)
+}
+
+/// The failure for text that the splitter refused.
+fn broken(e: Broken, most: usize) -> Failure {
+    match e {
+        Broken::Io(e) => Failure::from(e),
+        Broken::TooLong { number, start } => Failure::at(
+            Position::Record {
+                number,
+                line: start.line,
+                column: start.column,
+            },
+            Fault::TooLong(most),
+        ),
+        Broken::Syntax { at, reason } => {
+            Failure::at(text_at(at), Fault::Syntax(reason.to_string()))
         }
     }
+}
+
+fn text_at(at: Cursor) -> Position {
+    Position::Text {
+        line: at.line,
+        column: at.column,
+    }
+}
+
+/// The failure for a record that `NewPlant::parse` refused: for broken
+/// JSON, where in the file it breaks (the parser counts from the record's
+/// first byte); for anything else, the record.
+fn refused(record: &[u8], start: Cursor, at: Position, e: InvalidBody) -> Failure {
+    let InvalidBody::Syntax(detail) = &e else {
+        return Failure::at(at, Fault::Invalid(e));
+    };
+    if let Err(bad) = std::str::from_utf8(record) {
+        let mut here = start;
+        here.pass(record.get(..bad.valid_up_to()).unwrap_or_default());
+        return Failure::at(text_at(here), Fault::Syntax("invalid UTF-8".to_string()));
+    }
+    let Some((reason, line, column)) = split_position(detail) else {
+        return Failure::at(at, Fault::Invalid(e));
+    };
+    // serde_json's line 1 is the record's first line, which starts where
+    // the record does; its later lines start at column 1.
+    let here = match line {
+        0 | 1 => Cursor {
+            line: start.line,
+            column: start.column.saturating_add(column).saturating_sub(1),
+        },
+        _ => Cursor {
+            line: start.line.saturating_add(line - 1),
+            column,
+        },
+    };
+    Failure::at(text_at(here), Fault::Syntax(reason.to_string()))
+}
+
+/// serde_json's message split into its reason and the line and column it
+/// appends (" at line L column C").
+fn split_position(detail: &str) -> Option<(&str, u64, u64)> {
+    let (reason, place) = detail.rsplit_once(" at line ")?;
+    let (line, column) = place.split_once(" column ")?;
+    Some((reason, line.parse().ok()?, column.parse().ok()?))
 }

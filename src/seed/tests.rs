@@ -213,7 +213,7 @@ fn broken_array_text_is_named_where_it_breaks() {
             1,
             "expected `,` or `]`",
         ),
-        (b"[", 1, 1, "EOF while parsing a list"),
+        (b"[", 1, 2, "unterminated array"),
         (b"[{\"id\":1,\"name\":\"a\xff\"}]", 1, 19, ""),
     ];
     for (text, line, column, message) in cases {
@@ -226,6 +226,78 @@ fn broken_array_text_is_named_where_it_breaks() {
         );
         assert!(got.starts_with("not valid JSON: "), "{got}");
         assert!(got.contains(message), "{got}");
+    }
+}
+
+#[test]
+fn array_strings_may_hold_brackets_commas_and_escapes() {
+    let text = b"[{\"id\":1,\"name\":\"a]\\\"b,{\"},\n\t{\"id\":2,\"name\":\"\\\\\",\"x\":{\"y\":[\"]\"]}} ]";
+    let seen = records(text).unwrap();
+    let got: Vec<_> = seen
+        .iter()
+        .map(|(at, p)| (*at, p.plant.name.as_str()))
+        .collect();
+    assert_eq!(got, [(record(1, 1, 2), "a]\"b,{"), (record(2, 2, 2), "\\")]);
+}
+
+/// The parser counts from a record's first byte; the message counts from
+/// the file's.
+#[test]
+fn a_record_that_is_not_json_is_named_where_it_breaks_in_the_file() {
+    let cases: [(&[u8], u64, u64, &str); 4] = [
+        (
+            b"[\n  {\n    \"id\": 1,\n    \"name\": \"a\"\n    \"tag\": \"t\"\n  }\n]",
+            5,
+            5,
+            "expected `,` or `}`",
+        ),
+        (b"[{\"id\":1,\"name\":\"a\",}]", 1, 21, "trailing comma"),
+        (b"[ tx ]", 1, 4, "expected ident"),
+        (b"[1}]", 1, 3, "trailing characters"),
+    ];
+    for (text, line, column, message) in cases {
+        assert_eq!(
+            failure(text),
+            (
+                Some(Position::Text { line, column }),
+                format!("not valid JSON: {message}")
+            ),
+            "{}",
+            String::from_utf8_lossy(text)
+        );
+    }
+}
+
+#[test]
+fn records_before_a_missing_bracket_or_trailing_text_are_read_first() {
+    for (text, at, reason) in [
+        (
+            &b"[{\"id\":1,\"name\":\"a\"},\n{\"id\":2,\"name\":\"b\"}\n"[..],
+            (3, 1),
+            "unterminated array",
+        ),
+        (
+            b"[{\"id\":1,\"name\":\"a\"},\n{\"id\":2,\"name\":\"b\"}] []",
+            (2, 22),
+            "trailing characters after the array",
+        ),
+        (
+            b"[{\"id\":1,\"name\":\"a\"},\n{\"id\":2,\"name\":\"b\"} 3]",
+            (2, 21),
+            "expected `,` or `]` after a record",
+        ),
+    ] {
+        let file = Temp::with("order", text);
+        let mut seen = Vec::new();
+        let e = read(&file.0, LIMITS, |_, plant| {
+            seen.push(plant.id);
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(seen, [1, 2]);
+        let (line, column) = at;
+        assert_eq!(e.at, Some(Position::Text { line, column }));
+        assert!(e.fault.to_string().contains(reason), "{}", e.fault);
     }
 }
 
