@@ -83,7 +83,8 @@ pub enum Fault {
     Io(io::Error),
     /// The path names something other than a regular file.
     NotAFile,
-    /// The array is not valid JSON (serde_json's words).
+    /// The array is not valid JSON (the array scanner's words, or
+    /// serde_json's for a record).
     Syntax(String),
     /// A record that `POST /plants` would refuse.
     Invalid(InvalidBody),
