@@ -76,7 +76,7 @@ pub struct Args {
     /// seconds an idle keep-alive connection is kept open (default 5)
     #[argh(option, default = "5")]
     pub idle_timeout: u64,
-    /// seconds allowed for the whole of one response to reach a client (default 10)
+    /// seconds allowed for the whole of one response to reach a client; for a streamed one (GET /export), for each 32 KiB of it (default 10)
     #[argh(option, default = "10")]
     pub write_timeout: u64,
     /// journal file that keeps the plants across restarts (default: memory only)

@@ -209,6 +209,8 @@ pub(crate) struct Protocol {
     sent: usize,
     /// The streamed body being sent, in `Phase::Streaming`.
     streaming: Option<Streaming>,
+    /// A streamed body was cut short: the connection must be reset.
+    cut: bool,
     /// Requests whose heads were parsed; the current one's number.
     requests: u64,
     /// When the current request's head was parsed (for the access log).
@@ -243,6 +245,7 @@ impl Protocol {
             out: Vec::new(),
             sent: 0,
             streaming: None,
+            cut: false,
             requests: 0,
             started: now,
             deadline,
@@ -423,11 +426,15 @@ impl Protocol {
     fn respond(&mut self, response: Response, now: Instant) {
         let unread = self.inbox.leaves_input_unread();
         let http_1_0 = self.head.minor_version() == 0;
+        let head_only = self.head.method() == "HEAD";
         // An HTTP/1.0 client has no chunked coding: a streamed body to it
-        // ends with the connection.
+        // ends with the connection (a HEAD answer, with no body, does not).
         let until_close = http_1_0 && response.is_streamed();
-        let close =
-            unread || until_close || !self.head.keep_alive() || self.stopping || self.peer_closed;
+        let close = unread
+            || (until_close && !head_only)
+            || !self.head.keep_alive()
+            || self.stopping
+            || self.peer_closed;
         let persist = if close {
             Persist::Close
         } else if http_1_0 {
@@ -440,7 +447,6 @@ impl Protocol {
         } else {
             Delimit::Chunked
         };
-        let head_only = self.head.method() == "HEAD";
         access(
             self.head.method(),
             path(self.head.target()),
@@ -518,10 +524,11 @@ impl Protocol {
                 // nothing: cut the body short, never end it cleanly.
                 Fill::More | Fill::Failed => {
                     if fill == Fill::Failed {
-                        info!("a streamed response failed; closing its connection");
+                        info!("a streamed response failed; resetting its connection");
                     }
                     self.streaming = None;
-                    self.close(false, now);
+                    self.cut = true;
+                    self.phase = Phase::Closed;
                     return;
                 }
             }
@@ -661,6 +668,15 @@ impl Protocol {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// Whether the connection ends owing the client part of a response
+    /// (the write timeout passed, a stream failed, or the server stopped
+    /// before it was sent). The driver then resets it rather than closing
+    /// it: a close would let a body delimited by the close (HTTP/1.0) look
+    /// complete, and leave what the kernel holds for the client queued.
+    pub(crate) fn cut_short(&self) -> bool {
+        self.cut || !self.output().is_empty() || self.streaming.is_some()
     }
 
     /// Whether the connection is done and can be dropped.
@@ -901,7 +917,7 @@ mod tests {
         // ...one that stops reading does not.
         assert_eq!(p.deadline(), Some(at + Duration::from_secs(10)));
         assert_eq!(p.poll(at + Duration::from_secs(10)), Event::Wait);
-        assert!(p.is_closed());
+        assert!(p.is_closed() && p.cut_short());
     }
 
     #[test]
@@ -911,9 +927,9 @@ mod tests {
         assert_eq!(p.poll(now), Event::Request);
         let (response, _) = pieces(3, 100, Fill::Failed);
         p.answer(Answer::Now(response), now);
-        let wire = send_all(&mut p, usize::MAX, now);
-        assert!(wire.ends_with(b"x\r\n"), "no final chunk");
         assert!(p.is_closed());
+        assert!(p.cut_short(), "reset, so the client sees an error");
+        assert!(!p.output().ends_with(b"0\r\n\r\n"), "no final chunk");
     }
 
     #[test]
@@ -929,7 +945,22 @@ mod tests {
         assert!(head.contains("Connection: close\r\n"), "{head}");
         assert!(!head.contains("Transfer-Encoding") && !head.contains("Content-Length"));
         assert_eq!(wire.len() - head_end, 40_000);
-        assert!(p.is_closed());
+        assert!(
+            p.is_closed() && !p.cut_short(),
+            "a complete body ends with a close"
+        );
+        // HEAD has no body to delimit: the connection stays.
+        let (mut p, now) = protocol();
+        p.received(b"HEAD /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", now);
+        assert_eq!(p.poll(now), Event::Request);
+        p.answer(Answer::Now(pieces(4, 10, Fill::Done).0), now);
+        let head = String::from_utf8(send_all(&mut p, 4096, now)).unwrap();
+        assert!(head.contains("Connection: keep-alive\r\n"), "{head}");
+        assert!(
+            !head.contains("Transfer-Encoding"),
+            "no chunked coding to HTTP/1.0"
+        );
+        assert!(!p.is_closed());
     }
 
     #[test]

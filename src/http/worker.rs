@@ -46,6 +46,9 @@ const SWEEP: Duration = Duration::from_millis(100);
 /// Rounds (a read, or output drained) served to one connection before the
 /// others get their turn.
 const MAX_ROUNDS: usize = 16;
+/// Unsent bytes the kernel may hold for a connection before it stops
+/// taking more (`TCP_NOTSENT_LOWAT`).
+const NOTSENT_LOWAT: u32 = 64 * 1024;
 /// Bytes written to one connection before the others get their turn.
 const WRITE_SHARE: usize = 256 * 1024;
 /// Size of the loop's read buffer (each connection's own input buffer
@@ -171,6 +174,9 @@ impl Worker {
             if let Some(until) = stop_by
                 && (self.open() == 0 || now >= until)
             {
+                for conn in self.conns.iter().flatten() {
+                    reset_if_cut_short(conn);
+                }
                 return self.open();
             }
             let mut timeout = next_sweep.saturating_duration_since(now);
@@ -272,6 +278,12 @@ impl Worker {
             return;
         }
         let _ = socket.set_nodelay(true);
+        // Writable only while under 64 KiB waits unsent in the kernel (not
+        // the megabytes its send buffer may grow to): what a client that
+        // reads slowly or not at all makes the server hold stays small,
+        // and a streamed body's write timeout measures what the client
+        // takes, not how fast the kernel's buffer drains.
+        let _ = socket2::SockRef::from(&socket).set_tcp_notsent_lowat(NOTSENT_LOWAT);
         self.next_id += 1;
         self.conns[slot] = Some(Conn {
             socket,
@@ -337,6 +349,7 @@ impl Worker {
             Left::Busy => self.again.push(slot),
             Left::Closed => {
                 if let Some(mut conn) = self.conns[slot].take() {
+                    reset_if_cut_short(&conn);
                     let _ = self.poll.registry().deregister(&mut conn.socket);
                 }
                 self.free.push(slot);
@@ -417,6 +430,16 @@ fn serve(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => return Left::Closed,
         }
+    }
+}
+
+/// Makes dropping a connection that owes its client part of a response
+/// send a reset (`SO_LINGER` 0), not an orderly close: the client must see
+/// an error, never a shorter body that ends with the connection, and the
+/// kernel drops what it still held for it.
+fn reset_if_cut_short(conn: &Conn) {
+    if conn.protocol.cut_short() {
+        let _ = socket2::SockRef::from(&conn.socket).set_linger(Some(Duration::ZERO));
     }
 }
 

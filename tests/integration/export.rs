@@ -6,6 +6,7 @@ use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -157,4 +158,61 @@ fn an_export_while_plants_change_lists_every_stable_plant_once_in_order() {
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "strictly ascending");
     let evens: Vec<i64> = ids.iter().copied().filter(|id| id % 2 == 0).collect();
     assert_eq!(evens, (0..20_000).step_by(2).collect::<Vec<_>>());
+}
+
+/// A server holding `count` plants with 100-character names (about 130
+/// bytes of export each), seeded from a file, whose write timeout is 3 s.
+fn large(count: i64) -> (TestServer, crate::support::TempFile) {
+    use std::io::Write;
+    let seed = crate::support::TempFile::new("large.ndjson");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&seed.0).unwrap());
+    for id in 0..count {
+        writeln!(file, r#"{{"id":{id},"name":"{:0>100}"}}"#, id).unwrap();
+    }
+    file.flush().unwrap();
+    drop(file);
+    let mut config = crate::support::config();
+    config.seed = Some(seed.0.clone());
+    config.limits.write_timeout = Duration::from_secs(3);
+    (TestServer::with(config), seed)
+}
+
+/// The write timeout measures what the client takes: a reader taking a
+/// steady 100 KB/s is served for as long as it reads (here 7 s, with a
+/// 3 s timeout; without `TCP_NOTSENT_LOWAT` it was cut after about 4 s). Measured by when the kernel's send buffer drained, as it
+/// once was, the timeout ran out first: Linux lets that buffer grow to
+/// megabytes and reports it writable only once a third of it is free.
+#[test]
+fn a_slow_steady_reader_of_an_export_is_not_cut_off() {
+    let (server, _seed) = large(100_000);
+    let mut client = server.client();
+    client.send(&request("GET", "/export", &[AUTH], ""));
+    let started = Instant::now();
+    let mut chunk = [0u8; 8192];
+    let mut taken = 0;
+    while started.elapsed() < Duration::from_secs(7) {
+        thread::sleep(Duration::from_millis(80));
+        match client.stream.read(&mut chunk) {
+            Ok(0) => panic!("closed after {taken} bytes"),
+            Ok(n) => taken += n,
+            Err(e) => panic!("{e} after {taken} bytes"),
+        }
+    }
+    assert!(taken < 1_000_000, "the reader set the pace: {taken} bytes");
+}
+
+/// An export the client stops reading is cut after the write timeout by a
+/// reset, never by an orderly close: over HTTP/1.0, whose body ends at the
+/// close, a close would make the part received look like the whole export.
+#[test]
+fn an_http_1_0_export_cut_short_ends_in_a_reset() {
+    let (server, _seed) = large(100_000);
+    let mut client = server.client();
+    client.send(b"GET /export HTTP/1.0\r\nAuthorization: Bearer test-token\r\n\r\n");
+    thread::sleep(Duration::from_secs(5));
+    let mut wire = Vec::new();
+    let end = client.stream.read_to_end(&mut wire);
+    let error = end.expect_err("a reset, not the end of the body");
+    assert_eq!(error.kind(), std::io::ErrorKind::ConnectionReset, "{error}");
+    assert!(wire.len() < 13_000_000, "cut before the end");
 }
