@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use argh::FromArgs;
@@ -141,6 +141,10 @@ pub struct Config {
     pub tokens: Vec<String>,
     /// Where the tokens came from.
     pub token_source: TokenSource,
+    /// `--token-file`: read again on SIGHUP.
+    pub token_file: Option<PathBuf>,
+    /// `--webhook-secret-file`: read again on SIGHUP.
+    pub webhook_secret_file: Option<PathBuf>,
     /// Start-up warnings about the configuration (a token repeated in the
     /// token file), to be logged once logging is set up; never a token.
     pub warnings: Vec<String>,
@@ -281,6 +285,8 @@ impl Config {
         positive(args.max_plants as u64, "--max-plants")?;
         let text_limits = text_limits(&args, limits.max_body)?;
         positive(args.max_data, "--max-data")?;
+        let token_file = args.token_file.clone();
+        let webhook_secret_file = args.webhook_secret_file.clone();
         let tokens = tokens(args.token_file, args.token, env_token)?;
         let data = durability(args.data, args.sync, args.compact_min)?;
         positive(args.webhook_queue as u64, "--webhook-queue")?;
@@ -295,6 +301,8 @@ impl Config {
             max_data: args.max_data,
             tokens: tokens.accepted,
             token_source: tokens.source,
+            token_file,
+            webhook_secret_file,
             warnings: tokens.warnings,
             log_level,
             data,
@@ -348,15 +356,26 @@ fn webhook_config(
         .iter()
         .map(|url| Target::parse(url).map_err(|why| ConfigError::Webhook(url.clone(), why)))
         .collect::<Result<Vec<_>, _>>()?;
-    let secret = match secret_file {
-        None => None,
-        Some(path) => {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| ConfigError::WebhookSecret(path.clone(), e.to_string()))?;
-            Some(webhook::read_secret(&text).map_err(|why| ConfigError::WebhookSecret(path, why))?)
-        }
-    };
+    let secret = secret_file
+        .as_deref()
+        .map(read_webhook_secret)
+        .transpose()?;
     Ok(WebhookConfig::new(targets, secret, queue))
+}
+
+/// The key in a `--webhook-secret-file`, checked as at start-up (for a
+/// reload).
+pub fn read_webhook_secret(path: &Path) -> Result<Vec<u8>, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::WebhookSecret(path.to_path_buf(), e.to_string()))?;
+    webhook::read_secret(&text).map_err(|why| ConfigError::WebhookSecret(path.to_path_buf(), why))
+}
+
+/// The tokens in a `--token-file`, checked as at start-up, and the
+/// warnings about it (for a reload).
+pub fn read_tokens(path: &Path) -> Result<(Vec<String>, Vec<String>), ConfigError> {
+    let set = read_token_file(path.to_path_buf())?;
+    Ok((set.accepted, set.warnings))
 }
 
 /// Default `--compact-min`: small journals are never worth rewriting.

@@ -29,6 +29,7 @@
 pub mod api;
 pub mod config;
 pub mod http;
+mod reach;
 pub mod seed;
 pub mod store;
 pub mod webhook;
@@ -71,12 +72,75 @@ impl Service {
         self.server.stopper()
     }
 
+    /// A handle that re-reads the files of `config` (what SIGHUP does).
+    pub fn reloader(&self, config: &Config) -> Reloader {
+        Reloader {
+            app: Arc::clone(&self.app),
+            token_file: config.token_file.clone(),
+            secret_file: config.webhook_secret_file.clone(),
+        }
+    }
+
     /// Serves until stopped; waits up to `grace` for open connections and
     /// returns how many were still open.
     pub fn run(self, grace: Duration) -> usize {
         let still_open = self.server.run(grace);
         self.app.shut_down(WEBHOOK_GRACE);
         still_open
+    }
+}
+
+/// Re-reads `--token-file` and `--webhook-secret-file` while the server
+/// runs (on SIGHUP), checked exactly as at start-up. A file that reads and
+/// checks cleanly replaces what was in use; one that does not changes
+/// nothing, and the log says why. Never stops the server: the plants, the
+/// connections and every other setting stay as they are.
+pub struct Reloader {
+    app: Arc<App>,
+    token_file: Option<std::path::PathBuf>,
+    secret_file: Option<std::path::PathBuf>,
+}
+
+impl Reloader {
+    /// Reloads both files; logs what happened.
+    pub fn reload(&self) {
+        if let Some(path) = &self.token_file {
+            match config::read_tokens(path) {
+                Ok((tokens, warnings)) => {
+                    for warning in warnings {
+                        warn!("{warning}");
+                    }
+                    self.app.set_tokens(tokens);
+                    info!(
+                        "reloaded {}: {} tokens active",
+                        path.display(),
+                        self.app.token_count()
+                    );
+                }
+                Err(e) => log::error!(
+                    "reload refused: {e}; the {} tokens in use stay active",
+                    self.app.token_count()
+                ),
+            }
+        }
+        if let Some(path) = &self.secret_file {
+            match config::read_webhook_secret(path) {
+                Ok(key) => {
+                    self.app.set_webhook_secret(key);
+                    info!(
+                        "reloaded {}: webhook deliveries signed with it",
+                        path.display()
+                    );
+                }
+                Err(e) => log::error!("reload refused: {e}; the webhook secret in use stays"),
+            }
+        }
+        if self.token_file.is_none() && self.secret_file.is_none() {
+            info!(
+                "reload: nothing to re-read (no --token-file or --webhook-secret-file); {} tokens active",
+                self.app.token_count()
+            );
+        }
     }
 }
 
@@ -176,11 +240,22 @@ pub fn serve(config: &Config, store: Store) -> io::Result<Service> {
             }
         ),
     };
-    info!(
-        "plantstore {} listening on http://{}, storage: {storage}, {plants} plants",
-        env!("CARGO_PKG_VERSION"),
-        server.local_addr(),
-    );
+    let addr = server.local_addr();
+    if addr.ip().is_unspecified() {
+        // No one can open http://0.0.0.0:8080: say where it can be reached.
+        info!(
+            "plantstore {} listening on every address, port {} ({addr}), storage: {storage}, \
+             {plants} plants; reachable at {}",
+            env!("CARGO_PKG_VERSION"),
+            addr.port(),
+            reach::urls(addr).join(", "),
+        );
+    } else {
+        info!(
+            "plantstore {} listening on http://{addr}, storage: {storage}, {plants} plants",
+            env!("CARGO_PKG_VERSION"),
+        );
+    }
     for target in &config.webhook.targets {
         info!("announcing new plants to {}", target.url);
     }

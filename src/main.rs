@@ -2,17 +2,20 @@
 //! the library.
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::Duration;
 
 use argh::FromArgs;
 use log::{error, info, warn};
-use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use plantstore::StartError;
 use plantstore::config::{Args, Config, TokenSource};
+use plantstore::http::Stopper;
 use plantstore::store::OpenError;
+use plantstore::{Reloader, StartError};
 
 /// Time allowed to requests in flight at shutdown.
 const GRACE: Duration = Duration::from_secs(5);
@@ -55,6 +58,45 @@ fn main() -> ExitCode {
             config.tokens[0]
         );
     }
+    // Handled from before start-up: a SIGHUP sent as soon as the start-up
+    // line appears must reload, never kill. SIGTERM or SIGINT before the
+    // server runs ends the process at once, as their default would.
+    // A SIGHUP before then is held in `held` and acted on once ready
+    // (whichever side sees both takes it).
+    let ready: Arc<OnceLock<(Stopper, Reloader)>> = Arc::default();
+    let held = Arc::new(AtomicBool::new(false));
+    let mut signals = match Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+        Ok(signals) => signals,
+        Err(e) => {
+            eprintln!("plantstore: cannot install signal handlers: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (handles, hup) = (Arc::clone(&ready), Arc::clone(&held));
+    thread::spawn(move || {
+        for signal in signals.forever() {
+            match (signal, handles.get()) {
+                (SIGHUP, Some((_, reloader))) => {
+                    info!("SIGHUP received; re-reading the token and webhook secret files");
+                    reloader.reload();
+                }
+                (SIGHUP, None) => {
+                    hup.store(true, Ordering::SeqCst);
+                    if let Some((_, reloader)) = handles.get()
+                        && hup.swap(false, Ordering::SeqCst)
+                    {
+                        reloader.reload();
+                    }
+                }
+                (_, Some((stopper, _))) => {
+                    info!("signal {signal} received; stopping");
+                    stopper.stop();
+                    break;
+                }
+                (_, None) => std::process::exit(128 + signal),
+            }
+        }
+    });
     let server = match plantstore::start(&config) {
         Ok(server) => server,
         Err(e) => {
@@ -69,20 +111,12 @@ fn main() -> ExitCode {
             };
         }
     };
-    let mut signals = match Signals::new([SIGINT, SIGTERM]) {
-        Ok(signals) => signals,
-        Err(e) => {
-            error!("cannot install signal handlers: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let stopper = server.stopper();
-    thread::spawn(move || {
-        if let Some(signal) = signals.forever().next() {
-            info!("signal {signal} received; stopping");
-            stopper.stop();
-        }
-    });
+    let _ = ready.set((server.stopper(), server.reloader(&config)));
+    if let Some((_, reloader)) = ready.get()
+        && held.swap(false, Ordering::SeqCst)
+    {
+        reloader.reload();
+    }
     let still_open = server.run(GRACE);
     if still_open > 0 {
         warn!("{still_open} connections still open after {GRACE:?}; closing them");

@@ -4,20 +4,40 @@
 //! `Authorization` header against all of them in constant time: every
 //! token is compared in full, whatever matched, so the time taken does not
 //! reveal how much of a guess was right. Tokens are never logged.
+//!
+//! The set can be replaced while the server runs (a reload on SIGHUP): a
+//! request is checked against one whole set, the old or the new, never a
+//! mix, and the next request sees the new one.
+
+use std::sync::{Arc, RwLock};
 
 use super::ApiError;
 
 /// The accepted bearer tokens.
 pub struct Tokens {
-    accepted: Vec<Vec<u8>>,
+    accepted: RwLock<Arc<[Vec<u8>]>>,
 }
 
 impl Tokens {
     /// Accepts exactly these tokens.
     pub fn new(tokens: Vec<String>) -> Tokens {
         Tokens {
-            accepted: tokens.into_iter().map(String::into_bytes).collect(),
+            accepted: RwLock::new(set(tokens)),
         }
+    }
+
+    /// From now on accepts exactly these tokens instead.
+    pub fn replace(&self, tokens: Vec<String>) {
+        *self.accepted.write().unwrap_or_else(|p| p.into_inner()) = set(tokens);
+    }
+
+    /// How many tokens are accepted.
+    pub fn count(&self) -> usize {
+        self.current().len()
+    }
+
+    fn current(&self) -> Arc<[Vec<u8>]> {
+        Arc::clone(&self.accepted.read().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Checks an `Authorization` header value.
@@ -26,7 +46,7 @@ impl Tokens {
             return Err(ApiError::Unauthorized { presented: false });
         };
         let mut matched = false;
-        for token in &self.accepted {
+        for token in self.current().iter() {
             matched |= same(token, presented);
         }
         if matched {
@@ -35,6 +55,10 @@ impl Tokens {
             Err(ApiError::Unauthorized { presented: true })
         }
     }
+}
+
+fn set(tokens: Vec<String>) -> Arc<[Vec<u8>]> {
+    tokens.into_iter().map(String::into_bytes).collect()
 }
 
 /// The token of a `Bearer <token>` credential (scheme case-insensitive).

@@ -83,6 +83,21 @@ impl App {
         }
     }
 
+    /// Accepts exactly these tokens from the next request on.
+    pub fn set_tokens(&self, tokens: Vec<String>) {
+        self.tokens.replace(tokens);
+    }
+
+    /// How many tokens are accepted now.
+    pub fn token_count(&self) -> usize {
+        self.tokens.count()
+    }
+
+    /// Signs webhook deliveries with `key` from the next attempt on.
+    pub fn set_webhook_secret(&self, key: Vec<u8>) {
+        self.webhooks.set_secret(key);
+    }
+
     /// The auth check, first line of every protected handler.
     fn authorize(&self, request: &Request<'_>) -> Result<(), ApiError> {
         self.tokens.check(request.header("authorization"))

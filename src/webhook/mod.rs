@@ -26,7 +26,7 @@ mod client;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -174,9 +174,15 @@ struct Queue {
     closing: Option<Instant>,
 }
 
+/// The signing key shared by the workers; `None` sends unsigned deliveries.
+type Secret = RwLock<Option<Arc<[u8]>>>;
+
 /// The webhook sender: queues and worker threads, one per URL.
 pub struct Webhooks {
     config: Arc<WebhookConfig>,
+    /// The signing key now (`config.secret` at start; a reload replaces
+    /// it, and the next attempt of every delivery signs with the new one).
+    secret: Arc<Secret>,
     endpoints: Vec<Arc<Endpoint>>,
     counters: Arc<Counters>,
     id_prefix: String,
@@ -195,6 +201,7 @@ impl fmt::Debug for Webhooks {
 impl Webhooks {
     /// Starts one worker per target (none without targets).
     pub fn start(config: WebhookConfig) -> std::io::Result<Webhooks> {
+        let secret: Arc<Secret> = Arc::new(RwLock::new(config.secret.as_deref().map(Arc::from)));
         let config = Arc::new(config);
         let counters = Arc::new(Counters::default());
         let mut endpoints = Vec::new();
@@ -205,27 +212,35 @@ impl Webhooks {
                 queue: Mutex::default(),
                 changed: Condvar::new(),
             });
-            let (e, c, k) = (
+            let (e, c, k, s) = (
                 Arc::clone(&endpoint),
                 Arc::clone(&config),
                 Arc::clone(&counters),
+                Arc::clone(&secret),
             );
             workers.push(
                 thread::Builder::new()
                     .name("webhook".into())
                     .stack_size(256 * 1024)
-                    .spawn(move || deliver(&e, &c, &k))?,
+                    .spawn(move || deliver(&e, &c, &k, &s))?,
             );
             endpoints.push(endpoint);
         }
         Ok(Webhooks {
             config,
+            secret,
             endpoints,
             counters,
             id_prefix: id_prefix(),
             next_id: AtomicU64::new(1),
             workers: Mutex::new(workers),
         })
+    }
+
+    /// Signs every attempt from now on with `key` (a reloaded
+    /// `--webhook-secret-file`).
+    pub fn set_secret(&self, key: Vec<u8>) {
+        *self.secret.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::from(key));
     }
 
     /// Whether any URL is configured (else there is nothing to build).
@@ -358,7 +373,7 @@ impl Endpoint {
 }
 
 /// A worker: delivers its endpoint's events until shut down.
-fn deliver(endpoint: &Endpoint, config: &WebhookConfig, counters: &Counters) {
+fn deliver(endpoint: &Endpoint, config: &WebhookConfig, counters: &Counters, secret: &Secret) {
     let agent = concat!("plantstore/", env!("CARGO_PKG_VERSION"));
     while let Some((mut pending, closing)) = endpoint.next(counters) {
         let event = &pending.event;
@@ -366,10 +381,8 @@ fn deliver(endpoint: &Endpoint, config: &WebhookConfig, counters: &Counters) {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs())
             .to_string();
-        let signature = config
-            .secret
-            .as_deref()
-            .map(|key| sign(key, &event.id, &timestamp, &event.body));
+        let key = secret.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let signature = key.map(|key| sign(&key, &event.id, &timestamp, &event.body));
         let mut headers = vec![("User-Agent", agent)];
         if let Some(signature) = &signature {
             headers.extend([

@@ -31,6 +31,8 @@ pub fn config() -> Config {
         max_data: 256 << 20,
         tokens: vec![TOKEN.to_string()],
         token_source: TokenSource::Flag,
+        token_file: None,
+        webhook_secret_file: None,
         warnings: Vec::new(),
         log_level: log::LevelFilter::Info,
         data: None,

@@ -1,0 +1,116 @@
+//! Where a server bound to every address (`0.0.0.0` or `[::]`) can be
+//! reached, for the start-up log: "listening on http://0.0.0.0:8080"
+//! names an address no browser can open.
+//!
+//! The host's addresses come from the kernel's own tables, read as text
+//! (no `getifaddrs`, which would need unsafe code): IPv4 from
+//! `/proc/net/fib_trie` (each `/32 host LOCAL` entry), IPv6 from
+//! `/proc/net/if_inet6` (link-local ones left out: a URL for them needs
+//! the interface). A socket bound to `[::]` also takes IPv4 (Linux's
+//! default, `bindv6only` 0), so both families are listed for it. Anything
+//! unreadable lists nothing more; the log then says only the port.
+
+use std::collections::BTreeSet;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// The URLs a server listening on `addr` (unspecified) can be reached at,
+/// loopback first.
+pub fn urls(addr: SocketAddr) -> Vec<String> {
+    let text = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    let mut ips: BTreeSet<IpAddr> = ipv4_local(&text("/proc/net/fib_trie"))
+        .into_iter()
+        .map(IpAddr::V4)
+        .collect();
+    if addr.is_ipv6() {
+        ips.extend(
+            ipv6_local(&text("/proc/net/if_inet6"))
+                .into_iter()
+                .map(IpAddr::V6),
+        );
+    }
+    let mut ips: Vec<IpAddr> = ips.into_iter().collect();
+    ips.sort_by_key(|ip| (!ip.is_loopback(), ip.is_ipv6(), *ip));
+    ips.into_iter()
+        .map(|ip| format!("http://{}", SocketAddr::new(ip, addr.port())))
+        .collect()
+}
+
+/// The addresses of `/proc/net/fib_trie` marked `/32 host LOCAL`.
+fn ipv4_local(trie: &str) -> BTreeSet<Ipv4Addr> {
+    let mut found = BTreeSet::new();
+    let mut last: Option<Ipv4Addr> = None;
+    for line in trie.lines() {
+        let line = line.trim();
+        if let Some(ip) = line.strip_prefix("|-- ") {
+            last = ip.trim().parse().ok();
+        } else if line.starts_with("/32 host LOCAL") {
+            found.extend(last.take());
+        }
+    }
+    found
+}
+
+/// The addresses of `/proc/net/if_inet6` that are not link-local.
+fn ipv6_local(table: &str) -> BTreeSet<Ipv6Addr> {
+    table
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let hex = fields.next()?;
+            let scope = fields.nth(2)?;
+            let bits = u128::from_str_radix(hex, 16)
+                .ok()
+                .filter(|_| hex.len() == 32)?;
+            // Scope 0x20 is link-local.
+            (scope != "20").then(|| Ipv6Addr::from(bits))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRIE: &str = "Main:\n  +-- 0.0.0.0/0 3 0 5\n     |-- 0.0.0.0\n        /0 universe UNICAST\n\
+        \x20    +-- 127.0.0.0/8 2 0 2\n           |-- 127.0.0.0\n              /8 host LOCAL\n\
+        \x20          |-- 127.0.0.1\n              /32 host LOCAL\n        |-- 127.255.255.255\n\
+        \x20          /32 link BROADCAST\n           |-- 192.0.2.2\n              /32 host LOCAL\n\
+        Local:\n           |-- 127.0.0.1\n              /32 host LOCAL\n";
+
+    #[test]
+    fn local_ipv4_addresses_are_the_host_entries() {
+        let want: BTreeSet<Ipv4Addr> = ["127.0.0.1", "192.0.2.2"]
+            .iter()
+            .map(|ip| ip.parse().unwrap())
+            .collect();
+        assert_eq!(ipv4_local(TRIE), want);
+        assert!(ipv4_local("garbage\n/32 host LOCAL\n|-- x\n").is_empty());
+    }
+
+    #[test]
+    fn link_local_ipv6_addresses_are_left_out() {
+        let table = "fd000000000000000000000000000002 04 40 00 82     eth0\n\
+                     fe8000000000000000fc00fffe000001 04 40 20 80     eth0\n\
+                     00000000000000000000000000000001 01 80 10 80       lo\n\
+                     short 01 80 10 80 lo\n";
+        let want: BTreeSet<Ipv6Addr> = ["fd00::2", "::1"]
+            .iter()
+            .map(|ip| ip.parse().unwrap())
+            .collect();
+        assert_eq!(ipv6_local(table), want);
+    }
+
+    #[test]
+    fn urls_put_loopback_first_and_keep_the_port() {
+        let urls = urls("0.0.0.0:8080".parse().unwrap());
+        // Every Linux host has 127.0.0.1.
+        assert_eq!(
+            urls.first().map(String::as_str),
+            Some("http://127.0.0.1:8080")
+        );
+        assert!(
+            urls.iter()
+                .all(|u| u.ends_with(":8080") && !u.contains("0.0.0.0"))
+        );
+    }
+}
