@@ -394,3 +394,55 @@ fn a_malformed_webhook_url_is_a_start_up_error() {
         assert!(stderr.contains("--webhook"), "{stderr}");
     }
 }
+
+#[test]
+fn sighup_rereads_the_webhook_secret_and_keeps_it_when_the_file_is_refused() {
+    let receiver = Receiver::start(&[]);
+    let url = receiver.url();
+    let file = crate::support::TempFile::new("secret");
+    std::fs::write(&file.0, "first key\n").unwrap();
+    let path = file.0.to_str().unwrap();
+    let server = crate::binary::Running::start(
+        &["--webhook", &url, "--webhook-secret-file", path],
+        Some("t"),
+    );
+    let signed_with = |n: usize, key: &[u8]| {
+        let delivery = receiver.wait_for(n).remove(n - 1);
+        let (id, timestamp) = (
+            delivery.header("webhook-id"),
+            delivery.header("webhook-timestamp"),
+        );
+        delivery.header("webhook-signature") == python_signature(key, id, timestamp, &delivery.body)
+    };
+    assert_eq!(crate::binary::create(server.addr, "t", 1), 200);
+    assert!(signed_with(1, b"first key"));
+
+    std::fs::write(&file.0, "whsec_c2Vjb25kIGtleQ==\n").unwrap(); // "second key"
+    server.signal("HUP");
+    let until = Instant::now() + Duration::from_secs(5);
+    while !server
+        .log()
+        .iter()
+        .any(|l| l.contains("webhook deliveries signed"))
+    {
+        assert!(Instant::now() < until, "{:?}", server.log());
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(crate::binary::create(server.addr, "t", 2), 200);
+    assert!(signed_with(2, b"second key"));
+
+    // A refused file (not base64 after whsec_) keeps the second key.
+    std::fs::write(&file.0, "whsec_!!!\n").unwrap();
+    server.signal("HUP");
+    let until = Instant::now() + Duration::from_secs(5);
+    while !server
+        .log()
+        .iter()
+        .any(|l| l.contains("webhook secret in use stays"))
+    {
+        assert!(Instant::now() < until, "{:?}", server.log());
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(crate::binary::create(server.addr, "t", 3), 200);
+    assert!(signed_with(3, b"second key"));
+}
