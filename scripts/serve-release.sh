@@ -1,10 +1,12 @@
 # Sourced by the scripts that test the release binary: builds it, starts it
 # on a free loopback port (it binds port 0 and logs the real one) with
-# PLANTSTORE_TOKEN=$token, and sets $addr; the server is stopped on exit.
+# PLANTSTORE_TOKEN=$token and any further flags in the array $serve_args,
+# and sets $addr; the server is stopped on exit.
 cargo build --release --quiet
 
 serve_log=$(mktemp)
-PLANTSTORE_TOKEN=$token ./target/release/plantstore --addr 127.0.0.1:0 2>"$serve_log" &
+PLANTSTORE_TOKEN=$token ./target/release/plantstore --addr 127.0.0.1:0 \
+    ${serve_args[@]+"${serve_args[@]}"} 2>"$serve_log" &
 serve_pid=$!
 trap 'kill $serve_pid 2>/dev/null || true; wait $serve_pid 2>/dev/null || true; rm -f "$serve_log"' EXIT
 addr=

@@ -122,9 +122,12 @@ impl Handler for App {
             }
             _ => route(self, resource, request).unwrap_or_else(|e| e.to_response()),
         };
-        if !request.awaits_body() {
-            // A deferred response (status 0) is counted when it completes.
-            self.metrics.record(label(resource), response.status());
+        // A call that waits for the body answers nothing; a deferred
+        // response is counted when it completes (`plants::acknowledge`).
+        if !request.awaits_body() && !request.is_deferred() {
+            let elapsed = request.started().elapsed();
+            self.metrics
+                .record(label(resource), response.status(), elapsed);
         }
         // A deferred response gets them where it is completed.
         cors.apply(response)

@@ -33,7 +33,8 @@ pub(super) fn create(app: &App, request: &mut Request<'_>) -> Result<Response, A
 /// (and announces a new plant, `event`, then): at once when nothing is
 /// pending, else from the committer thread once the journal record is
 /// written, through a deferred response, so the event loop never waits
-/// for the disk. The answer is counted in the metrics when it is sent, and
+/// for the disk. The answer is counted in the metrics when it is sent (its
+/// duration from the request's head to then), and
 /// carries the request's CORS headers (`App::handle` adds them only to an
 /// answer it sends itself).
 fn acknowledge(
@@ -60,9 +61,10 @@ fn acknowledge(
     };
     let metrics = Arc::clone(&app.metrics);
     let cors = app.cors_headers(request);
+    let started = request.started();
     app.store.when_acked(ack, move |result| {
         let response = finish(result).unwrap_or_else(|e| e.to_response());
-        metrics.record(label(Some(resource)), response.status());
+        metrics.record(label(Some(resource)), response.status(), started.elapsed());
         later.complete(cors.apply(response));
     });
     Ok(Response::deferred())

@@ -62,7 +62,11 @@ pub(super) fn health(app: &App) -> Response {
 /// `GET /metrics` (bearer auth): Prometheus text exposition.
 pub(super) fn metrics(app: &App, request: &Request<'_>) -> Result<Response, ApiError> {
     app.authorize(request)?;
-    let text = app.metrics.render(app.store.len(), app.webhooks.counters());
+    let text = app.metrics.render(
+        app.store.len(),
+        app.webhooks.counters(),
+        app.store.journal_stats(),
+    );
     Ok(Response::bytes(
         200,
         "text/plain; version=0.0.4; charset=utf-8",

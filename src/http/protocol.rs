@@ -213,7 +213,8 @@ pub(crate) struct Protocol {
     cut: bool,
     /// Requests whose heads were parsed; the current one's number.
     requests: u64,
-    /// When the current request's head was parsed (for the access log).
+    /// When the current request's head was parsed (for the access log and
+    /// the handler's `Request::started`).
     started: Instant,
     /// The deadline of the current wait for the client (head, idle, body
     /// or linger), and whether it is the idle one (expiry closes quietly).
@@ -387,6 +388,11 @@ impl Protocol {
     /// The current request's number, for deferring its response.
     pub(crate) fn request_number(&self) -> u64 {
         self.requests
+    }
+
+    /// When the current request's head was parsed.
+    pub(crate) fn started(&self) -> Instant {
+        self.started
     }
 
     /// The handler's answer to the current request.

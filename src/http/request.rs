@@ -10,6 +10,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::body::BodyError;
 use super::deferred::{Deferred, Mailbox, Ticket};
@@ -27,6 +28,7 @@ pub struct Request<'c> {
     head: &'c Head,
     inbox: &'c mut Inbox,
     peer: SocketAddr,
+    started: Instant,
     deferral: Option<Deferral<'c>>,
     deferred: bool,
 }
@@ -36,12 +38,14 @@ impl<'c> Request<'c> {
         head: &'c Head,
         inbox: &'c mut Inbox,
         peer: SocketAddr,
+        started: Instant,
         deferral: Option<Deferral<'c>>,
     ) -> Request<'c> {
         Request {
             head,
             inbox,
             peer,
+            started,
             deferral,
             deferred: false,
         }
@@ -77,6 +81,13 @@ impl<'c> Request<'c> {
     /// The client's address.
     pub fn peer(&self) -> SocketAddr {
         self.peer
+    }
+
+    /// When its head was parsed: the same instant on every call of the
+    /// handler for this request, so a duration measured from it includes
+    /// the wait for the body.
+    pub fn started(&self) -> Instant {
+        self.started
     }
 
     /// Whether the request carries a non-empty body.

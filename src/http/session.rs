@@ -42,8 +42,9 @@ pub(crate) fn drive(
                 request: protocol.request_number(),
             },
         });
+        let started = protocol.started();
         let (head, inbox) = protocol.request_parts();
-        let mut request = Request::new(head, inbox, peer, deferral);
+        let mut request = Request::new(head, inbox, peer, started, deferral);
         let answer = match catch_unwind(AssertUnwindSafe(|| handler.handle(&mut request))) {
             Err(_) => {
                 error!(

@@ -507,3 +507,22 @@ fn queued_creates_are_written_at_the_next_wait_in_either_sync_mode() {
         assert_eq!(store.get(3).unwrap().name, "queued");
     }
 }
+
+#[test]
+fn journal_stats_follow_the_file_and_count_compactions() {
+    let path = TempPath::new("stats");
+    let (store, _) = path.open().unwrap();
+    let stats = |store: &Store| store.journal_stats().expect("a journal");
+    assert_eq!(stats(&store).compactions, 0);
+    store.create(new(1, "a")).unwrap();
+    store.create(new(2, "b")).unwrap();
+    store.delete(2).unwrap();
+    let before = stats(&store);
+    assert_eq!(before.bytes, fs::metadata(&path.0).unwrap().len());
+    assert!(store.compact());
+    let after = stats(&store);
+    assert_eq!(after.compactions, 1);
+    assert!(after.bytes < before.bytes, "{before:?} -> {after:?}");
+    assert_eq!(after.bytes, fs::metadata(&path.0).unwrap().len());
+    assert_eq!(Store::new(Capacity::plants(1)).journal_stats(), None);
+}

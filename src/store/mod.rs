@@ -39,8 +39,8 @@ mod plant;
 mod shards;
 
 pub use journal::{
-    Change, Damage, Disk, Durability, HEADER, MAGIC, MAGIC_V1, OpenError, Recovery, Salt, Scan,
-    SyncMode, Version, convert, crc32c, crc64, decode, encode, header, scan, seal,
+    Change, Damage, Disk, Durability, HEADER, JournalStats, MAGIC, MAGIC_V1, OpenError, Recovery,
+    Salt, Scan, SyncMode, Version, convert, crc32c, crc64, decode, encode, header, scan, seal,
 };
 pub use listing::{AllPlants, Page};
 pub use packed::Packed;
@@ -259,6 +259,11 @@ impl Store {
     /// Bytes of names and tags stored (what `--max-data` bounds).
     pub fn data_bytes(&self) -> u64 {
         self.shared.usage.data()
+    }
+
+    /// The journal's length and compactions; `None` without a journal.
+    pub fn journal_stats(&self) -> Option<JournalStats> {
+        self.shared.journal.as_ref().map(Journal::stats)
     }
 
     /// A copy of the plant with this id.

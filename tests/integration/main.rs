@@ -19,6 +19,7 @@ mod journal;
 mod journal_file;
 mod limits;
 mod memory;
+mod metrics;
 mod numbers;
 mod plants;
 mod reload;

@@ -229,6 +229,15 @@ pub struct Recovery {
     pub elapsed: Duration,
 }
 
+/// The journal's size and history, for `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JournalStats {
+    /// The file's length once the records queued for it are written.
+    pub bytes: u64,
+    /// Compactions completed since start-up (failed ones not counted).
+    pub compactions: u64,
+}
+
 /// Why a journal cannot be opened.
 #[derive(Debug)]
 pub enum OpenError {
@@ -349,6 +358,8 @@ struct State {
     failed: Option<Arc<str>>,
     /// File length once `pending` is written.
     len: u64,
+    /// Compactions completed since the journal was opened.
+    compactions: u64,
     /// The salt of the file written to; see the module header.
     salt: Salt,
     /// While a compaction runs: every record appended since its snapshot
@@ -477,6 +488,7 @@ impl Journal {
                 last_write: Duration::ZERO,
                 failed: None,
                 len: len as u64,
+                compactions: 0,
                 salt,
                 since_snapshot: None,
                 compacting: false,
@@ -511,6 +523,15 @@ impl Journal {
         let mut state = self.lock();
         self.poison(&mut state, reason);
         state.failed.clone()
+    }
+
+    /// Its length and the compactions completed.
+    pub(super) fn stats(&self) -> JournalStats {
+        let state = self.lock();
+        JournalStats {
+            bytes: state.len,
+            compactions: state.compactions,
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

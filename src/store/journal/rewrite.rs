@@ -157,6 +157,7 @@ impl Journal {
         state.pending.drain(..covered);
         state.taken = state.taken.max(upto);
         state.len = len + state.pending.len() as u64;
+        state.compactions += 1;
         // Records still pending are sealed for the new file when written.
         state.salt = salt;
         match dir_synced {
