@@ -33,6 +33,7 @@ use crate::webhook::{self, Target, WebhookConfig};
 
 /// plantstore: a tiny, fast HTTP server for the Plant Store API.
 #[derive(FromArgs, Debug)]
+#[argh(help_triggers("-h", "--help", "help"))]
 pub struct Args {
     /// address to listen on (default 127.0.0.1:8080; use 0.0.0.0:8080 to serve the LAN)
     #[argh(option, default = "String::from(\"127.0.0.1:8080\")")]
@@ -101,7 +102,7 @@ pub struct Args {
     #[argh(option)]
     pub seed: Option<PathBuf>,
     /// print the version and exit
-    #[argh(switch)]
+    #[argh(switch, short = 'V')]
     pub version: bool,
     /// web page origin allowed to call the API from a browser (CORS), as http(s)://host[:port], or * for any (repeatable)
     #[argh(option)]
