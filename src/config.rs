@@ -4,7 +4,11 @@
 //! the address, non-zero limits, the log level, and where the bearer tokens
 //! come from. Token precedence: `--token-file` or `--token` (not both), else
 //! the `PLANTSTORE_TOKEN` environment variable, else a random token made
-//! here. `--sync` and `--compact-min` need `--data`. Nothing in this module logs; `main` reports errors and exits 2.
+//! here. `--sync` and `--compact-min` need `--data`. Each value is checked
+//! on its own before the flags it needs or excludes, so a bad value is
+//! named as such whatever the other flags (`--sync sometimes` alone is a bad
+//! `--sync`, not a missing `--data`). Nothing in this module logs; `main`
+//! reports errors and exits 2.
 //!
 //! A token, from any source, must be one that a client can send and that
 //! can therefore match: not empty, no whitespace inside (RFC 6750's
@@ -368,6 +372,14 @@ fn durability(
     sync: Option<String>,
     compact_min: Option<u64>,
 ) -> Result<Option<Durability>, ConfigError> {
+    // The value first, then what it needs: a bad value is named as such
+    // whatever the other flags.
+    let sync = match sync.as_deref() {
+        None => None,
+        Some("always") => Some(SyncMode::Always),
+        Some("never") => Some(SyncMode::Never),
+        Some(other) => return Err(ConfigError::Sync(other.to_string())),
+    };
     let Some(path) = path else {
         return match (sync, compact_min) {
             (Some(_), _) => Err(ConfigError::NeedsData("--sync")),
@@ -375,14 +387,9 @@ fn durability(
             (None, None) => Ok(None),
         };
     };
-    let sync = match sync.as_deref() {
-        None | Some("always") => SyncMode::Always,
-        Some("never") => SyncMode::Never,
-        Some(other) => return Err(ConfigError::Sync(other.to_string())),
-    };
     Ok(Some(Durability {
         path,
-        sync,
+        sync: sync.unwrap_or(SyncMode::Always),
         compact_min: compact_min.unwrap_or(COMPACT_MIN),
     }))
 }
@@ -452,7 +459,12 @@ fn tokens(
         }
     };
     match (file, flag, env) {
-        (Some(_), Some(_), _) => Err(ConfigError::TwoTokenSources),
+        // A bad --token is named as such; the file is not read only to
+        // refuse it.
+        (Some(_), Some(token), _) => {
+            single(token, "--token", TokenSource::Flag)?;
+            Err(ConfigError::TwoTokenSources)
+        }
         (Some(path), None, _) => read_token_file(path),
         (None, Some(token), _) => single(token, "--token", TokenSource::Flag),
         (None, None, Some(token)) => single(token, "PLANTSTORE_TOKEN", TokenSource::Env),
@@ -638,6 +650,11 @@ mod tests {
         assert!(matches!(hook, Err(ConfigError::Webhook(..))));
         let alone = Config::from_args(args(&["--sync", "never"]), None);
         assert!(matches!(alone, Err(ConfigError::NeedsData("--sync"))));
+        let compact = Config::from_args(args(&["--compact-min", "9"]), None);
+        assert!(matches!(
+            compact,
+            Err(ConfigError::NeedsData("--compact-min"))
+        ));
         let data = Config::from_args(args(&["--max-data", "0"]), Some("t".into()));
         assert!(matches!(data, Err(ConfigError::Zero("--max-data"))));
         let slash = Config::from_args(
@@ -649,6 +666,18 @@ mod tests {
             message.starts_with(r#"--cors-origin "https://a.example/" ends with a slash"#),
             "{message}"
         );
+    }
+
+    /// Regression: `--sync sometimes` without `--data` said "--sync needs
+    /// --data FILE", hiding the bad value.
+    #[test]
+    fn a_bad_value_is_named_before_what_its_flag_needs() {
+        let sync = Config::from_args(args(&["--sync", "sometimes"]), Some("t".into()));
+        let message = sync.unwrap_err().to_string();
+        assert_eq!(message, r#"--sync "sometimes" is not one of always, never"#);
+        let token = Config::from_args(args(&["--token", "a b", "--token-file", "f"]), None);
+        let message = token.unwrap_err().to_string();
+        assert_eq!(message, "the token from --token contains whitespace");
     }
 
     #[test]
