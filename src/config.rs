@@ -1,5 +1,9 @@
 //! Command-line flags (`Args`, as typed) and the validated `Config`.
 //!
+//! [`FLAGS`] lists every flag of `Args` once; [`flags`] derives from it
+//! `--flag=value` and the `PLANTSTORE_<FLAG>` variables, and merges them
+//! with the command line into `Args`.
+//!
 //! `Config::from_args` is the only place flags are checked and resolved:
 //! the address, non-zero limits, the log level, and where the bearer tokens
 //! come from. Token precedence: `--token-file` or `--token` (not both), else
@@ -35,9 +39,19 @@ use crate::http::Limits;
 use crate::store::{Durability, SyncMode, TextLimits};
 use crate::webhook::{self, Target, WebhookConfig};
 
+pub mod flags;
+
 /// plantstore: a tiny, fast HTTP server for the Plant Store API.
 #[derive(FromArgs, Debug)]
-#[argh(help_triggers("-h", "--help", "help"))]
+#[argh(
+    help_triggers("-h", "--help", "help"),
+    note = "Every flag but --version can also be set as PLANTSTORE_<FLAG>, upper case
+with - as _ (PLANTSTORE_ADDR, PLANTSTORE_DATA, PLANTSTORE_MAX_NAME, ...);
+a repeatable flag takes a comma-separated list, a switch 1, true, yes, 0,
+false or no. The command line wins. PLANTSTORE_TOKEN is used only without
+--token, --token-file and PLANTSTORE_TOKEN_FILE. --flag=value is the same
+as --flag value."
+)]
 pub struct Args {
     /// address to listen on (default 127.0.0.1:8080; use 0.0.0.0:8080 to serve the LAN)
     #[argh(option, default = "String::from(\"127.0.0.1:8080\")")]
@@ -115,6 +129,62 @@ pub struct Args {
     #[argh(switch)]
     pub no_ui: bool,
 }
+
+/// How a flag takes its value, on the command line and from its
+/// `PLANTSTORE_<FLAG>` variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlagKind {
+    /// One value: `--flag value`, `--flag=value`, `PLANTSTORE_FLAG=value`.
+    Option,
+    /// A value each time it is given; its variable holds a comma-separated
+    /// list.
+    Repeated,
+    /// No value; its variable holds 1, true, yes (given) or 0, false, no.
+    Switch,
+    /// `--token`: one value, but `PLANTSTORE_TOKEN` is not its plain
+    /// environment form: `Config::from_args` takes it separately, after
+    /// `--token-file` and `--token`, and names it in errors.
+    Token,
+    /// Only on the command line (`--version`).
+    CommandLine,
+}
+
+/// Every flag of [`Args`] by its long name: the one list that `--flag=value`
+/// and the environment variables are derived from. A unit test compares it
+/// with argh's own `--help`, so a flag added to `Args` without a row here
+/// fails it.
+pub const FLAGS: &[(&str, FlagKind)] = &[
+    ("addr", FlagKind::Option),
+    ("threads", FlagKind::Option),
+    ("max-connections", FlagKind::Option),
+    ("max-body", FlagKind::Option),
+    ("max-plants", FlagKind::Option),
+    ("max-name", FlagKind::Option),
+    ("max-tag", FlagKind::Option),
+    ("max-data", FlagKind::Option),
+    ("token-file", FlagKind::Option),
+    ("token", FlagKind::Token),
+    ("log-level", FlagKind::Option),
+    ("head-timeout", FlagKind::Option),
+    ("body-timeout", FlagKind::Option),
+    ("idle-timeout", FlagKind::Option),
+    ("write-timeout", FlagKind::Option),
+    ("data", FlagKind::Option),
+    ("sync", FlagKind::Option),
+    ("compact-min", FlagKind::Option),
+    ("webhook", FlagKind::Repeated),
+    ("webhook-secret-file", FlagKind::Option),
+    ("webhook-queue", FlagKind::Option),
+    ("seed", FlagKind::Option),
+    ("version", FlagKind::CommandLine),
+    ("cors-origin", FlagKind::Repeated),
+    ("no-ui", FlagKind::Switch),
+];
+
+/// Flags that exclude each other: the command line giving one of them
+/// keeps the variables of all of them out, so that the command line wins
+/// instead of clashing (`--token` with `PLANTSTORE_TOKEN_FILE` set).
+pub const ALTERNATIVES: &[&[&str]] = &[&["token", "token-file"]];
 
 /// Where the accepted tokens came from (for the start-up log).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
