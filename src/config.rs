@@ -1,10 +1,18 @@
 //! Command-line flags (`Args`, as typed) and the validated `Config`.
 //!
+//! [`FLAGS`] lists every flag of `Args` once; [`flags`] derives from it
+//! `--flag=value` and the `PLANTSTORE_<FLAG>` variables, and merges them
+//! with the command line into `Args`.
+//!
 //! `Config::from_args` is the only place flags are checked and resolved:
 //! the address, non-zero limits, the log level, and where the bearer tokens
 //! come from. Token precedence: `--token-file` or `--token` (not both), else
 //! the `PLANTSTORE_TOKEN` environment variable, else a random token made
-//! here. `--sync` and `--compact-min` need `--data`. Nothing in this module logs; `main` reports errors and exits 2.
+//! here. `--sync` and `--compact-min` need `--data`. Each value is checked
+//! on its own before the flags it needs or excludes, so a bad value is
+//! named as such whatever the other flags (`--sync sometimes` alone is a bad
+//! `--sync`, not a missing `--data`). Nothing in this module logs; `main`
+//! reports errors and exits 2.
 //!
 //! A token, from any source, must be one that a client can send and that
 //! can therefore match: not empty, no whitespace inside (RFC 6750's
@@ -31,8 +39,19 @@ use crate::http::Limits;
 use crate::store::{Durability, SyncMode, TextLimits};
 use crate::webhook::{self, Target, WebhookConfig};
 
+pub mod flags;
+
 /// plantstore: a tiny, fast HTTP server for the Plant Store API.
 #[derive(FromArgs, Debug)]
+#[argh(
+    help_triggers("-h", "--help", "help"),
+    note = "Every flag but --version can also be set as PLANTSTORE_<FLAG>, upper case
+with - as _ (PLANTSTORE_ADDR, PLANTSTORE_DATA, PLANTSTORE_MAX_NAME, ...);
+a repeatable flag takes a comma-separated list, a switch 1, true, yes, 0,
+false or no. The command line wins. PLANTSTORE_TOKEN is used only without
+--token, --token-file and PLANTSTORE_TOKEN_FILE. --flag=value is the same
+as --flag value."
+)]
 pub struct Args {
     /// address to listen on (default 127.0.0.1:8080; use 0.0.0.0:8080 to serve the LAN)
     #[argh(option, default = "String::from(\"127.0.0.1:8080\")")]
@@ -101,7 +120,7 @@ pub struct Args {
     #[argh(option)]
     pub seed: Option<PathBuf>,
     /// print the version and exit
-    #[argh(switch)]
+    #[argh(switch, short = 'V')]
     pub version: bool,
     /// web page origin allowed to call the API from a browser (CORS), as http(s)://host[:port], or * for any (repeatable)
     #[argh(option)]
@@ -110,6 +129,62 @@ pub struct Args {
     #[argh(switch)]
     pub no_ui: bool,
 }
+
+/// How a flag takes its value, on the command line and from its
+/// `PLANTSTORE_<FLAG>` variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlagKind {
+    /// One value: `--flag value`, `--flag=value`, `PLANTSTORE_FLAG=value`.
+    Option,
+    /// A value each time it is given; its variable holds a comma-separated
+    /// list.
+    Repeated,
+    /// No value; its variable holds 1, true, yes (given) or 0, false, no.
+    Switch,
+    /// `--token`: one value, but `PLANTSTORE_TOKEN` is not its plain
+    /// environment form: `Config::from_args` takes it separately, after
+    /// `--token-file` and `--token`, and names it in errors.
+    Token,
+    /// Only on the command line (`--version`).
+    CommandLine,
+}
+
+/// Every flag of [`Args`] by its long name: the one list that `--flag=value`
+/// and the environment variables are derived from. A unit test compares it
+/// with argh's own `--help`, so a flag added to `Args` without a row here
+/// fails it.
+pub const FLAGS: &[(&str, FlagKind)] = &[
+    ("addr", FlagKind::Option),
+    ("threads", FlagKind::Option),
+    ("max-connections", FlagKind::Option),
+    ("max-body", FlagKind::Option),
+    ("max-plants", FlagKind::Option),
+    ("max-name", FlagKind::Option),
+    ("max-tag", FlagKind::Option),
+    ("max-data", FlagKind::Option),
+    ("token-file", FlagKind::Option),
+    ("token", FlagKind::Token),
+    ("log-level", FlagKind::Option),
+    ("head-timeout", FlagKind::Option),
+    ("body-timeout", FlagKind::Option),
+    ("idle-timeout", FlagKind::Option),
+    ("write-timeout", FlagKind::Option),
+    ("data", FlagKind::Option),
+    ("sync", FlagKind::Option),
+    ("compact-min", FlagKind::Option),
+    ("webhook", FlagKind::Repeated),
+    ("webhook-secret-file", FlagKind::Option),
+    ("webhook-queue", FlagKind::Option),
+    ("seed", FlagKind::Option),
+    ("version", FlagKind::CommandLine),
+    ("cors-origin", FlagKind::Repeated),
+    ("no-ui", FlagKind::Switch),
+];
+
+/// Flags that exclude each other: the command line giving one of them
+/// keeps the variables of all of them out, so that the command line wins
+/// instead of clashing (`--token` with `PLANTSTORE_TOKEN_FILE` set).
+pub const ALTERNATIVES: &[&[&str]] = &[&["token", "token-file"]];
 
 /// Where the accepted tokens came from (for the start-up log).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -386,6 +461,14 @@ fn durability(
     sync: Option<String>,
     compact_min: Option<u64>,
 ) -> Result<Option<Durability>, ConfigError> {
+    // The value first, then what it needs: a bad value is named as such
+    // whatever the other flags.
+    let sync = match sync.as_deref() {
+        None => None,
+        Some("always") => Some(SyncMode::Always),
+        Some("never") => Some(SyncMode::Never),
+        Some(other) => return Err(ConfigError::Sync(other.to_string())),
+    };
     let Some(path) = path else {
         return match (sync, compact_min) {
             (Some(_), _) => Err(ConfigError::NeedsData("--sync")),
@@ -393,14 +476,9 @@ fn durability(
             (None, None) => Ok(None),
         };
     };
-    let sync = match sync.as_deref() {
-        None | Some("always") => SyncMode::Always,
-        Some("never") => SyncMode::Never,
-        Some(other) => return Err(ConfigError::Sync(other.to_string())),
-    };
     Ok(Some(Durability {
         path,
-        sync,
+        sync: sync.unwrap_or(SyncMode::Always),
         compact_min: compact_min.unwrap_or(COMPACT_MIN),
     }))
 }
@@ -470,7 +548,12 @@ fn tokens(
         }
     };
     match (file, flag, env) {
-        (Some(_), Some(_), _) => Err(ConfigError::TwoTokenSources),
+        // A bad --token is named as such; the file is not read only to
+        // refuse it.
+        (Some(_), Some(token), _) => {
+            single(token, "--token", TokenSource::Flag)?;
+            Err(ConfigError::TwoTokenSources)
+        }
         (Some(path), None, _) => read_token_file(path),
         (None, Some(token), _) => single(token, "--token", TokenSource::Flag),
         (None, None, Some(token)) => single(token, "PLANTSTORE_TOKEN", TokenSource::Env),
@@ -656,6 +739,11 @@ mod tests {
         assert!(matches!(hook, Err(ConfigError::Webhook(..))));
         let alone = Config::from_args(args(&["--sync", "never"]), None);
         assert!(matches!(alone, Err(ConfigError::NeedsData("--sync"))));
+        let compact = Config::from_args(args(&["--compact-min", "9"]), None);
+        assert!(matches!(
+            compact,
+            Err(ConfigError::NeedsData("--compact-min"))
+        ));
         let data = Config::from_args(args(&["--max-data", "0"]), Some("t".into()));
         assert!(matches!(data, Err(ConfigError::Zero("--max-data"))));
         let slash = Config::from_args(
@@ -667,6 +755,18 @@ mod tests {
             message.starts_with(r#"--cors-origin "https://a.example/" ends with a slash"#),
             "{message}"
         );
+    }
+
+    /// Regression: `--sync sometimes` without `--data` said "--sync needs
+    /// --data FILE", hiding the bad value.
+    #[test]
+    fn a_bad_value_is_named_before_what_its_flag_needs() {
+        let sync = Config::from_args(args(&["--sync", "sometimes"]), Some("t".into()));
+        let message = sync.unwrap_err().to_string();
+        assert_eq!(message, r#"--sync "sometimes" is not one of always, never"#);
+        let token = Config::from_args(args(&["--token", "a b", "--token-file", "f"]), None);
+        let message = token.unwrap_err().to_string();
+        assert_eq!(message, "the token from --token contains whitespace");
     }
 
     #[test]

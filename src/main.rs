@@ -7,12 +7,12 @@ use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::Duration;
 
-use argh::FromArgs;
 use log::{error, info, warn};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use plantstore::config::{Args, Config, TokenSource};
+use plantstore::config::flags::Flags;
+use plantstore::config::{Config, TokenSource};
 use plantstore::http::Stopper;
 use plantstore::store::OpenError;
 use plantstore::{Reloader, StartError};
@@ -22,9 +22,8 @@ const GRACE: Duration = Duration::from_secs(5);
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
-    let strs: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let args = match Args::from_args(&strs[..1], &strs[1..]) {
-        Ok(args) => args,
+    let flags = match Flags::gather(&argv, std::env::vars_os()) {
+        Ok(flags) => flags,
         Err(exit) if exit.status.is_ok() => {
             println!("{}", exit.output);
             return ExitCode::SUCCESS;
@@ -34,17 +33,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if args.version {
+    if flags.args.version {
         println!("plantstore {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
-    let config = match Config::from_args(args, std::env::var("PLANTSTORE_TOKEN").ok()) {
+    let mut config = match Config::from_args(flags.args, flags.env_token) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("plantstore: {e}");
             return ExitCode::from(2);
         }
     };
+    config.warnings.extend(flags.warnings);
     if let Err(e) = simple_logger::SimpleLogger::new()
         .with_level(config.log_level)
         .init()

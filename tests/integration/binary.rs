@@ -13,6 +13,30 @@ use crate::support::{Client, request};
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_plantstore");
 
+/// The binary, without the `PLANTSTORE_*` variables of the environment the
+/// tests run in: each is a flag to it (or a warning), so one set by chance
+/// would change what a test checks.
+pub(crate) fn command() -> Command {
+    let mut command = Command::new(BIN);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("PLANTSTORE_") {
+            command.env_remove(name);
+        }
+    }
+    command
+}
+
+/// The binary on `127.0.0.1:0` with `args`, and `PLANTSTORE_TOKEN` if a
+/// token is given.
+pub(crate) fn server_command(args: &[&str], env_token: Option<&str>) -> Command {
+    let mut command = command();
+    command.args(["--addr", "127.0.0.1:0"]).args(args);
+    if let Some(token) = env_token {
+        command.env("PLANTSTORE_TOKEN", token);
+    }
+    command
+}
+
 /// Runs the binary with `args` (and `PLANTSTORE_TOKEN` if given) until it
 /// exits, or for `within` and then stops it: its exit code (`None`: it was
 /// still running) and what it wrote to stderr.
@@ -21,12 +45,11 @@ pub(crate) fn run_to_exit(
     env_token: Option<&str>,
     within: Duration,
 ) -> (Option<i32>, String) {
-    let mut command = Command::new(BIN);
-    command.args(["--addr", "127.0.0.1:0"]).args(args);
-    command.env_remove("PLANTSTORE_TOKEN");
-    if let Some(token) = env_token {
-        command.env("PLANTSTORE_TOKEN", token);
-    }
+    command_to_exit(server_command(args, env_token), within)
+}
+
+/// As [`run_to_exit`], for a command made with [`server_command`].
+pub(crate) fn command_to_exit(mut command: Command, within: Duration) -> (Option<i32>, String) {
     let mut child = command
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -66,12 +89,12 @@ impl Running {
     /// As `start`, for a start-up that may take up to `within` (a large
     /// `--seed` in a debug build).
     pub(crate) fn start_within(args: &[&str], token: Option<&str>, within: Duration) -> Running {
-        let mut command = Command::new(BIN);
-        command.args(["--addr", "127.0.0.1:0"]).args(args);
-        command.env_remove("PLANTSTORE_TOKEN");
-        if let Some(token) = token {
-            command.env("PLANTSTORE_TOKEN", token);
-        }
+        Running::spawn(server_command(args, token), within)
+    }
+
+    /// Starts `command` (see [`server_command`]) and waits up to `within`
+    /// for its start-up line.
+    pub(crate) fn spawn(mut command: Command, within: Duration) -> Running {
         let mut child = command
             .stderr(Stdio::piped())
             .stdout(Stdio::null())
@@ -283,11 +306,7 @@ fn bad_flag_values_are_one_line_errors_with_exit_2() {
         &["--max-tag", "100", "--max-body", "512"],
         &["--no-such-flag"],
     ] {
-        let out = Command::new(BIN)
-            .args(args)
-            .env_remove("PLANTSTORE_TOKEN")
-            .output()
-            .unwrap();
+        let out = command().args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
@@ -297,13 +316,13 @@ fn bad_flag_values_are_one_line_errors_with_exit_2() {
 
 #[test]
 fn version_and_help() {
-    let out = Command::new(BIN).arg("--version").output().unwrap();
+    let out = command().arg("--version").output().unwrap();
     assert!(out.status.success());
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         format!("plantstore {}", env!("CARGO_PKG_VERSION"))
     );
-    let out = Command::new(BIN).arg("--help").output().unwrap();
+    let out = command().arg("--help").output().unwrap();
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
     for flag in [

@@ -3,13 +3,11 @@
 //! refuses a second server and damage in its middle.
 
 use std::io;
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use plantstore::store::{Capacity, Disk, Store};
 
-use crate::binary::BIN;
 use crate::support::{AUTH, JSON, TempFile, TestServer, durable_config};
 
 #[test]
@@ -116,7 +114,7 @@ fn a_second_server_on_the_same_file_refuses_to_start() {
     let file = TempFile::new("locked.journal");
     let path = file.0.to_str().unwrap();
     let _first = crate::binary::Running::start(&["--data", path], Some("t"));
-    let second = Command::new(BIN)
+    let second = crate::binary::command()
         .args(["--addr", "127.0.0.1:0", "--data", path])
         .env("PLANTSTORE_TOKEN", "t")
         .output()
@@ -142,7 +140,7 @@ fn damage_in_the_middle_refuses_start_up_naming_file_and_record() {
     bytes[second_record + 14] ^= 0xFF; // inside record 2's payload
     std::fs::write(&file.0, &bytes).unwrap();
 
-    let out = Command::new(BIN)
+    let out = crate::binary::command()
         .args(["--addr", "127.0.0.1:0", "--data", file.0.to_str().unwrap()])
         .env("PLANTSTORE_TOKEN", "t")
         .output()

@@ -1,7 +1,8 @@
 //! Integration tests: real HTTP against a real server on 127.0.0.1:0.
 //!
 //! `support` has the in-process `TestServer` and a raw TCP client that can
-//! send anything; `binary` drives the built `plantstore` executable,
+//! send anything; `binary` drives the built `plantstore` executable
+//! (`flags`: where it takes its flags from),
 //! `crash` kills it mid-write to check what the journal keeps,
 //! `journal` writes journal files as an outsider would, and `seed` starts
 //! it with `--seed` files.
@@ -14,6 +15,7 @@ mod durability;
 mod engine;
 mod events;
 mod export;
+mod flags;
 mod hostile;
 mod journal;
 mod journal_file;

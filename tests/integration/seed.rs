@@ -241,10 +241,7 @@ fn with_data_a_refused_seed_leaves_the_journal_to_a_corrected_one() {
 
 #[test]
 fn help_documents_the_flag() {
-    let out = std::process::Command::new(crate::binary::BIN)
-        .arg("--help")
-        .output()
-        .unwrap();
+    let out = crate::binary::command().arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("--seed"), "{help}");
 }

@@ -372,7 +372,13 @@ impl Client {
 
     fn more(&mut self) -> usize {
         let mut chunk = [0u8; 8192];
-        let n = self.stream.read(&mut chunk).expect("read");
+        let n = loop {
+            match self.stream.read(&mut chunk) {
+                // A signal arrived during the read: not the server's doing.
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                read => break read.expect("read"),
+            }
+        };
         self.buf.extend_from_slice(&chunk[..n]);
         n
     }

@@ -384,7 +384,7 @@ fn a_malformed_webhook_url_is_a_start_up_error() {
         "http://host:99999/",
         "not a url",
     ] {
-        let out = Command::new(crate::binary::BIN)
+        let out = crate::binary::command()
             .args(["--addr", "127.0.0.1:0", "--webhook", url])
             .env("PLANTSTORE_TOKEN", "t")
             .output()
