@@ -12,6 +12,7 @@ use signal_hook::iterator::Signals;
 
 use plantstore::StartError;
 use plantstore::config::{Args, Config, TokenSource};
+use plantstore::logging::Logger;
 use plantstore::store::OpenError;
 
 /// Time allowed to requests in flight at shutdown.
@@ -42,10 +43,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = simple_logger::SimpleLogger::new()
-        .with_level(config.log_level)
-        .init()
-    {
+    if let Err(e) = Logger::init(config.log_level, config.log_format) {
         eprintln!("plantstore: cannot set up logging: {e}");
         return ExitCode::FAILURE;
     }

@@ -33,6 +33,7 @@ pub fn config() -> Config {
         token_source: TokenSource::Flag,
         warnings: Vec::new(),
         log_level: log::LevelFilter::Info,
+        log_format: plantstore::logging::Format::Text,
         data: None,
         webhook: WebhookConfig::new(Vec::new(), None, 1024),
         seed: None,

@@ -1,0 +1,311 @@
+//! The logger: every record is one line on stderr that starts with an
+//! RFC 3339 UTC timestamp with milliseconds (`2026-11-23T08:17:22.123Z`).
+//!
+//! Two formats (`--log-format`):
+//! - `text`: `TIME LEVEL [target] message`, the level padded to five.
+//! - `json`: one object a line, `{"time","level","target","message"}`
+//!   and for access lines (written through [`access`]) `method`, `path`,
+//!   `status`, `duration_us`, `bytes` and `peer`, numbers as numbers.
+//!
+//! Invariants: one record is one line, and the log is ASCII. Text escapes
+//! every byte outside printable ASCII (control bytes, non-ASCII UTF-8) and
+//! the backslash as `\xNN`, so `\` always starts an escape; a quote is
+//! kept (text is not quoted). JSON escapes `"` and `\`, and control and
+//! non-ASCII characters as `\uXXXX` (UTF-16), so every line parses. A line
+//! is built in a per-thread buffer and written with one `write_all` on the
+//! locked stderr, so lines of different threads never interleave.
+//!
+//! It does not filter by target, colour, or rotate: stderr goes to
+//! journald, a file or a container's log driver, which do that.
+
+use std::cell::RefCell;
+use std::fmt::{self, Write as _};
+use std::io::{self, Write as _};
+use std::net::SocketAddr;
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use log::{Level, LevelFilter, Log, Metadata, Record, SetLoggerError};
+
+/// How lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// `TIME LEVEL [target] message`.
+    #[default]
+    Text,
+    /// One JSON object a line.
+    Json,
+}
+
+/// The process's logger: writes records at `level` or above to stderr.
+#[derive(Debug)]
+pub struct Logger {
+    level: LevelFilter,
+    format: Format,
+}
+
+/// A per-thread buffer larger than this is given back after its line.
+const KEEP: usize = 4096;
+
+/// The format of the installed `Logger`, for `access`; unset under any
+/// other logger.
+static FORMAT: OnceLock<Format> = OnceLock::new();
+
+thread_local! {
+    static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Logger {
+    /// Installs the logger for this process; fails if one already is.
+    pub fn init(level: LevelFilter, format: Format) -> Result<(), SetLoggerError> {
+        log::set_boxed_logger(Box::new(Logger { level, format }))?;
+        log::set_max_level(level);
+        let _ = FORMAT.set(format);
+        Ok(())
+    }
+}
+
+impl Log for Logger {
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        metadata.level() <= self.level
+    }
+
+    fn log(&self, record: &Record<'_>) {
+        if !self.enabled(record.metadata()) {
+            return;
+        }
+        emit(|line| write_line(line, self.format, SystemTime::now(), record, None));
+    }
+
+    fn flush(&self) {
+        let _ = io::stderr().flush();
+    }
+}
+
+/// One request's access line: what `--log-format json` carries as fields,
+/// and, as `Display`, the text message (`GET /plants 200 10us 151B
+/// 127.0.0.1:58192`). Never headers, query strings or bodies.
+#[derive(Debug, Clone, Copy)]
+pub struct Access<'a> {
+    /// The method, or `-` when the head was refused.
+    pub method: &'a str,
+    /// The target's path as received (not percent-decoded), or `-`.
+    pub path: &'a str,
+    /// The status answered.
+    pub status: u16,
+    /// Microseconds from the head to the response being queued.
+    pub duration_us: u64,
+    /// Bytes of the response queued with its head: head and body, or for
+    /// a streamed body the head alone.
+    pub bytes: usize,
+    /// The client.
+    pub peer: SocketAddr,
+}
+
+impl fmt::Display for Access<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Access {
+            method,
+            path,
+            status,
+            duration_us,
+            bytes,
+            peer,
+        } = self;
+        write!(
+            f,
+            "{method} {path} {status} {duration_us}us {bytes}B {peer}"
+        )
+    }
+}
+
+/// Logs an access line (target `access`, level info) if that is enabled.
+/// Under this module's logger, a JSON line carries the fields; under any
+/// other, it is an ordinary record.
+pub fn access(access: &Access<'_>) {
+    if !log::log_enabled!(target: "access", Level::Info) {
+        return;
+    }
+    let log = |record: &Record<'_>| match FORMAT.get() {
+        Some(&format) => {
+            emit(|line| write_line(line, format, SystemTime::now(), record, Some(access)))
+        }
+        None => log::logger().log(record),
+    };
+    log(&Record::builder()
+        .level(Level::Info)
+        .target("access")
+        .args(format_args!("{access}"))
+        .build());
+}
+
+/// Builds a line in this thread's buffer and writes it to stderr at once.
+fn emit(build: impl Fn(&mut Vec<u8>)) {
+    let write = |line: &mut Vec<u8>| {
+        line.clear();
+        build(line);
+        // Nowhere to report a failed write to stderr.
+        let _ = io::stderr().lock().write_all(line);
+    };
+    // A record logged while formatting another (from a `Display`) finds
+    // the buffer taken and uses its own.
+    let _ = LINE.try_with(|cell| match cell.try_borrow_mut() {
+        Ok(mut line) => {
+            write(&mut line);
+            if line.capacity() > KEEP {
+                *line = Vec::new();
+            }
+        }
+        Err(_) => write(&mut Vec::new()),
+    });
+}
+
+/// Appends `record`, stamped `now`, as one line (ending in `\n`) to `line`;
+/// in JSON, with `access`'s fields.
+pub fn write_line(
+    line: &mut Vec<u8>,
+    format: Format,
+    now: SystemTime,
+    record: &Record<'_>,
+    access: Option<&Access<'_>>,
+) {
+    // Writing to a Vec fails only when a `Display` does; what it wrote
+    // so far stays, and the line is still ended.
+    match format {
+        Format::Text => {
+            timestamp(line, now);
+            let _ = write!(
+                Text(line),
+                " {:<5} [{}] {}",
+                record.level(),
+                record.target(),
+                record.args()
+            );
+        }
+        Format::Json => {
+            line.extend_from_slice(br#"{"time":""#);
+            timestamp(line, now);
+            line.extend_from_slice(br#"","level":""#);
+            line.extend_from_slice(record.level().as_str().as_bytes());
+            line.extend_from_slice(br#"","target":""#);
+            let _ = Json(line).write_str(record.target());
+            line.extend_from_slice(br#"","message":""#);
+            let _ = write!(Json(line), "{}", record.args());
+            line.push(b'"');
+            if let Some(access) = access {
+                fields(line, access);
+            }
+            line.push(b'}');
+        }
+    }
+    line.push(b'\n');
+}
+
+/// Appends the access fields to a JSON object.
+fn fields(line: &mut Vec<u8>, a: &Access<'_>) {
+    let mut number = itoa::Buffer::new();
+    line.extend_from_slice(br#","method":""#);
+    let _ = Json(line).write_str(a.method);
+    line.extend_from_slice(br#"","path":""#);
+    let _ = Json(line).write_str(a.path);
+    line.extend_from_slice(br#"","status":"#);
+    line.extend_from_slice(number.format(a.status).as_bytes());
+    line.extend_from_slice(br#","duration_us":"#);
+    line.extend_from_slice(number.format(a.duration_us).as_bytes());
+    line.extend_from_slice(br#","bytes":"#);
+    line.extend_from_slice(number.format(a.bytes).as_bytes());
+    line.extend_from_slice(br#","peer":""#);
+    let _ = write!(Json(line), "{}", a.peer);
+    line.push(b'"');
+}
+
+/// Appends `now` as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC); a clock before 1970
+/// reads as the epoch.
+fn timestamp(line: &mut Vec<u8>, now: SystemTime) {
+    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (year, month, day) = civil_from_days(secs / 86_400);
+    let of_day = secs % 86_400;
+    for (n, width, then) in [
+        (year, 4, b'-'),
+        (month, 2, b'-'),
+        (day, 2, b'T'),
+        (of_day / 3600, 2, b':'),
+        (of_day / 60 % 60, 2, b':'),
+        (of_day % 60, 2, b'.'),
+        (u64::from(since.subsec_millis()), 3, b'Z'),
+    ] {
+        let start = line.len();
+        line.resize(start + width, b'0');
+        let mut n = n;
+        for digit in line[start..].iter_mut().rev() {
+            *digit = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+        line.push(then);
+    }
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard
+/// Hinnant's `civil_from_days`, for days on or after the epoch).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097; // [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
+    let mp = (5 * doy + 2) / 153; // [0, 11], March first
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+/// Writes text with everything outside printable ASCII, and `\`, as `\xNN`.
+struct Text<'a>(&'a mut Vec<u8>);
+
+impl fmt::Write for Text<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for &b in s.as_bytes() {
+            if (b' '..=b'~').contains(&b) && b != b'\\' {
+                self.0.push(b);
+            } else {
+                self.0.extend_from_slice(&[
+                    b'\\',
+                    b'x',
+                    HEX[usize::from(b >> 4)],
+                    HEX[usize::from(b & 15)],
+                ]);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes a JSON string's contents: `"` and `\\` escaped, control and
+/// non-ASCII characters as `\uXXXX` (UTF-16 units).
+struct Json<'a>(&'a mut Vec<u8>);
+
+impl fmt::Write for Json<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for c in s.chars() {
+            match c {
+                '"' => self.0.extend_from_slice(b"\\\""),
+                '\\' => self.0.extend_from_slice(b"\\\\"),
+                ' '..='~' => self.0.push(c as u8),
+                _ => {
+                    for &unit in c.encode_utf16(&mut [0; 2]).iter() {
+                        let u = usize::from(unit);
+                        self.0.extend_from_slice(b"\\u");
+                        for shift in [12, 8, 4, 0] {
+                            self.0.push(HEX[(u >> shift) & 15]);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
