@@ -309,3 +309,105 @@ impl fmt::Write for Json<'_> {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn at(secs: u64, millis: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(secs * 1000 + millis)
+    }
+
+    fn line(format: Format, now: SystemTime, message: &str, access: Option<&Access<'_>>) -> String {
+        let mut line = Vec::new();
+        let args = format_args!("{message}");
+        let record = Record::builder()
+            .level(Level::Warn)
+            .target("plantstore")
+            .args(args)
+            .build();
+        write_line(&mut line, format, now, &record, access);
+        String::from_utf8(line).expect("the log is ASCII")
+    }
+
+    #[test]
+    fn civil_from_days_knows_epochs_and_leap_years() {
+        for (days, date) in [
+            (0, (1970, 1, 1)),
+            (59, (1970, 3, 1)),
+            (365, (1971, 1, 1)),
+            (11_016, (2000, 2, 29)),
+            (11_017, (2000, 3, 1)),
+            (19_782, (2024, 2, 29)),
+            (47_540, (2100, 2, 28)), // 2100 is no leap year
+            (47_541, (2100, 3, 1)),
+            (2_932_896, (9999, 12, 31)),
+        ] {
+            assert_eq!(civil_from_days(days), date, "day {days}");
+        }
+    }
+
+    #[test]
+    fn the_timestamp_is_rfc_3339_utc_with_milliseconds() {
+        let mut out = Vec::new();
+        timestamp(&mut out, at(1_795_421_842, 123));
+        assert_eq!(out, b"2026-11-23T08:17:22.123Z");
+        out.clear();
+        timestamp(&mut out, at(951_782_400 - 1, 5));
+        assert_eq!(out, b"2000-02-28T23:59:59.005Z");
+        out.clear();
+        timestamp(&mut out, UNIX_EPOCH - Duration::from_secs(1));
+        assert_eq!(out, b"1970-01-01T00:00:00.000Z", "a clock before 1970");
+    }
+
+    #[test]
+    fn text_is_one_ascii_line_with_controls_non_ascii_and_backslash_escaped() {
+        let text = line(Format::Text, at(0, 7), "a\nb\u{85}\\\"é\u{1b}[2J", None);
+        assert_eq!(
+            text,
+            "1970-01-01T00:00:00.007Z WARN  [plantstore] a\\x0ab\\xc2\\x85\\x5c\"\\xc3\\xa9\\x1b[2J\n"
+        );
+    }
+
+    #[test]
+    fn json_is_one_object_a_line_that_parses_whatever_the_message() {
+        let message = "quote \" backslash \\ newline \n nel \u{85} ls \u{2028} cactus \u{1F335}";
+        let json = line(Format::Json, at(0, 0), message, None);
+        assert!(json.is_ascii() && json.ends_with("}\n"), "{json}");
+        assert_eq!(json.lines().count(), 1);
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["time"], "1970-01-01T00:00:00.000Z");
+        assert_eq!(value["level"], "WARN");
+        assert_eq!(value["target"], "plantstore");
+        assert_eq!(value["message"], message);
+        assert!(json.contains(r"\ud83c\udf35"), "UTF-16 surrogates: {json}");
+    }
+
+    #[test]
+    fn json_access_lines_carry_the_fields_with_the_path_escaped() {
+        let access = Access {
+            method: "GET",
+            path: "/a\u{85}\"\\",
+            status: 404,
+            duration_us: 12,
+            bytes: 151,
+            peer: SocketAddr::from(([127, 0, 0, 1], 58192)),
+        };
+        let json = line(Format::Json, at(0, 0), &access.to_string(), Some(&access));
+        assert!(json.is_ascii(), "{json}");
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["path"], "/a\u{85}\"\\");
+        assert_eq!(value["method"], "GET");
+        assert_eq!(value["status"], 404);
+        assert_eq!(value["duration_us"], 12);
+        assert_eq!(value["bytes"], 151);
+        assert_eq!(value["peer"], "127.0.0.1:58192");
+        let text = line(Format::Text, at(0, 0), &access.to_string(), None);
+        assert!(
+            text.ends_with("] GET /a\\xc2\\x85\"\\x5c 404 12us 151B 127.0.0.1:58192\n"),
+            "{text}"
+        );
+    }
+}
