@@ -18,6 +18,7 @@ mod hostile;
 mod journal;
 mod journal_file;
 mod limits;
+mod logs;
 mod memory;
 mod numbers;
 mod plants;
