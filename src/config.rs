@@ -36,6 +36,7 @@ use log::LevelFilter;
 
 use crate::api::Cors;
 use crate::http::Limits;
+use crate::logging::Format as LogFormat;
 use crate::store::{Durability, SyncMode, TextLimits};
 use crate::webhook::{self, Target, WebhookConfig};
 
@@ -86,6 +87,9 @@ pub struct Args {
     /// log level: error, warn, info, debug or trace (default info)
     #[argh(option, default = "String::from(\"info\")")]
     pub log_level: String,
+    /// log format: text or json, one object a line (default text)
+    #[argh(option, default = "String::from(\"text\")")]
+    pub log_format: String,
     /// seconds a client has to send a request head (default 10)
     #[argh(option, default = "10")]
     pub head_timeout: u64,
@@ -165,6 +169,7 @@ pub const FLAGS: &[(&str, FlagKind)] = &[
     ("token-file", FlagKind::Option),
     ("token", FlagKind::Token),
     ("log-level", FlagKind::Option),
+    ("log-format", FlagKind::Option),
     ("head-timeout", FlagKind::Option),
     ("body-timeout", FlagKind::Option),
     ("idle-timeout", FlagKind::Option),
@@ -225,6 +230,8 @@ pub struct Config {
     pub warnings: Vec<String>,
     /// Log verbosity.
     pub log_level: LevelFilter,
+    /// Log line format.
+    pub log_format: LogFormat,
     /// The journal, with `--data`; `None` keeps plants in memory only.
     pub data: Option<Durability>,
     /// Webhook subscribers and how to reach them (no targets: none).
@@ -249,6 +256,8 @@ pub enum ConfigError {
     TextOverBody(TextLimits, usize),
     /// `--log-level` is not a level.
     LogLevel(String),
+    /// `--log-format` is neither `text` nor `json`.
+    LogFormat(String),
     /// `--token` and `--token-file` together.
     TwoTokenSources,
     /// A token from `--token` or `PLANTSTORE_TOKEN` cannot be used (the
@@ -297,6 +306,7 @@ impl fmt::Display for ConfigError {
                     "--log-level {l:?} is not one of error, warn, info, debug, trace"
                 )
             }
+            ConfigError::LogFormat(l) => write!(f, "--log-format {l:?} is not one of text, json"),
             ConfigError::TwoTokenSources => f.write_str("give --token or --token-file, not both"),
             ConfigError::BadToken(from, why) => write!(f, "the token from {from} {why}"),
             ConfigError::BadTokenLine(p, line, why) => {
@@ -337,6 +347,11 @@ impl Config {
             .ok()
             .filter(|l| *l != LevelFilter::Off)
             .ok_or_else(|| ConfigError::LogLevel(args.log_level.clone()))?;
+        let log_format = match args.log_format.as_str() {
+            "text" => LogFormat::Text,
+            "json" => LogFormat::Json,
+            _ => return Err(ConfigError::LogFormat(args.log_format)),
+        };
         let positive = |value: u64, flag: &'static str| {
             if value == 0 {
                 Err(ConfigError::Zero(flag))
@@ -380,6 +395,7 @@ impl Config {
             webhook_secret_file,
             warnings: tokens.warnings,
             log_level,
+            log_format,
             data,
             webhook,
             seed: args.seed,
@@ -729,6 +745,10 @@ mod tests {
         assert!(matches!(zero, Err(ConfigError::Zero("--max-connections"))));
         let level = Config::from_args(args(&["--log-level", "loud"]), Some("t".into()));
         assert!(matches!(level, Err(ConfigError::LogLevel(_))));
+        let format = Config::from_args(args(&["--log-format", "xml"]), Some("t".into()));
+        assert!(matches!(format, Err(ConfigError::LogFormat(_))));
+        let json = Config::from_args(args(&["--log-format", "json"]), Some("t".into()));
+        assert_eq!(json.unwrap().log_format, LogFormat::Json);
         let addr = Config::from_args(args(&["--addr", "nowhere"]), Some("t".into()));
         assert!(matches!(addr, Err(ConfigError::Addr(_))));
         let both = Config::from_args(args(&["--token", "a", "--token-file", "f"]), None);
@@ -802,6 +822,7 @@ mod tests {
         assert_eq!(config.text_limits, TextLimits::default());
         assert_eq!(config.max_data, 256 << 20);
         assert_eq!(config.log_level, LevelFilter::Info);
+        assert_eq!(config.log_format, LogFormat::Text);
         assert_eq!(config.data, None);
         assert!(!config.cors.enabled());
         assert!(config.ui);

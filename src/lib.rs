@@ -14,6 +14,8 @@
 //! - [`webhook`]: the `newPlant` webhook: per-URL queues and workers,
 //!   retries, Standard Webhooks signatures.
 //! - [`config`]: flags as typed, and the validated `Config`.
+//! - [`logging`]: the logger `main` installs: timestamped lines on
+//!   stderr, as text or JSON.
 //! - [`seed`]: `--seed FILE`, plants loaded into an empty store at
 //!   start-up.
 //!
@@ -29,6 +31,7 @@
 pub mod api;
 pub mod config;
 pub mod http;
+pub mod logging;
 mod reach;
 pub mod seed;
 pub mod store;

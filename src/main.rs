@@ -14,6 +14,7 @@ use signal_hook::iterator::Signals;
 use plantstore::config::flags::Flags;
 use plantstore::config::{Config, TokenSource};
 use plantstore::http::Stopper;
+use plantstore::logging::Logger;
 use plantstore::store::OpenError;
 use plantstore::{Reloader, StartError};
 
@@ -45,10 +46,7 @@ fn main() -> ExitCode {
         }
     };
     config.warnings.extend(flags.warnings);
-    if let Err(e) = simple_logger::SimpleLogger::new()
-        .with_level(config.log_level)
-        .init()
-    {
+    if let Err(e) = Logger::init(config.log_level, config.log_format) {
         eprintln!("plantstore: cannot set up logging: {e}");
         return ExitCode::FAILURE;
     }

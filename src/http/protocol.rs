@@ -49,6 +49,7 @@ use super::Limits;
 use super::body::{BodyError, Decoder, Framing, Step};
 use super::head::{Head, HeadError};
 use super::response::{Delimit, Fill, Persist, Response, Stream};
+use crate::logging::{self, Access};
 
 /// Lingering close: at most this long, and at most this many bytes.
 const LINGER_TIME: Duration = Duration::from_secs(1);
@@ -453,15 +454,18 @@ impl Protocol {
         } else {
             Delimit::Chunked
         };
+        self.start_output(now);
+        let queued = self.out.len();
+        let status = response.status();
+        let stream = response.write_to(&mut self.out, head_only, persist, delimit);
         access(
             self.head.method(),
             path(self.head.target()),
-            response.status(),
+            status,
             self.started,
+            self.out.len() - queued,
             self.peer,
         );
-        self.start_output(now);
-        let stream = response.write_to(&mut self.out, head_only, persist, delimit);
         self.inbox.body = Body::Unread;
         self.inbox.framing = None;
         let linger = unread || !self.inbox.input.is_empty();
@@ -561,14 +565,15 @@ impl Protocol {
 
     /// Answers an unacceptable request with an Error body and closes.
     fn refuse(&mut self, status: u16, message: &str, now: Instant) {
-        access("-", "-", status, now, self.peer);
         self.start_output(now);
+        let queued = self.out.len();
         Response::error(status, message).write_to(
             &mut self.out,
             false,
             Persist::Close,
             Delimit::Chunked,
         );
+        access("-", "-", status, now, self.out.len() - queued, self.peer);
         self.close(true, now);
     }
 
@@ -735,12 +740,18 @@ fn path(target: &str) -> &str {
     target.split_once('?').map_or(target, |(path, _)| path)
 }
 
-/// The access log line: method, path, status, duration, peer. Never headers,
-/// query strings or bodies.
-fn access(method: &str, path: &str, status: u16, started: Instant, peer: SocketAddr) {
+/// The access log line: method, path, status, duration, bytes queued, peer.
+/// Logged when the response (a streamed one's head) is queued.
+fn access(method: &str, path: &str, status: u16, started: Instant, bytes: usize, peer: SocketAddr) {
     if log_enabled!(target: "access", log::Level::Info) {
-        let micros = started.elapsed().as_micros();
-        info!(target: "access", "{method} {path} {status} {micros}us {peer}");
+        logging::access(&Access {
+            method,
+            path,
+            status,
+            duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            bytes,
+            peer,
+        });
     }
 }
 

@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use log::{error, info, warn};
+use log::{error, warn};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
@@ -38,6 +38,7 @@ use super::protocol::Protocol;
 use super::response::{Delimit, Persist, Response};
 use super::session::{self, Home};
 use super::{Handler, Limits};
+use crate::logging::{self, Access};
 
 const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX);
@@ -258,8 +259,15 @@ impl Worker {
         let shared = &*self.shared;
         if shared.open.fetch_add(1, Ordering::Relaxed) >= shared.limits.max_connections {
             shared.open.fetch_sub(1, Ordering::Relaxed);
-            info!(target: "access", "- - 503 0us {peer}");
-            reject(socket);
+            let bytes = reject(socket);
+            logging::access(&Access {
+                method: "-",
+                path: "-",
+                status: 503,
+                duration_us: 0,
+                bytes,
+                peer,
+            });
             return;
         }
         let slot = self.free.pop().unwrap_or_else(|| {
@@ -444,7 +452,8 @@ fn reset_if_cut_short(conn: &Conn) {
 }
 
 /// Answers a connection past the cap at once and closes it.
-fn reject(mut socket: TcpStream) {
+/// Answers 503 and closes; returns the bytes of the answer.
+fn reject(mut socket: TcpStream) -> usize {
     // Discard what already arrived, so closing does not reset the
     // connection and destroy the answer before the client reads it.
     let mut scratch = [0u8; 4096];
@@ -459,4 +468,5 @@ fn reject(mut socket: TcpStream) {
         .write_to(&mut out, false, Persist::Close, Delimit::Chunked);
     let _ = socket.write(&out);
     let _ = socket.shutdown(Shutdown::Write);
+    out.len()
 }

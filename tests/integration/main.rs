@@ -20,6 +20,7 @@ mod hostile;
 mod journal;
 mod journal_file;
 mod limits;
+mod logs;
 mod memory;
 mod metrics;
 mod numbers;

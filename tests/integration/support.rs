@@ -35,6 +35,7 @@ pub fn config() -> Config {
         webhook_secret_file: None,
         warnings: Vec::new(),
         log_level: log::LevelFilter::Info,
+        log_format: plantstore::logging::Format::Text,
         data: None,
         webhook: WebhookConfig::new(Vec::new(), None, 1024),
         seed: None,
