@@ -1,11 +1,12 @@
 //! The `plantstore` binary: flags in, exit code out. Everything else is in
 //! the library.
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use log::{error, info, warn};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -14,7 +15,7 @@ use signal_hook::iterator::Signals;
 use plantstore::config::flags::Flags;
 use plantstore::config::{Config, TokenSource};
 use plantstore::http::Stopper;
-use plantstore::logging::Logger;
+use plantstore::logging::{self, Logger};
 use plantstore::store::OpenError;
 use plantstore::{Reloader, StartError};
 
@@ -51,10 +52,23 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     if config.token_source == TokenSource::Generated {
-        eprintln!(
-            "plantstore: bearer token for this run: {}",
-            config.tokens[0]
+        // Written to stderr in the log's format, but never through the
+        // logger: a token is never a log record.
+        let notice = format_args!("bearer token for this run: {}", config.tokens[0]);
+        let record = log::Record::builder()
+            .level(log::Level::Warn)
+            .target("plantstore")
+            .args(notice)
+            .build();
+        let mut line = Vec::new();
+        logging::write_line(
+            &mut line,
+            config.log_format,
+            SystemTime::now(),
+            &record,
+            None,
         );
+        let _ = std::io::stderr().write_all(&line);
     }
     // Handled from before start-up: a SIGHUP sent as soon as the start-up
     // line appears must reload, never kill. SIGTERM or SIGINT before the
