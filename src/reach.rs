@@ -10,14 +10,13 @@
 //! default, `bindv6only` 0), so both families are listed for it. Anything
 //! unreadable lists nothing more; the log then says only the port.
 
-use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// The URLs a server listening on `addr` (unspecified) can be reached at,
 /// loopback first.
 pub fn urls(addr: SocketAddr) -> Vec<String> {
     let text = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
-    let mut ips: BTreeSet<IpAddr> = ipv4_local(&text("/proc/net/fib_trie"))
+    let mut ips: Vec<IpAddr> = ipv4_local(&text("/proc/net/fib_trie"))
         .into_iter()
         .map(IpAddr::V4)
         .collect();
@@ -28,21 +27,22 @@ pub fn urls(addr: SocketAddr) -> Vec<String> {
                 .map(IpAddr::V6),
         );
     }
-    let mut ips: Vec<IpAddr> = ips.into_iter().collect();
     ips.sort_by_key(|ip| (!ip.is_loopback(), ip.is_ipv6(), *ip));
+    ips.dedup();
     ips.into_iter()
         .map(|ip| format!("http://{}", SocketAddr::new(ip, addr.port())))
         .collect()
 }
 
-/// The addresses of `/proc/net/fib_trie` marked `/32 host LOCAL`.
-fn ipv4_local(trie: &str) -> BTreeSet<Ipv4Addr> {
-    let mut found = BTreeSet::new();
+/// The addresses of `/proc/net/fib_trie` marked `/32 host LOCAL` (the
+/// same address may appear more than once).
+fn ipv4_local(trie: &str) -> Vec<Ipv4Addr> {
+    let mut found = Vec::new();
     let mut last: Option<Ipv4Addr> = None;
     for line in trie.lines() {
         let line = line.trim();
         if let Some(ip) = line.strip_prefix("|-- ") {
-            last = ip.trim().parse().ok();
+            last = dotted(ip.trim());
         } else if line.starts_with("/32 host LOCAL") {
             found.extend(last.take());
         }
@@ -50,19 +50,39 @@ fn ipv4_local(trie: &str) -> BTreeSet<Ipv4Addr> {
     found
 }
 
+/// `a.b.c.d`, read by hand: std's address parser costs kilobytes of
+/// binary for what the kernel writes one way only.
+fn dotted(text: &str) -> Option<Ipv4Addr> {
+    let mut octets = [0u8; 4];
+    let mut parts = text.split('.');
+    for octet in &mut octets {
+        let part = parts.next()?;
+        if part.is_empty() || part.len() > 3 || !part.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        *octet = u8::try_from(part.bytes().fold(0u16, |n, b| n * 10 + u16::from(b - b'0'))).ok()?;
+    }
+    parts.next().is_none().then_some(Ipv4Addr::from(octets))
+}
+
 /// The addresses of `/proc/net/if_inet6` that are not link-local.
-fn ipv6_local(table: &str) -> BTreeSet<Ipv6Addr> {
+fn ipv6_local(table: &str) -> Vec<Ipv6Addr> {
     table
         .lines()
         .filter_map(|line| {
             let mut fields = line.split_whitespace();
-            let hex = fields.next()?;
+            let hex = fields.next()?.as_bytes();
             let scope = fields.nth(2)?;
-            let bits = u128::from_str_radix(hex, 16)
-                .ok()
-                .filter(|_| hex.len() == 32)?;
-            // Scope 0x20 is link-local.
-            (scope != "20").then(|| Ipv6Addr::from(bits))
+            if hex.len() != 32 || scope == "20" {
+                // Scope 0x20 is link-local.
+                return None;
+            }
+            let mut octets = [0u8; 16];
+            for (octet, pair) in octets.iter_mut().zip(hex.chunks(2)) {
+                let digit = |b: u8| (b as char).to_digit(16);
+                *octet = u8::try_from(digit(pair[0])? * 16 + digit(pair[1])?).ok()?;
+            }
+            Some(Ipv6Addr::from(octets))
         })
         .collect()
 }
@@ -79,11 +99,22 @@ mod tests {
 
     #[test]
     fn local_ipv4_addresses_are_the_host_entries() {
-        let want: BTreeSet<Ipv4Addr> = ["127.0.0.1", "192.0.2.2"]
+        let want: Vec<Ipv4Addr> = ["127.0.0.1", "192.0.2.2", "127.0.0.1"]
             .iter()
             .map(|ip| ip.parse().unwrap())
             .collect();
         assert_eq!(ipv4_local(TRIE), want);
+        for bad in [
+            "1.2.3",
+            "1.2.3.4.5",
+            "256.1.1.1",
+            "1..2.3",
+            "a.b.c.d",
+            "1.2.3.4 ",
+        ] {
+            assert_eq!(dotted(bad), None, "{bad}");
+        }
+        assert_eq!(dotted("10.0.255.1"), Some(Ipv4Addr::new(10, 0, 255, 1)));
         assert!(ipv4_local("garbage\n/32 host LOCAL\n|-- x\n").is_empty());
     }
 
@@ -93,7 +124,7 @@ mod tests {
                      fe8000000000000000fc00fffe000001 04 40 20 80     eth0\n\
                      00000000000000000000000000000001 01 80 10 80       lo\n\
                      short 01 80 10 80 lo\n";
-        let want: BTreeSet<Ipv6Addr> = ["fd00::2", "::1"]
+        let want: Vec<Ipv6Addr> = ["fd00::2", "::1"]
             .iter()
             .map(|ip| ip.parse().unwrap())
             .collect();
