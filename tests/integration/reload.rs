@@ -35,8 +35,8 @@ fn eventually(addr: SocketAddr, token: &str, want: u16) -> u16 {
     }
 }
 
-/// Waits until a log line contains `needle`.
-fn logged(server: &Running, needle: &str) -> bool {
+/// Waits (at most 5 s) until a log line contains `needle`.
+pub(crate) fn logged(server: &Running, needle: &str) -> bool {
     let until = Instant::now() + Duration::from_secs(5);
     while Instant::now() < until {
         if server.log().iter().any(|line| line.contains(needle)) {
