@@ -217,15 +217,8 @@ impl Store {
     /// As [`create`](Self::create), without waiting for the journal: what
     /// the change still needs before it may be acknowledged.
     pub fn create_nowait(&self, new: NewPlant) -> Result<Ack, StoreError> {
-        let change = Change::Put {
-            id: new.id,
-            name: &new.plant.name,
-            tag: new.plant.tag.as_deref(),
-        };
-        self.shared.change(&change, |old| match old {
-            Some(_) => Err(StoreError::Exists(new.id)),
-            None => Ok(()),
-        })
+        let Ack(seq) = self.create_queued(new)?;
+        self.shared.ack(seq)
     }
 
     /// As [`create_nowait`](Self::create_nowait), but the record is left
