@@ -1,4 +1,5 @@
-//! Responses completed by another thread.
+//! Work finished by another thread: deferred responses, and wakes for
+//! streams that wait for pieces made elsewhere.
 //!
 //! A handler that must wait for something slow (the journal's `fdatasync`)
 //! calls [`Request::defer`](super::Request::defer), returns
@@ -8,12 +9,24 @@
 //! loop that owns the connection, which wakes and sends it. No loop thread
 //! ever waits. A `Deferred` dropped without completing answers 500, so a
 //! lost completion can never leave a client hanging.
+//!
+//! A streamed body whose pieces another thread makes answers
+//! [`Fill::Pending`](super::Fill::Pending) while it has none; that thread
+//! then calls [`Waker::wake`] (from
+//! [`Request::waker`](super::Request::waker)) when it has more, and the
+//! wake travels through the same mailbox to make the loop pull the stream
+//! again. Wakes are coalesced: while one is queued and not yet taken by the
+//! loop, more add nothing (one atomic swap each). A wake that finds no
+//! stream waiting (it ended, the connection closed, its slot was reused)
+//! is dropped by the loop. A stream that is never woken is cut short by the
+//! write timeout, like a client that stops reading.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Response;
 
-/// Which request of which connection a deferred response answers.
+/// Which request of which connection a deferred response or a wake is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Ticket {
     /// The connection's slot in its loop.
@@ -24,10 +37,15 @@ pub(crate) struct Ticket {
     pub(crate) request: u64,
 }
 
-/// Where completed responses go: the owning loop's queue and waker.
+/// Where completed responses and wakes go: the owning loop's queue and
+/// waker.
 pub(crate) trait Mailbox: Send + Sync {
     /// Queues `response` for the request `ticket` names and wakes its loop.
     fn deliver(&self, ticket: Ticket, response: Response);
+
+    /// Queues a wake for the stream answering `ticket` and wakes its loop.
+    /// The loop clears `queued` when it takes the wake (see [`taken`]).
+    fn wake(&self, ticket: Ticket, queued: Arc<AtomicBool>);
 }
 
 /// A promise to answer one request later, from any thread.
@@ -67,5 +85,100 @@ impl std::fmt::Debug for Deferred {
         f.debug_struct("Deferred")
             .field("ticket", &self.ticket)
             .finish_non_exhaustive()
+    }
+}
+
+/// Makes the event loop that owns a connection pull its response's
+/// [`Stream`](super::Stream) again after it answered
+/// [`Fill::Pending`](super::Fill::Pending). Cheap to clone and to wake,
+/// from any thread, any number of times.
+#[derive(Clone)]
+pub struct Waker {
+    mailbox: Arc<dyn Mailbox>,
+    ticket: Ticket,
+    /// A wake of this waker (or a clone) is queued and the loop has not
+    /// taken it yet: another would add nothing.
+    queued: Arc<AtomicBool>,
+}
+
+impl Waker {
+    pub(crate) fn new(mailbox: Arc<dyn Mailbox>, ticket: Ticket) -> Waker {
+        Waker {
+            mailbox,
+            ticket,
+            queued: Arc::default(),
+        }
+    }
+
+    /// Asks the loop to pull the stream again: call it after making more
+    /// of the body available to the stream (never before, or the pull may
+    /// find nothing and the piece wait for the next wake). Never blocks.
+    /// Harmless when the stream is not waiting, has ended, or its
+    /// connection has closed.
+    pub fn wake(&self) {
+        // AcqRel: what was made before this wake is seen by the pull that
+        // follows the loop taking a later one (see `taken`).
+        if !self.queued.swap(true, Ordering::AcqRel) {
+            self.mailbox.wake(self.ticket, Arc::clone(&self.queued));
+        }
+    }
+}
+
+/// The loop took a queued wake: the next `wake` queues again. Called
+/// before the stream is pulled, so a wake during the pull is not lost.
+pub(crate) fn taken(queued: &AtomicBool) {
+    queued.swap(false, Ordering::AcqRel);
+}
+
+impl std::fmt::Debug for Waker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Waker")
+            .field("ticket", &self.ticket)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Records the wakes it is given.
+    #[derive(Default)]
+    struct Recorded(Mutex<Vec<(Ticket, Arc<AtomicBool>)>>);
+
+    impl Mailbox for Recorded {
+        fn deliver(&self, _: Ticket, _: Response) {}
+
+        fn wake(&self, ticket: Ticket, queued: Arc<AtomicBool>) {
+            self.0.lock().unwrap().push((ticket, queued));
+        }
+    }
+
+    fn is_shareable<T: Clone + Send + Sync + 'static>() {}
+
+    #[test]
+    fn wakes_before_the_loop_takes_one_queue_it_once() {
+        is_shareable::<Waker>();
+        let mailbox = Arc::new(Recorded::default());
+        let ticket = Ticket {
+            slot: 3,
+            conn: 7,
+            request: 2,
+        };
+        let waker = Waker::new(Arc::clone(&mailbox) as Arc<dyn Mailbox>, ticket);
+        let clone = waker.clone();
+        for _ in 0..100 {
+            waker.wake();
+            clone.wake();
+        }
+        let queued = std::mem::take(&mut *mailbox.0.lock().unwrap());
+        assert_eq!(queued.len(), 1);
+        assert_eq!(queued[0].0, ticket);
+        // Once the loop has taken it, the next wake queues again.
+        taken(&queued[0].1);
+        clone.wake();
+        waker.wake();
+        assert_eq!(mailbox.0.lock().unwrap().len(), 1);
     }
 }

@@ -9,9 +9,10 @@
 //! decoding) and `response` (response bytes). `session` runs the handler
 //! for each request a protocol has ready, inline on the loop; a handler
 //! that must wait hands its answer to another thread (`deferred`), which
-//! wakes the loop when done. The rest of the crate sees only `Request`,
-//! `Response` (with a `Stream` for a body made as it is sent), `Deferred`
-//! and the `Handler` trait.
+//! wakes the loop when done, and a streamed body made on another thread
+//! says it is pending and is woken the same way. The rest of the crate
+//! sees only `Request`, `Response` (with a `Stream` for a body made as it
+//! is sent), `Deferred`, `Waker` and the `Handler` trait.
 //!
 //! Every limit and timeout lives in `Limits`. What it does not do: TLS,
 //! HTTP/2, compression, or draining an unread body (the connection is
@@ -32,7 +33,7 @@ mod worker;
 use std::time::Duration;
 
 pub use body::BodyError;
-pub use deferred::Deferred;
+pub use deferred::{Deferred, Waker};
 pub use request::Request;
 pub use response::{Fill, Response, Stream};
 pub use server::{Gauge, Server, Stopper, raise_open_file_limit};
@@ -40,7 +41,8 @@ pub use server::{Gauge, Server, Stopper, raise_open_file_limit};
 /// The application side of the engine: one response for each request.
 pub trait Handler: Send + Sync + 'static {
     /// Answers a request, inline on an event loop: it must not wait (for
-    /// the disk, the network); see [`Request::defer`] for what does. May
+    /// the disk, the network); see [`Request::defer`] for what does, and
+    /// [`Request::waker`] for a streamed body made elsewhere. May
     /// read the body with [`Request::body`]; a body left unread makes the
     /// engine close the connection after responding.
     fn handle(&self, request: &mut Request<'_>) -> Response;

@@ -19,7 +19,12 @@
 //! a client that does not read holds about one chunk. While it streams,
 //! each chunk must leave within the write timeout (the timeout bounds the
 //! client's pace, not the length of the whole body), and nothing else is
-//! read or parsed on the connection.
+//! read or parsed on the connection. A stream that answers `Fill::Pending`
+//! (its pieces are made on another thread) is not pulled again until the
+//! driver reports its waker woken with [`Protocol::resume`]; meanwhile
+//! what it gave keeps leaving, and the write deadline of its last piece
+//! keeps running, so one that never wakes is cut short like a client that
+//! stops reading.
 //!
 //! Requests are answered strictly in order: a pipelined head is parsed only
 //! once the previous response is queued, and only while less than
@@ -420,6 +425,21 @@ impl Protocol {
         }
     }
 
+    /// The waker of request number `request` was woken: pulls its stream
+    /// again. Ignored unless that request's stream is pending, so a stray,
+    /// repeated or late wake does nothing.
+    pub(crate) fn resume(&mut self, request: u64, now: Instant) {
+        if self.phase != Phase::Streaming || request != self.requests {
+            return;
+        }
+        if let Some(streaming) = self.streaming.as_mut()
+            && streaming.pending
+        {
+            streaming.pending = false;
+            self.pump(now);
+        }
+    }
+
     fn owe_continue(&mut self, now: Instant) {
         if self.inbox.continue_due {
             self.inbox.continue_due = false;
@@ -479,6 +499,7 @@ impl Protocol {
                     close,
                     linger,
                     chunk: Vec::new(),
+                    pending: false,
                 });
                 self.pump(now);
             }
@@ -486,11 +507,11 @@ impl Protocol {
         }
     }
 
-    /// Pulls the streamed body while less than a chunk of it waits; once
-    /// it is complete, moves on as after any response.
+    /// Pulls the streamed body while less than a chunk of it waits and it
+    /// is not pending; once it is complete, moves on as after any response.
     fn pump(&mut self, now: Instant) {
         while self.output().len() < CHUNK {
-            let Some(streaming) = self.streaming.as_mut() else {
+            let Some(streaming) = self.streaming.as_mut().filter(|s| !s.pending) else {
                 return;
             };
             streaming.chunk.clear();
@@ -518,10 +539,19 @@ impl Protocol {
                 Delimit::Chunked => {}
                 Delimit::UntilClose => self.out.extend_from_slice(chunk),
             }
-            // Each piece has the write timeout to leave.
-            self.write_deadline = Some(now + self.limits.write_timeout);
+            // Each piece has the write timeout to leave. A `Pending` that
+            // gave nothing is no piece: the last one's deadline runs on, so
+            // a stream that is never woken is cut short.
+            if bytes > 0 || fill != Fill::Pending {
+                self.write_deadline = Some(now + self.limits.write_timeout);
+            }
             match fill {
                 Fill::More if bytes > 0 => {}
+                // Bytes with `Pending` are sent, then the stream waits too.
+                Fill::Pending => {
+                    streaming.pending = true;
+                    return;
+                }
                 Fill::Done => {
                     if delimit == Delimit::Chunked {
                         self.out.extend_from_slice(b"0\r\n\r\n");
@@ -614,7 +644,10 @@ impl Protocol {
         if self.sent >= self.out.len() {
             self.out.clear();
             self.sent = 0;
-            self.write_deadline = None;
+            // A pending stream is still owed: its deadline runs on.
+            if self.streaming.is_none() {
+                self.write_deadline = None;
+            }
             self.after_output(now);
         }
     }
@@ -711,6 +744,8 @@ struct Streaming {
     linger: bool,
     /// The piece being made (kept, so each piece costs no allocation).
     chunk: Vec<u8>,
+    /// It answered `Fill::Pending`: not pulled until `resume`.
+    pending: bool,
 }
 
 impl std::fmt::Debug for Streaming {
@@ -718,6 +753,7 @@ impl std::fmt::Debug for Streaming {
         f.debug_struct("Streaming")
             .field("delimit", &self.delimit)
             .field("close", &self.close)
+            .field("pending", &self.pending)
             .finish_non_exhaustive()
     }
 }
@@ -758,6 +794,8 @@ fn access(method: &str, path: &str, status: u16, started: Instant, bytes: usize,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn protocol() -> (Protocol, Instant) {
         let now = Instant::now();
@@ -999,5 +1037,125 @@ mod tests {
         let n = p.output().len();
         p.sent(n, now);
         assert_eq!(p.poll(now), Event::Request);
+    }
+
+    /// A stream that gives `steps` in order, one a call (then fails),
+    /// counting the calls: pieces a producer thread hands over.
+    struct Script {
+        steps: &'static [(&'static [u8], Fill)],
+        calls: Arc<AtomicUsize>,
+    }
+
+    impl Stream for Script {
+        fn fill(&mut self, out: &mut Vec<u8>, _want: usize) -> Fill {
+            let at = self.calls.fetch_add(1, Ordering::Relaxed);
+            let (bytes, fill) = self.steps.get(at).copied().unwrap_or((b"", Fill::Failed));
+            out.extend_from_slice(bytes);
+            fill
+        }
+    }
+
+    fn script(steps: &'static [(&'static [u8], Fill)]) -> (Response, Arc<AtomicUsize>) {
+        let calls = Arc::default();
+        let stream = Script {
+            steps,
+            calls: Arc::clone(&calls),
+        };
+        (Response::stream(200, "text/plain", stream), calls)
+    }
+
+    fn body_of(wire: &[u8]) -> &[u8] {
+        let head_end = wire.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        &wire[head_end..]
+    }
+
+    #[test]
+    fn a_pending_stream_is_pulled_again_only_when_woken_then_the_next_request_goes_on() {
+        let (mut p, now) = protocol();
+        p.received(
+            b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n",
+            now,
+        );
+        assert_eq!(p.poll(now), Event::Request);
+        let (response, calls) = script(&[
+            (b"", Fill::Pending),
+            (b"ab", Fill::More),
+            (b"cd", Fill::Pending),
+            (b"ef", Fill::Done),
+        ]);
+        let calls = move || calls.load(Ordering::Relaxed);
+        p.answer(Answer::Now(response), now);
+        let mut wire = send_all(&mut p, 5, now);
+        assert!(wire.ends_with(b"Transfer-Encoding: chunked\r\n\r\n"));
+        // Pending: no pull as output leaves or the driver polls, the
+        // connection stays, and the next request waits for the body.
+        assert_eq!(p.poll(now), Event::Wait);
+        assert_eq!(calls(), 1);
+        assert!(!p.is_closed() && !p.wants_input());
+        p.resume(0, now);
+        assert_eq!(calls(), 1, "a wake for another request does nothing");
+        p.resume(1, now);
+        assert_eq!(calls(), 3, "pulled until pending again");
+        wire.extend(send_all(&mut p, 5, now));
+        p.resume(1, now);
+        wire.extend(send_all(&mut p, 5, now));
+        assert_eq!(calls(), 4);
+        assert_eq!(
+            body_of(&wire),
+            b"2\r\nab\r\n2\r\ncd\r\n2\r\nef\r\n0\r\n\r\n"
+        );
+        assert_eq!(p.poll(now), Event::Request, "then the pipelined request");
+        p.resume(1, now);
+        assert_eq!(calls(), 4, "a late wake does nothing");
+    }
+
+    #[test]
+    fn a_pending_stream_never_woken_is_cut_short_at_its_last_pieces_write_timeout() {
+        let (mut p, now) = protocol();
+        p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
+        assert_eq!(p.poll(now), Event::Request);
+        let (response, calls) = script(&[(b"ab", Fill::Pending), (b"", Fill::Pending)]);
+        p.answer(Answer::Now(response), now);
+        // All of it has left, and the piece's deadline still runs...
+        send_all(&mut p, 4096, now + Duration::from_secs(1));
+        let due = now + Duration::from_secs(10);
+        assert_eq!(p.deadline(), Some(due));
+        // ...past a wake that brought nothing.
+        p.resume(1, now + Duration::from_secs(5));
+        assert_eq!(calls.load(Ordering::Relaxed), 2);
+        assert_eq!(p.deadline(), Some(due));
+        assert_eq!(p.poll(due - Duration::from_secs(1)), Event::Wait);
+        assert!(!p.is_closed());
+        assert_eq!(p.poll(due), Event::Wait);
+        assert!(
+            p.is_closed() && p.cut_short(),
+            "reset: the body never ended"
+        );
+    }
+
+    #[test]
+    fn an_http_1_0_client_gets_a_pending_stream_up_to_the_close() {
+        let (mut p, now) = protocol();
+        p.received(b"GET /a HTTP/1.0\r\n\r\n", now);
+        assert_eq!(p.poll(now), Event::Request);
+        let (response, _) = script(&[
+            (b"ab", Fill::Pending),
+            (b"cd", Fill::Pending),
+            (b"", Fill::Done),
+        ]);
+        p.answer(Answer::Now(response), now);
+        let mut wire = send_all(&mut p, 4096, now);
+        assert_eq!(body_of(&wire), b"ab");
+        assert!(!p.is_closed(), "the close would end the body");
+        p.resume(1, now);
+        wire.extend(send_all(&mut p, 4096, now));
+        assert_eq!(body_of(&wire), b"abcd");
+        assert!(!p.is_closed());
+        p.resume(1, now);
+        assert!(p.output().is_empty());
+        assert!(
+            p.is_closed() && !p.cut_short(),
+            "a complete body ends with a close"
+        );
     }
 }

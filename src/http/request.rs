@@ -13,11 +13,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::body::BodyError;
-use super::deferred::{Deferred, Mailbox, Ticket};
+use super::deferred::{Deferred, Mailbox, Ticket, Waker};
 use super::head::Head;
 use super::protocol::Inbox;
 
-/// Lets a request hand out a [`Deferred`] for itself.
+/// Lets a request hand out a [`Deferred`] and [`Waker`]s for itself.
 pub(crate) struct Deferral<'a> {
     pub(crate) mailbox: &'a Arc<dyn Mailbox>,
     pub(crate) ticket: Ticket,
@@ -109,14 +109,28 @@ impl<'c> Request<'c> {
         self.inbox.awaits_body()
     }
 
-    /// Promises the response for later: return [`Response::deferred`]
-    /// (super::Response::deferred) now and complete the `Deferred` from any
-    /// thread. `None` where the engine cannot defer (it then expects the
-    /// handler to answer at once).
+    /// Promises the response for later: return
+    /// [`Response::deferred`](super::Response::deferred) now and complete
+    /// the `Deferred` from any thread. `None` where the engine cannot defer (it then expects the
+    /// handler to answer at once), and on a second call.
     pub fn defer(&mut self) -> Option<Deferred> {
-        let deferral = self.deferral.take()?;
+        if self.deferred {
+            return None;
+        }
+        let deferral = self.deferral.as_ref()?;
         self.deferred = true;
         Some(Deferred::new(Arc::clone(deferral.mailbox), deferral.ticket))
+    }
+
+    /// A waker for the [`Stream`](super::Stream) that will answer this
+    /// request, whether returned now or through a `Deferred`: another
+    /// thread calls [`Waker::wake`] when it has more of the body after the
+    /// stream answered [`Fill::Pending`](super::Fill::Pending). `None`
+    /// where the engine cannot defer (a stream must then never be
+    /// pending).
+    pub fn waker(&self) -> Option<Waker> {
+        let deferral = self.deferral.as_ref()?;
+        Some(Waker::new(Arc::clone(deferral.mailbox), deferral.ticket))
     }
 
     /// Whether the handler deferred its response.

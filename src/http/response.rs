@@ -35,6 +35,15 @@ pub(crate) enum Persist {
 /// (it may take a lock briefly, as the store's listing does) and holds
 /// what it needs itself (`'static`). A client that does not read holds at
 /// most one chunk and what its socket buffers.
+///
+/// A stream whose pieces are made on another thread (a database worker)
+/// answers [`Fill::Pending`] when it has nothing ready, and that thread
+/// calls the [`Waker`](super::Waker) the handler got from
+/// [`Request::waker`](super::Request::waker) each time it has made more:
+/// the engine pulls again then, and not before. A wake may find nothing
+/// new (`fill` answers `Pending` again). The stream is dropped when the
+/// connection goes, complete or not: a producer that sees its channel
+/// closed may stop.
 pub trait Stream: Send {
     /// Appends the next piece of the body to `out`, about `want` bytes
     /// (more is fine, a little less too).
@@ -51,6 +60,12 @@ pub enum Fill {
     /// Could not go on. The engine closes the connection without ending
     /// the body, so the client sees it cut short rather than complete.
     Failed,
+    /// Nothing more for now: what was appended, if anything, is sent, and
+    /// the engine pulls again only once the stream's
+    /// [`Waker`](super::Waker) is woken. The write timeout runs on from the
+    /// last piece that had bytes, so a stream that is never woken is cut
+    /// short like a `Failed` one.
+    Pending,
 }
 
 /// The body of a response.
