@@ -1,10 +1,13 @@
 //! The HTTP engine's protocol behaviour: persistence, pipelining, chunked
-//! bodies, `Expect: 100-continue`, HEAD, and a panicking handler.
+//! bodies, `Expect: 100-continue`, HEAD, a panicking handler, and a
+//! streamed body made on another thread.
 
-use std::sync::Arc;
+use std::io::Read;
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use plantstore::http::{Handler, Limits, Request, Response, Server};
+use plantstore::http::{Deferred, Fill, Handler, Limits, Request, Response, Server, Stream, Waker};
 
 use crate::support::{AUTH, Client, JSON, TestServer, allow_names_of, config, request};
 
@@ -252,4 +255,153 @@ fn pipelined_requests_behind_a_response_larger_than_the_socket_buffers_are_answe
         (health.status, health.text()),
         (200, r#"{"status":"ok"}"#.into())
     );
+}
+
+/// What a request to `Fed` hands the test: where to send the body's pieces,
+/// the waker to call after each, and for `/deferred` the promise and the
+/// streamed response to complete it with.
+struct Feed {
+    pieces: Sender<Vec<u8>>,
+    waker: Waker,
+    deferred: Option<(Deferred, Response)>,
+}
+
+/// Streams, on `/now` and `/deferred`, what the test sends through the
+/// `Feed` it gets; answers anything else 204 at once.
+struct Fed {
+    feeds: Mutex<Sender<Feed>>,
+}
+
+impl Handler for Fed {
+    fn handle(&self, request: &mut Request<'_>) -> Response {
+        let path = request.path().to_owned();
+        if path != "/now" && path != "/deferred" {
+            return Response::no_content();
+        }
+        let Some(waker) = request.waker() else {
+            return Response::error(500, "no waker");
+        };
+        let (pieces, received) = mpsc::channel();
+        let response = Response::stream(200, "text/plain", Pieces(received));
+        let deferred = if path == "/deferred" {
+            request.defer()
+        } else {
+            None
+        };
+        let (response, deferred) = match deferred {
+            Some(deferred) => (Response::deferred(), Some((deferred, response))),
+            None => (response, None),
+        };
+        let feed = Feed {
+            pieces,
+            waker,
+            deferred,
+        };
+        let _ = self.feeds.lock().unwrap().send(feed);
+        response
+    }
+}
+
+/// A body whose pieces arrive from another thread: pending until they do,
+/// done when the sender is dropped.
+struct Pieces(Receiver<Vec<u8>>);
+
+impl Stream for Pieces {
+    fn fill(&mut self, out: &mut Vec<u8>, _want: usize) -> Fill {
+        loop {
+            match self.0.try_recv() {
+                Ok(piece) => out.extend_from_slice(&piece),
+                Err(TryRecvError::Empty) => return Fill::Pending,
+                Err(TryRecvError::Disconnected) => return Fill::Done,
+            }
+        }
+    }
+}
+
+/// Reads from `client` until what it has read ends with `end`.
+fn read_until(client: &mut Client, wire: &mut Vec<u8>, end: &[u8]) {
+    let mut buf = [0u8; 4096];
+    while !wire.ends_with(end) {
+        let n = client.stream.read(&mut buf).expect("read");
+        assert!(n > 0, "closed after {:?}", String::from_utf8_lossy(wire));
+        wire.extend_from_slice(&buf[..n]);
+    }
+}
+
+#[test]
+fn a_body_made_on_another_thread_arrives_piece_by_piece_while_the_loop_serves_others() {
+    let (feeds, fed) = mpsc::channel();
+    let handler = Fed {
+        feeds: Mutex::new(feeds),
+    };
+    let limits = Limits {
+        threads: 1,
+        ..Limits::default()
+    };
+    let gauge = plantstore::http::Gauge::new();
+    let server = Server::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        limits,
+        Arc::new(handler),
+        &gauge,
+    )
+    .unwrap();
+    let addr = server.local_addr();
+    let stopper = server.stopper();
+    let thread = std::thread::spawn(move || server.run(Duration::from_secs(1)));
+    let mut other = Client::connect(addr);
+    for path in ["/now", "/deferred"] {
+        let mut client = Client::connect(addr);
+        client.send(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+        let mut feed = fed.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(feed.deferred.is_some(), path == "/deferred");
+        if let Some((deferred, response)) = feed.deferred.take() {
+            deferred.complete(response);
+        }
+        let mut wire = Vec::new();
+        read_until(
+            &mut client,
+            &mut wire,
+            b"Transfer-Encoding: chunked\r\n\r\n",
+        );
+        for piece in ["one", "two", "three"] {
+            // The one loop answers another connection while the stream waits.
+            other.send(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+            assert_eq!(other.reply().status, 204);
+            feed.pieces.send(piece.as_bytes().to_vec()).unwrap();
+            feed.waker.wake();
+            read_until(&mut client, &mut wire, format!("{piece}\r\n").as_bytes());
+        }
+        drop(feed.pieces);
+        feed.waker.wake();
+        read_until(&mut client, &mut wire, b"0\r\n\r\n");
+        let head_end = wire.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        assert_eq!(
+            String::from_utf8_lossy(&wire[head_end..]),
+            "3\r\none\r\n3\r\ntwo\r\n5\r\nthree\r\n0\r\n\r\n",
+            "{path}"
+        );
+        // The connection goes on, and a late wake does nothing to it.
+        feed.waker.wake();
+        client.send(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(client.reply().status, 204);
+    }
+    // A producer racing the loop: no piece is lost to a coalesced wake.
+    let mut client = Client::connect(addr);
+    client.send(b"GET /now HTTP/1.1\r\nHost: x\r\n\r\n");
+    let Feed { pieces, waker, .. } = fed.recv_timeout(Duration::from_secs(10)).unwrap();
+    let producer = std::thread::spawn(move || {
+        for i in 0..2000 {
+            pieces.send(format!("{i},").into_bytes()).unwrap();
+            waker.wake();
+        }
+        drop(pieces);
+        waker.wake();
+    });
+    let reply = client.reply();
+    producer.join().unwrap();
+    let want: String = (0..2000).map(|i| format!("{i},")).collect();
+    assert!(reply.text() == want, "{} bytes", reply.body.len());
+    stopper.stop();
+    assert_eq!(thread.join().unwrap(), 0);
 }
