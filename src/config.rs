@@ -132,6 +132,14 @@ pub struct Args {
     /// do not serve the built-in page at /
     #[argh(switch)]
     pub no_ui: bool,
+    /// the PostgreSQL database holding the plants, postgres://user:password@host:port/dbname; instances naming the same database serve the same plants (not with --data)
+    #[cfg(feature = "postgres")]
+    #[argh(option)]
+    pub database: Option<String>,
+    /// with --database: connections to it, one per worker thread (default 8)
+    #[cfg(feature = "postgres")]
+    #[argh(option)]
+    pub database_pool: Option<usize>,
 }
 
 /// How a flag takes its value, on the command line and from its
@@ -184,6 +192,10 @@ pub const FLAGS: &[(&str, FlagKind)] = &[
     ("version", FlagKind::CommandLine),
     ("cors-origin", FlagKind::Repeated),
     ("no-ui", FlagKind::Switch),
+    #[cfg(feature = "postgres")]
+    ("database", FlagKind::Option),
+    #[cfg(feature = "postgres")]
+    ("database-pool", FlagKind::Option),
 ];
 
 /// Flags that exclude each other: the command line giving one of them
@@ -242,6 +254,9 @@ pub struct Config {
     pub cors: Cors,
     /// Whether the built-in page is served at `/`.
     pub ui: bool,
+    /// The PostgreSQL store, with `--database`.
+    #[cfg(feature = "postgres")]
+    pub database: Option<crate::database::DatabaseConfig>,
 }
 
 /// A flag value that cannot be used.
@@ -282,6 +297,15 @@ pub enum ConfigError {
     WebhookSecret(PathBuf, String),
     /// A `--cors-origin` that no browser would send (the value, why).
     CorsOrigin(String, &'static str),
+    /// `--database` cannot be used (why; never the password).
+    #[cfg(feature = "postgres")]
+    Database(String),
+    /// A flag that needs `--database` without it.
+    #[cfg(feature = "postgres")]
+    NeedsDatabase(&'static str),
+    /// `--database` with `--data`.
+    #[cfg(feature = "postgres")]
+    DataAndDatabase,
 }
 
 impl fmt::Display for ConfigError {
@@ -324,6 +348,15 @@ impl fmt::Display for ConfigError {
                 write!(f, "webhook secret file {}: {why}", p.display())
             }
             ConfigError::CorsOrigin(origin, why) => write!(f, "--cors-origin {origin:?} {why}"),
+            #[cfg(feature = "postgres")]
+            ConfigError::Database(why) => write!(f, "--database: {why}"),
+            #[cfg(feature = "postgres")]
+            ConfigError::NeedsDatabase(flag) => write!(f, "{flag} needs --database URL"),
+            #[cfg(feature = "postgres")]
+            ConfigError::DataAndDatabase => f.write_str(
+                "give --data or --database, not both: the plants are in a journal file or in \
+                 the database",
+            ),
         }
     }
 }
@@ -373,6 +406,8 @@ impl Config {
             ..Limits::default()
         };
         positive(args.max_plants as u64, "--max-plants")?;
+        #[cfg(feature = "postgres")]
+        let database = database(&args)?;
         let text_limits = text_limits(&args, limits.max_body)?;
         positive(args.max_data, "--max-data")?;
         let token_file = args.token_file.clone();
@@ -401,8 +436,33 @@ impl Config {
             seed: args.seed,
             cors,
             ui: !args.no_ui,
+            #[cfg(feature = "postgres")]
+            database,
         })
     }
+}
+
+/// `--database` and `--database-pool`, and that `--data` is not given too.
+#[cfg(feature = "postgres")]
+fn database(args: &Args) -> Result<Option<crate::database::DatabaseConfig>, ConfigError> {
+    let pool = match args.database_pool {
+        Some(0) => return Err(ConfigError::Zero("--database-pool")),
+        Some(n) => Some(n),
+        None => None,
+    };
+    let Some(url) = &args.database else {
+        return match pool {
+            Some(_) => Err(ConfigError::NeedsDatabase("--database-pool")),
+            None => Ok(None),
+        };
+    };
+    let pool = pool.unwrap_or(crate::database::DEFAULT_POOL);
+    let database =
+        crate::database::DatabaseConfig::parse(url, pool).map_err(ConfigError::Database)?;
+    if args.data.is_some() {
+        return Err(ConfigError::DataAndDatabase);
+    }
+    Ok(Some(database))
 }
 
 /// Bytes of JSON object around a name and a tag in the largest body:

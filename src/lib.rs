@@ -30,6 +30,8 @@
 
 pub mod api;
 pub mod config;
+#[cfg(feature = "postgres")]
+pub mod database;
 pub mod http;
 pub mod logging;
 mod reach;
@@ -45,7 +47,7 @@ use std::time::Duration;
 
 use log::{info, warn};
 
-use api::{App, Tokens};
+use api::{App, Backend, Tokens};
 use config::{Config, TokenSource};
 use http::{Gauge, Server, Stopper};
 use seed::{Before, SeedError};
@@ -156,6 +158,9 @@ pub enum StartError {
     Listen(SocketAddr, io::Error),
     /// The `--seed` file cannot be loaded.
     Seed(SeedError),
+    /// The database cannot be reached or its schema used.
+    #[cfg(feature = "postgres")]
+    Database(String),
 }
 
 impl fmt::Display for StartError {
@@ -164,6 +169,8 @@ impl fmt::Display for StartError {
             StartError::Store(e) => write!(f, "cannot open the data file: {e}"),
             StartError::Listen(addr, e) => write!(f, "cannot listen on {addr}: {e}"),
             StartError::Seed(e) => write!(f, "{e}"),
+            #[cfg(feature = "postgres")]
+            StartError::Database(e) => f.write_str(e),
         }
     }
 }
@@ -174,6 +181,11 @@ impl std::error::Error for StartError {}
 /// seed, binds its address and logs the start-up line. The caller runs the
 /// returned server.
 pub fn start(config: &Config) -> Result<Service, StartError> {
+    #[cfg(feature = "postgres")]
+    if let Some(database) = &config.database {
+        let backend = open_database(config, database)?;
+        return serve_backend(config, backend).map_err(|e| StartError::Listen(config.addr, e));
+    }
     let capacity = Capacity {
         plants: config.max_plants,
         data: config.max_data,
@@ -204,14 +216,43 @@ pub fn start(config: &Config) -> Result<Service, StartError> {
     serve(config, store).map_err(|e| StartError::Listen(config.addr, e))
 }
 
+/// Connects to the database, creates or checks its schema, loads the seed
+/// into an empty table, and starts the pool (waiting briefly for its first
+/// connection, so the first requests find one).
+#[cfg(feature = "postgres")]
+fn open_database(
+    config: &Config,
+    database: &database::DatabaseConfig,
+) -> Result<Backend, StartError> {
+    let at = database.describe();
+    let failed = |e: &dyn fmt::Display| StartError::Database(format!("database {at}: {e}"));
+    let mut client = database.connect_client().map_err(|e| failed(&e))?;
+    database::ensure_schema(&mut client).map_err(|e| failed(&e))?;
+    if let Some(path) = &config.seed {
+        seed::load_into_database(path, &mut client, config.text_limits)
+            .map_err(StartError::Seed)?;
+    }
+    drop(client);
+    let pool = database::Database::start(database.clone()).map_err(|e| failed(&e))?;
+    if !pool.wait_up(database::CONNECT_TIMEOUT) {
+        warn!("database {at}: no pool connection yet; answering 503 until one is up");
+    }
+    Ok(Backend::Database(pool))
+}
+
 /// Serves `store` as `config` says (its `data` only names the storage in
 /// the start-up line): binds, logs, and returns the server to run.
 pub fn serve(config: &Config, store: Store) -> io::Result<Service> {
-    let plants = store.len();
+    serve_backend(config, Backend::Memory(store))
+}
+
+/// Serves `backend`: binds, logs, and returns the server to run.
+fn serve_backend(config: &Config, backend: Backend) -> io::Result<Service> {
     let webhooks = Webhooks::start(config.webhook.clone())?;
     let gauge = Gauge::new();
+    let storage = storage(config, &backend);
     let app = Arc::new(App::new(
-        store,
+        backend,
         Tokens::new(config.tokens.clone()),
         webhooks,
         gauge.clone(),
@@ -232,30 +273,19 @@ pub fn serve(config: &Config, store: Store) -> io::Result<Service> {
     for warning in &config.warnings {
         warn!("{warning}");
     }
-    let storage = match &config.data {
-        None => "in memory only (a restart starts empty)".to_string(),
-        Some(data) => format!(
-            "journal {} (sync {})",
-            data.path.display(),
-            match data.sync {
-                SyncMode::Always => "always",
-                SyncMode::Never => "never",
-            }
-        ),
-    };
     let addr = server.local_addr();
     if addr.ip().is_unspecified() {
         // No one can open http://0.0.0.0:8080: say where it can be reached.
         info!(
-            "plantstore {} listening on every address, port {} ({addr}), storage: {storage}, \
-             {plants} plants; reachable at {}",
+            "plantstore {} listening on every address, port {} ({addr}), storage: {storage}; \
+             reachable at {}",
             env!("CARGO_PKG_VERSION"),
             addr.port(),
             reach::urls(addr).join(", "),
         );
     } else {
         info!(
-            "plantstore {} listening on http://{addr}, storage: {storage}, {plants} plants",
+            "plantstore {} listening on http://{addr}, storage: {storage}",
             env!("CARGO_PKG_VERSION"),
         );
     }
@@ -263,6 +293,28 @@ pub fn serve(config: &Config, store: Store) -> io::Result<Service> {
         info!("announcing new plants to {}", target.url);
     }
     Ok(Service { server, app })
+}
+
+/// Where the plants are, for the start-up line: `in memory ..., N plants`.
+fn storage(config: &Config, backend: &Backend) -> String {
+    match backend {
+        Backend::Memory(store) => {
+            let plants = store.len();
+            match &config.data {
+                None => format!("in memory only (a restart starts empty), {plants} plants"),
+                Some(data) => format!(
+                    "journal {} (sync {}), {plants} plants",
+                    data.path.display(),
+                    match data.sync {
+                        SyncMode::Always => "always",
+                        SyncMode::Never => "never",
+                    }
+                ),
+            }
+        }
+        #[cfg(feature = "postgres")]
+        Backend::Database(pool) => format!("database {}", pool.describe()),
+    }
 }
 
 /// Descriptors kept free of connections: the listener, the journal, the

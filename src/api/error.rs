@@ -32,6 +32,9 @@ pub enum ApiError {
     Invalid(InvalidBody),
     /// The store refused the change.
     Store(StoreError),
+    /// The database could not be used (503 with `Retry-After`).
+    #[cfg(feature = "postgres")]
+    Unavailable(crate::database::Unavailable),
 }
 
 impl ApiError {
@@ -51,6 +54,8 @@ impl ApiError {
             ApiError::Store(StoreError::NotFound(_)) => 404,
             ApiError::Store(StoreError::Full(_) | StoreError::DataFull(_)) => 507,
             ApiError::Store(StoreError::Storage(_)) => 500,
+            #[cfg(feature = "postgres")]
+            ApiError::Unavailable(_) => 503,
         }
     }
 
@@ -66,6 +71,8 @@ impl ApiError {
                 "WWW-Authenticate",
                 r#"Bearer realm="plantstore", error="invalid_token""#,
             ),
+            #[cfg(feature = "postgres")]
+            ApiError::Unavailable(_) => response.with_header("Retry-After", "1"),
             _ => response,
         }
     }
@@ -87,6 +94,8 @@ impl fmt::Display for ApiError {
             ApiError::Body(e) => e.fmt(f),
             ApiError::Invalid(e) => e.fmt(f),
             ApiError::Store(e) => e.fmt(f),
+            #[cfg(feature = "postgres")]
+            ApiError::Unavailable(e) => e.fmt(f),
         }
     }
 }
@@ -111,6 +120,14 @@ impl From<BodyError> for ApiError {
 impl From<InvalidBody> for ApiError {
     fn from(e: InvalidBody) -> ApiError {
         ApiError::Invalid(e)
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl From<crate::database::DbError> for ApiError {
+    fn from(e: crate::database::DbError) -> ApiError {
+        log::warn!("database: {e}");
+        ApiError::Unavailable(e.into())
     }
 }
 

@@ -10,20 +10,27 @@
 //! to end; one changed, created or deleted meanwhile may appear as it was
 //! or as it became.
 
-use super::{ApiError, App};
+use super::{ApiError, App, Backend};
 use crate::http::{Fill, Request, Response, Stream};
-use crate::store::{AllPlants, PlantRecord};
+use crate::store::{AllPlants, Plant, PlantRecord};
 
-/// Plants copied from the store for one piece, at most.
-const PIECE_PLANTS: usize = 512;
+/// Plants copied from the store (or read from the database) for one
+/// piece, at most.
+pub(super) const PIECE_PLANTS: usize = 512;
 
 /// `GET /export` (bearer auth).
-pub(super) fn export(app: &App, request: &Request<'_>) -> Result<Response, ApiError> {
+pub(super) fn export(app: &App, request: &mut Request<'_>) -> Result<Response, ApiError> {
     app.authorize(request)?;
-    let lines = Lines {
-        plants: app.store.all_plants(),
-    };
-    Ok(Response::stream(200, "application/x-ndjson", lines))
+    match &app.backend {
+        Backend::Memory(store) => {
+            let lines = Lines {
+                plants: store.all_plants(),
+            };
+            Ok(Response::stream(200, "application/x-ndjson", lines))
+        }
+        #[cfg(feature = "postgres")]
+        Backend::Database(db) => super::database::export(db, request),
+    }
 }
 
 /// The export's body: NDJSON lines from a read of every plant.
@@ -35,15 +42,20 @@ impl Stream for Lines {
     fn fill(&mut self, out: &mut Vec<u8>, want: usize) -> Fill {
         // A line is longer than the plant's name and tag: asking the store
         // for `want` bytes of them never makes a piece much smaller.
-        for (id, plant) in self.plants.next_piece(PIECE_PLANTS, want) {
-            // Our own plain record into a Vec: serialising cannot fail.
-            let _ = serde_json::to_writer(&mut *out, &PlantRecord::new(id, &plant));
-            out.push(b'\n');
-        }
+        lines(out, self.plants.next_piece(PIECE_PLANTS, want));
         if self.plants.is_done() {
             Fill::Done
         } else {
             Fill::More
         }
+    }
+}
+
+/// Appends a line for each plant.
+pub(super) fn lines(out: &mut Vec<u8>, plants: impl IntoIterator<Item = (i64, Plant)>) {
+    for (id, plant) in plants {
+        // Our own plain record into a Vec: serialising cannot fail.
+        let _ = serde_json::to_writer(&mut *out, &PlantRecord::new(id, &plant));
+        out.push(b'\n');
     }
 }

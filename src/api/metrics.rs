@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::http::Gauge;
 use crate::store::JournalStats;
 use crate::webhook::Counters;
-use latency::Latency;
+pub(crate) use latency::Latency;
 
 /// The target triple the binary was built for (set by `build.rs`).
 const TARGET: &str = env!("PLANTSTORE_TARGET");
@@ -87,10 +87,11 @@ impl Metrics {
         }
     }
 
-    /// The exposition text; the journal's lines only with a journal.
+    /// The exposition text; the journal's lines only with a journal, the
+    /// plants' count only where it is known without a scan.
     pub fn render(
         &self,
-        plants: usize,
+        plants: Option<usize>,
         webhooks: &Counters,
         journal: Option<JournalStats>,
     ) -> String {
@@ -141,13 +142,14 @@ impl Metrics {
         // formatting would add about 10 KiB to the binary for this one line.
         let uptime = self.started.elapsed();
         let uptime = format!("{}.{:03}", uptime.as_secs(), uptime.subsec_millis());
+        if let Some(plants) = plants {
+            let _ = writeln!(
+                out,
+                "# HELP plantstore_plants Plants stored.\n# TYPE plantstore_plants gauge\n\
+                 plantstore_plants {plants}"
+            );
+        }
         for (name, kind, help, value) in [
-            (
-                "plantstore_plants",
-                "gauge",
-                "Plants stored.",
-                plants.to_string(),
-            ),
             (
                 "plantstore_connections_open",
                 "gauge",
@@ -212,7 +214,7 @@ mod tests {
         metrics.record(1, 404, fast);
         metrics.record(1, 999, fast); // not a status we answer: ignored, no panic
         metrics.record(99, 200, fast); // not a route: ignored, no panic
-        let text = metrics.render(7, &Counters::default(), None);
+        let text = metrics.render(Some(7), &Counters::default(), None);
         assert!(text.contains("plantstore_requests_total{route=\"/plants\",status=\"200\"} 2\n"));
         assert!(
             text.contains("plantstore_requests_total{route=\"/plants/{id}\",status=\"404\"} 1\n")
@@ -229,7 +231,7 @@ mod tests {
             bytes: 4096,
             compactions: 2,
         };
-        let text = metrics.render(0, &Counters::default(), Some(stats));
+        let text = metrics.render(Some(0), &Counters::default(), Some(stats));
         let version = env!("CARGO_PKG_VERSION");
         for line in [
             format!("plantstore_build_info{{version=\"{version}\",target=\"{TARGET}\"}} 1\n"),
@@ -246,7 +248,7 @@ mod tests {
         }
         // Only routes that answered have a histogram.
         assert!(!text.contains("route=\"/healthz\",le="));
-        let memory = metrics.render(0, &Counters::default(), None);
+        let memory = metrics.render(Some(0), &Counters::default(), None);
         assert!(!memory.contains("plantstore_journal"));
     }
 }

@@ -13,6 +13,8 @@
 
 mod auth;
 mod cors;
+#[cfg(feature = "postgres")]
+mod database;
 mod error;
 mod export;
 mod metrics;
@@ -24,6 +26,8 @@ mod ui;
 pub use auth::Tokens;
 pub use cors::{Cors, CorsHeaders};
 pub use error::ApiError;
+#[cfg(feature = "postgres")]
+pub(crate) use metrics::Latency;
 pub use metrics::Metrics;
 pub use plants::PAGE_BYTES;
 
@@ -34,11 +38,20 @@ use crate::http::{Gauge, Handler, Request, Response};
 use crate::store::{Store, TextLimits};
 use crate::webhook::Webhooks;
 
-/// The application: the store, the accepted tokens, the webhook sender,
+/// Where the plants are kept.
+pub enum Backend {
+    /// In this process (with `--data`, its journal too).
+    Memory(Store),
+    /// In PostgreSQL (`--database`), through a pool of worker threads.
+    #[cfg(feature = "postgres")]
+    Database(crate::database::Database),
+}
+
+/// The application: the plants, the accepted tokens, the webhook sender,
 /// the counters, the name and tag limits and the OpenAPI document that
 /// declares them.
 pub struct App {
-    store: Store,
+    backend: Backend,
     tokens: Tokens,
     webhooks: Arc<Webhooks>,
     metrics: Arc<Metrics>,
@@ -49,12 +62,12 @@ pub struct App {
 }
 
 impl App {
-    /// An application over this store, accepting these tokens, announcing
+    /// An application over these plants, accepting these tokens, announcing
     /// new plants through `webhooks`, reporting the connections `gauge`
     /// counts, refusing names and tags longer than `text_limits`, letting
     /// the `cors` origins read its answers, serving the page at `/` if `ui`.
     pub fn new(
-        store: Store,
+        backend: Backend,
         tokens: Tokens,
         webhooks: Webhooks,
         gauge: Gauge,
@@ -63,7 +76,7 @@ impl App {
         ui: bool,
     ) -> App {
         App {
-            store,
+            backend,
             tokens,
             webhooks: Arc::new(webhooks),
             metrics: Arc::new(Metrics::new(gauge)),
@@ -74,11 +87,18 @@ impl App {
         }
     }
 
-    /// After the server stopped: gives queued webhook deliveries `grace`,
+    /// After the server stopped: finishes the database's queued requests
+    /// (their webhooks included), gives queued webhook deliveries `grace`,
     /// then makes the journal durable (it matters with `--sync never`).
     pub fn shut_down(&self, grace: Duration) {
+        #[cfg(feature = "postgres")]
+        if let Backend::Database(database) = &self.backend {
+            database.shut_down();
+        }
         self.webhooks.shutdown(grace);
-        if let Err(e) = self.store.sync() {
+        if let Backend::Memory(store) = &self.backend
+            && let Err(e) = store.sync()
+        {
             log::error!("final sync of the journal failed: {e}");
         }
     }
@@ -134,7 +154,12 @@ impl Handler for App {
     }
 
     fn flush(&self) {
-        self.store.flush();
+        match &self.backend {
+            Backend::Memory(store) => store.flush(),
+            // A database worker answers as soon as its statement is done.
+            #[cfg(feature = "postgres")]
+            Backend::Database(_) => {}
+        }
     }
 }
 

@@ -7,10 +7,12 @@
 
 use std::sync::Arc;
 
+#[cfg(feature = "postgres")]
+use super::database;
 use super::query::{self, ListQuery};
-use super::{ApiError, App, Resource, label};
+use super::{ApiError, App, Backend, Resource, label};
 use crate::http::{Request, Response};
-use crate::store::{Ack, NewPlant, Plant, PlantRecord, StoreError};
+use crate::store::{Ack, NewPlant, Plant, PlantRecord, Store, StoreError};
 
 /// `POST /plants`: stores a NewPlant and answers the Plant (no `id`, as the
 /// seed declares).
@@ -25,8 +27,25 @@ pub(super) fn create(app: &App, request: &mut Request<'_>) -> Result<Response, A
         .enabled()
         .then(|| serde_json::to_vec(&PlantRecord::new(new.id, &new.plant)).ok())
         .flatten();
-    let ack = app.store.create_nowait(new)?;
-    acknowledge(app, request, ack, Resource::Plants, response, event)
+    match &app.backend {
+        Backend::Memory(store) => {
+            let ack = store.create_nowait(new)?;
+            acknowledge(app, store, request, ack, Resource::Plants, response, event)
+        }
+        #[cfg(feature = "postgres")]
+        Backend::Database(db) => {
+            let webhooks = Arc::clone(&app.webhooks);
+            database::run(app, db, request, Resource::Plants, move |connection| {
+                if !connection.create(new.id, &new.plant)? {
+                    return Err(StoreError::Exists(new.id).into());
+                }
+                if let Some(body) = event {
+                    webhooks.publish(body);
+                }
+                Ok(response)
+            })
+        }
+    }
 }
 
 /// Answers `response` once the store may acknowledge the change `ack`
@@ -39,6 +58,7 @@ pub(super) fn create(app: &App, request: &mut Request<'_>) -> Result<Response, A
 /// answer it sends itself).
 fn acknowledge(
     app: &App,
+    store: &Store,
     request: &mut Request<'_>,
     ack: Ack,
     resource: Resource,
@@ -57,12 +77,12 @@ fn acknowledge(
     };
     let deferred = if ack.is_done() { None } else { request.defer() };
     let Some(later) = deferred else {
-        return finish(app.store.wait(ack));
+        return finish(store.wait(ack));
     };
     let metrics = Arc::clone(&app.metrics);
     let cors = app.cors_headers(request);
     let started = request.started();
-    app.store.when_acked(ack, move |result| {
+    store.when_acked(ack, move |result| {
         let response = finish(result).unwrap_or_else(|e| e.to_response());
         metrics.record(label(Some(resource)), response.status(), started.elapsed());
         later.complete(cors.apply(response));
@@ -87,15 +107,32 @@ pub const PAGE_BYTES: usize = 256 * 1024;
 pub(super) fn list(app: &App, request: &mut Request<'_>) -> Result<Response, ApiError> {
     app.authorize(request)?;
     let query = ListQuery::parse(request.query())?;
-    // Plants past PAGE_BYTES of names and tags could not be sent: their
-    // JSON is longer still.
-    let page = app
-        .store
-        .page_within(query.after, query.limit, query.tag.as_deref(), PAGE_BYTES);
-    let (body, included) = json_page(&page.items, PAGE_BYTES);
+    match &app.backend {
+        Backend::Memory(store) => {
+            // Plants past PAGE_BYTES of names and tags could not be sent:
+            // their JSON is longer still.
+            let page =
+                store.page_within(query.after, query.limit, query.tag.as_deref(), PAGE_BYTES);
+            Ok(page_response(&query, &page.items, page.more))
+        }
+        #[cfg(feature = "postgres")]
+        Backend::Database(db) => database::run(app, db, request, Resource::Plants, move |c| {
+            // One more than the page, to know whether more follow.
+            let mut items = c.page(query.after, query.limit + 1, query.tag.as_deref())?;
+            let more = items.len() > query.limit;
+            items.truncate(query.limit);
+            Ok(page_response(&query, &items, more))
+        }),
+    }
+}
+
+/// The page of `items` (ascending ids, at most `query.limit`), with `Link`
+/// to the next one when `more` follow them or not all fit in PAGE_BYTES.
+fn page_response(query: &ListQuery, items: &[(i64, Plant)], more: bool) -> Response {
+    let (body, included) = json_page(items, PAGE_BYTES);
     let response = Response::bytes(200, "application/json", body);
-    let more = included < page.items.len() || page.more;
-    match page.items[..included].last() {
+    let more = included < items.len() || more;
+    match items[..included].last() {
         Some((last, _)) if more => {
             let tag = query
                 .tag
@@ -106,9 +143,9 @@ pub(super) fn list(app: &App, request: &mut Request<'_>) -> Result<Response, Api
                 query.limit,
                 tag.unwrap_or_default()
             );
-            Ok(response.with_header("Link", link))
+            response.with_header("Link", link)
         }
-        _ => Ok(response),
+        _ => response,
     }
 }
 
@@ -144,11 +181,18 @@ pub(super) fn get(
 ) -> Result<Response, ApiError> {
     app.authorize(request)?;
     let id = path_id(id)?;
-    let plant = app
-        .store
-        .get(id)
-        .ok_or(crate::store::StoreError::NotFound(id))?;
-    Ok(Response::json(200, &PlantRecord::new(id, &plant)))
+    let found = move |plant: Option<Plant>| {
+        let plant = plant.ok_or(StoreError::NotFound(id))?;
+        Ok(Response::json(200, &PlantRecord::new(id, &plant)))
+    };
+    match &app.backend {
+        Backend::Memory(store) => found(store.get(id)),
+        #[cfg(feature = "postgres")]
+        Backend::Database(db) => {
+            let resource = Resource::Plant(Some(id));
+            database::run(app, db, request, resource, move |c| found(c.get(id)?))
+        }
+    }
 }
 
 /// `PUT /plants/{id}`: replaces name and tag of an existing plant; answers
@@ -164,8 +208,20 @@ pub(super) fn replace(
     let id = path_id(id)?;
     let plant = Plant::parse(body, app.text_limits)?;
     let response = Response::json(200, &PlantRecord::new(id, &plant));
-    let ack = app.store.replace_nowait(id, plant)?;
-    acknowledge(app, request, ack, Resource::Plant(Some(id)), response, None)
+    let resource = Resource::Plant(Some(id));
+    match &app.backend {
+        Backend::Memory(store) => {
+            let ack = store.replace_nowait(id, plant)?;
+            acknowledge(app, store, request, ack, resource, response, None)
+        }
+        #[cfg(feature = "postgres")]
+        Backend::Database(db) => database::run(app, db, request, resource, move |c| {
+            match c.replace(id, &plant)? {
+                true => Ok(response),
+                false => Err(StoreError::NotFound(id).into()),
+            }
+        }),
+    }
 }
 
 /// `DELETE /plants/{id}`: 204 with an empty body.
@@ -176,15 +232,28 @@ pub(super) fn delete(
 ) -> Result<Response, ApiError> {
     app.authorize(request)?;
     let id = path_id(id)?;
-    let ack = app.store.delete_nowait(id)?;
-    acknowledge(
-        app,
-        request,
-        ack,
-        Resource::Plant(Some(id)),
-        Response::no_content(),
-        None,
-    )
+    let resource = Resource::Plant(Some(id));
+    match &app.backend {
+        Backend::Memory(store) => {
+            let ack = store.delete_nowait(id)?;
+            acknowledge(
+                app,
+                store,
+                request,
+                ack,
+                resource,
+                Response::no_content(),
+                None,
+            )
+        }
+        #[cfg(feature = "postgres")]
+        Backend::Database(db) => {
+            database::run(app, db, request, resource, move |c| match c.delete(id)? {
+                true => Ok(Response::no_content()),
+                false => Err(StoreError::NotFound(id).into()),
+            })
+        }
+    }
 }
 
 fn path_id(id: Option<i64>) -> Result<i64, ApiError> {

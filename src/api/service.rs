@@ -6,7 +6,7 @@
 //! The file declares the default name and tag limits; the document served
 //! is made once at start-up with the configured ones (`document`).
 
-use super::{ApiError, App};
+use super::{ApiError, App, Backend};
 use crate::http::{Request, Response};
 use crate::store::TextLimits;
 
@@ -48,9 +48,17 @@ pub(super) fn openapi(app: &App) -> Response {
 }
 
 /// `GET /healthz`: `ok`, or 503 `failing` with the reason once the journal
-/// has failed (reads still work, changes are refused).
+/// has failed (reads still work, changes are refused), or while no
+/// connection to the database is up.
 pub(super) fn health(app: &App) -> Response {
-    match app.store.failure() {
+    let failure = match &app.backend {
+        Backend::Memory(store) => store.failure(),
+        #[cfg(feature = "postgres")]
+        Backend::Database(db) => db
+            .failure()
+            .map(|why| format!("database unreachable: {why}").into()),
+    };
+    match failure {
         None => Response::bytes(200, "application/json", br#"{"status":"ok"}"#.to_vec()),
         Some(reason) => Response::json(
             503,
@@ -62,11 +70,20 @@ pub(super) fn health(app: &App) -> Response {
 /// `GET /metrics` (bearer auth): Prometheus text exposition.
 pub(super) fn metrics(app: &App, request: &Request<'_>) -> Result<Response, ApiError> {
     app.authorize(request)?;
-    let text = app.metrics.render(
-        app.store.len(),
-        app.webhooks.counters(),
-        app.store.journal_stats(),
-    );
+    let text = match &app.backend {
+        Backend::Memory(store) => app.metrics.render(
+            Some(store.len()),
+            app.webhooks.counters(),
+            store.journal_stats(),
+        ),
+        // Counting the table's rows would scan it at every scrape.
+        #[cfg(feature = "postgres")]
+        Backend::Database(db) => {
+            let mut text = app.metrics.render(None, app.webhooks.counters(), None);
+            db.render(&mut text);
+            text
+        }
+    };
     Ok(Response::bytes(
         200,
         "text/plain; version=0.0.4; charset=utf-8",

@@ -103,6 +103,9 @@ pub enum Fault {
     TooMuchData(u64),
     /// The journal failed while the seed was applied (the reason).
     Storage(String),
+    /// The database failed while the seed was applied (the reason).
+    #[cfg(feature = "postgres")]
+    Database(String),
 }
 
 impl Fault {
@@ -136,6 +139,8 @@ impl fmt::Display for Fault {
                 write!(f, "names and tags take more than --max-data {most} bytes")
             }
             Fault::Storage(reason) => write!(f, "cannot write the journal: {reason}"),
+            #[cfg(feature = "postgres")]
+            Fault::Database(reason) => write!(f, "cannot write to the database: {reason}"),
         }
     }
 }
@@ -193,7 +198,12 @@ impl SeedError {
     /// Whether the fault is the seed's (a bad file: like a bad flag value)
     /// rather than the journal's.
     pub fn is_in_seed(&self) -> bool {
-        !matches!(self.fault, Fault::Storage(_))
+        match self.fault {
+            Fault::Storage(_) => false,
+            #[cfg(feature = "postgres")]
+            Fault::Database(_) => false,
+            _ => true,
+        }
     }
 }
 
@@ -239,6 +249,93 @@ pub fn load(
         started.elapsed().as_millis()
     );
     Ok(Some(plants))
+}
+
+/// Loads the seed at `path` into the database's `plants` table if it has
+/// none, in one transaction: a seed that fails leaves the table empty, and
+/// of instances starting together on an empty database exactly one loads
+/// it (the table is locked while it checks and loads). Checked as
+/// `POST /plants` checks a body, and for ids repeated in the file;
+/// `--max-plants` and `--max-data` bound the in-memory store, not this.
+#[cfg(feature = "postgres")]
+pub fn load_into_database(
+    path: &Path,
+    client: &mut postgres::Client,
+    limits: TextLimits,
+) -> Result<Option<u64>, SeedError> {
+    let started = Instant::now();
+    let unbounded = Capacity {
+        plants: usize::MAX,
+        data: u64::MAX,
+    };
+    check(path, limits, unbounded)?;
+    let failed = |e: postgres::Error| SeedError {
+        path: path.to_path_buf(),
+        at: None,
+        fault: Fault::Database(crate::database::DbError::from(e).0),
+        partial: false,
+    };
+    let mut tx = client.transaction().map_err(failed)?;
+    tx.batch_execute("LOCK TABLE plants IN SHARE ROW EXCLUSIVE MODE")
+        .map_err(failed)?;
+    let held: bool = tx
+        .query_one("SELECT EXISTS (SELECT 1 FROM plants)", &[])
+        .map_err(failed)?
+        .get(0);
+    if held {
+        info!(
+            "--seed {}: not loaded: the database already holds plants, and a seed only \
+             fills an empty one",
+            path.display()
+        );
+        return Ok(None);
+    }
+    let insert = tx
+        .prepare(
+            "INSERT INTO plants (id, name, tag) \
+             SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[])",
+        )
+        .map_err(failed)?;
+    let mut batch = Rows::default();
+    let write = |tx: &mut postgres::Transaction<'_>, batch: &mut Rows| {
+        let result = tx.execute(&insert, &[&batch.ids, &batch.names, &batch.tags]);
+        *batch = Rows::default();
+        result
+            .map(drop)
+            .map_err(|e| Fault::Database(crate::database::DbError::from(e).0))
+    };
+    let plants = read(path, limits, |_, new| {
+        batch.ids.push(new.id);
+        batch.names.push(new.plant.name.into_bytes());
+        batch.tags.push(new.plant.tag.map(String::into_bytes));
+        match batch.ids.len() as u64 >= BATCH {
+            true => write(&mut tx, &mut batch),
+            false => Ok(()),
+        }
+    })
+    .map_err(|e| located(path, e, limits))?;
+    write(&mut tx, &mut batch).map_err(|fault| SeedError {
+        path: path.to_path_buf(),
+        at: None,
+        fault,
+        partial: false,
+    })?;
+    tx.commit().map_err(failed)?;
+    info!(
+        "--seed {}: loaded {plants} plants in {} ms",
+        path.display(),
+        started.elapsed().as_millis()
+    );
+    Ok(Some(plants))
+}
+
+/// Columns of plants to insert at once.
+#[cfg(feature = "postgres")]
+#[derive(Default)]
+struct Rows {
+    ids: Vec<i64>,
+    names: Vec<Vec<u8>>,
+    tags: Vec<Option<Vec<u8>>>,
 }
 
 /// Reads the whole seed and checks it, changing nothing.

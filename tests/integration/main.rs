@@ -9,6 +9,8 @@
 
 mod auth;
 mod binary;
+#[cfg(feature = "postgres")]
+mod cluster;
 mod cors;
 mod crash;
 mod durability;

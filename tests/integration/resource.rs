@@ -8,7 +8,7 @@ use serde_json::json;
 use plantstore::api::PAGE_BYTES;
 use plantstore::store::TextLimits;
 
-use crate::support::{AUTH, JSON, TestServer, config};
+use crate::support::{AUTH, JSON, Kind, TestServer, config};
 
 fn seed(server: &TestServer, ids: impl IntoIterator<Item = i64>) {
     for id in ids {
@@ -28,9 +28,8 @@ fn ids(reply: &crate::support::Reply) -> Vec<i64> {
         .collect()
 }
 
-#[test]
-fn list_is_ascending_with_records_and_default_limit() {
-    let server = TestServer::start();
+fn list_is_ascending_with_records_and_default_limit(kind: Kind) {
+    let server = TestServer::on(kind);
     seed(&server, [5, -2, 9]);
     let reply = server.send("GET", "/plants", &[AUTH], "");
     assert_eq!(reply.status, 200);
@@ -44,9 +43,8 @@ fn list_is_ascending_with_records_and_default_limit() {
     assert_eq!(ids(&reply).len(), 100, "default limit");
 }
 
-#[test]
-fn paging_follows_link_headers_through_concurrent_inserts() {
-    let server = TestServer::start();
+fn paging_follows_link_headers_through_concurrent_inserts(kind: Kind) {
+    let server = TestServer::on(kind);
     seed(&server, (0..500).map(|i| i * 2)); // even ids 0..998
     // Odd ids arrive while we page; every even id must be seen exactly once,
     // in order, whatever the inserts do.
@@ -96,9 +94,8 @@ fn paging_follows_link_headers_through_concurrent_inserts() {
     assert_eq!(evens, (0..500).map(|i| i * 2).collect::<Vec<_>>());
 }
 
-#[test]
-fn list_filters_by_tag_and_the_link_keeps_the_filter() {
-    let server = TestServer::start();
+fn list_filters_by_tag_and_the_link_keeps_the_filter(kind: Kind) {
+    let server = TestServer::on(kind);
     seed(&server, 1..=30);
     let reply = server.send("GET", "/plants?tag=three&limit=4", &[AUTH], "");
     assert_eq!(ids(&reply), [3, 6, 9, 12]);
@@ -118,15 +115,14 @@ fn list_filters_by_tag_and_the_link_keeps_the_filter() {
 /// A page ends at `PAGE_BYTES` of JSON with fewer than `limit` plants, and
 /// its `Link` goes on from the last one it holds: following the links
 /// yields every plant once. A plant larger than the cap is a page alone.
-#[test]
-fn a_page_stops_at_its_byte_cap_and_link_goes_on_from_there() {
+fn a_page_stops_at_its_byte_cap_and_link_goes_on_from_there(kind: Kind) {
     let mut config = config();
     config.limits.max_body = 1 << 20;
     config.text_limits = TextLimits {
         name: 60_000,
         tag: 64,
     };
-    let server = TestServer::with(config);
+    let server = TestServer::on_with(kind, config);
     let name = |chars: usize| "\\u0001".repeat(chars); // six bytes each as JSON
     for id in 0..300 {
         let body = format!(r#"{{"id":{id},"name":"{}","tag":"t"}}"#, name(1000));
@@ -162,9 +158,8 @@ fn a_page_stops_at_its_byte_cap_and_link_goes_on_from_there() {
     assert_eq!(sizes, [43, 43, 43, 43, 43, 43, 42, 1, 1]);
 }
 
-#[test]
-fn list_refuses_bad_query_parameters() {
-    let server = TestServer::start();
+fn list_refuses_bad_query_parameters(kind: Kind) {
+    let server = TestServer::on(kind);
     for query in [
         "limit=1001",
         "limit=-1",
@@ -183,9 +178,8 @@ fn list_refuses_bad_query_parameters() {
         .assert_error(401, "missing");
 }
 
-#[test]
-fn get_replace_delete_one_plant() {
-    let server = TestServer::start();
+fn get_replace_delete_one_plant(kind: Kind) {
+    let server = TestServer::on(kind);
     seed(&server, [7]);
     let reply = server.send("GET", "/plants/7", &[AUTH], "");
     assert_eq!(reply.json(), json!({"id": 7, "name": "p7"}));
@@ -232,9 +226,8 @@ fn get_replace_delete_one_plant() {
     assert_eq!(server.create(r#"{"id":7,"name":"again"}"#).status, 200);
 }
 
-#[test]
-fn one_plant_error_paths() {
-    let server = TestServer::start();
+fn one_plant_error_paths(kind: Kind) {
+    let server = TestServer::on(kind);
     seed(&server, [1]);
     for path in ["/plants/x", "/plants/1.5", "/plants/9223372036854775808"] {
         server
@@ -281,9 +274,8 @@ fn one_plant_error_paths() {
     );
 }
 
-#[test]
-fn head_answers_like_get_without_a_body() {
-    let server = TestServer::start();
+fn head_answers_like_get_without_a_body(kind: Kind) {
+    let server = TestServer::on(kind);
     seed(&server, 1..=3);
     for path in [
         "/plants?limit=2",
@@ -316,9 +308,8 @@ fn head_answers_like_get_without_a_body() {
     assert_eq!((missing.status, missing.body.len()), (404, 0));
 }
 
-#[test]
-fn healthz_and_openapi_need_no_token() {
-    let server = TestServer::start();
+fn healthz_and_openapi_need_no_token(kind: Kind) {
+    let server = TestServer::on(kind);
     let health = server.send("GET", "/healthz", &[], "");
     assert_eq!(health.json(), json!({"status": "ok"}));
     let doc = server.send("GET", "/openapi.json", &[], "").json();
@@ -347,9 +338,8 @@ fn healthz_and_openapi_need_no_token() {
     assert_eq!(reply.header("allow"), Some("GET, HEAD"));
 }
 
-#[test]
-fn metrics_count_requests_plants_and_connections() {
-    let server = TestServer::start();
+fn metrics_count_requests_plants_and_connections(kind: Kind) {
+    let server = TestServer::on(kind);
     server
         .send("GET", "/metrics", &[], "")
         .assert_error(401, "missing");
@@ -380,10 +370,42 @@ fn metrics_count_requests_plants_and_connections() {
         "plantstore_requests_total{route=\"/plants\",status=\"409\"} 1\n",
         "plantstore_requests_total{route=\"/plants/{id}\",status=\"400\"} 1\n",
         "plantstore_requests_total{route=\"/metrics\",status=\"401\"} 1\n",
-        "\nplantstore_plants 2\n",
         "\nplantstore_connections_open 1\n",
         "# TYPE plantstore_uptime_seconds gauge\n",
     ] {
         assert!(text.contains(line), "{line:?} missing from:\n{text}");
     }
+    // The in-memory store counts its plants; the database's pool reports
+    // itself instead (counting rows would scan the table at every scrape).
+    let store_lines: &[&str] = match kind {
+        Kind::Memory => &["\nplantstore_plants 2\n"],
+        #[cfg(feature = "postgres")]
+        Kind::Postgres => &[
+            "\nplantstore_database_pool_size 4\n",
+            "\nplantstore_database_queue 0\n",
+            "plantstore_database_refused_total{reason=\"down\"} 0\n",
+            // 3 creates, 1 bad id refused before the database: 3 queries.
+            "plantstore_database_query_duration_seconds_count{pool=\"main\"} 3\n",
+        ],
+    };
+    for line in store_lines {
+        assert!(text.contains(line), "{line:?} missing from:\n{text}");
+    }
+    #[cfg(feature = "postgres")]
+    if kind == Kind::Postgres {
+        assert!(!text.contains("plantstore_plants"), "{text}");
+    }
 }
+
+crate::on_each_store!(
+    list_is_ascending_with_records_and_default_limit,
+    paging_follows_link_headers_through_concurrent_inserts,
+    list_filters_by_tag_and_the_link_keeps_the_filter,
+    a_page_stops_at_its_byte_cap_and_link_goes_on_from_there,
+    list_refuses_bad_query_parameters,
+    get_replace_delete_one_plant,
+    one_plant_error_paths,
+    head_answers_like_get_without_a_body,
+    healthz_and_openapi_need_no_token,
+    metrics_count_requests_plants_and_connections,
+);

@@ -41,6 +41,148 @@ pub fn config() -> Config {
         seed: None,
         cors: Cors::default(),
         ui: true,
+        #[cfg(feature = "postgres")]
+        database: None,
+    }
+}
+
+/// Which store a test runs on. A test written once runs on each (see
+/// `on_each_store!`); the PostgreSQL runs need `PLANTSTORE_TEST_DATABASE`
+/// (`scripts/with-postgres.sh` sets it) and fail without it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Memory,
+    #[cfg(feature = "postgres")]
+    Postgres,
+}
+
+/// Generates, for each named test `fn name(kind: Kind)`, a `#[test]` per
+/// store: `memory::name` and, with the `postgres` feature,
+/// `postgres::name`.
+#[macro_export]
+macro_rules! on_each_store {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $(#[test]
+            fn $name() {
+                super::$name($crate::support::Kind::Memory)
+            })*
+        }
+        #[cfg(feature = "postgres")]
+        mod postgres {
+            $(#[test]
+            fn $name() {
+                super::$name($crate::support::Kind::Postgres)
+            })*
+        }
+    };
+}
+
+/// A database of its own for one test, made in the cluster that
+/// `PLANTSTORE_TEST_DATABASE` names and dropped with it.
+#[cfg(feature = "postgres")]
+pub struct FreshDatabase {
+    /// Its URL.
+    pub url: String,
+    name: String,
+    admin: String,
+}
+
+#[cfg(feature = "postgres")]
+impl FreshDatabase {
+    pub fn new() -> FreshDatabase {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let admin = std::env::var("PLANTSTORE_TEST_DATABASE").expect(
+            "PLANTSTORE_TEST_DATABASE is not set: run the tests of the postgres feature \
+             through scripts/with-postgres.sh",
+        );
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let name = format!("plantstore_test_{}_{n}", std::process::id());
+        let mut client = postgres::Client::connect(&admin, postgres::NoTls)
+            .unwrap_or_else(|e| panic!("cannot reach PLANTSTORE_TEST_DATABASE: {e}"));
+        // One statement each: neither may run in a transaction block.
+        for statement in [
+            format!("DROP DATABASE IF EXISTS {name}"),
+            format!("CREATE DATABASE {name}"),
+        ] {
+            client
+                .batch_execute(&statement)
+                .expect("a test database is created");
+        }
+        let (base, _) = admin.rsplit_once('/').expect("a URL with /dbname");
+        FreshDatabase {
+            url: format!("{base}/{name}"),
+            name,
+            admin,
+        }
+    }
+
+    /// A client of this database, to look at it or change it from outside.
+    pub fn client(&self) -> postgres::Client {
+        postgres::Client::connect(&self.url, postgres::NoTls).expect("the test database answers")
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl Drop for FreshDatabase {
+    fn drop(&mut self) {
+        if let Ok(mut client) = postgres::Client::connect(&self.admin, postgres::NoTls) {
+            let _ = client.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
+        }
+    }
+}
+
+/// Workers per test server on PostgreSQL: tests run side by side on one
+/// cluster.
+#[cfg(feature = "postgres")]
+pub const TEST_POOL: usize = 4;
+
+/// `config` set to use `kind`'s store; for PostgreSQL, with the fresh
+/// database to keep while it is used.
+pub fn config_on(kind: Kind, config: Config) -> (Config, Option<Keep>) {
+    match kind {
+        Kind::Memory => (config, None),
+        #[cfg(feature = "postgres")]
+        Kind::Postgres => {
+            let database = FreshDatabase::new();
+            let parsed = plantstore::database::DatabaseConfig::parse(&database.url, TEST_POOL)
+                .expect("the test URL parses");
+            let config = Config {
+                database: Some(parsed),
+                ..config
+            };
+            (config, Some(Keep(std::sync::Arc::new(database))))
+        }
+    }
+}
+
+/// What a test server on a store must keep (its database), dropped after
+/// the server stops.
+#[derive(Clone)]
+pub struct Keep(
+    #[cfg(feature = "postgres")] pub std::sync::Arc<FreshDatabase>,
+    #[cfg(not(feature = "postgres"))] (),
+);
+
+/// The flags that start the binary on `kind`'s store, and what to keep
+/// while it runs.
+pub fn store_args(kind: Kind) -> (Vec<String>, Option<Keep>) {
+    match kind {
+        Kind::Memory => (Vec::new(), None),
+        #[cfg(feature = "postgres")]
+        Kind::Postgres => {
+            let database = FreshDatabase::new();
+            let args = vec![
+                "--database".to_string(),
+                database.url.clone(),
+                "--database-pool".to_string(),
+                TEST_POOL.to_string(),
+            ];
+            (args, Some(Keep(std::sync::Arc::new(database))))
+        }
     }
 }
 
@@ -94,11 +236,26 @@ pub struct TestServer {
     config: Config,
     stopper: Stopper,
     thread: Option<JoinHandle<usize>>,
+    /// Its store's database, if any: dropped after the server stops.
+    pub keep: Option<Keep>,
 }
 
 impl TestServer {
     pub fn start() -> TestServer {
         TestServer::with(config())
+    }
+
+    /// A server on `kind`'s store with the test configuration.
+    pub fn on(kind: Kind) -> TestServer {
+        TestServer::on_with(kind, config())
+    }
+
+    /// A server on `kind`'s store with `config`.
+    pub fn on_with(kind: Kind, config: Config) -> TestServer {
+        let (config, keep) = config_on(kind, config);
+        let mut server = TestServer::with(config);
+        server.keep = keep;
+        server
     }
 
     pub fn with(config: Config) -> TestServer {
@@ -121,6 +278,7 @@ impl TestServer {
             config,
             stopper,
             thread: Some(thread),
+            keep: None,
         }
     }
 
@@ -139,7 +297,9 @@ impl TestServer {
                 other => break other.expect("server restarts"),
             }
         };
+        let keep = self.keep.take();
         *self = TestServer::running(server, self.config.clone());
+        self.keep = keep;
     }
 
     fn stop(&mut self) {
@@ -270,8 +430,28 @@ impl Client {
         }
     }
 
+    /// A client on a connection the caller made (with its own timeouts).
+    pub fn from_stream(stream: TcpStream) -> Client {
+        Client {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
     pub fn send(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).expect("send");
+    }
+
+    /// `send`, for a server that may be gone.
+    pub fn try_send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes)
+    }
+
+    /// `reply`, or `None` where the connection failed or the read timed
+    /// out (a server that may be gone).
+    pub fn try_reply(&mut self) -> Option<Reply> {
+        let read = std::panic::AssertUnwindSafe(|| self.read_reply(true));
+        std::panic::catch_unwind(read).ok()
     }
 
     /// Reads one response with a body.

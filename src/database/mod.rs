@@ -1,0 +1,523 @@
+//! `--database URL`: plants in PostgreSQL, shared by every instance that
+//! names the same database (the `postgres` feature; the default build has
+//! none of this).
+//!
+//! The event loops never talk to the database. A handler checks and parses
+//! the request as usual, defers its answer, and hands a job to
+//! [`Database::submit`]; one of `--database-pool` worker threads, each
+//! with its own connection ([`Connection`]), runs it and completes the
+//! answer. A job always completes: run on a connection, or refused with an
+//! [`Unavailable`] reason that the API answers 503 with `Retry-After`.
+//!
+//! Bounds. At most [`QUEUE`] jobs wait; past that a request is refused at
+//! once. A job that waited [`MAX_WAIT`] is refused when a worker reaches
+//! it, every statement has [`STATEMENT_TIMEOUT`], and the TCP connection
+//! gives up on an unresponsive server after [`TCP_TIMEOUT`], so no request
+//! hangs on a database that stopped answering.
+//!
+//! Failure and recovery. A worker whose connection is lost (PostgreSQL
+//! stopped, restarted, or the network cut) connects again, waiting
+//! [`BACKOFF_MIN`] doubling to [`BACKOFF_MAX`] between attempts. An idle
+//! worker checks its connection every [`PING`], so the instance notices a
+//! lost database within about that even with no traffic. While no worker
+//! is connected, requests are refused at once with the last error as the
+//! reason (also what `/healthz` says), and so are the jobs that were
+//! waiting.
+
+mod sql;
+
+pub use sql::{Connection, DbError, SCHEMA_VERSION, SchemaError, ensure_schema};
+
+use std::collections::VecDeque;
+use std::fmt::{self, Write};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use log::{debug, info, warn};
+
+use crate::api::Latency;
+
+/// Jobs that may wait for a worker, over all workers. Each holds one
+/// parsed request (a plant at most as large as the name and tag limits
+/// allow), so this bounds the memory they take.
+pub const QUEUE: usize = 1024;
+/// A job that waited this long is refused (503) rather than run late.
+pub const MAX_WAIT: Duration = Duration::from_secs(5);
+/// The longest any statement may run (PostgreSQL's `statement_timeout`).
+pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connecting gives up after this.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Data unacknowledged by the server for this long ends the connection
+/// (`TCP_USER_TIMEOUT`).
+pub const TCP_TIMEOUT: Duration = Duration::from_secs(5);
+/// First wait before connecting again, doubled after each failure...
+pub const BACKOFF_MIN: Duration = Duration::from_millis(50);
+/// ... up to this.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// An idle worker checks its connection this often.
+pub const PING: Duration = Duration::from_millis(500);
+
+/// Default `--database-pool`.
+pub const DEFAULT_POOL: usize = 8;
+
+/// `--database` and `--database-pool`, checked.
+#[derive(Clone)]
+pub struct DatabaseConfig {
+    client: postgres::Config,
+    /// Workers, one connection each.
+    pub pool: usize,
+}
+
+impl DatabaseConfig {
+    /// Parses a `postgres://user:pass@host:port/db` URL (or a libpq
+    /// `key=value` string); the client's timeouts are set here.
+    pub fn parse(url: &str, pool: usize) -> Result<DatabaseConfig, String> {
+        let mut client = postgres::Config::from_str(url).map_err(|e| e.to_string())?;
+        if client.get_hosts().is_empty() {
+            return Err("no host in it".into());
+        }
+        let timeout = format!("-c statement_timeout={}", STATEMENT_TIMEOUT.as_millis());
+        let options = match client.get_options() {
+            Some(theirs) => format!("{theirs} {timeout}"),
+            None => timeout,
+        };
+        client
+            .options(&options)
+            .application_name("plantstore")
+            .connect_timeout(CONNECT_TIMEOUT)
+            .tcp_user_timeout(TCP_TIMEOUT)
+            .keepalives_idle(Duration::from_secs(10));
+        Ok(DatabaseConfig { client, pool })
+    }
+
+    /// Where it points, without the password: `user@host:port/db`.
+    pub fn describe(&self) -> String {
+        let host = match self.client.get_hosts().first() {
+            Some(postgres::config::Host::Tcp(name)) => name.clone(),
+            Some(postgres::config::Host::Unix(path)) => path.display().to_string(),
+            None => String::new(),
+        };
+        let port = self.client.get_ports().first().copied().unwrap_or(5432);
+        format!(
+            "{}@{host}:{port}/{}",
+            self.client.get_user().unwrap_or(""),
+            self.client
+                .get_dbname()
+                .or(self.client.get_user())
+                .unwrap_or("")
+        )
+    }
+
+    /// A worker's connection, its statements prepared.
+    fn connect(&self) -> Result<Connection, DbError> {
+        Connection::open(&self.client)
+    }
+
+    /// A plain client, for start-up work (the schema, the seed).
+    pub fn connect_client(&self) -> Result<postgres::Client, DbError> {
+        Ok(self.client.connect(postgres::NoTls)?)
+    }
+}
+
+impl fmt::Debug for DatabaseConfig {
+    // Never the password.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DatabaseConfig")
+            .field("at", &self.describe())
+            .field("pool", &self.pool)
+            .finish()
+    }
+}
+
+/// Why a job did not run.
+#[derive(Debug, Clone)]
+pub enum Unavailable {
+    /// No worker is connected (the last error).
+    Down(Arc<str>),
+    /// `QUEUE` jobs already wait.
+    Busy,
+    /// It waited `MAX_WAIT`.
+    Expired,
+    /// The server is stopping.
+    Stopping,
+    /// Its statement failed (the database's words; logged, not sent).
+    Failed(Arc<str>),
+}
+
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unavailable::Down(_) | Unavailable::Failed(_) => {
+                f.write_str("the database is unavailable; try again shortly")
+            }
+            Unavailable::Busy | Unavailable::Expired => {
+                f.write_str("the database is busy; try again shortly")
+            }
+            Unavailable::Stopping => f.write_str("the server is stopping"),
+        }
+    }
+}
+
+impl From<DbError> for Unavailable {
+    fn from(e: DbError) -> Unavailable {
+        Unavailable::Failed(e.0.into())
+    }
+}
+
+/// What a worker runs: given its connection, or the reason it cannot.
+pub type Job = Box<dyn FnOnce(Result<&mut Connection, Unavailable>) + Send>;
+
+/// The worker pool over one database.
+pub struct Database {
+    shared: Arc<Shared>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// A handle that submits jobs to the pool (for a stream that asks for
+/// more as it goes).
+#[derive(Clone)]
+pub struct Queue(Arc<Shared>);
+
+struct Shared {
+    config: DatabaseConfig,
+    queue: Mutex<VecDeque<(Instant, Job)>>,
+    ready: Condvar,
+    stopping: AtomicBool,
+    /// Workers connected now.
+    up: AtomicUsize,
+    /// Why the last connection failed or was lost.
+    failure: Mutex<Arc<str>>,
+    stats: Stats,
+}
+
+/// What `/metrics` reports of the pool.
+#[derive(Default)]
+struct Stats {
+    /// Time a job ran on its connection (statement and round trip).
+    run: Latency,
+    /// Time a job waited for a worker.
+    wait: Latency,
+    /// Jobs refused, by reason: down, busy, expired, failed.
+    refused: [AtomicU64; 4],
+    /// Connections made after the first of each worker.
+    reconnects: AtomicU64,
+}
+
+impl Database {
+    /// Starts `config.pool` workers; each connects on its own.
+    pub fn start(config: DatabaseConfig) -> std::io::Result<Database> {
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(VecDeque::new()),
+            ready: Condvar::new(),
+            stopping: AtomicBool::new(false),
+            up: AtomicUsize::new(0),
+            failure: Mutex::new("not connected yet".into()),
+            stats: Stats::default(),
+            config,
+        });
+        let mut workers = Vec::new();
+        for n in 0..shared.config.pool {
+            let shared = Arc::clone(&shared);
+            let worker = thread::Builder::new()
+                .name(format!("database-{n}"))
+                .spawn(move || work(&shared))?;
+            workers.push(worker);
+        }
+        Ok(Database {
+            shared,
+            workers: Mutex::new(workers),
+        })
+    }
+
+    /// Waits up to `limit` for the first worker to connect.
+    pub fn wait_up(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while self.shared.up.load(Ordering::Acquire) == 0 {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+        true
+    }
+
+    /// Runs `job` on a worker's connection, or at once with the reason it
+    /// cannot run; either way exactly once.
+    pub fn submit(&self, job: impl FnOnce(Result<&mut Connection, Unavailable>) + Send + 'static) {
+        self.queue().submit(job);
+    }
+
+    /// A handle for submitting jobs later.
+    pub fn queue(&self) -> Queue {
+        Queue(Arc::clone(&self.shared))
+    }
+}
+
+impl Queue {
+    /// Runs `job` on a worker's connection, or at once with the reason it
+    /// cannot run; either way exactly once.
+    pub fn submit(&self, job: impl FnOnce(Result<&mut Connection, Unavailable>) + Send + 'static) {
+        let shared = &self.0;
+        let refused = if shared.stopping.load(Ordering::Acquire) {
+            Unavailable::Stopping
+        } else if shared.up.load(Ordering::Acquire) == 0 {
+            Unavailable::Down(shared.failure())
+        } else {
+            let mut queue = shared.lock_queue();
+            if queue.len() < QUEUE {
+                queue.push_back((Instant::now(), Box::new(job)));
+                drop(queue);
+                shared.ready.notify_one();
+                return;
+            }
+            Unavailable::Busy
+        };
+        shared.stats.refuse(&refused);
+        job(Err(refused));
+    }
+}
+
+impl Database {
+    /// Where it points, without the password, and the pool's size.
+    pub fn describe(&self) -> String {
+        let config = &self.shared.config;
+        format!("{} (pool {})", config.describe(), config.pool)
+    }
+
+    /// `None` while a worker is connected, else why none is.
+    pub fn failure(&self) -> Option<Arc<str>> {
+        (self.shared.up.load(Ordering::Acquire) == 0).then(|| self.shared.failure())
+    }
+
+    /// Stops the workers once the jobs queued now are done or refused.
+    pub fn shut_down(&self) {
+        self.shared.stopping.store(true, Ordering::Release);
+        self.shared.ready.notify_all();
+        let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|p| p.into_inner()));
+        for worker in workers {
+            let _ = worker.join();
+        }
+        // Whatever a worker did not take (none may have been connected).
+        self.shared.refuse_all(Unavailable::Stopping);
+    }
+
+    /// The pool's lines of `/metrics`.
+    pub fn render(&self, out: &mut String) {
+        let shared = &self.shared;
+        let stats = &shared.stats;
+        let queued = shared.lock_queue().len();
+        for (name, kind, help, value) in [
+            (
+                "plantstore_database_connections",
+                "gauge",
+                "Database connections open (one per worker).",
+                shared.up.load(Ordering::Relaxed) as u64,
+            ),
+            (
+                "plantstore_database_pool_size",
+                "gauge",
+                "Database workers (--database-pool).",
+                shared.config.pool as u64,
+            ),
+            (
+                "plantstore_database_queue",
+                "gauge",
+                "Requests waiting for a database worker.",
+                queued as u64,
+            ),
+            (
+                "plantstore_database_reconnects_total",
+                "counter",
+                "Connections made again after one was lost or refused.",
+                stats.reconnects.load(Ordering::Relaxed),
+            ),
+        ] {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+            );
+        }
+        out.push_str(
+            "# HELP plantstore_database_refused_total Requests answered 503 without the \
+             database, by reason.\n# TYPE plantstore_database_refused_total counter\n",
+        );
+        for (reason, count) in ["down", "busy", "expired", "failed"]
+            .iter()
+            .zip(&stats.refused)
+        {
+            let _ = writeln!(
+                out,
+                "plantstore_database_refused_total{{reason=\"{reason}\"}} {}",
+                count.load(Ordering::Relaxed)
+            );
+        }
+        for (name, help, latency) in [
+            (
+                "plantstore_database_query_duration_seconds",
+                "Time a request's statements took on its connection, round trip included.",
+                &stats.run,
+            ),
+            (
+                "plantstore_database_wait_duration_seconds",
+                "Time a request waited for a database worker.",
+                &stats.wait,
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+            latency.render(out, name, "pool=\"main\"");
+        }
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        self.shut_down();
+    }
+}
+
+impl Shared {
+    fn lock_queue(&self) -> MutexGuard<'_, VecDeque<(Instant, Job)>> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn failure(&self) -> Arc<str> {
+        Arc::clone(&self.failure.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn set_failure(&self, why: String) {
+        *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = why.into();
+    }
+
+    fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    /// Refuses every queued job.
+    fn refuse_all(&self, why: Unavailable) {
+        let jobs = std::mem::take(&mut *self.lock_queue());
+        for (_, job) in jobs {
+            self.stats.refuse(&why);
+            job(Err(why.clone()));
+        }
+    }
+
+    /// The next job, waiting up to `PING` for one; `None` on a timeout
+    /// or when stopping with nothing queued.
+    fn next(&self) -> Option<(Instant, Job)> {
+        let mut queue = self.lock_queue();
+        if queue.is_empty() && !self.is_stopping() {
+            queue = self
+                .ready
+                .wait_timeout(queue, PING)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        queue.pop_front()
+    }
+}
+
+impl Stats {
+    fn refuse(&self, why: &Unavailable) {
+        let index = match why {
+            Unavailable::Down(_) => 0,
+            Unavailable::Busy => 1,
+            Unavailable::Expired => 2,
+            Unavailable::Failed(_) => 3,
+            Unavailable::Stopping => return,
+        };
+        self.refused[index].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A worker: connect (again, with backoff, whenever the connection is
+/// lost), then run jobs until stopped.
+fn work(shared: &Shared) {
+    let mut backoff = BACKOFF_MIN;
+    let mut connected_before = false;
+    while !shared.is_stopping() {
+        let mut connection = match shared.config.connect() {
+            Ok(connection) => connection,
+            Err(e) => {
+                debug!("database {}: cannot connect: {e}", shared.config.describe());
+                shared.set_failure(format!("cannot connect: {e}"));
+                if shared.up.load(Ordering::Acquire) == 0 {
+                    shared.refuse_all(Unavailable::Down(shared.failure()));
+                }
+                pause(shared, backoff);
+                backoff = (backoff * 2).min(BACKOFF_MAX);
+                continue;
+            }
+        };
+        backoff = BACKOFF_MIN;
+        if connected_before {
+            shared.stats.reconnects.fetch_add(1, Ordering::Relaxed);
+        }
+        connected_before = true;
+        if shared.up.fetch_add(1, Ordering::AcqRel) == 0 {
+            info!("database {}: connected", shared.config.describe());
+        }
+        let why = serve(shared, &mut connection);
+        let left = shared.up.fetch_sub(1, Ordering::AcqRel) - 1;
+        if shared.is_stopping() {
+            return;
+        }
+        shared.set_failure(why);
+        if left == 0 {
+            // Nothing would run what waits any time soon.
+            warn!(
+                "database {}: {}; answering 503 until it is back",
+                shared.config.describe(),
+                shared.failure()
+            );
+            shared.refuse_all(Unavailable::Down(shared.failure()));
+        }
+    }
+}
+
+/// Runs jobs on `connection` until it is lost (then says why) or the pool
+/// stops.
+fn serve(shared: &Shared, connection: &mut Connection) -> String {
+    loop {
+        let Some((queued, job)) = shared.next() else {
+            if shared.is_stopping() {
+                return "stopping".into();
+            }
+            // Idle: is the database still there?
+            if let Err(e) = connection.client().is_valid(PING) {
+                return format!("connection lost: {}", DbError::from(e));
+            }
+            continue;
+        };
+        let waited = queued.elapsed();
+        shared.stats.wait.observe(waited);
+        if waited > MAX_WAIT {
+            shared.stats.refuse(&Unavailable::Expired);
+            job(Err(Unavailable::Expired));
+            continue;
+        }
+        let (started, errors) = (Instant::now(), connection.errors());
+        job(Ok(connection));
+        shared.stats.run.observe(started.elapsed());
+        if connection.errors() > errors {
+            shared.stats.refuse(&Unavailable::Failed("".into()));
+        }
+        if connection.is_closed() {
+            return "connection lost".into();
+        }
+    }
+}
+
+/// Sleeps `wait`, or less if the pool stops.
+fn pause(shared: &Shared, wait: Duration) {
+    let deadline = Instant::now() + wait;
+    while !shared.is_stopping() {
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        thread::sleep((deadline - now).min(Duration::from_millis(50)));
+    }
+}

@@ -1,0 +1,241 @@
+//! One connection to the database and every statement the API runs.
+//!
+//! The table is `plants (id bigint PRIMARY KEY, name bytea, tag bytea)`
+//! with an index on `(tag, id)`. Names and tags are UTF-8 kept as `bytea`:
+//! a JSON string may hold U+0000, which PostgreSQL's `text` refuses, and
+//! the API must take every name the in-memory store takes. (In `psql`,
+//! `convert_from(name, 'UTF8')` shows them as text.)
+//!
+//! Every statement is prepared once per connection, and every change is
+//! one statement in its own transaction, so it has committed when
+//! `execute` returns: the answer that follows is never ahead of the
+//! database. A create that meets an existing id does nothing (`ON CONFLICT
+//! DO NOTHING`) and reports it, which is the 409; the primary key decides
+//! between instances racing for one id.
+
+use std::fmt;
+
+use postgres::{Client, NoTls, Row, Statement};
+
+use crate::store::Plant;
+
+/// The schema version this build creates and understands.
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// The schema, created in one transaction when the database has none.
+const SCHEMA: &str = "
+CREATE TABLE plantstore_schema (version integer NOT NULL);
+CREATE TABLE plants (id bigint PRIMARY KEY, name bytea NOT NULL, tag bytea);
+CREATE INDEX plants_tag_id ON plants (tag, id);
+";
+
+/// Any failure talking to the database: the connection, a timeout, the
+/// server refusing. The request gets 503; the message is logged.
+#[derive(Debug)]
+pub struct DbError(pub String);
+
+impl fmt::Display for DbError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<postgres::Error> for DbError {
+    fn from(e: postgres::Error) -> DbError {
+        // The database's own message where there is one ("terminating
+        // connection due to administrator command"), else the client's.
+        match e.as_db_error() {
+            Some(db) => DbError(format!("{}: {}", db.severity(), db.message())),
+            None => DbError(e.to_string()),
+        }
+    }
+}
+
+/// Why the schema cannot be used: start-up stops.
+#[derive(Debug)]
+pub enum SchemaError {
+    /// The database holds a schema newer than this build knows.
+    Newer(i32),
+    /// The database could not be asked.
+    Db(DbError),
+}
+
+impl fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SchemaError::Newer(found) => write!(
+                f,
+                "the database holds plantstore schema version {found}, newer than this \
+                 build's {SCHEMA_VERSION}: run a newer plantstore"
+            ),
+            SchemaError::Db(e) => write!(f, "cannot set up the schema: {e}"),
+        }
+    }
+}
+
+impl From<postgres::Error> for SchemaError {
+    fn from(e: postgres::Error) -> SchemaError {
+        SchemaError::Db(e.into())
+    }
+}
+
+/// Creates the schema if the database has none and checks its version.
+/// Instances starting together take turns on an advisory lock, so one
+/// creates and the others find it.
+pub fn ensure_schema(client: &mut Client) -> Result<(), SchemaError> {
+    let mut tx = client.transaction()?;
+    // Any constant will do; this one spells "plantsto".
+    tx.execute("SELECT pg_advisory_xact_lock(8097880036592395375)", &[])?;
+    let exists: bool = tx
+        .query_one("SELECT to_regclass('plantstore_schema') IS NOT NULL", &[])?
+        .get(0);
+    if !exists {
+        tx.batch_execute(SCHEMA)?;
+        tx.execute(
+            "INSERT INTO plantstore_schema (version) VALUES ($1)",
+            &[&SCHEMA_VERSION],
+        )?;
+    }
+    let found: Option<i32> = tx
+        .query_one("SELECT max(version) FROM plantstore_schema", &[])?
+        .get(0);
+    tx.commit()?;
+    match found {
+        Some(v) if v > SCHEMA_VERSION => Err(SchemaError::Newer(v)),
+        Some(_) => Ok(()),
+        None => Err(SchemaError::Db(DbError(
+            "plantstore_schema has no version row".into(),
+        ))),
+    }
+}
+
+/// A connection with its prepared statements.
+pub struct Connection {
+    client: Client,
+    create: Statement,
+    get: Statement,
+    replace: Statement,
+    delete: Statement,
+    page: Statement,
+    page_tagged: Statement,
+    /// Statements that failed on this connection.
+    errors: u64,
+}
+
+impl Connection {
+    /// Connects and prepares the statements.
+    pub fn open(config: &postgres::Config) -> Result<Connection, DbError> {
+        let mut client = config.connect(NoTls)?;
+        let mut prepare = |sql: &str| client.prepare(sql);
+        Ok(Connection {
+            create: prepare(
+                "INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
+            )?,
+            get: prepare("SELECT name, tag FROM plants WHERE id = $1")?,
+            replace: prepare("UPDATE plants SET name = $2, tag = $3 WHERE id = $1")?,
+            delete: prepare("DELETE FROM plants WHERE id = $1")?,
+            page: prepare("SELECT id, name, tag FROM plants WHERE id >= $1 ORDER BY id LIMIT $2")?,
+            page_tagged: prepare(
+                "SELECT id, name, tag FROM plants WHERE tag = $3 AND id >= $1 ORDER BY id LIMIT $2",
+            )?,
+            client,
+            errors: 0,
+        })
+    }
+
+    /// Statements that failed on this connection so far.
+    pub fn errors(&self) -> u64 {
+        self.errors
+    }
+
+    /// `result` as the API sees it, counting a failure.
+    fn counted<T>(&mut self, result: Result<T, postgres::Error>) -> Result<T, DbError> {
+        result.map_err(|e| {
+            self.errors += 1;
+            e.into()
+        })
+    }
+
+    /// The client, for start-up work (the schema, the seed).
+    pub fn client(&mut self) -> &mut Client {
+        &mut self.client
+    }
+
+    /// Whether the connection is gone (a new one is needed).
+    pub fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+
+    /// Stores a new plant; `false` if the id is taken.
+    pub fn create(&mut self, id: i64, plant: &Plant) -> Result<bool, DbError> {
+        let tag = plant.tag.as_deref().map(str::as_bytes);
+        let rows = self
+            .client
+            .execute(&self.create, &[&id, &plant.name.as_bytes(), &tag]);
+        Ok(self.counted(rows)? == 1)
+    }
+
+    /// The plant with this id.
+    pub fn get(&mut self, id: i64) -> Result<Option<Plant>, DbError> {
+        let row = self.client.query_opt(&self.get, &[&id]);
+        self.counted(row)?.map(|row| plant(&row, 0)).transpose()
+    }
+
+    /// Replaces name and tag; `false` if there is no such plant.
+    pub fn replace(&mut self, id: i64, plant: &Plant) -> Result<bool, DbError> {
+        let tag = plant.tag.as_deref().map(str::as_bytes);
+        let rows = self
+            .client
+            .execute(&self.replace, &[&id, &plant.name.as_bytes(), &tag]);
+        Ok(self.counted(rows)? == 1)
+    }
+
+    /// Deletes; `false` if there was no such plant.
+    pub fn delete(&mut self, id: i64) -> Result<bool, DbError> {
+        let rows = self.client.execute(&self.delete, &[&id]);
+        Ok(self.counted(rows)? == 1)
+    }
+
+    /// Up to `limit` plants with ids above `after` (all with `None`),
+    /// ascending, with this `tag` if given (on the `(tag, id)` index).
+    pub fn page(
+        &mut self,
+        after: Option<i64>,
+        limit: usize,
+        tag: Option<&str>,
+    ) -> Result<Vec<(i64, Plant)>, DbError> {
+        // `id > after` as `id >= after + 1`: one statement for both
+        // cases, and nothing is above i64::MAX.
+        let from = match after {
+            None => i64::MIN,
+            Some(after) => match after.checked_add(1) {
+                Some(from) => from,
+                None => return Ok(Vec::new()),
+            },
+        };
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = match tag {
+            None => self.client.query(&self.page, &[&from, &limit]),
+            Some(tag) => {
+                let tag = tag.as_bytes();
+                self.client.query(&self.page_tagged, &[&from, &limit, &tag])
+            }
+        };
+        let rows = self.counted(rows)?;
+        rows.iter()
+            .map(|row| Ok((row.try_get::<_, i64>(0)?, plant(row, 1)?)))
+            .collect()
+    }
+}
+
+/// The plant in `row` from column `at` (name, then tag). What this server
+/// wrote is UTF-8; anything else written from outside is shown with
+/// U+FFFD rather than refused. A column of another type (a table changed
+/// by hand) is an error, never a panic.
+fn plant(row: &Row, at: usize) -> Result<Plant, DbError> {
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    Ok(Plant {
+        name: text(row.try_get::<_, &[u8]>(at)?),
+        tag: row.try_get::<_, Option<&[u8]>>(at + 1)?.map(text),
+    })
+}
