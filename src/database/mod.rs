@@ -521,3 +521,53 @@ fn pause(shared: &Shared, wait: Duration) {
         thread::sleep((deadline - now).min(Duration::from_millis(50)));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    #[test]
+    fn the_url_is_checked_and_its_password_never_shown() {
+        let config = DatabaseConfig::parse("postgres://ann:s3cret@db.example:6543/plants", 3)
+            .expect("a good URL");
+        assert_eq!(config.describe(), "ann@db.example:6543/plants");
+        assert_eq!(config.pool, 3);
+        assert!(!format!("{config:?}").contains("s3cret"));
+        for bad in ["postgres://ann@db:notaport/x", "mysql://x", "host=/tmp user="] {
+            assert!(DatabaseConfig::parse(bad, 1).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn with_no_database_to_reach_every_job_is_refused_at_once_and_the_pool_stops() {
+        // A loopback port no one listens on: connecting is refused at once.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let url = format!("postgres://ann:pw@127.0.0.1:{port}/plants");
+        let database = Database::start(DatabaseConfig::parse(&url, 2).unwrap()).unwrap();
+        assert!(!database.wait_up(Duration::from_millis(300)));
+        let why = database.failure().expect("no connection is up");
+        assert!(why.contains("cannot connect"), "{why}");
+        let (tx, rx) = mpsc::channel();
+        let started = Instant::now();
+        database.submit(move |connection| {
+            let _ = tx.send(connection.err().map(|why| why.to_string()));
+        });
+        let answer = rx.recv_timeout(Duration::from_secs(1)).expect("answered");
+        assert_eq!(
+            answer.as_deref(),
+            Some("the database is unavailable; try again shortly")
+        );
+        assert!(started.elapsed() < Duration::from_millis(100));
+        let mut metrics = String::new();
+        database.render(&mut metrics);
+        assert!(metrics.contains("plantstore_database_refused_total{reason=\"down\"} 1\n"));
+        assert!(metrics.contains("plantstore_database_connections 0\n"));
+        let stopping = Instant::now();
+        database.shut_down();
+        assert!(stopping.elapsed() < BACKOFF_MAX + Duration::from_millis(500));
+    }
+}
