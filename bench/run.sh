@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The benchmark suite: prints markdown tables of figures on stdout.
 #
-#   bench/run.sh [SECTION...]    (default: every section, then the budgets)
+#   bench/run.sh [SECTION...]    (default: every section but postgres,
+#                                 then the budgets)
 #
 #   reference  POST /plants in memory, plantstore vs the axum + tokio
 #              reference (bench/reference), at 16 and 64 connections,
@@ -32,6 +33,17 @@
 #              keep-alive connections open (bench/hold.py) and a fresh
 #              client's latency meanwhile
 #   budgets    every budget of the spec, met or not, from the figures above
+#   postgres   (only when named; run it through scripts/with-postgres.sh,
+#              which sets PLANTSTORE_TEST_DATABASE) POST /plants, then GET
+#              /plants?limit=100, at $PG_CONNS connections (default 64):
+#              in memory, --data --sync always, and the postgres build with
+#              --database, one instance and two behind nginx
+#              (contrib/nginx-plantstore.conf); each instance on its own CPU
+#              where there are 4 or more; $ROUNDS rounds. CPU seconds of
+#              each process over the POST runs, and PostgreSQL's commit
+#              time on one connection ($COMMITS autocommit INSERTs, default
+#              1000). $PG_ARGS: more flags for the --database instances
+#              (e.g. "--database-pool 16")
 #
 # Each wrk run lasts $DURATION (default 10s) after a 2 s warm-up. Figures
 # drift by about 30% between runs on a small shared machine: compare rows
@@ -66,6 +78,11 @@ SECTIONS=("$@")
 [ ${#SECTIONS[@]} -eq 0 ] &&
   SECTIONS=(reference footprint durable startup writers compaction export pinned budgets)
 
+if [[ " ${SECTIONS[*]} " == *" postgres "* ]] && [ -z "${PLANTSTORE_TEST_DATABASE:-}" ]; then
+  echo "the postgres section needs PLANTSTORE_TEST_DATABASE: run it through scripts/with-postgres.sh" >&2
+  exit 2
+fi
+
 if ! command -v wrk >/dev/null; then
   echo "installing wrk" >&2
   SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
@@ -81,6 +98,12 @@ scripts/release-build.sh "$HOST" >/dev/null
 cargo build --release --quiet --bin plantstore --example make_journal
 cargo build --release --quiet --manifest-path bench/reference/Cargo.toml
 BIN=target/$HOST/release/plantstore
+# The postgres build (--database), as published: only for that section.
+PG_BIN=
+if [[ " ${SECTIONS[*]} " == *" postgres "* ]]; then
+  FEATURES=postgres scripts/release-build.sh "$HOST" >/dev/null
+  PG_BIN=target/postgres/$HOST/release/plantstore
+fi
 REFERENCE=bench/reference/target/release/plantstore-reference
 WORK=$(mktemp -d)
 SERVER_PID=
@@ -89,11 +112,14 @@ HOLD_PID=
 LOAD_PIDS=()
 # A command prefix for the servers started (the pinned section: taskset).
 PIN=()
+# Processes started beside SERVER_PID (the postgres section: its
+# instances and nginx).
+EXTRA_PIDS=()
 # Under set -e a failing `wait` (the status of a killed process) would end
 # the trap early, so every step here is allowed to fail.
 cleanup() {
   local pid
-  for pid in "${LOAD_PIDS[@]}" $HOLD_PID $SERVER_PID; do
+  for pid in "${LOAD_PIDS[@]}" "${EXTRA_PIDS[@]}" $HOLD_PID $SERVER_PID; do
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   done
@@ -147,12 +173,15 @@ stop_server() {
 }
 
 # post CONNS [SCRIPT]: warm-up, then one wrk run; sets RPS, P50, P99 (ms),
-# ERRORS and REQUESTS.
+# ERRORS and REQUESTS. With MEASURE set (a command), `$MEASURE start` and
+# `$MEASURE stop` run just before and after the measured run.
 post() {
   local conns=$1 script=${2:-bench/post.lua} result
   PLANTSTORE_TOKEN=$TOKEN wrk -t2 -c"$conns" -d2s -s "$script" "http://$ADDR" >/dev/null
+  [ -z "${MEASURE:-}" ] || $MEASURE start
   result=$(PLANTSTORE_TOKEN=$TOKEN wrk -t2 -c"$conns" -d"$DURATION" -s "$script" \
     "http://$ADDR" | grep '^RESULT')
+  [ -z "${MEASURE:-}" ] || $MEASURE stop
   read -r _ RPS P50 P99 ERRORS REQUESTS MAX <<<"$result"
   P50=$(awk "BEGIN{printf \"%.2f\", $P50/1000}")
   P99=$(awk "BEGIN{printf \"%.2f\", $P99/1000}")
@@ -598,7 +627,8 @@ pinned_run() {
   CTX=$(awk "BEGIN{printf \"%.3f\", $switches / $REQUESTS}")
 }
 
-section_pinned() {
+# need_nginx: sets NGINX to Debian's nginx, installed if missing.
+need_nginx() {
   NGINX=$(command -v nginx || echo /usr/sbin/nginx)
   if [ ! -x "$NGINX" ]; then
     echo "installing nginx" >&2
@@ -606,6 +636,10 @@ section_pinned() {
     $SUDO apt-get update -qq >&2 && $SUDO apt-get install -y -qq nginx >&2
     NGINX=$(command -v nginx || echo /usr/sbin/nginx)
   fi
+}
+
+section_pinned() {
+  need_nginx
   CLK_TCK=$(getconf CLK_TCK)
   local hard
   hard=$(ulimit -Hn)
@@ -680,6 +714,257 @@ section_pinned() {
     fi
   done
   echo
+}
+
+# The postgres section's helpers.
+# pg_db: an empty database plantstore_bench beside the one
+# PLANTSTORE_TEST_DATABASE names (the URL's last path segment); sets
+# PG_URL to it.
+pg_db() {
+  psql -q -X -v ON_ERROR_STOP=1 -d "$PLANTSTORE_TEST_DATABASE" -c "SET client_min_messages = warning" \
+    -c "DROP DATABASE IF EXISTS plantstore_bench WITH (FORCE)" -c "CREATE DATABASE plantstore_bench"
+  PG_URL=${PLANTSTORE_TEST_DATABASE%/*}/plantstore_bench
+}
+
+# pg_setting NAME: a setting of the database server.
+pg_setting() { psql -X -At -d "$PG_URL" -c "SHOW $1"; }
+
+# start_instance CPU ARGS...: one more plantstore (the postgres build when
+# ARGS has --database) on CPU (taskset, "" for none), kept in EXTRA_PIDS;
+# sets ADDR. Its log is $WORK/instance.PID.log.
+start_instance() {
+  local cpu=$1 bin=$BIN
+  shift
+  [[ " $* " == *" --database "* ]] && bin=$PG_BIN
+  PIN=()
+  [ -z "$cpu" ] || PIN=(taskset -c "$cpu")
+  BIN=$bin start_server "$@"
+  PIN=()
+  # The server keeps writing to the file it opened, renamed.
+  mv "$WORK/server.log" "$WORK/instance.$SERVER_PID.log"
+  EXTRA_PIDS+=("$SERVER_PID")
+  SERVER_PID=
+}
+
+# start_proxy A B: nginx in front of the instances at addresses A and B,
+# from contrib/nginx-plantstore.conf (@LISTEN@, @INSTANCE_A@ and
+# @INSTANCE_B@ replaced), kept in EXTRA_PIDS; sets ADDR to its own address
+# and PROXY_PID. A template with an events block is a whole configuration
+# and runs as it is (its pid file and logs moved to $WORK/proxy); otherwise
+# it goes in the http block of one of ours: one process (the worker, master
+# off), no access log.
+start_proxy() {
+  local dir=$WORK/proxy template=contrib/nginx-plantstore.conf started
+  [ -f "$template" ] || { echo "no $template: the postgres section needs it" >&2; exit 1; }
+  mkdir -p "$dir"
+  free_port
+  sed -e "s/@LISTEN@/$ADDR/g" -e "s/@INSTANCE_A@/$1/g" -e "s/@INSTANCE_B@/$2/g" \
+    "$template" >"$dir/plantstore.conf"
+  local conf=$dir/plantstore.conf globals="daemon off; pid $dir/nginx.pid;"
+  if ! grep -Eq '^[[:space:]]*events[[:space:]]*\{' "$conf"; then
+    conf=$dir/nginx.conf globals=
+    cat >"$conf" <<CONF
+worker_processes 1;
+daemon off;
+master_process off;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $dir/client_body;
+  proxy_temp_path $dir/proxy;
+  fastcgi_temp_path $dir/fastcgi;
+  uwsgi_temp_path $dir/uwsgi;
+  scgi_temp_path $dir/scgi;
+  include $dir/plantstore.conf;
+}
+CONF
+  fi
+  started=$(date +%s%N)
+  "$NGINX" -p "$dir/" -c "$conf" -e "$dir/error.log" ${globals:+-g "$globals"} \
+    2>"$WORK/server.log" &
+  SERVER_PID=$!
+  wait_port "$started"
+  PROXY_PID=$SERVER_PID
+  EXTRA_PIDS+=("$SERVER_PID")
+  SERVER_PID=
+}
+
+# stop_extra: stops every process in EXTRA_PIDS.
+stop_extra() {
+  local pid
+  for pid in "${EXTRA_PIDS[@]}"; do
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  EXTRA_PIDS=()
+  PROXY_PID=
+}
+
+# ticks_of PID...: utime + stime of each process, threads included, summed
+# (clock ticks); a process gone counts 0.
+ticks_of() {
+  local pid total=0 t
+  for pid in "$@"; do
+    t=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{print $12 + $13}') || t=0
+    total=$((total + ${t:-0}))
+  done
+  echo "$total"
+}
+
+# pg_ticks: PostgreSQL's CPU so far: the postmaster, every live child
+# (backends, WAL writer, checkpointer...) and the children it reaped.
+pg_ticks() {
+  local own reaped
+  # shellcheck disable=SC2046 # one pid a word
+  own=$(ticks_of "$PG_POSTMASTER" $(pgrep -P "$PG_POSTMASTER"))
+  reaped=$(sed 's/^.*) //' "/proc/$PG_POSTMASTER/stat" | awk '{print $14 + $15}')
+  echo $((own + reaped))
+}
+
+# busy_ticks: every CPU's busy time so far (user, nice, system, irq and
+# softirq; not idle, iowait or steal).
+busy_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+
+# child_ticks: sets CHILD_TICKS to the CPU of this shell's children that
+# have ended (bash's `times`, second line), in clock ticks: between the two
+# MEASURE calls of a run, that is wrk (and the grep it pipes to). `times`
+# runs in this shell: in a subshell or a pipeline it would count none.
+child_ticks() {
+  times >"$WORK/times"
+  CHILD_TICKS=$(awk -v hz="$CLK_TCK" 'NR == 2 {
+    t = 0
+    for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); t += p[1] * 60 + p[2] }
+    printf "%.0f\n", t * hz
+  }' "$WORK/times")
+}
+
+# pg_cpu start|stop: the MEASURE of the POST runs; at stop sets CPU_ROW,
+# table cells of CPU seconds: each instance in EXTRA_PIDS, PostgreSQL,
+# nginx, wrk, everything else, every CPU busy, and what the CPUs had.
+pg_cpu() {
+  local pid
+  if [ "$1" = start ]; then
+    declare -gA CPU_AT=([pg]=$(pg_ticks) [busy]=$(busy_ticks))
+    for pid in "${EXTRA_PIDS[@]}"; do CPU_AT[$pid]=$(ticks_of "$pid"); done
+    CPU_STARTED=$(date +%s%N)
+    child_ticks
+    CPU_AT[wrk]=$CHILD_TICKS
+    return
+  fi
+  local wrk wall used ticks nginx=- pg=- busy instances=()
+  child_ticks
+  wrk=$((CHILD_TICKS - CPU_AT[wrk]))
+  wall=$(awk "BEGIN{print ($(date +%s%N) - $CPU_STARTED) / 1e9}")
+  used=$wrk
+  for pid in "${EXTRA_PIDS[@]}"; do
+    ticks=$(($(ticks_of "$pid") - CPU_AT[$pid]))
+    used=$((used + ticks))
+    if [ "$pid" = "${PROXY_PID:-}" ]; then nginx=$(secs "$ticks"); else instances+=("$(secs "$ticks")"); fi
+  done
+  if [ -n "$PG_MEASURED" ]; then
+    pg=$(($(pg_ticks) - CPU_AT[pg]))
+    used=$((used + pg))
+    pg=$(secs "$pg")
+  fi
+  busy=$(($(busy_ticks) - CPU_AT[busy]))
+  CPU_ROW="${instances[0]} | ${instances[1]:--} | $pg | $nginx | $(secs "$wrk") |"
+  CPU_ROW+=" $(secs $((busy - used))) | $(secs "$busy") | $(awk "BEGIN{printf \"%.1f\", $wall * $(nproc)}") |"
+}
+
+secs() { awk "BEGIN{printf \"%.1f\", $1 / $CLK_TCK}"; }
+
+# pg_setup ROUND NAME: POST then GET through what was started (ADDR);
+# adds their rows to the tables and stops it all.
+pg_setup() {
+  local round=$1 name=$2
+  MEASURE=pg_cpu post "$PG_CONNS"
+  PG_ROWS+=("| $round | $name | POST /plants | $RPS | $P50 | $P99 | $ERRORS |")
+  PG_CPU_ROWS+=("| $round | $name | $CPU_ROW")
+  GET_PATH="/plants?limit=100" post "$PG_CONNS" bench/get.lua
+  PG_ROWS+=("| $round | $name | GET /plants?limit=100 | $RPS | $P50 | $P99 | $ERRORS |")
+  stop_extra
+}
+
+# commit_ms: per autocommit INSERT into commit_probe on one connection,
+# $COMMITS of them through one psql, in ms (psql's own start-up included).
+commit_ms() {
+  local started
+  started=$(date +%s%N)
+  seq "$COMMITS" | sed 's/.*/INSERT INTO commit_probe VALUES (&);/' |
+    psql -q -X -v ON_ERROR_STOP=1 -d "$PG_URL" >/dev/null
+  awk "BEGIN{printf \"%.3f\", ($(date +%s%N) - $started) / 1e6 / $COMMITS}"
+}
+
+section_postgres() {
+  need_nginx
+  CLK_TCK=$(getconf CLK_TCK)
+  PG_CONNS=${PG_CONNS:-64}
+  COMMITS=${COMMITS:-1000}
+  local args cpu_a='' cpu_b='' pinning
+  read -ra args <<<"${PG_ARGS:-}"
+  pg_db
+  PG_POSTMASTER=$(head -n 1 "$(pg_setting data_directory)/postmaster.pid")
+  if [ "$(nproc)" -ge 4 ]; then
+    cpu_a=0 cpu_b=1
+    pinning="Each instance on a CPU of its own (taskset: one instance on CPU 0, two on
+CPUs 0 and 1); wrk, nginx and PostgreSQL are not pinned."
+  else
+    pinning="Nothing pinned: $(nproc) CPUs here, and pinning takes 4 (one for each
+instance, the rest for wrk, nginx and PostgreSQL), so every process shares every CPU."
+  fi
+  echo "## POST /plants, then GET /plants?limit=100: in memory, --data, PostgreSQL (wrk -t2 -c$PG_CONNS, $DURATION, $ROUNDS rounds)"
+  echo
+  echo "PostgreSQL $(pg_setting server_version) (\`PLANTSTORE_TEST_DATABASE\`; fsync $(pg_setting fsync),"
+  echo "synchronous_commit $(pg_setting synchronous_commit), wal_sync_method $(pg_setting wal_sync_method));"
+  echo "each setup starts on an empty store or database, and its GET run reads"
+  echo "what its POST run stored. The postgres build runs with \`--database\` and"
+  if [ ${#args[@]} -gt 0 ]; then echo "\`${args[*]}\`;"; else echo "its default pool;"; fi
+  echo "two instances share one database behind nginx (contrib/nginx-plantstore.conf)."
+  echo "$pinning"
+  echo
+  PG_ROWS=() PG_CPU_ROWS=()
+  local round a
+  for round in $(seq 1 "$ROUNDS"); do
+    PG_MEASURED=
+    start_instance "$cpu_a"
+    pg_setup "$round" "in memory, 1 instance"
+    rm -f "$WORK/pg.journal"
+    start_instance "$cpu_a" --data "$WORK/pg.journal" --sync always
+    pg_setup "$round" "--data --sync always, 1 instance"
+    PG_MEASURED=1
+    pg_db
+    start_instance "$cpu_a" --database "$PG_URL" ${args[@]+"${args[@]}"}
+    pg_setup "$round" "PostgreSQL, 1 instance"
+    pg_db
+    start_instance "$cpu_a" --database "$PG_URL" ${args[@]+"${args[@]}"}
+    a=$ADDR
+    start_instance "$cpu_b" --database "$PG_URL" ${args[@]+"${args[@]}"}
+    start_proxy "$a" "$ADDR"
+    pg_setup "$round" "PostgreSQL, 2 instances behind nginx"
+  done
+  echo "| round | setup | request | requests/s | p50 ms | p99 ms | errors |"
+  echo "|---|---|---|---|---|---|---|"
+  printf '%s\n' "${PG_ROWS[@]}"
+  echo
+  echo "CPU seconds over each measured POST run. PostgreSQL: all its processes;"
+  echo "else: every CPU's busy time less the processes listed (the kernel's own"
+  echo "threads and interrupts, and anything else running on the machine)."
+  echo
+  echo "| round | setup | instance 1 | instance 2 | PostgreSQL | nginx | wrk | else | all CPUs busy | CPUs × wall |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  printf '%s\n' "${PG_CPU_ROWS[@]}"
+  echo
+  local on off
+  pg_db
+  psql -q -X -d "$PG_URL" -c "CREATE TABLE commit_probe (n integer)"
+  on=$(commit_ms)
+  off=$(PGOPTIONS="-c synchronous_commit=off" commit_ms)
+  echo "PostgreSQL commit on one connection ($COMMITS autocommit INSERTs through one psql):"
+  echo "$on ms each; $off ms with synchronous_commit off (no wait for the WAL flush)."
+  echo
+  psql -q -X -d "$PLANTSTORE_TEST_DATABASE" -c "DROP DATABASE plantstore_bench WITH (FORCE)"
 }
 
 # met CONDITION: "met" or "NOT met".

@@ -3,15 +3,23 @@
 # rebuilt for the target (-Z build-std) with unwinding but without the
 # backtrace symboliser (about 100 KiB of DWARF parsing, gzip and demangling
 # that only serves RUST_BACKTRACE). Panics are still caught per request and
-# logged with their message and location. Prints each stripped size.
+# logged with their message and location. Prints each target, its
+# stripped size and the binary's path.
 #
 #   scripts/release-build.sh TARGET...    e.g. x86_64-unknown-linux-gnu
+#   FEATURES=postgres scripts/release-build.sh TARGET...
+#
+# FEATURES (cargo features, comma-separated) builds in a target directory of
+# its own, target/FEATURES (commas as dashes), so the default build beside
+# it is neither replaced nor rebuilt: with FEATURES=postgres the binary is
+# target/postgres/TARGET/release/plantstore (published as
+# plantstore-postgres).
 #
 # rustup cannot add targets or rust-src here, so this uses Debian's Rust
 # (rustc-web, with its rust-web-src) with RUSTC_BOOTSTRAP for -Z flags,
 # Debian's cross gcc for glibc ARM targets and zig for musl ones. Installs
 # what it needs (apt as root or via sudo, zig into .venv-zig). Output:
-# target/TARGET/release/plantstore.
+# target/TARGET/release/plantstore, without FEATURES.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,12 +52,20 @@ export PATH=$PWD/.venv-zig/bin:$PATH
 
 D=(env RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 /usr/bin/cargo)
 BS=(-Z build-std=std,panic_abort -Z build-std-features=panic-unwind)
+FEATURES=${FEATURES:-}
+dir=target
+WITH=()
+if [ -n "$FEATURES" ]; then
+  dir=target/${FEATURES//,/-}
+  WITH=(--features "$FEATURES" --target-dir "$dir")
+fi
 
 for target in "${TARGETS[@]}"; do
   echo "== $target: release build" >&2
   case $target in
-    *musl*) "${D[@]}" zigbuild --quiet --release --bin plantstore --target "$target" "${BS[@]}" ;;
-    *) "${D[@]}" build --quiet --release --bin plantstore --target "$target" "${BS[@]}" ;;
+    *musl*) "${D[@]}" zigbuild --quiet --release --bin plantstore --target "$target" "${BS[@]}" ${WITH[@]+"${WITH[@]}"} ;;
+    *) "${D[@]}" build --quiet --release --bin plantstore --target "$target" "${BS[@]}" ${WITH[@]+"${WITH[@]}"} ;;
   esac
-  echo "$target $(stat -c %s "target/$target/release/plantstore")"
+  bin=$dir/$target/release/plantstore
+  echo "$target $(stat -c %s "$bin") $bin"
 done

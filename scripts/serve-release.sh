@@ -1,11 +1,20 @@
 # Sourced by the scripts that test the release binary: builds it, starts it
 # on a free loopback port (it binds port 0 and logs the real one) with
 # PLANTSTORE_TOKEN=$token and any further flags in the array $serve_args,
-# and sets $addr; the server is stopped on exit.
-cargo build --release --quiet
+# and sets $addr; the server is stopped on exit. With $serve_features
+# (cargo features, e.g. postgres) the build has a target directory of its
+# own, target/$serve_features, so target/release/plantstore stays the
+# default build.
+serve_bin=target/release/plantstore
+if [ -n "${serve_features:-}" ]; then
+    cargo build --release --quiet --features "$serve_features" --target-dir "target/${serve_features//,/-}"
+    serve_bin=target/${serve_features//,/-}/release/plantstore
+else
+    cargo build --release --quiet
+fi
 
 serve_log=$(mktemp)
-PLANTSTORE_TOKEN=$token ./target/release/plantstore --addr 127.0.0.1:0 \
+PLANTSTORE_TOKEN=$token "./$serve_bin" --addr 127.0.0.1:0 \
     ${serve_args[@]+"${serve_args[@]}"} 2>"$serve_log" &
 serve_pid=$!
 trap 'kill $serve_pid 2>/dev/null || true; wait $serve_pid 2>/dev/null || true; rm -f "$serve_log"' EXIT
