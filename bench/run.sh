@@ -750,17 +750,18 @@ start_instance() {
 # from contrib/nginx-plantstore.conf (@LISTEN@, @INSTANCE_A@ and
 # @INSTANCE_B@ replaced), kept in EXTRA_PIDS; sets ADDR to its own address
 # and PROXY_PID. A template with an events block is a whole configuration
-# and runs as it is (its pid file and logs moved to $WORK/proxy); otherwise
+# and runs as it is, with $WORK/proxy as its prefix (its pid file and logs
+# go there, as the template says); otherwise
 # it goes in the http block of one of ours: one process (the worker, master
 # off), no access log.
 start_proxy() {
   local dir=$WORK/proxy template=contrib/nginx-plantstore.conf started
   [ -f "$template" ] || { echo "no $template: the postgres section needs it" >&2; exit 1; }
-  mkdir -p "$dir"
+  mkdir -p "$dir/logs"
   free_port
   sed -e "s/@LISTEN@/$ADDR/g" -e "s/@INSTANCE_A@/$1/g" -e "s/@INSTANCE_B@/$2/g" \
     "$template" >"$dir/plantstore.conf"
-  local conf=$dir/plantstore.conf globals="daemon off; pid $dir/nginx.pid;"
+  local conf=$dir/plantstore.conf globals="daemon off;"
   if ! grep -Eq '^[[:space:]]*events[[:space:]]*\{' "$conf"; then
     conf=$dir/nginx.conf globals=
     cat >"$conf" <<CONF
@@ -804,6 +805,10 @@ stop_extra() {
 
 # ticks_of PID...: utime + stime of each process, threads included, summed
 # (clock ticks); a process gone counts 0.
+# tree_ticks PID: ticks_of the process and its children (nginx's workers).
+# shellcheck disable=SC2046
+tree_ticks() { ticks_of "$1" $(pgrep -P "$1" || true); }
+
 ticks_of() {
   local pid total=0 t
   for pid in "$@"; do
@@ -847,7 +852,7 @@ pg_cpu() {
   local pid
   if [ "$1" = start ]; then
     declare -gA CPU_AT=([pg]=$(pg_ticks) [busy]=$(busy_ticks))
-    for pid in "${EXTRA_PIDS[@]}"; do CPU_AT[$pid]=$(ticks_of "$pid"); done
+    for pid in "${EXTRA_PIDS[@]}"; do CPU_AT[$pid]=$(tree_ticks "$pid"); done
     CPU_STARTED=$(date +%s%N)
     child_ticks
     CPU_AT[wrk]=$CHILD_TICKS
@@ -859,7 +864,7 @@ pg_cpu() {
   wall=$(awk "BEGIN{print ($(date +%s%N) - $CPU_STARTED) / 1e9}")
   used=$wrk
   for pid in "${EXTRA_PIDS[@]}"; do
-    ticks=$(($(ticks_of "$pid") - CPU_AT[$pid]))
+    ticks=$(($(tree_ticks "$pid") - CPU_AT[$pid]))
     used=$((used + ticks))
     if [ "$pid" = "${PROXY_PID:-}" ]; then nginx=$(secs "$ticks"); else instances+=("$(secs "$ticks")"); fi
   done
