@@ -217,12 +217,18 @@ fn assert_refuses_changes(server: &Running, journal: &Path, reason: &str, health
     let named = fs::canonicalize(journal.parent().unwrap())
         .unwrap()
         .join(journal.file_name().unwrap());
-    let log = server.log();
-    assert!(
+    // The log is read on another thread: the line may come a little after
+    // the answers.
+    let names = |log: &[String]| {
         log.iter()
-            .any(|l| l.contains("ERROR") && l.contains(text(&named)) && l.contains(reason)),
-        "{log:#?}"
-    );
+            .any(|l| l.contains("ERROR") && l.contains(text(&named)) && l.contains(reason))
+    };
+    let until = Instant::now() + Duration::from_secs(5);
+    while !names(&server.log()) && Instant::now() < until {
+        thread::sleep(Duration::from_millis(20));
+    }
+    let log = server.log();
+    assert!(names(&log), "{log:#?}");
 }
 
 #[test]
