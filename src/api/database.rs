@@ -53,9 +53,7 @@ pub(super) fn run(
 /// listing page over its whole length: ids ascending, none twice, every
 /// plant that exists from start to end.
 pub(super) fn export(database: &Database, request: &mut Request<'_>) -> Result<Response, ApiError> {
-    if let Some(why) = database.failure() {
-        return Err(ApiError::Unavailable(Unavailable::Down(why)));
-    }
+    database.check().map_err(ApiError::Unavailable)?;
     let waker = request
         .waker()
         .ok_or(ApiError::Unavailable(Unavailable::Busy))?;

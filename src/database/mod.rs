@@ -292,6 +292,19 @@ impl Database {
         (self.shared.up.load(Ordering::Acquire) == 0).then(|| self.shared.failure())
     }
 
+    /// `Ok` while a worker is connected, else the refusal to answer with,
+    /// counted as one (for a request that would not reach `submit`).
+    pub fn check(&self) -> Result<(), Unavailable> {
+        match self.failure() {
+            None => Ok(()),
+            Some(why) => {
+                let refused = Unavailable::Down(why);
+                self.shared.stats.refuse(&refused);
+                Err(refused)
+            }
+        }
+    }
+
     /// Stops the workers once the jobs queued now are done or refused.
     pub fn shut_down(&self) {
         self.shared.stopping.store(true, Ordering::Release);

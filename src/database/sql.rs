@@ -43,11 +43,21 @@ impl fmt::Display for DbError {
 impl From<postgres::Error> for DbError {
     fn from(e: postgres::Error) -> DbError {
         // The database's own message where there is one ("terminating
-        // connection due to administrator command"), else the client's.
-        match e.as_db_error() {
-            Some(db) => DbError(format!("{}: {}", db.severity(), db.message())),
-            None => DbError(e.to_string()),
+        // connection due to administrator command"), else the client's
+        // with its causes: its own words are only the kind ("error
+        // connecting to server"), the cause says why ("Connection
+        // refused").
+        if let Some(db) = e.as_db_error() {
+            return DbError(format!("{}: {}", db.severity(), db.message()));
         }
+        let mut text = e.to_string();
+        let mut cause = std::error::Error::source(&e);
+        while let Some(inner) = cause {
+            text.push_str(": ");
+            text.push_str(&inner.to_string());
+            cause = inner.source();
+        }
+        DbError(text)
     }
 }
 

@@ -1,16 +1,17 @@
 //! Bearer authentication: RFC 6750 answers, several tokens, check order,
 //! and the start-up checks that keep a token that could never match out.
+//! The answers to requests are checked on each store; the token files'
+//! start-up checks through the binary, on the in-memory store.
 
 use std::time::Duration;
 
 use crate::binary::{Running, create, run_to_exit};
-use crate::support::{JSON, TempFile, TestServer};
+use crate::support::{JSON, Kind, TempFile, TestServer};
 
 const BODY: &str = r#"{"id": 1, "name": "a"}"#;
 
-#[test]
-fn missing_token_is_401_with_challenge() {
-    let server = TestServer::start();
+fn missing_token_is_401_with_challenge(kind: Kind) {
+    let server = TestServer::on(kind);
     let reply = server.send("POST", "/plants", &[JSON], BODY);
     reply.assert_error(401, "missing");
     assert_eq!(
@@ -19,9 +20,8 @@ fn missing_token_is_401_with_challenge() {
     );
 }
 
-#[test]
-fn wrong_scheme_is_401_without_invalid_token() {
-    let server = TestServer::start();
+fn wrong_scheme_is_401_without_invalid_token(kind: Kind) {
+    let server = TestServer::on(kind);
     let basic = [("Authorization", "Basic dGVzdC10b2tlbg=="), JSON];
     let reply = server.send("POST", "/plants", &basic, BODY);
     reply.assert_error(401, "missing");
@@ -31,9 +31,8 @@ fn wrong_scheme_is_401_without_invalid_token() {
     );
 }
 
-#[test]
-fn wrong_token_is_401_invalid_token() {
-    let server = TestServer::start();
+fn wrong_token_is_401_invalid_token(kind: Kind) {
+    let server = TestServer::on(kind);
     let wrong = [("Authorization", "Bearer test-tokem"), JSON];
     let reply = server.send("POST", "/plants", &wrong, BODY);
     reply.assert_error(401, "invalid");
@@ -44,33 +43,28 @@ fn wrong_token_is_401_invalid_token() {
     assert!(!reply.text().contains("test-token"), "no token in the body");
 }
 
-#[test]
-fn failed_auth_never_parses_the_body() {
-    let server = TestServer::start();
+fn failed_auth_never_parses_the_body(kind: Kind) {
+    let server = TestServer::on(kind);
     let reply = server.send("POST", "/plants", &[JSON], "{not json");
     reply.assert_error(401, "missing");
     let reply = server.send("POST", "/plants", &[("Content-Type", "text/plain")], BODY);
     reply.assert_error(401, "missing");
 }
 
-#[test]
-fn several_tokens_from_a_file_all_work() {
-    let dir = std::env::temp_dir().join(format!("plantstore-tokens-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("tokens");
-    std::fs::write(
-        &file,
-        "# rotation\n\nold-token\n  new-token  \n# retired-token\n",
-    )
-    .unwrap();
+fn several_tokens_from_a_file_all_work(kind: Kind) {
+    // A file of its own: each store's variant runs beside the other.
+    let file = token_file(
+        "tokens",
+        b"# rotation\n\nold-token\n  new-token  \n# retired-token\n",
+    );
     let args = plantstore::config::Args {
-        token_file: Some(file),
+        token_file: Some(file.0.clone()),
         ..argh::FromArgs::from_args(&["plantstore"], &[]).unwrap()
     };
     let mut config = plantstore::config::Config::from_args(args, None).unwrap();
     config.addr = "127.0.0.1:0".parse().unwrap();
     assert_eq!(config.tokens, ["old-token", "new-token"]);
-    let server = TestServer::with(config);
+    let server = TestServer::on_with(kind, config);
     for (id, token, status) in [
         (1, "old-token", 200),
         (2, "new-token", 200),
@@ -81,7 +75,6 @@ fn several_tokens_from_a_file_all_work() {
         let reply = server.send("POST", "/plants", &[("Authorization", &auth), JSON], &body);
         assert_eq!(reply.status, status, "{token}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A token file in the temp directory, removed when dropped.
@@ -157,3 +150,11 @@ fn a_repeated_token_in_the_file_is_a_start_up_warning_naming_the_lines() {
     );
     assert!(!log.iter().any(|l| l.contains("rotate-me")), "{log:?}");
 }
+
+crate::on_each_store!(
+    missing_token_is_401_with_challenge,
+    wrong_scheme_is_401_without_invalid_token,
+    wrong_token_is_401_invalid_token,
+    failed_auth_never_parses_the_body,
+    several_tokens_from_a_file_all_work,
+);

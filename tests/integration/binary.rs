@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::support::{Client, request};
+use crate::support::{Client, Keep, Kind, request, store_args};
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_plantstore");
 
@@ -79,11 +79,24 @@ pub(crate) struct Running {
     pub(crate) child: Child,
     pub(crate) addr: SocketAddr,
     lines: Arc<Mutex<Vec<String>>>,
+    /// Its store's database, if any: dropped after the binary is killed.
+    keep: Option<Keep>,
 }
 
 impl Running {
     pub(crate) fn start(args: &[&str], token: Option<&str>) -> Running {
         Running::start_within(args, token, Duration::from_secs(10))
+    }
+
+    /// As `start`, on `kind`'s store (a fresh database of its own for
+    /// PostgreSQL, kept while the binary runs).
+    pub(crate) fn on(kind: Kind, args: &[&str], token: Option<&str>) -> Running {
+        let (store, keep) = store_args(kind);
+        let mut all: Vec<&str> = store.iter().map(String::as_str).collect();
+        all.extend_from_slice(args);
+        let mut running = Running::start(&all, token);
+        running.keep = keep;
+        running
     }
 
     /// As `start`, for a start-up that may take up to `within` (a large
@@ -121,6 +134,7 @@ impl Running {
             child,
             addr: addr.parse().expect("start-up line shows a real address"),
             lines,
+            keep: None,
         }
     }
 

@@ -1,14 +1,16 @@
 //! `--cors-origin`: the headers that let a page from another origin call
 //! the API, the preflight answered before auth, and nothing at all without
 //! the flag. Headless Chromium checks the same from a real page
-//! (`scripts/browser.sh`).
+//! (`scripts/browser.sh`). The answers that reach the store are checked
+//! on each store: from the database they are completed by a pool worker,
+//! after the handler returned, and must carry the same headers.
 
 use std::time::Duration;
 
 use plantstore::api::Cors;
 
 use crate::binary::run_to_exit;
-use crate::support::{AUTH, JSON, Reply, TempFile, TestServer, config, durable_config};
+use crate::support::{AUTH, JSON, Kind, Reply, TempFile, TestServer, config, durable_config};
 
 const PAGE: &str = "http://localhost:3000";
 const ORIGIN: (&str, &str) = ("Origin", PAGE);
@@ -18,10 +20,15 @@ fn cors(origins: &[&str]) -> Cors {
 }
 
 fn server(origins: &[&str]) -> TestServer {
-    TestServer::with(plantstore::config::Config {
+    server_on(Kind::Memory, origins)
+}
+
+fn server_on(kind: Kind, origins: &[&str]) -> TestServer {
+    let config = plantstore::config::Config {
         cors: cors(origins),
         ..config()
-    })
+    };
+    TestServer::on_with(kind, config)
 }
 
 /// Asserts the headers every answer to an allowed origin carries.
@@ -60,9 +67,8 @@ fn preflight(server: &TestServer, path: &str, origin: &str, method: &str) -> Rep
     server.send("OPTIONS", path, &headers, "")
 }
 
-#[test]
-fn every_answer_to_an_allowed_origin_carries_the_cors_headers() {
-    let server = server(&["https://other.example", PAGE]);
+fn every_answer_to_an_allowed_origin_carries_the_cors_headers(kind: Kind) {
+    let server = server_on(kind, &["https://other.example", PAGE]);
     let created = server.send(
         "POST",
         "/plants",
@@ -87,9 +93,8 @@ fn every_answer_to_an_allowed_origin_carries_the_cors_headers() {
     assert_allowed(&health, PAGE);
 }
 
-#[test]
-fn a_disallowed_origin_gets_no_cors_headers() {
-    let server = server(&[PAGE]);
+fn a_disallowed_origin_gets_no_cors_headers(kind: Kind) {
+    let server = server_on(kind, &[PAGE]);
     for origin in [
         "http://localhost:3001",
         "https://localhost:3000",
@@ -107,9 +112,8 @@ fn a_disallowed_origin_gets_no_cors_headers() {
     assert_eq!(without.header("vary"), Some("Origin"));
 }
 
-#[test]
-fn a_star_allows_every_origin_and_answers_star() {
-    let server = server(&["*"]);
+fn a_star_allows_every_origin_and_answers_star(kind: Kind) {
+    let server = server_on(kind, &["*"]);
     for origin in [PAGE, "https://anywhere.example:8443", "null"] {
         let reply = server.send("GET", "/plants", &[AUTH, ("Origin", origin)], "");
         assert_allowed(&reply, "*");
@@ -145,9 +149,8 @@ fn a_preflight_from_an_allowed_origin_is_204_without_a_token() {
     );
 }
 
-#[test]
-fn a_preflight_lists_exactly_the_methods_each_path_answers() {
-    let server = server(&[PAGE]);
+fn a_preflight_lists_exactly_the_methods_each_path_answers(kind: Kind) {
+    let server = server_on(kind, &[PAGE]);
     server.create(r#"{"id":1,"name":"a"}"#);
     for path in [
         "/plants",
@@ -212,9 +215,8 @@ fn an_options_that_is_not_a_preflight_is_405_with_the_cors_headers() {
     assert_eq!(reply.header("access-control-allow-methods"), None);
 }
 
-#[test]
-fn without_the_flag_nothing_changes() {
-    let server = TestServer::start();
+fn without_the_flag_nothing_changes(kind: Kind) {
+    let server = TestServer::on(kind);
     let reply = preflight(&server, "/plants", PAGE, "POST");
     reply.assert_error(405, "allowed");
     assert_eq!(reply.header("allow"), Some("GET, HEAD, POST"));
@@ -226,15 +228,21 @@ fn without_the_flag_nothing_changes() {
     assert_eq!(page.header("vary"), None);
 }
 
-#[test]
-fn changes_answered_after_the_journal_sync_carry_the_cors_headers() {
-    // With --data every change is answered by the committer thread, after
-    // the handler returned: those answers must carry the headers too.
+fn changes_answered_after_the_handler_returned_carry_the_cors_headers(kind: Kind) {
+    // With --data every change is answered by the committer thread after
+    // the journal's sync, with --database by the pool worker that ran its
+    // statement: after the handler returned, and with the headers too.
     let file = TempFile::new("cors.journal");
-    let server = TestServer::with(plantstore::config::Config {
+    let stored = match kind {
+        Kind::Memory => durable_config(&file.0),
+        #[cfg(feature = "postgres")]
+        Kind::Postgres => config(),
+    };
+    let config = plantstore::config::Config {
         cors: cors(&[PAGE]),
-        ..durable_config(&file.0)
-    });
+        ..stored
+    };
+    let server = TestServer::on_with(kind, config);
     let body = r#"{"id":5,"name":"fern","tag":"green"}"#;
     let created = server.send("POST", "/plants", &[AUTH, JSON, ORIGIN], body);
     assert_eq!(created.status, 200, "{}", created.text());
@@ -280,3 +288,12 @@ fn an_origin_that_could_never_match_stops_start_up() {
         );
     }
 }
+
+crate::on_each_store!(
+    every_answer_to_an_allowed_origin_carries_the_cors_headers,
+    a_disallowed_origin_gets_no_cors_headers,
+    a_star_allows_every_origin_and_answers_star,
+    a_preflight_lists_exactly_the_methods_each_path_answers,
+    without_the_flag_nothing_changes,
+    changes_answered_after_the_handler_returned_carry_the_cors_headers,
+);

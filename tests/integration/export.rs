@@ -1,6 +1,8 @@
 //! `GET /export`: every plant as NDJSON, streamed (chunked to HTTP/1.1,
 //! up to the close for HTTP/1.0), ascending by id, each line the
 //! PlantRecord `GET /plants/{id}` answers; the connection goes on after it.
+//! On each store: from the database it is read a piece at a time through a
+//! keyset cursor, and must keep the same promises.
 
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{AUTH, Client, JSON, TestServer, request};
+use crate::support::{AUTH, Client, JSON, Kind, TempFile, TestServer, config, request};
 
 /// Creates plants `0..count` (odd ones tagged, some names escaped) over one
 /// connection.
@@ -39,9 +41,8 @@ fn lines(body: &[u8]) -> Vec<Value> {
         .collect()
 }
 
-#[test]
-fn every_plant_is_exported_ascending_as_the_records_get_answers() {
-    let server = TestServer::start();
+fn every_plant_is_exported_ascending_as_the_records_get_answers(kind: Kind) {
+    let server = TestServer::on(kind);
     // Created out of order, so ascending is the export's doing.
     fill(&server, 3000);
     assert_eq!(
@@ -68,9 +69,8 @@ fn every_plant_is_exported_ascending_as_the_records_get_answers() {
     }
 }
 
-#[test]
-fn an_empty_store_exports_nothing_and_a_token_is_needed() {
-    let server = TestServer::start();
+fn an_empty_store_exports_nothing_and_a_token_is_needed(kind: Kind) {
+    let server = TestServer::on(kind);
     let reply = server.send("GET", "/export", &[AUTH], "");
     assert_eq!((reply.status, reply.body.len()), (200, 0));
     server
@@ -84,9 +84,8 @@ fn an_empty_store_exports_nothing_and_a_token_is_needed() {
         .assert_error(405, "");
 }
 
-#[test]
-fn a_request_pipelined_behind_an_export_is_answered_after_it() {
-    let server = TestServer::start();
+fn a_request_pipelined_behind_an_export_is_answered_after_it(kind: Kind) {
+    let server = TestServer::on(kind);
     fill(&server, 2000);
     let mut client = server.client();
     let mut both = request("GET", "/export", &[AUTH], "");
@@ -99,9 +98,8 @@ fn a_request_pipelined_behind_an_export_is_answered_after_it() {
     assert_eq!(next.json()["id"], 7);
 }
 
-#[test]
-fn an_http_1_0_client_gets_the_export_up_to_the_close() {
-    let server = TestServer::start();
+fn an_http_1_0_client_gets_the_export_up_to_the_close(kind: Kind) {
+    let server = TestServer::on(kind);
     fill(&server, 1000);
     let mut client = server.client();
     client.send(b"GET /export HTTP/1.0\r\nAuthorization: Bearer test-token\r\n\r\n");
@@ -117,10 +115,9 @@ fn an_http_1_0_client_gets_the_export_up_to_the_close() {
     assert_eq!(lines(&wire[head_end..]).len(), 1000);
 }
 
-#[test]
-fn an_export_while_plants_change_lists_every_stable_plant_once_in_order() {
-    let server = TestServer::start();
-    fill(&server, 20_000);
+fn an_export_while_plants_change_lists_every_stable_plant_once_in_order(kind: Kind) {
+    // Seeded: 20,000 creates one by one would take minutes on the database.
+    let (server, _seed) = seeded(kind, 20_000, |id| format!("plant {id}"), config());
     let addr = server.addr;
     // Odd ids come and go from before the export starts until it ends.
     let stop = Arc::new(AtomicBool::new(false));
@@ -160,21 +157,32 @@ fn an_export_while_plants_change_lists_every_stable_plant_once_in_order() {
     assert_eq!(evens, (0..20_000).step_by(2).collect::<Vec<_>>());
 }
 
-/// A server holding `count` plants with 100-character names (about 130
-/// bytes of export each), seeded from a file, whose write timeout is 3 s.
-fn large(count: i64) -> (TestServer, crate::support::TempFile) {
+/// A server on `kind`'s store with `config`, holding plants `0..count`
+/// named `name(id)`, seeded from a file (kept until the test ends).
+fn seeded(
+    kind: Kind,
+    count: i64,
+    name: impl Fn(i64) -> String,
+    mut config: plantstore::config::Config,
+) -> (TestServer, TempFile) {
     use std::io::Write;
-    let seed = crate::support::TempFile::new("large.ndjson");
+    let seed = TempFile::new("export.ndjson");
     let mut file = std::io::BufWriter::new(std::fs::File::create(&seed.0).unwrap());
     for id in 0..count {
-        writeln!(file, r#"{{"id":{id},"name":"{:0>100}"}}"#, id).unwrap();
+        writeln!(file, r#"{{"id":{id},"name":"{}"}}"#, name(id)).unwrap();
     }
     file.flush().unwrap();
     drop(file);
-    let mut config = crate::support::config();
     config.seed = Some(seed.0.clone());
+    (TestServer::on_with(kind, config), seed)
+}
+
+/// A server holding `count` plants with 100-character names (about 130
+/// bytes of export each), seeded from a file, whose write timeout is 3 s.
+fn large(kind: Kind, count: i64) -> (TestServer, TempFile) {
+    let mut config = config();
     config.limits.write_timeout = Duration::from_secs(3);
-    (TestServer::with(config), seed)
+    seeded(kind, count, |id| format!("{id:0>100}"), config)
 }
 
 /// The write timeout measures what the client takes: a reader taking a
@@ -182,9 +190,8 @@ fn large(count: i64) -> (TestServer, crate::support::TempFile) {
 /// 3 s timeout; without `TCP_NOTSENT_LOWAT` it was cut after about 4 s). Measured by when the kernel's send buffer drained, as it
 /// once was, the timeout ran out first: Linux lets that buffer grow to
 /// megabytes and reports it writable only once a third of it is free.
-#[test]
-fn a_slow_steady_reader_of_an_export_is_not_cut_off() {
-    let (server, _seed) = large(100_000);
+fn a_slow_steady_reader_of_an_export_is_not_cut_off(kind: Kind) {
+    let (server, _seed) = large(kind, 100_000);
     let mut client = server.client();
     client.send(&request("GET", "/export", &[AUTH], ""));
     let started = Instant::now();
@@ -204,9 +211,8 @@ fn a_slow_steady_reader_of_an_export_is_not_cut_off() {
 /// An export the client stops reading is cut after the write timeout by a
 /// reset, never by an orderly close: over HTTP/1.0, whose body ends at the
 /// close, a close would make the part received look like the whole export.
-#[test]
-fn an_http_1_0_export_cut_short_ends_in_a_reset() {
-    let (server, _seed) = large(100_000);
+fn an_http_1_0_export_cut_short_ends_in_a_reset(kind: Kind) {
+    let (server, _seed) = large(kind, 100_000);
     let mut client = server.client();
     client.send(b"GET /export HTTP/1.0\r\nAuthorization: Bearer test-token\r\n\r\n");
     thread::sleep(Duration::from_secs(5));
@@ -216,3 +222,13 @@ fn an_http_1_0_export_cut_short_ends_in_a_reset() {
     assert_eq!(error.kind(), std::io::ErrorKind::ConnectionReset, "{error}");
     assert!(wire.len() < 13_000_000, "cut before the end");
 }
+
+crate::on_each_store!(
+    every_plant_is_exported_ascending_as_the_records_get_answers,
+    an_empty_store_exports_nothing_and_a_token_is_needed,
+    a_request_pipelined_behind_an_export_is_answered_after_it,
+    an_http_1_0_client_gets_the_export_up_to_the_close,
+    an_export_while_plants_change_lists_every_stable_plant_once_in_order,
+    a_slow_steady_reader_of_an_export_is_not_cut_off,
+    an_http_1_0_export_cut_short_ends_in_a_reset,
+);

@@ -217,17 +217,18 @@ fn assert_refuses_changes(server: &Running, journal: &Path, reason: &str, health
     let named = fs::canonicalize(journal.parent().unwrap())
         .unwrap()
         .join(journal.file_name().unwrap());
-    // The log is read by another thread: wait (at most 5 s) for the line.
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let found = |log: &[String]| {
+    // The log is read on another thread: the line may come a little after
+    // the answers.
+    let names = |log: &[String]| {
         log.iter()
             .any(|l| l.contains("ERROR") && l.contains(text(&named)) && l.contains(reason))
     };
-    while !found(&server.log()) && std::time::Instant::now() < until {
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    let until = Instant::now() + Duration::from_secs(5);
+    while !names(&server.log()) && Instant::now() < until {
+        thread::sleep(Duration::from_millis(20));
     }
     let log = server.log();
-    assert!(found(&log), "{log:#?}");
+    assert!(names(&log), "{log:#?}");
 }
 
 #[test]

@@ -1,18 +1,19 @@
 //! Two limits of the engine found only by hostile testing: the trailer
-//! section's size, and when the idle timeout starts.
+//! section's size, and when the idle timeout starts. On each store: from
+//! the database the body is read before the request is handed to a worker,
+//! and the answer is completed later from that worker.
 
 use std::thread;
 use std::time::Duration;
 
-use crate::support::{AUTH, JSON, TestServer, allow_names_of, config, request};
+use crate::support::{AUTH, JSON, Kind, TestServer, allow_names_of, config, request};
 
 /// A trailer section is bounded as a whole: a 4096-byte field line followed
 /// by an endless one is refused, never buffered (an unchecked budget once
 /// underflowed here: a panic on the event loop in a debug build, unbounded
 /// buffering in a release build).
-#[test]
-fn a_trailer_section_over_its_limit_is_refused_not_buffered() {
-    let server = TestServer::start();
+fn a_trailer_section_over_its_limit_is_refused_not_buffered(kind: Kind) {
+    let server = TestServer::on(kind);
     let mut client = server.client();
     client.send(
         b"POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-token\r\n\
@@ -37,13 +38,12 @@ fn a_trailer_section_over_its_limit_is_refused_not_buffered() {
 /// page, a slow link) is followed by a close the moment its last byte is
 /// handed to the kernel, although it said nothing of closing: the client's
 /// next request on that connection gets no answer.
-#[test]
-fn the_idle_timeout_runs_from_when_the_response_has_left() {
+fn the_idle_timeout_runs_from_when_the_response_has_left(kind: Kind) {
     let mut config = config();
     config.limits.idle_timeout = Duration::from_secs(1);
     // One plant with a 6 MB name: a page of it is a 6 MB response.
     allow_names_of(&mut config, 6_000_000);
-    let server = TestServer::with(config);
+    let server = TestServer::on_with(kind, config);
     let name = "x".repeat(6_000_000);
     let mut loader = server.client();
     let body = format!(r#"{{"id":0,"name":"{name}"}}"#);
@@ -65,3 +65,8 @@ fn the_idle_timeout_runs_from_when_the_response_has_left() {
         "a kept connection must serve the next request"
     );
 }
+
+crate::on_each_store!(
+    a_trailer_section_over_its_limit_is_refused_not_buffered,
+    the_idle_timeout_runs_from_when_the_response_has_left,
+);

@@ -5,7 +5,9 @@
 //! (`flags`: where it takes its flags from),
 //! `crash` kills it mid-write to check what the journal keeps,
 //! `journal` writes journal files as an outsider would, and `seed` starts
-//! it with `--seed` files.
+//! it with `--seed` files. A test written as `fn name(kind: Kind)` runs on
+//! each store (`on_each_store!`); `database` and `database_serving` have what
+//! only the PostgreSQL store has.
 
 mod auth;
 mod binary;
@@ -13,6 +15,10 @@ mod binary;
 mod cluster;
 mod cors;
 mod crash;
+#[cfg(feature = "postgres")]
+mod database;
+#[cfg(feature = "postgres")]
+mod database_serving;
 mod durability;
 mod engine;
 mod events;

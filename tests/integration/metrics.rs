@@ -1,10 +1,12 @@
 //! `/metrics` beyond the request counters: the duration histogram, build
-//! information, the `process_*` metrics and the journal's.
+//! information, the `process_*` metrics and the journal's. The duration
+//! histogram on each store: from the database an answer is counted when
+//! its worker completes it, from the request's head.
 
 use std::thread;
 use std::time::Duration;
 
-use crate::support::{AUTH, JSON, TempFile, TestServer, durable_config, request};
+use crate::support::{AUTH, JSON, Kind, TempFile, TestServer, durable_config, request};
 
 /// The exposition text, as an authorised client sees it.
 fn scrape(server: &TestServer) -> String {
@@ -27,9 +29,8 @@ fn bucket(route: &str, le: &str) -> String {
     format!("plantstore_request_duration_seconds_bucket{{route=\"{route}\",le=\"{le}\"}}")
 }
 
-#[test]
-fn fast_requests_count_in_the_low_buckets_of_their_route() {
-    let server = TestServer::start();
+fn fast_requests_count_in_the_low_buckets_of_their_route(kind: Kind) {
+    let server = TestServer::on(kind);
     for _ in 0..5 {
         assert_eq!(server.send("GET", "/healthz", &[], "").status, 200);
     }
@@ -45,9 +46,8 @@ fn fast_requests_count_in_the_low_buckets_of_their_route() {
     assert_eq!(value(&scrape(&server), &bucket("/metrics", "+Inf")), 1.0);
 }
 
-#[test]
-fn a_request_whose_body_comes_late_counts_the_wait_from_its_head() {
-    let server = TestServer::start();
+fn a_request_whose_body_comes_late_counts_the_wait_from_its_head(kind: Kind) {
+    let server = TestServer::on(kind);
     let body = r#"{"id":1,"name":"slow"}"#;
     let mut client = server.client();
     let mut head = request(
@@ -107,3 +107,8 @@ fn the_journal_reports_its_size_and_compactions() {
     // A deferred answer (sync always) is counted once, when it is sent.
     assert_eq!(value(&text, &bucket("/plants", "+Inf")), 1.0);
 }
+
+crate::on_each_store!(
+    fast_requests_count_in_the_low_buckets_of_their_route,
+    a_request_whose_body_comes_late_counts_the_wait_from_its_head,
+);

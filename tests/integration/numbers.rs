@@ -1,14 +1,15 @@
 //! Integers are read exactly from their decimal text, by the built binary,
 //! in bodies, paths and queries alike. Regression: values were read
 //! through an f64, so `2.0000000000000001` was stored as id 2 and
-//! `limit=0.99999999999999999` read as 1.
+//! `limit=0.99999999999999999` read as 1. On each store: the database's
+//! statements must see exactly the ids the memory store sees.
 
 use std::net::SocketAddr;
 
 use serde_json::json;
 
 use crate::binary::Running;
-use crate::support::{Client, JSON, Reply, request};
+use crate::support::{Client, JSON, Kind, Reply, request};
 
 const TOKEN: &str = "n0mb3rs";
 
@@ -25,9 +26,8 @@ fn send(addr: SocketAddr, method: &str, path: &str, body: &str) -> Reply {
     client.reply()
 }
 
-#[test]
-fn a_body_id_that_is_not_an_integer_is_400_and_nothing_is_stored() {
-    let server = Running::start(&[], Some(TOKEN));
+fn a_body_id_that_is_not_an_integer_is_400_and_nothing_is_stored(kind: Kind) {
+    let server = Running::on(kind, &[], Some(TOKEN));
     for id in [
         "2.0000000000000001",
         "-9007199254740992.5",
@@ -41,9 +41,8 @@ fn a_body_id_that_is_not_an_integer_is_400_and_nothing_is_stored() {
     assert_eq!(listed.json(), json!([]), "nothing stored");
 }
 
-#[test]
-fn integral_spellings_are_exact_over_the_whole_int64_range() {
-    let server = Running::start(&[], Some(TOKEN));
+fn integral_spellings_are_exact_over_the_whole_int64_range(kind: Kind) {
+    let server = Running::on(kind, &[], Some(TOKEN));
     for (text, id) in [
         ("70e-1", 7),
         ("1.000000000000000000000000e2", 100),
@@ -64,9 +63,8 @@ fn integral_spellings_are_exact_over_the_whole_int64_range() {
     }
 }
 
-#[test]
-fn a_query_value_that_is_not_an_integer_is_400() {
-    let server = Running::start(&[], Some(TOKEN));
+fn a_query_value_that_is_not_an_integer_is_400(kind: Kind) {
+    let server = Running::on(kind, &[], Some(TOKEN));
     for query in [
         "limit=0.99999999999999999",
         "limit=1e-400",
@@ -79,9 +77,8 @@ fn a_query_value_that_is_not_an_integer_is_400() {
     assert_eq!(reply.status, 200, "{}", reply.text());
 }
 
-#[test]
-fn a_path_id_that_is_not_an_integer_is_400() {
-    let server = Running::start(&[], Some(TOKEN));
+fn a_path_id_that_is_not_an_integer_is_400(kind: Kind) {
+    let server = Running::on(kind, &[], Some(TOKEN));
     let reply = send(server.addr, "POST", "/plants", r#"{"id":2,"name":"two"}"#);
     assert_eq!(reply.status, 200);
     for method in ["GET", "DELETE"] {
@@ -94,3 +91,10 @@ fn a_path_id_that_is_not_an_integer_is_400() {
         "still stored"
     );
 }
+
+crate::on_each_store!(
+    a_body_id_that_is_not_an_integer_is_400_and_nothing_is_stored,
+    integral_spellings_are_exact_over_the_whole_int64_range,
+    a_query_value_that_is_not_an_integer_is_400,
+    a_path_id_that_is_not_an_integer_is_400,
+);

@@ -1,12 +1,13 @@
-//! POST /plants: success, every validation rule, and the status codes.
+//! POST /plants: success, every validation rule, and the status codes, on
+//! each store. A full store (507) is the in-memory store's alone:
+//! `--max-plants` and `--max-data` do not bound the database.
 
 use plantstore::store::TextLimits;
 
-use crate::support::{AUTH, JSON, TestServer, config};
+use crate::support::{AUTH, JSON, Kind, TestServer, config};
 
-#[test]
-fn create_answers_the_plant_without_id() {
-    let server = TestServer::start();
+fn create_answers_the_plant_without_id(kind: Kind) {
+    let server = TestServer::on(kind);
     let reply = server.create(r#"{"id": 1, "name": "Fern", "tag": "green"}"#);
     assert_eq!(reply.status, 200);
     assert_eq!(reply.header("content-type"), Some("application/json"));
@@ -16,17 +17,15 @@ fn create_answers_the_plant_without_id() {
     );
 }
 
-#[test]
-fn absent_tag_is_omitted_not_null() {
-    let server = TestServer::start();
+fn absent_tag_is_omitted_not_null(kind: Kind) {
+    let server = TestServer::on(kind);
     let reply = server.create(r#"{"id": 2, "name": "Moss"}"#);
     assert_eq!(reply.status, 200);
     assert_eq!(reply.text(), r#"{"name":"Moss"}"#);
 }
 
-#[test]
-fn valid_bodies_by_json_schema_meaning() {
-    let server = TestServer::start();
+fn valid_bodies_by_json_schema_meaning(kind: Kind) {
+    let server = TestServer::on(kind);
     let cases = [
         (r#"{"id": 7.0, "name": "integral float"}"#, "integral float"),
         (r#"{"id": 8e0, "name": "exponent"}"#, "exponent"),
@@ -43,9 +42,8 @@ fn valid_bodies_by_json_schema_meaning() {
     }
 }
 
-#[test]
-fn every_invalid_body_is_400_naming_the_problem() {
-    let server = TestServer::start();
+fn every_invalid_body_is_400_naming_the_problem(kind: Kind) {
+    let server = TestServer::on(kind);
     let cases = [
         ("", "not valid JSON"),
         ("{", "not valid JSON"),
@@ -76,9 +74,8 @@ fn every_invalid_body_is_400_naming_the_problem() {
     assert_eq!(server.create(r#"{"id": 1, "name": "a"}"#).status, 200);
 }
 
-#[test]
-fn existing_id_is_409_and_the_stored_plant_is_kept() {
-    let server = TestServer::start();
+fn existing_id_is_409_and_the_stored_plant_is_kept(kind: Kind) {
+    let server = TestServer::on(kind);
     assert_eq!(server.create(r#"{"id": 5, "name": "first"}"#).status, 200);
     server
         .create(r#"{"id": 5, "name": "second"}"#)
@@ -88,9 +85,8 @@ fn existing_id_is_409_and_the_stored_plant_is_kept() {
         .assert_error(409, "5");
 }
 
-#[test]
-fn content_type_must_be_json_when_there_is_a_body() {
-    let server = TestServer::start();
+fn content_type_must_be_json_when_there_is_a_body(kind: Kind) {
+    let server = TestServer::on(kind);
     let body = r#"{"id": 1, "name": "a"}"#;
     let text = [AUTH, ("Content-Type", "text/plain")];
     server
@@ -107,22 +103,20 @@ fn content_type_must_be_json_when_there_is_a_body() {
     assert_eq!(server.send("POST", "/plants", &charset, body).status, 200);
 }
 
-#[test]
-fn body_over_max_body_is_413() {
+fn body_over_max_body_is_413(kind: Kind) {
     let mut config = config();
     config.limits.max_body = 100;
-    let server = TestServer::with(config);
+    let server = TestServer::on_with(kind, config);
     let big = format!(r#"{{"id": 1, "name": "{}"}}"#, "a".repeat(100));
     server.create(&big).assert_error(413, "100 bytes");
     let fits = format!(r#"{{"id": 1, "name": "{}"}}"#, "a".repeat(70));
     assert_eq!(server.create(&fits).status, 200);
 }
 
-#[test]
-fn names_and_tags_past_their_limits_are_400_naming_field_and_limit() {
+fn names_and_tags_past_their_limits_are_400_naming_field_and_limit(kind: Kind) {
     let mut config = config();
     config.text_limits = TextLimits { name: 5, tag: 3 };
-    let server = TestServer::with(config);
+    let server = TestServer::on_with(kind, config);
     // Characters, not bytes: five characters in eight bytes fit.
     let reply = server.create(r#"{"id": 1, "name": "ab\u00e9\ud83c\udf35e", "tag": "xyz"}"#);
     assert_eq!(reply.status, 200, "{}", reply.text());
@@ -190,9 +184,8 @@ fn past_max_data_is_507_counted_in_bytes_of_names_and_tags() {
     );
 }
 
-#[test]
-fn unknown_route_is_404_and_wrong_method_is_405_with_allow() {
-    let server = TestServer::start();
+fn unknown_route_is_404_and_wrong_method_is_405_with_allow(kind: Kind) {
+    let server = TestServer::on(kind);
     server
         .send("GET", "/nowhere", &[AUTH], "")
         .assert_error(404, "no such");
@@ -203,3 +196,15 @@ fn unknown_route_is_404_and_wrong_method_is_405_with_allow() {
     reply.assert_error(405, "POST");
     assert!(reply.header("allow").unwrap().contains("POST"));
 }
+
+crate::on_each_store!(
+    create_answers_the_plant_without_id,
+    absent_tag_is_omitted_not_null,
+    valid_bodies_by_json_schema_meaning,
+    every_invalid_body_is_400_naming_the_problem,
+    existing_id_is_409_and_the_stored_plant_is_kept,
+    content_type_must_be_json_when_there_is_a_body,
+    body_over_max_body_is_413,
+    names_and_tags_past_their_limits_are_400_naming_field_and_limit,
+    unknown_route_is_404_and_wrong_method_is_405_with_allow,
+);

@@ -1,7 +1,10 @@
 //! `--seed FILE` through the built binary: both formats loaded and listed,
 //! a bad record or a limit stopping start-up (exit 2) with its position and
 //! reason, and with `--data` a seed that is loaded once and never undoes
-//! the changes made since.
+//! the changes made since. Loading and refusing run on each store; the
+//! journal's tests and `--max-plants`/`--max-data` (which bound only the
+//! in-memory store) are the in-memory store's. The database's own seed
+//! rules (an empty table only, in one transaction) are in `database.rs`.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -9,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::binary::{Running, run_to_exit};
-use crate::support::{AUTH, Client, JSON, TOKEN, TempFile, request};
+use crate::support::{AUTH, Client, JSON, Kind, TOKEN, TempFile, request, store_args};
 
 fn seed_file(name: &str, contents: &str) -> TempFile {
     let file = TempFile::new(name);
@@ -45,7 +48,15 @@ fn stop(mut server: Running) -> Vec<String> {
 /// Starts the binary with `args` and expects it to refuse: exit 2 and a
 /// message naming the seed file and each of `needles`.
 fn refused(args: &[&str], needles: &[&str]) {
-    let (code, stderr) = run_to_exit(args, Some(TOKEN), Duration::from_secs(10));
+    refused_on(Kind::Memory, args, needles)
+}
+
+/// `refused`, on `kind`'s store.
+fn refused_on(kind: Kind, args: &[&str], needles: &[&str]) {
+    let (store, _keep) = store_args(kind);
+    let mut all: Vec<&str> = store.iter().map(String::as_str).collect();
+    all.extend_from_slice(args);
+    let (code, stderr) = run_to_exit(&all, Some(TOKEN), Duration::from_secs(10));
     assert_eq!(code, Some(2), "{args:?}: {stderr}");
     let line = stderr
         .lines()
@@ -58,13 +69,12 @@ fn refused(args: &[&str], needles: &[&str]) {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
-#[test]
-fn an_array_seed_is_listed_as_written() {
+fn an_array_seed_is_listed_as_written(kind: Kind) {
     let seed = seed_file(
         "plants.json",
         "[\n  {\"id\": 3, \"name\": \"Fern\"},\n  {\"id\": -7, \"name\": \"Monstera \u{1F335}\", \"tag\": \"tropical\"},\n  {\"id\": 9.0, \"name\": \"Moss\", \"extra\": [1]}\n]\n",
     );
-    let server = Running::start(&["--seed", path(&seed)], Some(TOKEN));
+    let server = Running::on(kind, &["--seed", path(&seed)], Some(TOKEN));
     assert_eq!(
         list(server.addr),
         json!([
@@ -78,16 +88,19 @@ fn an_array_seed_is_listed_as_written() {
         log.iter().any(|l| l.contains("loaded 3 plants in")),
         "{log:?}"
     );
-    assert!(log.iter().any(|l| l.ends_with(", 3 plants")), "{log:?}");
+    // The start-up line counts the in-memory store's plants; the
+    // database's would take a scan of its table.
+    if kind == Kind::Memory {
+        assert!(log.iter().any(|l| l.ends_with(", 3 plants")), "{log:?}");
+    }
 }
 
-#[test]
-fn an_ndjson_seed_is_loaded_with_a_byte_order_mark_and_blank_lines() {
+fn an_ndjson_seed_is_loaded_with_a_byte_order_mark_and_blank_lines(kind: Kind) {
     let seed = seed_file(
         "plants.ndjson",
         "\u{feff}{\"id\":1,\"name\":\"a\",\"tag\":\"x\"}\r\n\n  \n{\"id\":2,\"name\":\"b\"}\n",
     );
-    let server = Running::start(&["--seed", path(&seed)], Some(TOKEN));
+    let server = Running::on(kind, &["--seed", path(&seed)], Some(TOKEN));
     assert_eq!(
         list(server.addr),
         json!([{"id": 1, "name": "a", "tag": "x"}, {"id": 2, "name": "b"}])
@@ -100,8 +113,8 @@ fn an_ndjson_seed_is_loaded_with_a_byte_order_mark_and_blank_lines() {
     assert_eq!(send(server.addr, "DELETE", "/plants/2", ""), 204);
 }
 
-#[test]
-fn a_bad_record_stops_start_up_with_exit_2_naming_where_and_why() {
+fn a_bad_record_stops_start_up_with_exit_2_naming_where_and_why(kind: Kind) {
+    let refused = |args: &[&str], needles: &[&str]| refused_on(kind, args, needles);
     let ndjson = seed_file(
         "bad.ndjson",
         "{\"id\":1,\"name\":\"a\"}\n\n{\"id\":2,\"name\":null}\n",
@@ -135,16 +148,30 @@ fn a_bad_record_stops_start_up_with_exit_2_naming_where_and_why() {
     refused(&["--seed", path(&missing)], &["cannot read it"]);
 }
 
-#[test]
-fn the_limits_apply_to_a_seed() {
-    let seed = seed_file(
-        "limits.ndjson",
-        "{\"id\":1,\"name\":\"short\"}\n{\"id\":2,\"name\":\"longer\",\"tag\":\"t\"}\n{\"id\":3,\"name\":\"x\"}\n",
-    );
-    refused(
+/// Three plants: names of 5, 6 and 1 characters, 13 bytes of names and
+/// tags in all.
+const LIMITS_SEED: &str = "{\"id\":1,\"name\":\"short\"}\n{\"id\":2,\"name\":\"longer\",\"tag\":\"t\"}\n{\"id\":3,\"name\":\"x\"}\n";
+
+fn the_name_limit_applies_to_a_seed(kind: Kind) {
+    let seed = seed_file("limits.ndjson", LIMITS_SEED);
+    refused_on(
+        kind,
         &["--seed", path(&seed), "--max-name", "5"],
         &[": line 2: name: longer than 5 characters (--max-name)"],
     );
+    // At the limit, it loads.
+    let server = Running::on(
+        kind,
+        &["--seed", path(&seed), "--max-name", "6"],
+        Some(TOKEN),
+    );
+    assert_eq!(list(server.addr).as_array().unwrap().len(), 3);
+}
+
+/// `--max-plants` and `--max-data` bound the in-memory store only.
+#[test]
+fn the_plant_and_data_limits_apply_to_a_seed_in_memory() {
+    let seed = seed_file("limits.ndjson", LIMITS_SEED);
     refused(
         &["--seed", path(&seed), "--max-plants", "2"],
         &[": line 3: more than --max-plants 2 plants"],
@@ -158,8 +185,6 @@ fn the_limits_apply_to_a_seed() {
         &[
             "--seed",
             path(&seed),
-            "--max-name",
-            "6",
             "--max-plants",
             "3",
             "--max-data",
@@ -245,3 +270,10 @@ fn help_documents_the_flag() {
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("--seed"), "{help}");
 }
+
+crate::on_each_store!(
+    an_array_seed_is_listed_as_written,
+    an_ndjson_seed_is_loaded_with_a_byte_order_mark_and_blank_lines,
+    a_bad_record_stops_start_up_with_exit_2_naming_where_and_why,
+    the_name_limit_applies_to_a_seed,
+);

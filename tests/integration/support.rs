@@ -121,6 +121,28 @@ impl FreshDatabase {
     pub fn client(&self) -> postgres::Client {
         postgres::Client::connect(&self.url, postgres::NoTls).expect("the test database answers")
     }
+
+    /// Its name in the cluster.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A client of the cluster's own database (`PLANTSTORE_TEST_DATABASE`),
+    /// to do to this one what cannot be done from inside it (refuse it
+    /// connections, end its sessions).
+    pub fn admin(&self) -> postgres::Client {
+        postgres::Client::connect(&self.admin, postgres::NoTls).expect("the cluster answers")
+    }
+
+    /// `config` set to use this database, with the tests' pool.
+    pub fn config(&self, config: Config) -> Config {
+        let parsed = plantstore::database::DatabaseConfig::parse(&self.url, TEST_POOL)
+            .expect("the test URL parses");
+        Config {
+            database: Some(parsed),
+            ..config
+        }
+    }
 }
 
 #[cfg(feature = "postgres")]
@@ -148,12 +170,7 @@ pub fn config_on(kind: Kind, config: Config) -> (Config, Option<Keep>) {
         #[cfg(feature = "postgres")]
         Kind::Postgres => {
             let database = FreshDatabase::new();
-            let parsed = plantstore::database::DatabaseConfig::parse(&database.url, TEST_POOL)
-                .expect("the test URL parses");
-            let config = Config {
-                database: Some(parsed),
-                ..config
-            };
+            let config = database.config(config);
             (config, Some(Keep(std::sync::Arc::new(database))))
         }
     }

@@ -1,7 +1,8 @@
 //! The `newPlant` webhook against a receiver inside the test: payload and
 //! headers, a signature checked by an independent HMAC (Python's `hmac`),
 //! retries with one `webhook-id`, timeouts, a full queue, shutdown, and a
-//! create that never waits for the receiver.
+//! create that never waits for the receiver. On each store: from the
+//! database a new plant is announced by the worker that stored it.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use plantstore::webhook::{Target, WebhookConfig};
 
-use crate::support::{AUTH, TestServer, config};
+use crate::support::{AUTH, Kind, TestServer, config};
 
 /// What the receiver does with the next delivery.
 #[derive(Clone, Copy, Debug)]
@@ -163,8 +164,9 @@ fn answer(
     }
 }
 
-/// A server announcing to `receiver`, retrying quickly.
+/// A server on `kind`'s store announcing to `receiver`, retrying quickly.
 fn server_for(
+    kind: Kind,
     receiver: &Receiver,
     secret: Option<&[u8]>,
     tune: impl FnOnce(&mut WebhookConfig),
@@ -176,10 +178,13 @@ fn server_for(
     );
     webhook.backoff = Duration::from_millis(10);
     tune(&mut webhook);
-    TestServer::with(plantstore::config::Config {
-        webhook,
-        ..config()
-    })
+    TestServer::on_with(
+        kind,
+        plantstore::config::Config {
+            webhook,
+            ..config()
+        },
+    )
 }
 
 /// A `plantstore_webhook_events_total` counter from `/metrics`.
@@ -224,11 +229,10 @@ fn python_signature(key: &[u8], id: &str, timestamp: &str, body: &[u8]) -> Strin
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
-#[test]
-fn a_create_is_delivered_signed_with_the_plant_as_posted() {
+fn a_create_is_delivered_signed_with_the_plant_as_posted(kind: Kind) {
     let receiver = Receiver::start(&[]);
     let key = b"a secret key, 32 bytes or not at all";
-    let server = server_for(&receiver, Some(key), |_| {});
+    let server = server_for(kind, &receiver, Some(key), |_| {});
     let reply = server.create(r#"{"id":7,"name":"Fern","tag":"green","extra":[1]}"#);
     assert_eq!(reply.status, 200);
     let delivery = receiver.wait_for(1).remove(0);
@@ -267,8 +271,19 @@ fn a_create_is_delivered_signed_with_the_plant_as_posted() {
         serde_json::from_slice::<serde_json::Value>(&second.body).unwrap(),
         serde_json::json!({"id": 8, "name": "Moss"})
     );
+    // A refused create (409) is not announced: the next delivery is the
+    // create after it.
+    server
+        .create(r#"{"id":8,"name":"again"}"#)
+        .assert_error(409, "8");
+    assert_eq!(server.create(r#"{"id":9,"name":"Ivy"}"#).status, 200);
+    let third = receiver.wait_for(3).remove(2);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&third.body).unwrap(),
+        serde_json::json!({"id": 9, "name": "Ivy"})
+    );
     let plain_receiver = Receiver::start(&[]);
-    let plain = server_for(&plain_receiver, None, |_| {});
+    let plain = server_for(kind, &plain_receiver, None, |_| {});
     assert_eq!(plain.create(r#"{"id":1,"name":"x"}"#).status, 200);
     let unsigned = plain_receiver.wait_for(1).remove(0);
     assert!(
@@ -279,10 +294,9 @@ fn a_create_is_delivered_signed_with_the_plant_as_posted() {
     );
 }
 
-#[test]
-fn failed_deliveries_are_retried_with_the_same_id() {
+fn failed_deliveries_are_retried_with_the_same_id(kind: Kind) {
     let receiver = Receiver::start(&[Answer::Status(500), Answer::Status(503)]);
-    let server = server_for(&receiver, Some(b"k"), |_| {});
+    let server = server_for(kind, &receiver, Some(b"k"), |_| {});
     assert_eq!(server.create(r#"{"id":1,"name":"x"}"#).status, 200);
     let tries = receiver.wait_for(3);
     wait_counter(&server, "delivered", 1);
@@ -294,10 +308,9 @@ fn failed_deliveries_are_retried_with_the_same_id() {
     assert_eq!(counter(&server, "dropped"), 0);
 }
 
-#[test]
-fn after_every_attempt_fails_the_event_counts_as_failed() {
+fn after_every_attempt_fails_the_event_counts_as_failed(kind: Kind) {
     let receiver = Receiver::start(&[Answer::Status(500); 10]);
-    let server = server_for(&receiver, None, |_| {});
+    let server = server_for(kind, &receiver, None, |_| {});
     assert_eq!(server.create(r#"{"id":1,"name":"x"}"#).status, 200);
     wait_counter(&server, "failed", 1);
     assert_eq!(receiver.deliveries().len(), 5, "5 attempts");
@@ -305,10 +318,11 @@ fn after_every_attempt_fails_the_event_counts_as_failed() {
     assert_eq!(counter(&server, "delivered"), 0);
 }
 
-#[test]
-fn a_stalled_receiver_times_out_and_the_event_is_retried() {
+fn a_stalled_receiver_times_out_and_the_event_is_retried(kind: Kind) {
     let receiver = Receiver::start(&[Answer::Stall]);
-    let server = server_for(&receiver, None, |w| w.timeout = Duration::from_millis(300));
+    let server = server_for(kind, &receiver, None, |w| {
+        w.timeout = Duration::from_millis(300)
+    });
     assert_eq!(server.create(r#"{"id":1,"name":"x"}"#).status, 200);
     wait_counter(&server, "delivered", 1);
     assert_eq!(counter(&server, "retried"), 1);
@@ -316,10 +330,9 @@ fn a_stalled_receiver_times_out_and_the_event_is_retried() {
     receiver.release();
 }
 
-#[test]
-fn creates_never_wait_for_the_receiver_and_a_full_queue_drops_the_newest() {
+fn creates_never_wait_for_the_receiver_and_a_full_queue_drops_the_newest(kind: Kind) {
     let receiver = Receiver::start(&[Answer::Stall]);
-    let server = server_for(&receiver, None, |w| {
+    let server = server_for(kind, &receiver, None, |w| {
         w.timeout = Duration::from_secs(60);
         w.queue = 2;
     });
@@ -353,12 +366,11 @@ fn creates_never_wait_for_the_receiver_and_a_full_queue_drops_the_newest() {
     );
 }
 
-#[test]
-fn shutdown_gives_pending_deliveries_a_grace_period_then_drops_them() {
+fn shutdown_gives_pending_deliveries_a_grace_period_then_drops_them(kind: Kind) {
     let receiver = Receiver::start(&[Answer::Stall]);
     let url = receiver.url();
     let mut server =
-        crate::binary::Running::start(&["--webhook", &url, "--log-level", "info"], Some("t"));
+        crate::binary::Running::on(kind, &["--webhook", &url, "--log-level", "info"], Some("t"));
     for id in 1..=3 {
         assert_eq!(crate::binary::create(server.addr, "t", id), 200);
     }
@@ -395,14 +407,14 @@ fn a_malformed_webhook_url_is_a_start_up_error() {
     }
 }
 
-#[test]
-fn sighup_rereads_the_webhook_secret_and_keeps_it_when_the_file_is_refused() {
+fn sighup_rereads_the_webhook_secret_and_keeps_it_when_the_file_is_refused(kind: Kind) {
     let receiver = Receiver::start(&[]);
     let url = receiver.url();
     let file = crate::support::TempFile::new("secret");
     std::fs::write(&file.0, "first key\n").unwrap();
     let path = file.0.to_str().unwrap();
-    let server = crate::binary::Running::start(
+    let server = crate::binary::Running::on(
+        kind,
         &["--webhook", &url, "--webhook-secret-file", path],
         Some("t"),
     );
@@ -438,3 +450,13 @@ fn sighup_rereads_the_webhook_secret_and_keeps_it_when_the_file_is_refused() {
     assert_eq!(crate::binary::create(server.addr, "t", 3), 200);
     assert!(signed_with(3, b"second key"));
 }
+
+crate::on_each_store!(
+    a_create_is_delivered_signed_with_the_plant_as_posted,
+    failed_deliveries_are_retried_with_the_same_id,
+    after_every_attempt_fails_the_event_counts_as_failed,
+    a_stalled_receiver_times_out_and_the_event_is_retried,
+    creates_never_wait_for_the_receiver_and_a_full_queue_drops_the_newest,
+    shutdown_gives_pending_deliveries_a_grace_period_then_drops_them,
+    sighup_rereads_the_webhook_secret_and_keeps_it_when_the_file_is_refused,
+);
