@@ -547,7 +547,11 @@ mod tests {
         assert_eq!(config.describe(), "ann@db.example:6543/plants");
         assert_eq!(config.pool, 3);
         assert!(!format!("{config:?}").contains("s3cret"));
-        for bad in ["postgres://ann@db:notaport/x", "mysql://x", "host=/tmp user="] {
+        for bad in [
+            "postgres://ann@db:notaport/x",
+            "mysql://x",
+            "host=/tmp user=",
+        ] {
             assert!(DatabaseConfig::parse(bad, 1).is_err(), "{bad}");
         }
     }
