@@ -20,7 +20,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::binary::{Running, server_command};
-use crate::support::{FreshDatabase, Reply, request, send_to};
+use crate::support::{FreshDatabase, Reply, Turn, request, send_to};
 
 const TOKEN: &str = "cluster-token";
 
@@ -34,7 +34,10 @@ struct Cluster {
 
 impl Cluster {
     fn start() -> Cluster {
-        let database = FreshDatabase::new();
+        Cluster::on(FreshDatabase::new())
+    }
+
+    fn on(database: FreshDatabase) -> Cluster {
         let instances: Vec<Running> = (0..2).map(|_| instance(&database)).collect();
         let nginx = Nginx::start(instances[0].addr, instances[1].addr);
         Cluster {
@@ -262,7 +265,9 @@ fn a_killed_instance_leaves_the_balancers_clients_served() {
 
 #[test]
 fn postgres_stopped_mid_run_gives_503_within_a_second_then_service_again() {
-    let cluster = Cluster::start();
+    // Stopping the cluster would fail every other test using it meanwhile.
+    let alone = Turn::alone();
+    let cluster = Cluster::on(FreshDatabase::within(&alone));
     let stop_pg = std::env::var("PLANTSTORE_TEST_PG_STOP").expect("PLANTSTORE_TEST_PG_STOP");
     let start_pg = std::env::var("PLANTSTORE_TEST_PG_START").expect("PLANTSTORE_TEST_PG_START");
     let stop = Arc::new(AtomicBool::new(false));

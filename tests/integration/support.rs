@@ -86,11 +86,73 @@ pub struct FreshDatabase {
     pub url: String,
     name: String,
     admin: String,
+    /// Its share of the cluster (see `Turn`); `None` for the test that
+    /// holds the cluster alone.
+    _turn: Option<Turn>,
+}
+
+/// Tests share the one cluster, except the one that stops it: each
+/// database holds a shared turn while it exists, and that test takes the
+/// cluster alone ([`Turn::alone`]), waiting until no other test has a
+/// database and keeping new ones waiting until it is done.
+#[cfg(feature = "postgres")]
+pub struct Turn {
+    alone: bool,
+}
+
+#[cfg(feature = "postgres")]
+static TURNS: std::sync::Mutex<(usize, bool)> = std::sync::Mutex::new((0, false));
+#[cfg(feature = "postgres")]
+static TURN_FREED: std::sync::Condvar = std::sync::Condvar::new();
+
+#[cfg(feature = "postgres")]
+impl Turn {
+    fn shared() -> Turn {
+        let mut turns = TURNS.lock().unwrap_or_else(|p| p.into_inner());
+        while turns.1 {
+            turns = TURN_FREED.wait(turns).unwrap_or_else(|p| p.into_inner());
+        }
+        turns.0 += 1;
+        Turn { alone: false }
+    }
+
+    /// The cluster for this test alone, until the turn is dropped.
+    pub fn alone() -> Turn {
+        let mut turns = TURNS.lock().unwrap_or_else(|p| p.into_inner());
+        while turns.1 || turns.0 > 0 {
+            turns = TURN_FREED.wait(turns).unwrap_or_else(|p| p.into_inner());
+        }
+        turns.1 = true;
+        Turn { alone: true }
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let mut turns = TURNS.lock().unwrap_or_else(|p| p.into_inner());
+        if self.alone {
+            turns.1 = false;
+        } else {
+            turns.0 -= 1;
+        }
+        TURN_FREED.notify_all();
+    }
 }
 
 #[cfg(feature = "postgres")]
 impl FreshDatabase {
+    /// A database, sharing the cluster with other tests.
     pub fn new() -> FreshDatabase {
+        FreshDatabase::make(Some(Turn::shared()))
+    }
+
+    /// A database for the test that holds `Turn::alone`.
+    pub fn within(_alone: &Turn) -> FreshDatabase {
+        FreshDatabase::make(None)
+    }
+
+    fn make(turn: Option<Turn>) -> FreshDatabase {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let admin = std::env::var("PLANTSTORE_TEST_DATABASE").expect(
             "PLANTSTORE_TEST_DATABASE is not set: run the tests of the postgres feature \
@@ -114,6 +176,7 @@ impl FreshDatabase {
             url: format!("{base}/{name}"),
             name,
             admin,
+            _turn: turn,
         }
     }
 
