@@ -545,35 +545,42 @@ start_pinned() {
 # start_nginx: Debian's nginx, one process (master_process off: the process
 # started is the worker), answering POST /plants with a canned 200 JSON;
 # config, logs, pid and temp files in $WORK/nginx.
+# nginx_conf DIR HTTP: writes DIR/nginx.conf, one nginx process (no
+# master) with its files in DIR, no access log, and HTTP in its http block.
+nginx_conf() {
+  cat >"$1/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+master_process off;
+pid $1/nginx.pid;
+error_log $1/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $1/client_body;
+  proxy_temp_path $1/proxy;
+  fastcgi_temp_path $1/fastcgi;
+  uwsgi_temp_path $1/uwsgi;
+  scgi_temp_path $1/scgi;
+$2
+}
+CONF
+}
+
 start_nginx() {
   free_port
   local dir=$WORK/nginx started
   mkdir -p "$dir"
-  cat >"$dir/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-master_process off;
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $dir/client_body;
-  proxy_temp_path $dir/proxy;
-  fastcgi_temp_path $dir/fastcgi;
-  uwsgi_temp_path $dir/uwsgi;
-  scgi_temp_path $dir/scgi;
+  nginx_conf "$dir" "
   keepalive_requests 1000000;
   keepalive_timeout 600s;
   server {
     listen $ADDR;
     location = /plants {
       default_type application/json;
-      return 200 '{"name":"plant 1","tag":"bench"}';
+      return 200 '{\"name\":\"plant 1\",\"tag\":\"bench\"}';
     }
-  }
-}
-CONF
+  }"
   started=$(date +%s%N)
   "${PIN[@]}" "$NGINX" -p "$dir/" -c "$dir/nginx.conf" -e "$dir/error.log" \
     2>"$WORK/server.log" &
@@ -764,23 +771,7 @@ start_proxy() {
   local conf=$dir/plantstore.conf globals="daemon off;"
   if ! grep -Eq '^[[:space:]]*events[[:space:]]*\{' "$conf"; then
     conf=$dir/nginx.conf globals=
-    cat >"$conf" <<CONF
-worker_processes 1;
-daemon off;
-master_process off;
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $dir/client_body;
-  proxy_temp_path $dir/proxy;
-  fastcgi_temp_path $dir/fastcgi;
-  uwsgi_temp_path $dir/uwsgi;
-  scgi_temp_path $dir/scgi;
-  include $dir/plantstore.conf;
-}
-CONF
+    nginx_conf "$dir" "  include $dir/plantstore.conf;"
   fi
   started=$(date +%s%N)
   "$NGINX" -p "$dir/" -c "$conf" -e "$dir/error.log" ${globals:+-g "$globals"} \

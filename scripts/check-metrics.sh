@@ -8,21 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if ! command -v promtool >/dev/null; then
-    sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
-    $sudo apt-get update -qq
-    # policy-rc.d (exit 101) keeps the package from starting its server.
-    policy=/usr/sbin/policy-rc.d
-    added_policy=
-    if [ ! -e "$policy" ]; then
-        printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
-        $sudo chmod +x "$policy"
-        added_policy=1
-    fi
-    installed=0
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
-        prometheus >/dev/null || installed=$?
-    [ -z "$added_policy" ] || $sudo rm -f "$policy"
-    [ "$installed" -eq 0 ] || { echo "installing prometheus failed"; exit 1; }
+    scripts/apt-install.sh prometheus
     command -v promtool >/dev/null || { echo "promtool is not installed"; exit 1; }
 fi
 

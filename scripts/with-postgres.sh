@@ -33,21 +33,7 @@ newest_bin() {
 }
 
 if ! newest_bin >/dev/null; then
-    sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
-    $sudo apt-get update -qq
-    # policy-rc.d (exit 101) keeps the package from starting its cluster.
-    policy=/usr/sbin/policy-rc.d
-    added_policy=
-    if [ ! -e "$policy" ]; then
-        printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
-        $sudo chmod +x "$policy"
-        added_policy=1
-    fi
-    installed=0
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
-        postgresql >/dev/null || installed=$?
-    [ -z "$added_policy" ] || $sudo rm -f "$policy"
-    [ "$installed" -eq 0 ] || { echo "with-postgres: installing postgresql failed" >&2; exit 1; }
+    "$(dirname "$0")/apt-install.sh" postgresql
 fi
 bin=$(newest_bin) || { echo "with-postgres: no initdb under /usr/lib/postgresql" >&2; exit 1; }
 

@@ -243,12 +243,7 @@ pub fn load(
         }
         Before::InMemory => apply(path, store, limits)?,
     };
-    info!(
-        "--seed {}: loaded {plants} plants in {} ms",
-        path.display(),
-        started.elapsed().as_millis()
-    );
-    Ok(Some(plants))
+    Ok(Some(loaded(path, plants, started)))
 }
 
 /// Loads the seed at `path` into the database's `plants` table if it has
@@ -321,12 +316,7 @@ pub fn load_into_database(
         partial: false,
     })?;
     tx.commit().map_err(failed)?;
-    info!(
-        "--seed {}: loaded {plants} plants in {} ms",
-        path.display(),
-        started.elapsed().as_millis()
-    );
-    Ok(Some(plants))
+    Ok(Some(loaded(path, plants, started)))
 }
 
 /// Columns of plants to insert at once.
@@ -336,6 +326,16 @@ struct Rows {
     ids: Vec<i64>,
     names: Vec<Vec<u8>>,
     tags: Vec<Option<Vec<u8>>>,
+}
+
+/// Logs that `plants` were loaded from `path` since `started`.
+fn loaded(path: &Path, plants: u64, started: Instant) -> u64 {
+    info!(
+        "--seed {}: loaded {plants} plants in {} ms",
+        path.display(),
+        started.elapsed().as_millis()
+    );
+    plants
 }
 
 /// Reads the whole seed and checks it, changing nothing.
