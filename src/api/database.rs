@@ -33,15 +33,14 @@ pub(super) fn run(
     let metrics = Arc::clone(&app.metrics);
     let cors = app.cors_headers(request);
     let started = request.started();
-    database.submit(move |connection| {
-        let answer = match connection {
-            Ok(connection) => statements(connection),
-            Err(why) => Err(ApiError::Unavailable(why)),
-        };
-        let response = answer.unwrap_or_else(|e| e.to_response());
+    let answer = move |made: Result<Result<Response, ApiError>, Unavailable>| {
+        let response = made
+            .unwrap_or_else(|why| Err(ApiError::Unavailable(why)))
+            .unwrap_or_else(|e| e.to_response());
         metrics.record(label(Some(resource)), response.status(), started.elapsed());
         later.complete(cors.apply(response));
-    });
+    };
+    database.submit(statements, answer);
     Ok(Response::deferred())
 }
 
@@ -87,14 +86,13 @@ impl Cursor {
     fn ask(&mut self) {
         self.asked = true;
         let (after, piece, waker) = (self.after, Arc::clone(&self.piece), self.waker.clone());
-        self.queue.submit(move |connection| {
-            let read = match connection {
-                Ok(c) => c.page(after, PIECE_PLANTS, None).map_err(Unavailable::from),
-                Err(why) => Err(why),
-            };
+        let read = move |c: &mut Connection| c.page(after, PIECE_PLANTS, None);
+        let answer = move |read: Result<Result<_, _>, Unavailable>| {
+            let read = read.and_then(|plants| plants.map_err(Unavailable::from));
             *piece.lock().unwrap_or_else(|p| p.into_inner()) = Some(read);
             waker.wake();
-        });
+        };
+        self.queue.submit(read, answer);
     }
 }
 

@@ -10,10 +10,13 @@
 //! [`Unavailable`] reason that the API answers 503 with `Retry-After`.
 //!
 //! Bounds. At most [`QUEUE`] jobs wait; past that a request is refused at
-//! once. A job that waited [`MAX_WAIT`] is refused when a worker reaches
-//! it, every statement has [`STATEMENT_TIMEOUT`], and the TCP connection
-//! gives up on an unresponsive server after [`TCP_TIMEOUT`], so no request
-//! hangs on a database that stopped answering.
+//! once. A job that waited [`MAX_WAIT`] is refused (by the worker that
+//! reaches it, or by the watchdog), every statement has
+//! [`STATEMENT_TIMEOUT`], and the TCP connection gives up on an
+//! unresponsive network after [`TCP_TIMEOUT`]. A server that stops
+//! answering but keeps its connections open meets none of those: the
+//! watchdog answers a job that ran [`STUCK`] with 503 and replaces its
+//! worker, so no request hangs on a database that stopped answering.
 //!
 //! Failure and recovery. A worker whose connection is lost (PostgreSQL
 //! stopped, restarted, or the network cut) connects again, waiting
@@ -30,13 +33,14 @@ pub use sql::{Connection, DbError, SCHEMA_VERSION, SchemaError, ensure_schema};
 
 use std::collections::VecDeque;
 use std::fmt::{self, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use log::{debug, info, warn};
+use log::{debug, error, info, warn};
 
 use crate::api::Latency;
 
@@ -59,6 +63,11 @@ pub const BACKOFF_MIN: Duration = Duration::from_millis(50);
 pub const BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// An idle worker checks its connection this often.
 pub const PING: Duration = Duration::from_millis(500);
+/// A job running this long is given up on (503) by the watchdog: the
+/// server's `statement_timeout` has passed and it still has not answered.
+pub const STUCK: Duration = Duration::from_secs(7);
+/// How often the watchdog looks.
+const WATCH: Duration = Duration::from_millis(100);
 
 /// Default `--database-pool`.
 pub const DEFAULT_POOL: usize = 8;
@@ -78,6 +87,15 @@ impl DatabaseConfig {
         let mut client = postgres::Config::from_str(url).map_err(|e| e.to_string())?;
         if client.get_hosts().is_empty() {
             return Err("no host in it".into());
+        }
+        // An `@` left in a password ends the credentials early and puts the
+        // rest of the password in the host: never log that.
+        let at_in_host = client.get_hosts().iter().any(|host| match host {
+            postgres::config::Host::Tcp(name) => name.contains('@'),
+            postgres::config::Host::Unix(_) => false,
+        });
+        if at_in_host {
+            return Err("an @ in the password must be written %40".into());
         }
         let timeout = format!("-c statement_timeout={}", STATEMENT_TIMEOUT.as_millis());
         let options = match client.get_options() {
@@ -167,13 +185,29 @@ impl From<DbError> for Unavailable {
     }
 }
 
-/// What a worker runs: given its connection, or the reason it cannot.
-pub type Job = Box<dyn FnOnce(Result<&mut Connection, Unavailable>) + Send>;
+/// A request's work for a worker: its statements, and its answer, given
+/// exactly once: by the worker after the statements, or through `refuse`
+/// with the reason they did not run (or, from the watchdog, did not end).
+struct Job {
+    queued: Instant,
+    run: Box<dyn FnOnce(&mut Connection) + Send>,
+    refuse: Refuse,
+}
+
+/// Answers a job with why it did not run; later calls do nothing.
+type Refuse = Arc<dyn Fn(Unavailable) + Send + Sync>;
+
+/// A worker's place, which the watchdog reads: the job it runs, since
+/// when, and whether the watchdog gave up on it.
+#[derive(Default)]
+struct Slot {
+    current: Mutex<Option<(Instant, Refuse)>>,
+    abandoned: AtomicBool,
+}
 
 /// The worker pool over one database.
 pub struct Database {
     shared: Arc<Shared>,
-    workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// A handle that submits jobs to the pool (for a stream that asks for
@@ -183,7 +217,7 @@ pub struct Queue(Arc<Shared>);
 
 struct Shared {
     config: DatabaseConfig,
-    queue: Mutex<VecDeque<(Instant, Job)>>,
+    queue: Mutex<VecDeque<Job>>,
     ready: Condvar,
     stopping: AtomicBool,
     /// Workers connected now.
@@ -191,6 +225,12 @@ struct Shared {
     /// Why the last connection failed or was lost.
     failure: Mutex<Arc<str>>,
     stats: Stats,
+    /// The workers' places (not those the watchdog gave up on).
+    slots: Mutex<Vec<Arc<Slot>>>,
+    /// Workers the watchdog gave up on; at most `pool` are replaced.
+    abandoned: AtomicUsize,
+    /// Every thread started, the watchdog's included.
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// What `/metrics` reports of the pool.
@@ -216,20 +256,20 @@ impl Database {
             up: AtomicUsize::new(0),
             failure: Mutex::new("not connected yet".into()),
             stats: Stats::default(),
+            slots: Mutex::new(Vec::new()),
+            abandoned: AtomicUsize::new(0),
+            threads: Mutex::new(Vec::new()),
             config,
         });
-        let mut workers = Vec::new();
-        for n in 0..shared.config.pool {
-            let shared = Arc::clone(&shared);
-            let worker = thread::Builder::new()
-                .name(format!("database-{n}"))
-                .spawn(move || work(&shared))?;
-            workers.push(worker);
+        for _ in 0..shared.config.pool {
+            spawn_worker(&shared)?;
         }
-        Ok(Database {
-            shared,
-            workers: Mutex::new(workers),
-        })
+        let watched = Arc::clone(&shared);
+        let watchdog = thread::Builder::new()
+            .name("database-watchdog".into())
+            .spawn(move || watch(&watched))?;
+        lock(&shared.threads).push(watchdog);
+        Ok(Database { shared })
     }
 
     /// Waits up to `limit` for the first worker to connect.
@@ -244,10 +284,13 @@ impl Database {
         true
     }
 
-    /// Runs `job` on a worker's connection, or at once with the reason it
-    /// cannot run; either way exactly once.
-    pub fn submit(&self, job: impl FnOnce(Result<&mut Connection, Unavailable>) + Send + 'static) {
-        self.queue().submit(job);
+    /// See [`Queue::submit`].
+    pub fn submit<R: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> R + Send + 'static,
+        answer: impl FnOnce(Result<R, Unavailable>) + Send + 'static,
+    ) {
+        self.queue().submit(work, answer);
     }
 
     /// A handle for submitting jobs later.
@@ -257,9 +300,32 @@ impl Database {
 }
 
 impl Queue {
-    /// Runs `job` on a worker's connection, or at once with the reason it
-    /// cannot run; either way exactly once.
-    pub fn submit(&self, job: impl FnOnce(Result<&mut Connection, Unavailable>) + Send + 'static) {
+    /// Runs `work` on a worker's connection and calls `answer` with what it
+    /// made, or calls `answer` with the reason it did not run (at once when
+    /// it cannot be queued) or did not end in time: exactly once either
+    /// way. What `work` makes after its answer was given is dropped.
+    pub fn submit<R: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> R + Send + 'static,
+        answer: impl FnOnce(Result<R, Unavailable>) + Send + 'static,
+    ) {
+        let once = Arc::new(Mutex::new(Some(answer)));
+        let given = Arc::clone(&once);
+        let refuse: Refuse = Arc::new(move |why| {
+            if let Some(answer) = lock(&once).take() {
+                answer(Err(why));
+            }
+        });
+        let job = Job {
+            queued: Instant::now(),
+            run: Box::new(move |connection| {
+                let made = work(connection);
+                if let Some(answer) = lock(&given).take() {
+                    answer(Ok(made));
+                }
+            }),
+            refuse,
+        };
         let shared = &self.0;
         let refused = if shared.stopping.load(Ordering::Acquire) {
             Unavailable::Stopping
@@ -268,7 +334,7 @@ impl Queue {
         } else {
             let mut queue = shared.lock_queue();
             if queue.len() < QUEUE {
-                queue.push_back((Instant::now(), Box::new(job)));
+                queue.push_back(job);
                 drop(queue);
                 shared.ready.notify_one();
                 return;
@@ -276,7 +342,7 @@ impl Queue {
             Unavailable::Busy
         };
         shared.stats.refuse(&refused);
-        job(Err(refused));
+        (job.refuse)(refused);
     }
 }
 
@@ -305,13 +371,21 @@ impl Database {
         }
     }
 
-    /// Stops the workers once the jobs queued now are done or refused.
+    /// Stops the workers once the jobs queued now are done or refused,
+    /// waiting at most `STUCK` for them: a worker held by a database that
+    /// stopped answering is left behind (its request was answered).
     pub fn shut_down(&self) {
         self.shared.stopping.store(true, Ordering::Release);
         self.shared.ready.notify_all();
-        let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|p| p.into_inner()));
-        for worker in workers {
-            let _ = worker.join();
+        let threads = std::mem::take(&mut *lock(&self.shared.threads));
+        let deadline = Instant::now() + STUCK;
+        for thread in threads {
+            while !thread.is_finished() && Instant::now() < deadline {
+                thread::sleep(Duration::from_millis(5));
+            }
+            if thread.is_finished() {
+                let _ = thread.join();
+            }
         }
         // Whatever a worker did not take (none may have been connected).
         self.shared.refuse_all(Unavailable::Stopping);
@@ -392,7 +466,7 @@ impl Drop for Database {
 }
 
 impl Shared {
-    fn lock_queue(&self) -> MutexGuard<'_, VecDeque<(Instant, Job)>> {
+    fn lock_queue(&self) -> MutexGuard<'_, VecDeque<Job>> {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -411,15 +485,15 @@ impl Shared {
     /// Refuses every queued job.
     fn refuse_all(&self, why: Unavailable) {
         let jobs = std::mem::take(&mut *self.lock_queue());
-        for (_, job) in jobs {
+        for job in jobs {
             self.stats.refuse(&why);
-            job(Err(why.clone()));
+            (job.refuse)(why.clone());
         }
     }
 
     /// The next job, waiting up to `PING` for one; `None` on a timeout
     /// or when stopping with nothing queued.
-    fn next(&self) -> Option<(Instant, Job)> {
+    fn next(&self) -> Option<Job> {
         let mut queue = self.lock_queue();
         if queue.is_empty() && !self.is_stopping() {
             queue = self
@@ -445,12 +519,24 @@ impl Stats {
     }
 }
 
+/// Starts a worker with a place of its own.
+fn spawn_worker(shared: &Arc<Shared>) -> std::io::Result<()> {
+    let slot = Arc::new(Slot::default());
+    lock(&shared.slots).push(Arc::clone(&slot));
+    let worker = Arc::clone(shared);
+    let thread = thread::Builder::new()
+        .name("database".into())
+        .spawn(move || work(&worker, &slot))?;
+    lock(&shared.threads).push(thread);
+    Ok(())
+}
+
 /// A worker: connect (again, with backoff, whenever the connection is
-/// lost), then run jobs until stopped.
-fn work(shared: &Shared) {
+/// lost), then run jobs until stopped, or until the watchdog gave up on it.
+fn work(shared: &Shared, slot: &Slot) {
     let mut backoff = BACKOFF_MIN;
     let mut connected_before = false;
-    while !shared.is_stopping() {
+    while !shared.is_stopping() && !slot.abandoned.load(Ordering::Acquire) {
         let mut connection = match shared.config.connect() {
             Ok(connection) => connection,
             Err(e) => {
@@ -472,29 +558,38 @@ fn work(shared: &Shared) {
         if shared.up.fetch_add(1, Ordering::AcqRel) == 0 {
             info!("database {}: connected", shared.config.describe());
         }
-        let why = serve(shared, &mut connection);
+        let why = serve(shared, slot, &mut connection);
+        if slot.abandoned.load(Ordering::Acquire) {
+            // The watchdog counted it down and started another.
+            return;
+        }
         let left = shared.up.fetch_sub(1, Ordering::AcqRel) - 1;
         if shared.is_stopping() {
             return;
         }
-        shared.set_failure(why);
-        if left == 0 {
-            // Nothing would run what waits any time soon.
-            warn!(
-                "database {}: {}; answering 503 until it is back",
-                shared.config.describe(),
-                shared.failure()
-            );
-            shared.refuse_all(Unavailable::Down(shared.failure()));
-        }
+        went_down(shared, why, left);
     }
 }
 
-/// Runs jobs on `connection` until it is lost (then says why) or the pool
-/// stops.
-fn serve(shared: &Shared, connection: &mut Connection) -> String {
+/// After a connection was lost (or given up on) and `left` remain: records
+/// why, and with none left refuses what waits (nothing would run it soon).
+fn went_down(shared: &Shared, why: String, left: usize) {
+    shared.set_failure(why);
+    if left == 0 {
+        warn!(
+            "database {}: {}; answering 503 until it is back",
+            shared.config.describe(),
+            shared.failure()
+        );
+        shared.refuse_all(Unavailable::Down(shared.failure()));
+    }
+}
+
+/// Runs jobs on `connection` until it is lost (then says why), the pool
+/// stops, or the watchdog gives up on this worker.
+fn serve(shared: &Shared, slot: &Slot, connection: &mut Connection) -> String {
     loop {
-        let Some((queued, job)) = shared.next() else {
+        let Some(job) = shared.next() else {
             if shared.is_stopping() {
                 return "stopping".into();
             }
@@ -504,16 +599,27 @@ fn serve(shared: &Shared, connection: &mut Connection) -> String {
             }
             continue;
         };
-        let waited = queued.elapsed();
+        let waited = job.queued.elapsed();
         shared.stats.wait.observe(waited);
         if waited > MAX_WAIT {
             shared.stats.refuse(&Unavailable::Expired);
-            job(Err(Unavailable::Expired));
+            (job.refuse)(Unavailable::Expired);
             continue;
         }
         let (started, errors) = (Instant::now(), connection.errors());
-        job(Ok(connection));
+        *lock(&slot.current) = Some((started, Arc::clone(&job.refuse)));
+        let ran = catch_unwind(AssertUnwindSafe(|| (job.run)(connection)));
+        let given_up = lock(&slot.current).take().is_none();
         shared.stats.run.observe(started.elapsed());
+        if ran.is_err() {
+            // A bug, not the database: answer, and start afresh.
+            error!("a database job panicked; its connection is closed");
+            (job.refuse)(Unavailable::Failed("a job panicked".into()));
+            return "a job panicked".into();
+        }
+        if given_up {
+            return "the database stopped answering".into();
+        }
         if connection.errors() > errors {
             shared.stats.refuse(&Unavailable::Failed("".into()));
         }
@@ -521,6 +627,59 @@ fn serve(shared: &Shared, connection: &mut Connection) -> String {
             return "connection lost".into();
         }
     }
+}
+
+/// The watchdog: every `WATCH`, refuses jobs that waited `MAX_WAIT` (when
+/// every worker is held, none would reach them) and gives up on a worker
+/// whose job has run `STUCK`. A server that stops answering without
+/// closing the connection (frozen, or its machine gone with no reset) is
+/// met by no timeout of the client's own: its request is answered 503,
+/// the worker counted down, and another started in its place (up to
+/// `pool` of them over the pool's life).
+fn watch(shared: &Arc<Shared>) {
+    while !shared.is_stopping() {
+        thread::sleep(WATCH);
+        let expired: Vec<Job> = {
+            let mut queue = shared.lock_queue();
+            let old = queue
+                .iter()
+                .take_while(|job| job.queued.elapsed() > MAX_WAIT)
+                .count();
+            queue.drain(..old).collect()
+        };
+        for job in expired {
+            shared.stats.refuse(&Unavailable::Expired);
+            (job.refuse)(Unavailable::Expired);
+        }
+        let stuck: Vec<(Arc<Slot>, Refuse)> = lock(&shared.slots)
+            .iter()
+            .filter_map(|slot| {
+                let mut current = lock(&slot.current);
+                match &*current {
+                    Some((since, _)) if since.elapsed() > STUCK => {
+                        current.take().map(|(_, refuse)| (Arc::clone(slot), refuse))
+                    }
+                    _ => None,
+                }
+            })
+            .collect();
+        for (slot, refuse) in stuck {
+            slot.abandoned.store(true, Ordering::Release);
+            lock(&shared.slots).retain(|s| !Arc::ptr_eq(s, &slot));
+            refuse(Unavailable::Failed("no answer from the database".into()));
+            let left = shared.up.fetch_sub(1, Ordering::AcqRel) - 1;
+            went_down(shared, "the database stopped answering".into(), left);
+            let replaced = shared.abandoned.fetch_add(1, Ordering::AcqRel) < shared.config.pool;
+            if replaced && let Err(e) = spawn_worker(shared) {
+                warn!("database: cannot start a worker: {e}");
+            }
+        }
+    }
+}
+
+/// `mutex`'s guard, whether or not a holder panicked.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Sleeps `wait`, or less if the pool stops.
@@ -548,6 +707,7 @@ mod tests {
         assert_eq!(config.pool, 3);
         assert!(!format!("{config:?}").contains("s3cret"));
         for bad in [
+            "postgres://ann:p@ss@db/x",
             "postgres://ann@db:notaport/x",
             "mysql://x",
             "host=/tmp user=",
@@ -570,9 +730,12 @@ mod tests {
         assert!(why.contains("cannot connect"), "{why}");
         let (tx, rx) = mpsc::channel();
         let started = Instant::now();
-        database.submit(move |connection| {
-            let _ = tx.send(connection.err().map(|why| why.to_string()));
-        });
+        database.submit(
+            |_| panic!("no connection to run on"),
+            move |answer: Result<(), Unavailable>| {
+                let _ = tx.send(answer.err().map(|why| why.to_string()));
+            },
+        );
         let answer = rx.recv_timeout(Duration::from_secs(1)).expect("answered");
         assert_eq!(
             answer.as_deref(),

@@ -271,8 +271,12 @@ pub fn load_into_database(
         partial: false,
     };
     let mut tx = client.transaction().map_err(failed)?;
-    tx.batch_execute("LOCK TABLE plants IN SHARE ROW EXCLUSIVE MODE")
-        .map_err(failed)?;
+    // Other instances starting together wait here for the whole load,
+    // however long it takes: no statement timeout in this transaction.
+    tx.batch_execute(
+        "SET LOCAL statement_timeout = 0; LOCK TABLE plants IN SHARE ROW EXCLUSIVE MODE",
+    )
+    .map_err(failed)?;
     let held: bool = tx
         .query_one("SELECT EXISTS (SELECT 1 FROM plants)", &[])
         .map_err(failed)?

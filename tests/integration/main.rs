@@ -6,7 +6,7 @@
 //! `crash` kills it mid-write to check what the journal keeps,
 //! `journal` writes journal files as an outsider would, and `seed` starts
 //! it with `--seed` files. A test written as `fn name(kind: Kind)` runs on
-//! each store (`on_each_store!`); `database` and `database_serving` have what
+//! each store (`on_each_store!`); `database`, `database_serving` and `database_frozen` have what
 //! only the PostgreSQL store has.
 
 mod auth;
@@ -17,6 +17,8 @@ mod cors;
 mod crash;
 #[cfg(feature = "postgres")]
 mod database;
+#[cfg(feature = "postgres")]
+mod database_frozen;
 #[cfg(feature = "postgres")]
 mod database_serving;
 mod durability;

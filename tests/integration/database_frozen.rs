@@ -1,0 +1,92 @@
+//! A PostgreSQL server that stops answering without closing its
+//! connections (its backends frozen with SIGSTOP, as a hung process or a
+//! machine gone without a reset would look): no client timeout fires, so
+//! the pool's watchdog must answer the requests held by it (503), count
+//! those workers down, start others, and let the server stop in time.
+
+use std::net::{SocketAddr, TcpStream};
+use std::process::Command;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::binary::Running;
+use crate::support::{Client, FreshDatabase, Reply, request};
+
+const TOKEN: &str = "frozen-token";
+
+/// GET `path` with the token, waiting at most 20 s; `None` if no answer.
+fn get(addr: SocketAddr, path: &str) -> Option<Reply> {
+    let stream = TcpStream::connect(addr).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut client = Client::from_stream(stream);
+    let auth = format!("Bearer {TOKEN}");
+    client
+        .try_send(&request("GET", path, &[("Authorization", &auth)], ""))
+        .ok()?;
+    client.try_reply()
+}
+
+/// Sends `signal` to the backends `pids`.
+fn signal_backends(signal: &str, pids: &[i32]) {
+    for pid in pids {
+        let status = Command::new("kill")
+            .args(["-s", signal, &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{signal} {pid}");
+    }
+}
+
+#[test]
+fn requests_held_by_a_frozen_database_are_answered_503_and_the_server_recovers_and_stops() {
+    let database = FreshDatabase::new();
+    let args = ["--database", &database.url, "--database-pool", "2"];
+    let mut server = Running::start(&args, Some(TOKEN));
+    let addr = server.addr;
+    assert_eq!(get(addr, "/plants/1").map(|r| r.status), Some(404));
+    // Both workers connected and idle: their backends.
+    let mut client = database.client();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let pids: Vec<i32> = loop {
+        let rows = client
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE datname = $1 \
+                 AND application_name = 'plantstore'",
+                &[&database.name()],
+            )
+            .unwrap();
+        if rows.len() == 2 || Instant::now() > deadline {
+            break rows.iter().map(|r| r.get(0)).collect();
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(pids.len(), 2, "two pool connections");
+    signal_backends("STOP", &pids);
+    let frozen = Instant::now();
+    let askers: Vec<_> = (0..3)
+        .map(|_| thread::spawn(move || get(addr, "/plants/1").map(|r| r.status)))
+        .collect();
+    let statuses: Vec<Option<u16>> = askers.into_iter().map(|a| a.join().unwrap()).collect();
+    let waited = frozen.elapsed();
+    signal_backends("CONT", &pids);
+    // Every request answered, none later than the watchdog's limit and a
+    // little; those the frozen backends held are 503.
+    assert!(statuses.iter().all(Option::is_some), "{statuses:?}");
+    assert!(statuses.contains(&Some(503)), "{statuses:?}");
+    assert!(
+        waited < Duration::from_secs(10),
+        "answered after {waited:?}"
+    );
+    let log = server.log().join("\n");
+    assert!(log.contains("the database stopped answering"), "{log}");
+    // Service again: the replacements are connected.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while get(addr, "/plants/1").map(|r| r.status) != Some(404) {
+        assert!(Instant::now() < deadline, "no service after the freeze");
+        thread::sleep(Duration::from_millis(50));
+    }
+    server.signal("TERM");
+    assert!(server.wait(Duration::from_secs(12)).success());
+}
