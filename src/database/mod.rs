@@ -467,15 +467,15 @@ impl Drop for Database {
 
 impl Shared {
     fn lock_queue(&self) -> MutexGuard<'_, VecDeque<Job>> {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.queue)
     }
 
     fn failure(&self) -> Arc<str> {
-        Arc::clone(&self.failure.lock().unwrap_or_else(|p| p.into_inner()))
+        Arc::clone(&lock(&self.failure))
     }
 
     fn set_failure(&self, why: String) {
-        *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = why.into();
+        *lock(&self.failure) = why.into();
     }
 
     fn is_stopping(&self) -> bool {
@@ -506,16 +506,24 @@ impl Shared {
     }
 }
 
+/// `Stats::refused`'s index of a failed statement.
+const FAILED: usize = 3;
+
 impl Stats {
     fn refuse(&self, why: &Unavailable) {
         let index = match why {
             Unavailable::Down(_) => 0,
             Unavailable::Busy => 1,
             Unavailable::Expired => 2,
-            Unavailable::Failed(_) => 3,
+            Unavailable::Failed(_) => FAILED,
             Unavailable::Stopping => return,
         };
         self.refused[index].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a request whose statement failed (it answered 503 itself).
+    fn failed(&self) {
+        self.refused[FAILED].fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -621,7 +629,7 @@ fn serve(shared: &Shared, slot: &Slot, connection: &mut Connection) -> String {
             return "the database stopped answering".into();
         }
         if connection.errors() > errors {
-            shared.stats.refuse(&Unavailable::Failed("".into()));
+            shared.stats.failed();
         }
         if connection.is_closed() {
             return "connection lost".into();
