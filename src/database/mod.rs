@@ -674,7 +674,9 @@ fn watch(shared: &Arc<Shared>) {
         for (slot, refuse) in stuck {
             slot.abandoned.store(true, Ordering::Release);
             lock(&shared.slots).retain(|s| !Arc::ptr_eq(s, &slot));
-            refuse(Unavailable::Failed("no answer from the database".into()));
+            let why = Unavailable::Failed("no answer from the database".into());
+            shared.stats.refuse(&why);
+            refuse(why);
             let left = shared.up.fetch_sub(1, Ordering::AcqRel) - 1;
             went_down(shared, "the database stopped answering".into(), left);
             let replaced = shared.abandoned.fetch_add(1, Ordering::AcqRel) < shared.config.pool;

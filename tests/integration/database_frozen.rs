@@ -87,6 +87,14 @@ fn requests_held_by_a_frozen_database_are_answered_503_and_the_server_recovers_a
         assert!(Instant::now() < deadline, "no service after the freeze");
         thread::sleep(Duration::from_millis(50));
     }
+    // The requests the watchdog answered are counted as failed.
+    let metrics = get(addr, "/metrics").expect("metrics").text();
+    let failed = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("plantstore_database_refused_total{reason=\"failed\"} "))
+        .and_then(|n| n.parse::<u64>().ok());
+    let held = statuses.iter().filter(|s| **s == Some(503)).count() as u64;
+    assert!(failed.is_some_and(|n| n >= 1 && n <= held + 1), "{metrics}");
     server.signal("TERM");
     assert!(server.wait(Duration::from_secs(12)).success());
 }
