@@ -33,6 +33,7 @@ pub mod config;
 #[cfg(feature = "postgres")]
 pub mod database;
 pub mod http;
+mod lock;
 pub mod logging;
 mod reach;
 pub mod seed;

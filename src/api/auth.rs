@@ -12,6 +12,7 @@
 use std::sync::{Arc, RwLock};
 
 use super::ApiError;
+use crate::lock::{read, write};
 
 /// The accepted bearer tokens.
 pub struct Tokens {
@@ -28,7 +29,7 @@ impl Tokens {
 
     /// From now on accepts exactly these tokens instead.
     pub fn replace(&self, tokens: Vec<String>) {
-        *self.accepted.write().unwrap_or_else(|p| p.into_inner()) = set(tokens);
+        *write(&self.accepted) = set(tokens);
     }
 
     /// How many tokens are accepted.
@@ -37,7 +38,7 @@ impl Tokens {
     }
 
     fn current(&self) -> Arc<[Vec<u8>]> {
-        Arc::clone(&self.accepted.read().unwrap_or_else(|p| p.into_inner()))
+        Arc::clone(&read(&self.accepted))
     }
 
     /// Checks an `Authorization` header value.

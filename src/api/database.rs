@@ -15,6 +15,7 @@ use super::export::{PIECE_PLANTS, lines};
 use super::{ApiError, App, Resource, label};
 use crate::database::{Connection, Database, Queue, Unavailable};
 use crate::http::{Fill, Request, Response, Stream, Waker};
+use crate::lock::lock;
 use crate::store::Plant;
 
 /// Answers `request` with what `statements` make of a connection, later,
@@ -89,7 +90,7 @@ impl Cursor {
         let read = move |c: &mut Connection| c.page(after, PIECE_PLANTS, None);
         let answer = move |read: Result<Result<_, _>, Unavailable>| {
             let read = read.and_then(|plants| plants.map_err(Unavailable::from));
-            *piece.lock().unwrap_or_else(|p| p.into_inner()) = Some(read);
+            *lock(&piece) = Some(read);
             waker.wake();
         };
         self.queue.submit(read, answer);
@@ -98,7 +99,7 @@ impl Cursor {
 
 impl Stream for Cursor {
     fn fill(&mut self, out: &mut Vec<u8>, _want: usize) -> Fill {
-        let ready = self.piece.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let ready = lock(&self.piece).take();
         match ready {
             None => {
                 if !self.asked {

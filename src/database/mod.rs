@@ -43,6 +43,7 @@ use std::time::{Duration, Instant};
 use log::{debug, error, info, warn};
 
 use crate::api::Latency;
+use crate::lock::{lock, wait_timeout};
 
 /// Jobs that may wait for a worker, over all workers. Each holds one
 /// parsed request (a plant at most as large as the name and tag limits
@@ -496,11 +497,7 @@ impl Shared {
     fn next(&self) -> Option<Job> {
         let mut queue = self.lock_queue();
         if queue.is_empty() && !self.is_stopping() {
-            queue = self
-                .ready
-                .wait_timeout(queue, PING)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            queue = wait_timeout(&self.ready, queue, PING).0;
         }
         queue.pop_front()
     }
@@ -685,11 +682,6 @@ fn watch(shared: &Arc<Shared>) {
             }
         }
     }
-}
-
-/// `mutex`'s guard, whether or not a holder panicked.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Sleeps `wait`, or less if the pool stops.

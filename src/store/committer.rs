@@ -6,6 +6,7 @@ use std::sync::{Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use super::{Shared, StoreError};
+use crate::lock::{lock, wait, wait_timeout};
 
 pub(super) type Done = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 /// A queued change waits at most this long for a `kick`.
@@ -33,7 +34,7 @@ impl Committer {
     /// Queues a change; the committer starts on it at the next `kick` (or
     /// after `LATEST` at the latest).
     pub(super) fn push(&self, seq: u64, done: Done) {
-        let mut queue = self.lock();
+        let mut queue = lock(&self.queue);
         queue.waiting.push((seq, done));
         if queue.waiting.len() == 1 {
             // Wakes the committer to wait (at most `LATEST`) for the kick.
@@ -43,7 +44,7 @@ impl Committer {
 
     /// Starts a batch of everything queued.
     pub(super) fn kick(&self) {
-        let mut queue = self.lock();
+        let mut queue = lock(&self.queue);
         if !queue.waiting.is_empty() && !queue.kicked {
             queue.kicked = true;
             self.kicked.notify_one();
@@ -51,14 +52,14 @@ impl Committer {
     }
 
     pub(super) fn close(&self) {
-        self.lock().closed = true;
+        lock(&self.queue).closed = true;
         self.kicked.notify_one();
     }
 
     /// The next batch: everything queued once kicked, or once the first
     /// of it has waited `LATEST`; `None` once closed and empty.
     fn take(&self) -> Option<Waiting> {
-        let mut queue = self.lock();
+        let mut queue = lock(&self.queue);
         let mut since = None;
         loop {
             if queue.waiting.is_empty() {
@@ -66,7 +67,7 @@ impl Committer {
                     return None;
                 }
                 since = None;
-                queue = self.kicked.wait(queue).unwrap_or_else(|p| p.into_inner());
+                queue = wait(&self.kicked, queue);
                 continue;
             }
             let now = Instant::now();
@@ -75,15 +76,8 @@ impl Committer {
                 queue.kicked = false;
                 return Some(std::mem::take(&mut queue.waiting));
             }
-            queue = self
-                .kicked
-                .wait_timeout(queue, first + LATEST - now)
-                .map_or_else(|p| p.into_inner().0, |(q, _)| q);
+            queue = wait_timeout(&self.kicked, queue, first + LATEST - now).0;
         }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

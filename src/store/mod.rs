@@ -53,6 +53,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::lock::{read, write};
 use committer::{Committer, commit_on_request};
 use journal::{Journal, Signal};
 use shards::{Cost, Delta, Over, SHARDS, Shard, Usage, shard_of};
@@ -421,16 +422,12 @@ impl Shared {
     /// journal record is encoded), so a poisoned lock is safe to keep
     /// using.
     fn write(&self, shard: usize) -> RwLockWriteGuard<'_, Shard> {
-        self.shards[shard]
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        write(&self.shards[shard])
     }
 
     /// A shard locked for reading.
     fn read(&self, shard: usize) -> RwLockReadGuard<'_, Shard> {
-        self.shards[shard]
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        read(&self.shards[shard])
     }
 
     /// What a change with this journal record still needs: with `--sync

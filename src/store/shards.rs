@@ -12,12 +12,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, RandomState};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use std::ops::Bound;
 
 use super::Packed;
 use super::journal::Change;
+use crate::lock::lock;
 
 /// Shards of the map: a power of two, so that a shard is a few bits of a
 /// hash of the id.
@@ -211,7 +212,7 @@ impl Delta {
 impl Usage {
     /// Adds a change that was made (replay).
     pub fn add(&self, delta: Delta) {
-        let mut totals = self.lock();
+        let mut totals = lock(&self.0);
         let ((grow_plants, grow_data), (shrink_plants, shrink_data)) =
             (delta.growth(), delta.shrink());
         totals.plants = totals.plants + grow_plants - shrink_plants;
@@ -224,7 +225,7 @@ impl Usage {
     /// fits. Follow with `settle` once it is made, or `retract` if not.
     pub fn admit(&self, delta: Delta, capacity: Capacity) -> Result<(), Over> {
         let (plants, data) = delta.growth();
-        let mut totals = self.lock();
+        let mut totals = lock(&self.0);
         if plants > 0 && totals.plants + plants > capacity.plants as u64 {
             return Err(Over::Plants);
         }
@@ -240,7 +241,7 @@ impl Usage {
     /// removed.
     pub fn settle(&self, delta: Delta) {
         let (plants, data) = delta.shrink();
-        let mut totals = self.lock();
+        let mut totals = lock(&self.0);
         totals.plants -= plants;
         totals.data -= data;
         totals.records = totals.records.wrapping_add(delta.records());
@@ -249,25 +250,21 @@ impl Usage {
     /// Takes back an admitted change that was not made.
     pub fn retract(&self, delta: Delta) {
         let (plants, data) = delta.growth();
-        let mut totals = self.lock();
+        let mut totals = lock(&self.0);
         totals.plants -= plants;
         totals.data -= data;
     }
 
     pub fn plants(&self) -> usize {
-        self.lock().plants as usize
+        lock(&self.0).plants as usize
     }
 
     pub fn data(&self) -> u64 {
-        self.lock().data
+        lock(&self.0).data
     }
 
     pub fn records(&self) -> u64 {
-        self.lock().records
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Totals> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.0).records
     }
 }
 

@@ -26,10 +26,11 @@ mod client;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::lock::{lock, read, wait, wait_timeout, write};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use hmac::{Hmac, Mac};
@@ -240,7 +241,7 @@ impl Webhooks {
     /// Signs every attempt from now on with `key` (a reloaded
     /// `--webhook-secret-file`).
     pub fn set_secret(&self, key: Vec<u8>) {
-        *self.secret.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::from(key));
+        *write(&self.secret) = Some(Arc::from(key));
     }
 
     /// Whether any URL is configured (else there is nothing to build).
@@ -264,7 +265,7 @@ impl Webhooks {
             body,
         });
         for endpoint in &self.endpoints {
-            let mut queue = endpoint.lock();
+            let mut queue = lock(&endpoint.queue);
             if queue.closing.is_some() || queue.pending.len() >= self.config.queue {
                 let why = if queue.closing.is_some() {
                     "shutting down"
@@ -296,10 +297,10 @@ impl Webhooks {
     pub fn shutdown(&self, grace: Duration) {
         let until = Instant::now() + grace;
         for endpoint in &self.endpoints {
-            endpoint.lock().closing = Some(until);
+            lock(&endpoint.queue).closing = Some(until);
             endpoint.changed.notify_one();
         }
-        let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|p| p.into_inner()));
+        let workers = std::mem::take(&mut *lock(&self.workers));
         while Instant::now() < until && workers.iter().any(|w| !w.is_finished()) {
             thread::sleep(Duration::from_millis(5));
         }
@@ -308,7 +309,7 @@ impl Webhooks {
                 let _ = worker.join();
             } else {
                 // The attempt in flight, and whatever waits behind it.
-                let left = 1 + std::mem::take(&mut endpoint.lock().pending).len();
+                let left = 1 + std::mem::take(&mut lock(&endpoint.queue).pending).len();
                 self.counters
                     .dropped
                     .fetch_add(left as u64, Ordering::Relaxed);
@@ -323,13 +324,9 @@ impl Webhooks {
 }
 
 impl Endpoint {
-    fn lock(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// The next delivery due, waiting for it; `None` once closed and done.
     fn next(&self, counters: &Counters) -> Option<(Pending, Option<Instant>)> {
-        let mut queue = self.lock();
+        let mut queue = lock(&self.queue);
         loop {
             let now = Instant::now();
             if let Some(until) = queue.closing
@@ -361,12 +358,9 @@ impl Endpoint {
             queue = match wait_until {
                 Some(at) => {
                     let left = at.saturating_duration_since(now);
-                    self.changed
-                        .wait_timeout(queue, left)
-                        .map(|(q, _)| q)
-                        .unwrap_or_else(|p| p.into_inner().0)
+                    wait_timeout(&self.changed, queue, left).0
                 }
-                None => self.changed.wait(queue).unwrap_or_else(|p| p.into_inner()),
+                None => wait(&self.changed, queue),
             };
         }
     }
@@ -381,7 +375,7 @@ fn deliver(endpoint: &Endpoint, config: &WebhookConfig, counters: &Counters, sec
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs())
             .to_string();
-        let key = secret.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let key = read(secret).clone();
         let signature = key.map(|key| sign(&key, &event.id, &timestamp, &event.body));
         let mut headers = vec![("User-Agent", agent)];
         if let Some(signature) = &signature {
@@ -419,7 +413,7 @@ fn deliver(endpoint: &Endpoint, config: &WebhookConfig, counters: &Counters, sec
             );
             counters.retried.fetch_add(1, Ordering::Relaxed);
             pending.due = Instant::now() + backoff;
-            endpoint.lock().pending.push_back(pending);
+            lock(&endpoint.queue).pending.push_back(pending);
         } else {
             warn!(
                 "webhook {} to {url} failed ({why}) after {} attempts; giving up",

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use super::format::{Change, HEADER, encode, seal};
 use super::rewrite::sync_dir;
 use super::{Journal, State, SyncMode};
+use crate::lock::{lock, wait_timeout};
 
 /// The longest a leader waits for more writers (see `Journal::gather`).
 const MAX_GATHER: Duration = Duration::from_millis(2);
@@ -22,7 +23,7 @@ impl Journal {
     /// apply order. Returns the sequence number to
     /// [`commit`](Self::commit) after releasing that lock.
     pub(in crate::store) fn log(&self, change: &Change<'_>) -> Result<u64, Arc<str>> {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         if let Some(reason) = &state.failed {
             return Err(Arc::clone(reason));
         }
@@ -57,7 +58,7 @@ impl Journal {
         live_bytes: u64,
         gather: bool,
     ) -> Result<(), Arc<str>> {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         loop {
             if state.durable >= seq {
                 return Ok(());
@@ -94,7 +95,7 @@ impl Journal {
                     SyncMode::Always => self.entry.check(),
                     SyncMode::Never => self.entry.check_links(),
                 });
-            state = self.lock();
+            state = lock(&self.state);
             state.writing = false;
             state.last_write = started.elapsed();
             match result {
@@ -134,7 +135,7 @@ impl Journal {
             if self.durable_seq.load(Ordering::Acquire) >= seq {
                 return None;
             }
-            let state = self.lock();
+            let state = lock(&self.state);
             if !state.waiters.iter().any(|(_, t)| t.id() == me.id()) {
                 return Some(state); // chosen to lead, or the journal failed
             }
@@ -184,11 +185,7 @@ impl Journal {
             if left.is_zero() {
                 break;
             }
-            state = self
-                .arrived
-                .wait_timeout(state, left)
-                .map(|(s, _)| s)
-                .unwrap_or_else(|p| p.into_inner().0);
+            state = wait_timeout(&self.arrived, state, left).0;
         }
         state.gathering = false;
         state
@@ -201,7 +198,7 @@ impl Journal {
         if self.failure().is_some() {
             return Ok(());
         }
-        let mut disk = self.disk.lock().unwrap_or_else(|p| p.into_inner());
+        let mut disk = lock(&self.disk);
         self.sync_dir_if_needed()?;
         disk.sync()
     }
@@ -211,7 +208,7 @@ impl Journal {
     /// records written only to the new file are acknowledged with this
     /// batch, so it fails if that sync does.
     fn write(&self, batch: &[u8]) -> io::Result<()> {
-        let mut disk = self.disk.lock().unwrap_or_else(|p| p.into_inner());
+        let mut disk = lock(&self.disk);
         if self.sync == SyncMode::Always {
             self.sync_dir_if_needed()?;
         }

@@ -44,6 +44,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::OpenError;
+use crate::lock::lock;
 
 /// Links followed before giving up, as many as Linux follows (`ELOOP`).
 const MAX_LINKS: usize = 40;
@@ -263,7 +264,7 @@ impl Entry {
     /// Whether the path still names the journal's file; if not, why (a
     /// reason for `/healthz`, so without the path). One `stat`.
     pub(super) fn check(&self) -> Result<(), String> {
-        let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let file = lock(&self.file);
         names(&self.path, file.1)
     }
 
@@ -271,7 +272,7 @@ impl Entry {
     /// a deleted file and one replaced by a rename over it, not one moved
     /// to another name. The reason comes from `check`.
     pub(super) fn check_links(&self) -> Result<(), String> {
-        let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let file = lock(&self.file);
         match look(Of::File(&file.0)) {
             Ok(seen) if seen.links > 0 => Ok(()),
             Ok(_) => names(&self.path, file.1).and(Err(
@@ -285,7 +286,7 @@ impl Entry {
     /// still names the journal's file (`Err` with the reason if not,
     /// nothing renamed); the rename's own result inside.
     pub(super) fn replace(&self, temp_path: &Path, temp: &File) -> Result<io::Result<()>, String> {
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let mut file = lock(&self.file);
         names(&self.path, file.1)?;
         let new = match (temp.try_clone(), look(Of::File(temp))) {
             (Ok(handle), Ok(seen)) => (handle, seen.inode),

@@ -172,10 +172,11 @@ use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
+use crate::lock::{lock, wait};
 use format::fresh_salt;
 use rewrite::sync_dir;
 
@@ -380,18 +381,18 @@ pub(super) struct Signal {
 
 impl Signal {
     fn request(&self) {
-        self.flags.lock().unwrap_or_else(|p| p.into_inner()).0 = true;
+        lock(&self.flags).0 = true;
         self.changed.notify_one();
     }
 
     pub(super) fn close(&self) {
-        self.flags.lock().unwrap_or_else(|p| p.into_inner()).1 = true;
+        lock(&self.flags).1 = true;
         self.changed.notify_one();
     }
 
     /// Waits for a request; `false` once closed.
     pub(super) fn wait(&self) -> bool {
-        let mut flags = self.flags.lock().unwrap_or_else(|p| p.into_inner());
+        let mut flags = lock(&self.flags);
         loop {
             match *flags {
                 (_, true) => return false,
@@ -399,9 +400,7 @@ impl Signal {
                     flags.0 = false;
                     return true;
                 }
-                (false, false) => {
-                    flags = self.changed.wait(flags).unwrap_or_else(|p| p.into_inner())
-                }
+                (false, false) => flags = wait(&self.changed, flags),
             }
         }
     }
@@ -516,25 +515,21 @@ impl Journal {
     /// the file is no longer at its path (checked here too, so that
     /// `/healthz` notices without a write).
     pub(super) fn failure(&self) -> Option<Arc<str>> {
-        if let Some(reason) = &self.lock().failed {
+        if let Some(reason) = &lock(&self.state).failed {
             return Some(Arc::clone(reason));
         }
         let reason = self.entry.check().err()?;
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         self.poison(&mut state, reason);
         state.failed.clone()
     }
 
     /// Its length and the compactions completed.
     pub(super) fn stats(&self) -> JournalStats {
-        let state = self.lock();
+        let state = lock(&self.state);
         JournalStats {
             bytes: state.len,
             compactions: state.compactions,
         }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 
 use super::format::{HEADER, fresh_salt, header, seal};
 use super::{Journal, SyncMode, file};
+use crate::lock::{lock, wait};
 
 /// The least free space a compaction leaves for the changes that arrive
 /// while it runs (see `reserve`).
@@ -53,7 +54,7 @@ impl Journal {
         fill: impl FnMut(&mut Vec<u8>) -> bool,
     ) -> io::Result<Option<u64>> {
         {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             if state.failed.is_some() || state.compacting {
                 return Ok(None);
             }
@@ -74,7 +75,7 @@ impl Journal {
         // Only now may another compaction start (and use the temporary
         // file). After an error the collection stops here; if it came after
         // the writer role was taken, that role was already given back.
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         state.since_snapshot = None;
         state.compacting = false;
         drop(state);
@@ -112,9 +113,9 @@ impl Journal {
         temp.sync_data()?;
 
         // Become the writer: no batch may go to the old file from here on.
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         while state.writing {
-            state = self.written.wait(state).unwrap_or_else(|p| p.into_inner());
+            state = wait(&self.written, state);
         }
         if let Some(reason) = &state.failed {
             return Err(io::Error::other(reason.to_string()));
@@ -138,7 +139,7 @@ impl Journal {
             Ok(Err(gone)) => Some((io::Error::other(gone.clone()), Some(gone))),
         };
         if let Some((e, gone)) = failed {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             state.writing = false;
             if let Some(reason) = gone {
                 self.poison(&mut state, reason);
@@ -150,8 +151,8 @@ impl Journal {
         // With `--sync never` the directory is synced after the writer role
         // is given back, so no event loop waits for it.
         let dir_synced = if never { Ok(()) } else { sync_dir(&self.path) };
-        *self.disk.lock().unwrap_or_else(|p| p.into_inner()) = Box::new(temp);
-        let mut state = self.lock();
+        *lock(&self.disk) = Box::new(temp);
+        let mut state = lock(&self.state);
         state.writing = false;
         // The pending records up to `covered` are in `since`, written.
         state.pending.drain(..covered);
