@@ -35,6 +35,7 @@ pub mod database;
 pub mod http;
 mod lock;
 pub mod logging;
+pub mod metrics;
 mod reach;
 pub mod seed;
 pub mod store;

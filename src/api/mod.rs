@@ -26,8 +26,6 @@ mod ui;
 pub use auth::Tokens;
 pub use cors::{Cors, CorsHeaders};
 pub use error::ApiError;
-#[cfg(feature = "postgres")]
-pub(crate) use metrics::Latency;
 pub use metrics::Metrics;
 pub use plants::PAGE_BYTES;
 

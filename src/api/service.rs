@@ -8,6 +8,7 @@
 
 use super::{ApiError, App, Backend};
 use crate::http::{Request, Response};
+use crate::metrics::Exposition;
 use crate::store::TextLimits;
 
 /// The server's own OpenAPI 3.1 document, as written: with the default
@@ -70,20 +71,16 @@ pub(super) fn health(app: &App) -> Response {
 /// `GET /metrics` (bearer auth): Prometheus text exposition.
 pub(super) fn metrics(app: &App, request: &Request<'_>) -> Result<Response, ApiError> {
     app.authorize(request)?;
-    let text = match &app.backend {
-        Backend::Memory(store) => app.metrics.render(
-            Some(store.len()),
-            app.webhooks.counters(),
-            store.journal_stats(),
-        ),
+    let mut text = Exposition::new();
+    app.metrics.render(&mut text);
+    app.webhooks.render(&mut text);
+    match &app.backend {
+        Backend::Memory(store) => store.render(&mut text),
         // Counting the table's rows would scan it at every scrape.
         #[cfg(feature = "postgres")]
-        Backend::Database(db) => {
-            let mut text = app.metrics.render(None, app.webhooks.counters(), None);
-            db.render(&mut text);
-            text
-        }
-    };
+        Backend::Database(db) => db.render(&mut text),
+    }
+    let text = text.into_text();
     Ok(Response::bytes(
         200,
         "text/plain; version=0.0.4; charset=utf-8",

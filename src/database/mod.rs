@@ -32,7 +32,7 @@ mod sql;
 pub use sql::{Connection, DbError, SCHEMA_VERSION, SchemaError, ensure_schema};
 
 use std::collections::VecDeque;
-use std::fmt::{self, Write};
+use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -42,8 +42,8 @@ use std::time::{Duration, Instant};
 
 use log::{debug, error, info, warn};
 
-use crate::api::Latency;
 use crate::lock::{lock, wait_timeout};
+use crate::metrics::{Exposition, Histogram, Kind};
 
 /// Jobs that may wait for a worker, over all workers. Each holds one
 /// parsed request (a plant at most as large as the name and tag limits
@@ -238,9 +238,9 @@ struct Shared {
 #[derive(Default)]
 struct Stats {
     /// Time a job ran on its connection (statement and round trip).
-    run: Latency,
+    run: Histogram,
     /// Time a job waited for a worker.
-    wait: Latency,
+    wait: Histogram,
     /// Jobs refused, by reason: down, busy, expired, failed.
     refused: [AtomicU64; 4],
     /// Connections made after the first of each worker.
@@ -393,56 +393,55 @@ impl Database {
     }
 
     /// The pool's lines of `/metrics`.
-    pub fn render(&self, out: &mut String) {
+    pub fn render(&self, out: &mut Exposition) {
         let shared = &self.shared;
         let stats = &shared.stats;
         let queued = shared.lock_queue().len();
         for (name, kind, help, value) in [
             (
                 "plantstore_database_connections",
-                "gauge",
+                Kind::Gauge,
                 "Database connections open (one per worker).",
                 shared.up.load(Ordering::Relaxed) as u64,
             ),
             (
                 "plantstore_database_pool_size",
-                "gauge",
+                Kind::Gauge,
                 "Database workers (--database-pool).",
                 shared.config.pool as u64,
             ),
             (
                 "plantstore_database_queue",
-                "gauge",
+                Kind::Gauge,
                 "Requests waiting for a database worker.",
                 queued as u64,
             ),
             (
                 "plantstore_database_reconnects_total",
-                "counter",
+                Kind::Counter,
                 "Connections made again after one was lost or refused.",
                 stats.reconnects.load(Ordering::Relaxed),
             ),
         ] {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
-            );
+            out.single(name, kind, help, value);
         }
-        out.push_str(
-            "# HELP plantstore_database_refused_total Requests answered 503 without the \
-             database, by reason.\n# TYPE plantstore_database_refused_total counter\n",
+        const REFUSED: &str = "plantstore_database_refused_total";
+        out.family(
+            REFUSED,
+            Kind::Counter,
+            "Requests answered 503 without the database, by reason.",
         );
         for (reason, count) in ["down", "busy", "expired", "failed"]
             .iter()
             .zip(&stats.refused)
         {
-            let _ = writeln!(
-                out,
-                "plantstore_database_refused_total{{reason=\"{reason}\"}} {}",
-                count.load(Ordering::Relaxed)
+            out.sample(
+                REFUSED,
+                &[("reason", reason)],
+                count.load(Ordering::Relaxed),
             );
         }
-        for (name, help, latency) in [
+        for (name, help, histogram) in [
             (
                 "plantstore_database_query_duration_seconds",
                 "Time a request's statements took on its connection, round trip included.",
@@ -454,8 +453,8 @@ impl Database {
                 &stats.wait,
             ),
         ] {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
-            latency.render(out, name, "pool=\"main\"");
+            out.family(name, Kind::Histogram, help);
+            histogram.render(out, name, ("pool", "main"));
         }
     }
 }
@@ -744,8 +743,9 @@ mod tests {
             Some("the database is unavailable; try again shortly")
         );
         assert!(started.elapsed() < Duration::from_millis(100));
-        let mut metrics = String::new();
+        let mut metrics = Exposition::new();
         database.render(&mut metrics);
+        let metrics = metrics.into_text();
         assert!(metrics.contains("plantstore_database_refused_total{reason=\"down\"} 1\n"));
         assert!(metrics.contains("plantstore_database_connections 0\n"));
         let stopping = Instant::now();

@@ -54,6 +54,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::lock::{read, write};
+use crate::metrics::{Exposition, Kind};
 use committer::{Committer, commit_on_request};
 use journal::{Journal, Signal};
 use shards::{Cost, Delta, Over, SHARDS, Shard, Usage, shard_of};
@@ -258,6 +259,31 @@ impl Store {
     /// The journal's length and compactions; `None` without a journal.
     pub fn journal_stats(&self) -> Option<JournalStats> {
         self.shared.journal.as_ref().map(Journal::stats)
+    }
+
+    /// Writes the store's lines of `/metrics`: the plants, and the
+    /// journal's size and compactions when there is one.
+    pub fn render(&self, out: &mut Exposition) {
+        out.single(
+            "plantstore_plants",
+            Kind::Gauge,
+            "Plants stored.",
+            self.len(),
+        );
+        if let Some(journal) = self.journal_stats() {
+            out.single(
+                "plantstore_journal_bytes",
+                Kind::Gauge,
+                "Length of the journal file, records queued for it included.",
+                journal.bytes,
+            );
+            out.single(
+                "plantstore_journal_compactions_total",
+                Kind::Counter,
+                "Journal compactions completed since start-up.",
+                journal.compactions,
+            );
+        }
     }
 
     /// A copy of the plant with this id.

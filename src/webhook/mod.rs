@@ -31,6 +31,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::lock::{lock, read, wait, wait_timeout, write};
+use crate::metrics::{Exposition, Kind};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use hmac::{Hmac, Mac};
@@ -252,6 +253,26 @@ impl Webhooks {
     /// The delivery counters.
     pub fn counters(&self) -> &Counters {
         &self.counters
+    }
+
+    /// Writes the sender's lines of `/metrics`.
+    pub fn render(&self, out: &mut Exposition) {
+        const EVENTS: &str = "plantstore_webhook_events_total";
+        out.family(
+            EVENTS,
+            Kind::Counter,
+            "Webhook events by outcome: delivered, failed (after every attempt), retried \
+             (attempts scheduled again), dropped (queue full or shutdown).",
+        );
+        let counters = &self.counters;
+        for (result, count) in [
+            ("delivered", &counters.delivered),
+            ("failed", &counters.failed),
+            ("retried", &counters.retried),
+            ("dropped", &counters.dropped),
+        ] {
+            out.sample(EVENTS, &[("result", result)], count.load(Ordering::Relaxed));
+        }
     }
 
     /// Queues one delivery of `body` per URL; never blocks on a subscriber.

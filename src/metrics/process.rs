@@ -7,23 +7,23 @@
 //! configured tick rate (asking `sysconf` would need unsafe code, which
 //! the crate forbids).
 
-use std::fmt::Write;
 use std::fs;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::{Exposition, Kind};
 
 /// Clock ticks a second in `/proc/self/stat`.
 const USER_HZ: u64 = 100;
 
 /// Appends the process metrics; `started` is when the server started.
-pub fn render(out: &mut String, started: SystemTime) {
+pub fn render(out: &mut Exposition, started: SystemTime) {
     if let Ok(since) = started.duration_since(UNIX_EPOCH) {
         let value = format!("{}.{:03}", since.as_secs(), since.subsec_millis());
-        metric(
-            out,
+        out.single(
             "process_start_time_seconds",
-            "gauge",
+            Kind::Gauge,
             "Start time of the process since the Unix epoch, in seconds.",
-            &value,
+            value,
         );
     }
     if let Some(ticks) = fs::read_to_string("/proc/self/stat")
@@ -31,43 +31,33 @@ pub fn render(out: &mut String, started: SystemTime) {
         .and_then(|s| cpu_ticks(&s))
     {
         let value = format!("{}.{:02}", ticks / USER_HZ, ticks % USER_HZ);
-        metric(
-            out,
+        out.single(
             "process_cpu_seconds_total",
-            "counter",
+            Kind::Counter,
             "User and system CPU time spent, in seconds.",
-            &value,
+            value,
         );
     }
     let status = fs::read_to_string("/proc/self/status").ok();
     if let Some(bytes) = status.as_deref().and_then(resident_bytes) {
-        metric(
-            out,
+        out.single(
             "process_resident_memory_bytes",
-            "gauge",
+            Kind::Gauge,
             "Resident memory size, in bytes.",
-            &bytes.to_string(),
+            bytes,
         );
     }
     if let Ok(entries) = fs::read_dir("/proc/self/fd") {
         // The directory being read is itself open: counted, as other
         // exporters count it.
         let open = entries.filter(Result::is_ok).count();
-        metric(
-            out,
+        out.single(
             "process_open_fds",
-            "gauge",
+            Kind::Gauge,
             "Open file descriptors.",
-            &open.to_string(),
+            open,
         );
     }
-}
-
-fn metric(out: &mut String, name: &str, kind: &str, help: &str, value: &str) {
-    let _ = writeln!(
-        out,
-        "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
-    );
 }
 
 /// User plus system time, in clock ticks, from the text of
@@ -113,8 +103,9 @@ mod tests {
 
     #[test]
     fn this_process_reports_plausible_figures() {
-        let mut out = String::new();
+        let mut out = Exposition::new();
         render(&mut out, SystemTime::now());
+        let out = out.into_text();
         for name in [
             "process_start_time_seconds ",
             "process_cpu_seconds_total ",

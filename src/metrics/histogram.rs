@@ -1,14 +1,16 @@
-//! The request duration histogram of one route: fixed buckets from 100 µs
-//! to 10 s, each an atomic, so observing costs no lock.
+//! A duration histogram (one route's requests, one pool's queries):
+//! fixed buckets from 100 µs to 10 s, each an atomic, so observing costs
+//! no lock.
 //!
 //! Durations are kept in whole microseconds and written as decimal seconds
 //! with integers only: float formatting would add about 10 KiB to the
 //! binary. Bucket counts are stored apart and summed when rendered, so the
 //! exposition's buckets are cumulative and `_count` equals `+Inf`.
 
-use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+use super::Exposition;
 
 /// Upper bounds of the buckets, in microseconds (`le` is inclusive).
 const BOUNDS: [u64; 16] = [
@@ -17,21 +19,21 @@ const BOUNDS: [u64; 16] = [
 ];
 
 /// Observed durations: per bucket (the last past every bound) and summed.
-pub struct Latency {
+pub struct Histogram {
     counts: [AtomicU64; BOUNDS.len() + 1],
     sum_micros: AtomicU64,
 }
 
-impl Default for Latency {
-    fn default() -> Latency {
-        Latency {
+impl Default for Histogram {
+    fn default() -> Histogram {
+        Histogram {
             counts: std::array::from_fn(|_| AtomicU64::new(0)),
             sum_micros: AtomicU64::new(0),
         }
     }
 }
 
-impl Latency {
+impl Histogram {
     /// Counts one request that took `elapsed`.
     pub fn observe(&self, elapsed: Duration) {
         let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
@@ -45,22 +47,27 @@ impl Latency {
         self.counts.iter().map(|c| c.load(Ordering::Relaxed)).sum()
     }
 
-    /// The `_bucket`, `_sum` and `_count` lines of metric `name` with the
-    /// label pair `labels` (as `route="/plants"`).
-    pub fn render(&self, out: &mut String, name: &str, labels: &str) {
+    /// The `_bucket`, `_sum` and `_count` samples of family `name` with
+    /// the label `(label, value)` (as `("route", "/plants")`).
+    pub fn render(&self, out: &mut Exposition, name: &str, label: (&str, &str)) {
+        let (bucket, sum, count) = (
+            format!("{name}_bucket"),
+            format!("{name}_sum"),
+            format!("{name}_count"),
+        );
         let mut cumulative = 0;
         for (bound, count) in BOUNDS.iter().zip(&self.counts) {
             cumulative += count.load(Ordering::Relaxed);
-            let le = seconds(*bound);
-            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{le}\"}} {cumulative}");
+            out.sample(&bucket, &[label, ("le", &seconds(*bound))], cumulative);
         }
         cumulative += self.counts[BOUNDS.len()].load(Ordering::Relaxed);
-        let sum = seconds(self.sum_micros.load(Ordering::Relaxed));
-        let _ = writeln!(
-            out,
-            "{name}_bucket{{{labels},le=\"+Inf\"}} {cumulative}\n\
-             {name}_sum{{{labels}}} {sum}\n{name}_count{{{labels}}} {cumulative}"
+        out.sample(&bucket, &[label, ("le", "+Inf")], cumulative);
+        out.sample(
+            &sum,
+            &[label],
+            seconds(self.sum_micros.load(Ordering::Relaxed)),
         );
+        out.sample(&count, &[label], cumulative);
     }
 }
 
@@ -96,13 +103,14 @@ mod tests {
 
     #[test]
     fn a_duration_on_a_bound_is_in_that_bucket_and_the_buckets_are_cumulative() {
-        let latency = Latency::default();
+        let latency = Histogram::default();
         latency.observe(Duration::from_micros(100)); // le="0.0001"
         latency.observe(Duration::from_micros(101)); // le="0.00025"
         latency.observe(Duration::from_millis(300)); // le="0.5"
         latency.observe(Duration::from_secs(11)); // past every bound
-        let mut out = String::new();
-        latency.render(&mut out, "d", "route=\"/x\"");
+        let mut out = Exposition::new();
+        latency.render(&mut out, "d", ("route", "/x"));
+        let out = out.into_text();
         for line in [
             "d_bucket{route=\"/x\",le=\"0.0001\"} 1\n",
             "d_bucket{route=\"/x\",le=\"0.00025\"} 2\n",
