@@ -11,7 +11,8 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use plantstore::store::{Capacity, NewPlant, Plant, Store};
+use plantstore::plant::{NewPlant, Plant};
+use plantstore::store::{Capacity, Store};
 
 const PLANTS: i64 = 1_000_000;
 const ROUNDS: u32 = 50;

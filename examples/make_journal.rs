@@ -15,7 +15,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use plantstore::store::{Capacity, Durability, NewPlant, Plant, Store, SyncMode};
+use plantstore::plant::{NewPlant, Plant};
+use plantstore::store::{Capacity, Durability, Store, SyncMode};
 
 const USAGE: &str = "usage: make_journal FILE N [--rare K] [--rewrites R]";
 

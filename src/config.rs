@@ -37,7 +37,8 @@ use log::LevelFilter;
 use crate::api::Cors;
 use crate::http::Limits;
 use crate::logging::Format as LogFormat;
-use crate::store::{Durability, SyncMode, TextLimits};
+use crate::plant::TextLimits;
+use crate::store::{Durability, SyncMode};
 use crate::webhook::{self, Target, WebhookConfig};
 
 pub mod flags;

@@ -36,6 +36,7 @@ pub mod http;
 mod lock;
 pub mod logging;
 pub mod metrics;
+pub mod plant;
 mod reach;
 pub mod seed;
 pub mod store;

@@ -16,7 +16,7 @@ use super::{ApiError, App, Resource, label};
 use crate::database::{Connection, Database, Queue, Unavailable};
 use crate::http::{Fill, Request, Response, Stream, Waker};
 use crate::lock::lock;
-use crate::store::Plant;
+use crate::plant::Plant;
 
 /// Answers `request` with what `statements` make of a connection, later,
 /// from a database worker.

@@ -7,7 +7,8 @@
 use std::fmt;
 
 use crate::http::{BodyError, Response};
-use crate::store::{InvalidBody, StoreError};
+use crate::plant::InvalidBody;
+use crate::store::StoreError;
 
 /// A request that cannot be answered with success.
 #[derive(Debug)]

@@ -12,7 +12,8 @@
 
 use super::{ApiError, App, Backend};
 use crate::http::{Fill, Request, Response, Stream};
-use crate::store::{AllPlants, Plant, PlantRecord};
+use crate::plant::{Plant, PlantRecord};
+use crate::store::AllPlants;
 
 /// Plants copied from the store (or read from the database) for one
 /// piece, at most.

@@ -33,7 +33,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::http::{Gauge, Handler, Request, Response};
-use crate::store::{Store, TextLimits};
+use crate::plant::TextLimits;
+use crate::store::Store;
 use crate::webhook::Webhooks;
 
 /// Where the plants are kept.

@@ -12,7 +12,8 @@ use super::database;
 use super::query::{self, ListQuery};
 use super::{ApiError, App, Backend, Resource, label};
 use crate::http::{Request, Response};
-use crate::store::{Ack, NewPlant, Plant, PlantRecord, Store, StoreError};
+use crate::plant::{NewPlant, Plant, PlantRecord};
+use crate::store::{Ack, Store, StoreError};
 
 /// `POST /plants`: stores a NewPlant and answers the Plant (no `id`, as the
 /// seed declares).
@@ -315,7 +316,7 @@ mod tests {
     #[test]
     fn a_default_page_of_the_largest_plants_fits() {
         // Control characters are the longest in JSON: six bytes each.
-        let limits = crate::store::TextLimits::default();
+        let limits = crate::plant::TextLimits::default();
         let plant = Plant {
             name: "\u{1}".repeat(limits.name),
             tag: Some("\u{1}".repeat(limits.tag)),

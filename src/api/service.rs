@@ -9,7 +9,7 @@
 use super::{ApiError, App, Backend};
 use crate::http::{Request, Response};
 use crate::metrics::Exposition;
-use crate::store::TextLimits;
+use crate::plant::TextLimits;
 
 /// The server's own OpenAPI 3.1 document, as written: with the default
 /// `TextLimits` as the `maxLength` of every name and tag.

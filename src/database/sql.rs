@@ -17,7 +17,7 @@ use std::fmt;
 
 use postgres::{Client, NoTls, Row, Statement};
 
-use crate::store::Plant;
+use crate::plant::Plant;
 
 /// The schema version this build creates and understands.
 pub const SCHEMA_VERSION: i32 = 1;

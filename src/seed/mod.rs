@@ -57,7 +57,8 @@ use std::time::Instant;
 
 use log::info;
 
-use crate::store::{Capacity, InvalidBody, NewPlant, Store, StoreError, TextLimits};
+use crate::plant::{InvalidBody, NewPlant, TextLimits};
+use crate::store::{Capacity, Store, StoreError};
 use read::{Failure, read};
 
 /// Plants written to the journal per batch.

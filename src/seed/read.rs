@@ -30,7 +30,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
 use super::Fault;
-use crate::store::{InvalidBody, NewPlant, TextLimits};
+use crate::plant::{InvalidBody, NewPlant, TextLimits};
 use array::{Broken, Cursor, Element, Elements, is_space};
 
 /// Where a record is in a seed file, or where its text broke.

@@ -21,7 +21,8 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use super::{Packed, Plant, SHARDS, Shard, Shared, Store};
+use super::{Packed, SHARDS, Shard, Shared, Store};
+use crate::plant::Plant;
 
 /// Entries one step copies from one shard, at most.
 const STEP: usize = 256;

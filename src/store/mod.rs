@@ -35,7 +35,7 @@ mod committer;
 mod journal;
 mod listing;
 mod packed;
-mod plant;
+
 mod shards;
 
 pub use journal::{
@@ -44,7 +44,7 @@ pub use journal::{
 };
 pub use listing::{AllPlants, Page};
 pub use packed::Packed;
-pub use plant::{InvalidBody, NewPlant, Plant, PlantRecord, TextLimits, int64_text};
+
 pub use shards::Capacity;
 
 use std::fmt;
@@ -55,6 +55,7 @@ use std::time::{Duration, Instant};
 
 use crate::lock::{read, write};
 use crate::metrics::{Exposition, Kind};
+use crate::plant::{NewPlant, Plant};
 use committer::{Committer, commit_on_request};
 use journal::{Journal, Signal};
 use shards::{Cost, Delta, Over, SHARDS, Shard, Usage, shard_of};

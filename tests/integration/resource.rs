@@ -6,7 +6,7 @@ use std::thread;
 use serde_json::json;
 
 use plantstore::api::PAGE_BYTES;
-use plantstore::store::TextLimits;
+use plantstore::plant::TextLimits;
 
 use crate::support::{AUTH, JSON, Kind, TestServer, config};
 

@@ -15,7 +15,8 @@ use std::time::Instant;
 use plantstore::api::Cors;
 use plantstore::config::{Config, TokenSource};
 use plantstore::http::{Limits, Stopper};
-use plantstore::store::{Durability, OpenError, Store, SyncMode, TextLimits};
+use plantstore::plant::TextLimits;
+use plantstore::store::{Durability, OpenError, Store, SyncMode};
 use plantstore::webhook::WebhookConfig;
 use plantstore::{Service, StartError};
 
