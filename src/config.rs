@@ -683,7 +683,7 @@ fn read_token_file(path: PathBuf) -> Result<TokenSet, ConfigError> {
 
 /// 256 random bits from the OS, as 64 hex digits.
 fn random_token() -> Result<String, ConfigError> {
-    crate::random_hex(32).map_err(ConfigError::Random)
+    crate::os::random_hex(32).map_err(ConfigError::Random)
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ pub mod config;
 pub mod database;
 pub mod http;
 mod lock;
+pub mod os;
 pub mod logging;
 pub mod metrics;
 pub mod plant;
@@ -344,21 +345,4 @@ fn connection_cap(max_connections: usize) -> usize {
         return fit;
     }
     max_connections
-}
-
-/// `bytes` random bytes from the OS, as hex (tokens, webhook ids).
-pub(crate) fn random_hex(bytes: usize) -> io::Result<String> {
-    use std::io::Read;
-    let mut buf = vec![0u8; bytes];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// This process's soft open-file limit; `None` where it cannot be read or
-/// is unlimited.
-pub fn open_file_limit() -> Option<usize> {
-    let (soft, _) = rlimit::getrlimit(rlimit::Resource::NOFILE).ok()?;
-    (soft != rlimit::INFINITY)
-        .then(|| usize::try_from(soft).ok())
-        .flatten()
 }

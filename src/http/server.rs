@@ -146,7 +146,7 @@ pub fn raise_open_file_limit() -> Option<u64> {
         Ok(limit) => Some(limit),
         Err(e) => {
             warn!("cannot raise the open-file limit: {e}");
-            crate::open_file_limit().map(|soft| soft as u64)
+            crate::os::open_file_limit().map(|soft| soft as u64)
         }
     }
 }

@@ -462,7 +462,7 @@ pub fn sign(key: &[u8], id: &str, timestamp: &str, body: &[u8]) -> String {
 /// A prefix that makes event ids unique across restarts: random from the
 /// OS, or the clock if the OS source is unavailable.
 fn id_prefix() -> String {
-    crate::random_hex(8).unwrap_or_else(|_| {
+    crate::os::random_hex(8).unwrap_or_else(|_| {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());

@@ -299,7 +299,7 @@ fn fifteen_hundred_connections_are_served_at_once_by_default() {
     // What the server does at start-up anyway (soft limit up to the hard
     // one), done first so the check below sees it.
     plantstore::http::raise_open_file_limit();
-    let soft = plantstore::open_file_limit();
+    let soft = plantstore::os::open_file_limit();
     assert!(
         soft.is_none_or(|soft| soft >= needed),
         "this test needs an open-file limit of at least {needed} (soft limit is {soft:?}); \

@@ -91,7 +91,7 @@ fn slow_head_is_cut_off_after_the_head_timeout_while_others_are_served() {
 
 /// How many sockets this process may open, with room to spare.
 fn fd_budget(want: usize) -> usize {
-    let soft = plantstore::open_file_limit().unwrap_or(1024);
+    let soft = plantstore::os::open_file_limit().unwrap_or(1024);
     want.min(soft.saturating_sub(200) / 2)
 }
 

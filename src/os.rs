@@ -1,0 +1,35 @@
+//! Small questions to the operating system that several layers ask:
+//! random bytes for tokens and webhook ids, and the open-file limit.
+//!
+//! A leaf: imports nothing of the crate, keeps no state.
+
+use std::io::{self, Read};
+
+/// `bytes` random bytes from the OS, as hex (tokens, webhook ids).
+pub fn random_hex(bytes: usize) -> io::Result<String> {
+    let mut buf = vec![0u8; bytes];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// This process's soft open-file limit; `None` where it cannot be read or
+/// is unlimited.
+pub fn open_file_limit() -> Option<usize> {
+    let (soft, _) = rlimit::getrlimit(rlimit::Resource::NOFILE).ok()?;
+    (soft != rlimit::INFINITY)
+        .then(|| usize::try_from(soft).ok())
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_hex_is_hex_of_the_length_asked_and_differs_each_time() {
+        let (a, b) = (random_hex(16).unwrap(), random_hex(16).unwrap());
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert_ne!(a, b);
+    }
+}
