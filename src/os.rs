@@ -29,7 +29,10 @@ mod tests {
     fn random_hex_is_hex_of_the_length_asked_and_differs_each_time() {
         let (a, b) = (random_hex(16).unwrap(), random_hex(16).unwrap());
         assert_eq!(a.len(), 32);
-        assert!(a.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(
+            a.bytes()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
         assert_ne!(a, b);
     }
 }

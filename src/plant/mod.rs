@@ -23,8 +23,10 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+mod change;
 mod decimal;
 
+pub use change::{ChangeHook, ChangeKind, PlantChange};
 pub use decimal::int64_text;
 
 /// A plant as stored and as answered by `POST /plants`: `name` and an
