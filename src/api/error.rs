@@ -8,6 +8,7 @@ use std::fmt;
 
 use crate::http::{BodyError, Response};
 use crate::plant::InvalidBody;
+use crate::plants::{Refused, Unavailable};
 use crate::store::StoreError;
 
 /// A request that cannot be answered with success.
@@ -33,9 +34,8 @@ pub enum ApiError {
     Invalid(InvalidBody),
     /// The store refused the change.
     Store(StoreError),
-    /// The database could not be used (503 with `Retry-After`).
-    #[cfg(feature = "postgres")]
-    Unavailable(crate::database::Unavailable),
+    /// The store cannot be used now (503 with `Retry-After`).
+    Unavailable(Unavailable),
 }
 
 impl ApiError {
@@ -55,7 +55,6 @@ impl ApiError {
             ApiError::Store(StoreError::NotFound(_)) => 404,
             ApiError::Store(StoreError::Full(_) | StoreError::DataFull(_)) => 507,
             ApiError::Store(StoreError::Storage(_)) => 500,
-            #[cfg(feature = "postgres")]
             ApiError::Unavailable(_) => 503,
         }
     }
@@ -72,7 +71,6 @@ impl ApiError {
                 "WWW-Authenticate",
                 r#"Bearer realm="plantstore", error="invalid_token""#,
             ),
-            #[cfg(feature = "postgres")]
             ApiError::Unavailable(_) => response.with_header("Retry-After", "1"),
             _ => response,
         }
@@ -95,7 +93,6 @@ impl fmt::Display for ApiError {
             ApiError::Body(e) => e.fmt(f),
             ApiError::Invalid(e) => e.fmt(f),
             ApiError::Store(e) => e.fmt(f),
-            #[cfg(feature = "postgres")]
             ApiError::Unavailable(e) => e.fmt(f),
         }
     }
@@ -124,11 +121,12 @@ impl From<InvalidBody> for ApiError {
     }
 }
 
-#[cfg(feature = "postgres")]
-impl From<crate::database::DbError> for ApiError {
-    fn from(e: crate::database::DbError) -> ApiError {
-        log::warn!("database: {e}");
-        ApiError::Unavailable(e.into())
+impl From<Refused> for ApiError {
+    fn from(e: Refused) -> ApiError {
+        match e {
+            Refused::Store(e) => ApiError::Store(e),
+            Refused::Unavailable(e) => ApiError::Unavailable(e),
+        }
     }
 }
 

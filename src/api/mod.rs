@@ -13,13 +13,12 @@
 
 mod auth;
 mod cors;
-#[cfg(feature = "postgres")]
-mod database;
 mod error;
 mod export;
 mod metrics;
 mod plants;
 mod query;
+mod reply;
 mod service;
 mod ui;
 
@@ -34,23 +33,14 @@ use std::time::Duration;
 
 use crate::http::{Gauge, Handler, Request, Response};
 use crate::plant::TextLimits;
-use crate::store::Store;
+use crate::plants::Plants;
 use crate::webhook::Webhooks;
-
-/// Where the plants are kept.
-pub enum Backend {
-    /// In this process (with `--data`, its journal too).
-    Memory(Store),
-    /// In PostgreSQL (`--database`), through a pool of worker threads.
-    #[cfg(feature = "postgres")]
-    Database(crate::database::Database),
-}
 
 /// The application: the plants, the accepted tokens, the webhook sender,
 /// the counters, the name and tag limits and the OpenAPI document that
 /// declares them.
 pub struct App {
-    backend: Backend,
+    plants: Plants,
     tokens: Tokens,
     webhooks: Arc<Webhooks>,
     metrics: Arc<Metrics>,
@@ -66,7 +56,7 @@ impl App {
     /// counts, refusing names and tags longer than `text_limits`, letting
     /// the `cors` origins read its answers, serving the page at `/` if `ui`.
     pub fn new(
-        backend: Backend,
+        plants: Plants,
         tokens: Tokens,
         webhooks: Webhooks,
         gauge: Gauge,
@@ -75,7 +65,7 @@ impl App {
         ui: bool,
     ) -> App {
         App {
-            backend,
+            plants,
             tokens,
             webhooks: Arc::new(webhooks),
             metrics: Arc::new(Metrics::new(gauge)),
@@ -90,16 +80,8 @@ impl App {
     /// (their webhooks included), gives queued webhook deliveries `grace`,
     /// then makes the journal durable (it matters with `--sync never`).
     pub fn shut_down(&self, grace: Duration) {
-        #[cfg(feature = "postgres")]
-        if let Backend::Database(database) = &self.backend {
-            database.shut_down();
-        }
+        self.plants.shut_down();
         self.webhooks.shutdown(grace);
-        if let Backend::Memory(store) = &self.backend
-            && let Err(e) = store.sync()
-        {
-            log::error!("final sync of the journal failed: {e}");
-        }
     }
 
     /// Accepts exactly these tokens from the next request on.
@@ -142,7 +124,7 @@ impl Handler for App {
             _ => route(self, resource, request).unwrap_or_else(|e| e.to_response()),
         };
         // A call that waits for the body answers nothing; a deferred
-        // response is counted when it completes (`plants::acknowledge`).
+        // response is counted when it completes (`reply`).
         if !request.awaits_body() && !request.is_deferred() {
             let elapsed = request.started().elapsed();
             self.metrics
@@ -153,12 +135,7 @@ impl Handler for App {
     }
 
     fn flush(&self) {
-        match &self.backend {
-            Backend::Memory(store) => store.flush(),
-            // A database worker answers as soon as its statement is done.
-            #[cfg(feature = "postgres")]
-            Backend::Database(_) => {}
-        }
+        self.plants.flush();
     }
 }
 

@@ -1,22 +1,19 @@
-//! Handlers for the plant resource.
-//!
-//! Each handler is a plain function from request to response; the auth
-//! check is its first line. A change is applied at once; its answer waits
-//! for the journal, when there is one, without holding the event loop:
-//! see `acknowledge`.
+//! Handlers for the plant resource: one plain function per operation,
+//! the auth check its first line, then content type, parse and validate,
+//! and the operation through the door (`crate::plants`), whose outcome
+//! `reply` turns into the response, now or later.
 
 use std::sync::Arc;
 
-#[cfg(feature = "postgres")]
-use super::database;
 use super::query::{self, ListQuery};
-use super::{ApiError, App, Backend, Resource, label};
+use super::reply::reply;
+use super::{ApiError, App, Resource};
 use crate::http::{Request, Response};
 use crate::plant::{NewPlant, Plant, PlantRecord};
-use crate::store::{Ack, Store, StoreError};
+use crate::store::StoreError;
 
 /// `POST /plants`: stores a NewPlant and answers the Plant (no `id`, as the
-/// seed declares).
+/// seed declares); a new plant is announced to the webhooks once stored.
 pub(super) fn create(app: &App, request: &mut Request<'_>) -> Result<Response, ApiError> {
     app.authorize(request)?;
     require_json(request)?;
@@ -28,67 +25,14 @@ pub(super) fn create(app: &App, request: &mut Request<'_>) -> Result<Response, A
         .enabled()
         .then(|| serde_json::to_vec(&PlantRecord::new(new.id, &new.plant)).ok())
         .flatten();
-    match &app.backend {
-        Backend::Memory(store) => {
-            let ack = store.create_nowait(new)?;
-            acknowledge(app, store, request, ack, Resource::Plants, response, event)
-        }
-        #[cfg(feature = "postgres")]
-        Backend::Database(db) => {
-            let webhooks = Arc::clone(&app.webhooks);
-            database::run(app, db, request, Resource::Plants, move |connection| {
-                if !connection.create(new.id, &new.plant)? {
-                    return Err(StoreError::Exists(new.id).into());
-                }
-                if let Some(body) = event {
-                    webhooks.publish(body);
-                }
-                Ok(response)
-            })
-        }
-    }
-}
-
-/// Answers `response` once the store may acknowledge the change `ack`
-/// (and announces a new plant, `event`, then): at once when nothing is
-/// pending, else from the committer thread once the journal record is
-/// written, through a deferred response, so the event loop never waits
-/// for the disk. The answer is counted in the metrics when it is sent (its
-/// duration from the request's head to then), and
-/// carries the request's CORS headers (`App::handle` adds them only to an
-/// answer it sends itself).
-fn acknowledge(
-    app: &App,
-    store: &Store,
-    request: &mut Request<'_>,
-    ack: Ack,
-    resource: Resource,
-    response: Response,
-    event: Option<Vec<u8>>,
-) -> Result<Response, ApiError> {
     let webhooks = Arc::clone(&app.webhooks);
-    let finish = move |result: Result<(), StoreError>| match result {
-        Ok(()) => {
-            if let Some(body) = event {
-                webhooks.publish(body);
-            }
-            Ok(response)
+    let outcome = app.plants.create(new);
+    reply(app, request, Resource::Plants, outcome, move |()| {
+        if let Some(body) = event {
+            webhooks.publish(body);
         }
-        Err(e) => Err(ApiError::from(e)),
-    };
-    let deferred = if ack.is_done() { None } else { request.defer() };
-    let Some(later) = deferred else {
-        return finish(store.wait(ack));
-    };
-    let metrics = Arc::clone(&app.metrics);
-    let cors = app.cors_headers(request);
-    let started = request.started();
-    store.when_acked(ack, move |result| {
-        let response = finish(result).unwrap_or_else(|e| e.to_response());
-        metrics.record(label(Some(resource)), response.status(), started.elapsed());
-        later.complete(cors.apply(response));
-    });
-    Ok(Response::deferred())
+        Ok(response)
+    })
 }
 
 /// Largest body of a listing page, in bytes: a page ends before the
@@ -108,23 +52,14 @@ pub const PAGE_BYTES: usize = 256 * 1024;
 pub(super) fn list(app: &App, request: &mut Request<'_>) -> Result<Response, ApiError> {
     app.authorize(request)?;
     let query = ListQuery::parse(request.query())?;
-    match &app.backend {
-        Backend::Memory(store) => {
-            // Plants past PAGE_BYTES of names and tags could not be sent:
-            // their JSON is longer still.
-            let page =
-                store.page_within(query.after, query.limit, query.tag.as_deref(), PAGE_BYTES);
-            Ok(page_response(&query, &page.items, page.more))
-        }
-        #[cfg(feature = "postgres")]
-        Backend::Database(db) => database::run(app, db, request, Resource::Plants, move |c| {
-            // One more than the page, to know whether more follow.
-            let mut items = c.page(query.after, query.limit + 1, query.tag.as_deref())?;
-            let more = items.len() > query.limit;
-            items.truncate(query.limit);
-            Ok(page_response(&query, &items, more))
-        }),
-    }
+    // Plants past PAGE_BYTES of names and tags could not be sent: their
+    // JSON is longer still.
+    let outcome = app
+        .plants
+        .page(query.after, query.limit, query.tag.clone(), PAGE_BYTES);
+    reply(app, request, Resource::Plants, outcome, move |page| {
+        Ok(page_response(&query, &page.items, page.more))
+    })
 }
 
 /// The page of `items` (ascending ids, at most `query.limit`), with `Link`
@@ -182,18 +117,17 @@ pub(super) fn get(
 ) -> Result<Response, ApiError> {
     app.authorize(request)?;
     let id = path_id(id)?;
-    let found = move |plant: Option<Plant>| {
-        let plant = plant.ok_or(StoreError::NotFound(id))?;
-        Ok(Response::json(200, &PlantRecord::new(id, &plant)))
-    };
-    match &app.backend {
-        Backend::Memory(store) => found(store.get(id)),
-        #[cfg(feature = "postgres")]
-        Backend::Database(db) => {
-            let resource = Resource::Plant(Some(id));
-            database::run(app, db, request, resource, move |c| found(c.get(id)?))
-        }
-    }
+    let outcome = app.plants.get(id);
+    reply(
+        app,
+        request,
+        Resource::Plant(Some(id)),
+        outcome,
+        move |plant| {
+            let plant = plant.ok_or(StoreError::NotFound(id))?;
+            Ok(Response::json(200, &PlantRecord::new(id, &plant)))
+        },
+    )
 }
 
 /// `PUT /plants/{id}`: replaces name and tag of an existing plant; answers
@@ -209,20 +143,10 @@ pub(super) fn replace(
     let id = path_id(id)?;
     let plant = Plant::parse(body, app.text_limits)?;
     let response = Response::json(200, &PlantRecord::new(id, &plant));
-    let resource = Resource::Plant(Some(id));
-    match &app.backend {
-        Backend::Memory(store) => {
-            let ack = store.replace_nowait(id, plant)?;
-            acknowledge(app, store, request, ack, resource, response, None)
-        }
-        #[cfg(feature = "postgres")]
-        Backend::Database(db) => database::run(app, db, request, resource, move |c| {
-            match c.replace(id, &plant)? {
-                true => Ok(response),
-                false => Err(StoreError::NotFound(id).into()),
-            }
-        }),
-    }
+    let outcome = app.plants.replace(id, plant);
+    reply(app, request, Resource::Plant(Some(id)), outcome, |()| {
+        Ok(response)
+    })
 }
 
 /// `DELETE /plants/{id}`: 204 with an empty body.
@@ -233,28 +157,10 @@ pub(super) fn delete(
 ) -> Result<Response, ApiError> {
     app.authorize(request)?;
     let id = path_id(id)?;
-    let resource = Resource::Plant(Some(id));
-    match &app.backend {
-        Backend::Memory(store) => {
-            let ack = store.delete_nowait(id)?;
-            acknowledge(
-                app,
-                store,
-                request,
-                ack,
-                resource,
-                Response::no_content(),
-                None,
-            )
-        }
-        #[cfg(feature = "postgres")]
-        Backend::Database(db) => {
-            database::run(app, db, request, resource, move |c| match c.delete(id)? {
-                true => Ok(Response::no_content()),
-                false => Err(StoreError::NotFound(id).into()),
-            })
-        }
-    }
+    let outcome = app.plants.delete(id);
+    reply(app, request, Resource::Plant(Some(id)), outcome, |()| {
+        Ok(Response::no_content())
+    })
 }
 
 fn path_id(id: Option<i64>) -> Result<i64, ApiError> {

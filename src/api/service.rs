@@ -6,7 +6,7 @@
 //! The file declares the default name and tag limits; the document served
 //! is made once at start-up with the configured ones (`document`).
 
-use super::{ApiError, App, Backend};
+use super::{ApiError, App};
 use crate::http::{Request, Response};
 use crate::metrics::Exposition;
 use crate::plant::TextLimits;
@@ -52,14 +52,7 @@ pub(super) fn openapi(app: &App) -> Response {
 /// has failed (reads still work, changes are refused), or while no
 /// connection to the database is up.
 pub(super) fn health(app: &App) -> Response {
-    let failure = match &app.backend {
-        Backend::Memory(store) => store.failure(),
-        #[cfg(feature = "postgres")]
-        Backend::Database(db) => db
-            .failure()
-            .map(|why| format!("database unreachable: {why}").into()),
-    };
-    match failure {
+    match app.plants.failure() {
         None => Response::bytes(200, "application/json", br#"{"status":"ok"}"#.to_vec()),
         Some(reason) => Response::json(
             503,
@@ -74,12 +67,7 @@ pub(super) fn metrics(app: &App, request: &Request<'_>) -> Result<Response, ApiE
     let mut text = Exposition::new();
     app.metrics.render(&mut text);
     app.webhooks.render(&mut text);
-    match &app.backend {
-        Backend::Memory(store) => store.render(&mut text),
-        // Counting the table's rows would scan it at every scrape.
-        #[cfg(feature = "postgres")]
-        Backend::Database(db) => db.render(&mut text),
-    }
+    app.plants.render(&mut text);
     let text = text.into_text();
     Ok(Response::bytes(
         200,

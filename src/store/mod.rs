@@ -51,7 +51,7 @@ pub use packed::Packed;
 pub use shards::Capacity;
 
 use std::fs::File;
-use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::thread;
 
 use crate::lock::{read, write};
@@ -87,6 +87,27 @@ impl Ack {
     /// Whether the change may be acknowledged now.
     pub fn is_done(&self) -> bool {
         self.0.is_none()
+    }
+}
+
+/// See [`Store::acknowledger`].
+#[derive(Clone)]
+pub struct Acknowledger {
+    committer: Option<Arc<Committer>>,
+    shared: Weak<Shared>,
+}
+
+impl Acknowledger {
+    /// See [`Store::when_acked`]; a store already dropped refuses.
+    pub fn when_acked(&self, ack: Ack, done: impl FnOnce(Result<(), StoreError>) + Send + 'static) {
+        match (ack.0, &self.committer) {
+            (Some(seq), Some(committer)) => committer.push(seq, Box::new(done)),
+            (None, _) => done(Ok(())),
+            (Some(seq), None) => match self.shared.upgrade() {
+                Some(shared) => done(shared.commit(Some(seq), true)),
+                None => done(Err(StoreError::Storage("the store is closed".into()))),
+            },
+        }
     }
 }
 
@@ -329,10 +350,17 @@ impl Store {
     /// journal record is written (and synced, with `--sync always`). Never
     /// waits for the disk.
     pub fn when_acked(&self, ack: Ack, done: impl FnOnce(Result<(), StoreError>) + Send + 'static) {
-        match (ack.0, &self.committer) {
-            (Some(seq), Some(committer)) => committer.push(seq, Box::new(done)),
-            (None, _) => done(Ok(())),
-            (Some(seq), None) => done(self.shared.commit(Some(seq), true)),
+        self.acknowledger().when_acked(ack, done);
+    }
+
+    /// A handle that does [`when_acked`](Self::when_acked) later, from
+    /// anywhere, without keeping the store open: a callback that held the
+    /// store could be the last owner and drop it on the committer thread,
+    /// which would then wait for itself.
+    pub fn acknowledger(&self) -> Acknowledger {
+        Acknowledger {
+            committer: self.committer.clone(),
+            shared: Arc::downgrade(&self.shared),
         }
     }
 

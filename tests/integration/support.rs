@@ -18,7 +18,7 @@ use plantstore::http::{Limits, Stopper};
 use plantstore::plant::TextLimits;
 use plantstore::store::{Durability, OpenError, Store, SyncMode};
 use plantstore::webhook::WebhookConfig;
-use plantstore::{Service, StartError};
+use plantstore::{Instance, StartError};
 
 pub const TOKEN: &str = "test-token";
 
@@ -350,7 +350,7 @@ impl TestServer {
         TestServer::running(server, config)
     }
 
-    fn running(server: Service, config: Config) -> TestServer {
+    fn running(server: Instance, config: Config) -> TestServer {
         let addr = server.local_addr();
         let stopper = server.stopper();
         let thread = thread::spawn(move || server.run(Duration::from_secs(5)));

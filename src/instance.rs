@@ -1,0 +1,261 @@
+//! A plantstore instance: the store the flags chose behind the door, the
+//! API on the engine, the webhook sender; started, run, reloaded, stopped.
+//!
+//! The top of the house beside `config`: it may import every layer, and
+//! none imports it. `main` calls [`start`], runs the instance and turns a
+//! [`StartError`] into an exit code; the integration tests call [`start`]
+//! and [`serve`] (with a store of their own).
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use log::{info, warn};
+
+use crate::api::{App, Tokens};
+use crate::config::{self, Config, TokenSource};
+use crate::http::{self, Gauge, Server, Stopper};
+use crate::plants::{Plants, Setup, SetupError};
+use crate::reach;
+use crate::seed::SeedError;
+use crate::store::{Capacity, OpenError, Store};
+use crate::webhook::Webhooks;
+
+/// How long queued webhook deliveries may still go out after the server
+/// stopped.
+pub const WEBHOOK_GRACE: Duration = Duration::from_secs(2);
+
+/// A bound server and its application. `run` serves until stopped, then
+/// shuts the application down: the database's queued requests are
+/// finished, queued webhook deliveries get [`WEBHOOK_GRACE`], and the
+/// journal is synced.
+pub struct Instance {
+    server: Server,
+    app: Arc<App>,
+}
+
+impl Instance {
+    /// The address actually bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    /// A handle that stops the server.
+    pub fn stopper(&self) -> Stopper {
+        self.server.stopper()
+    }
+
+    /// A handle that re-reads the files of `config` (what SIGHUP does).
+    pub fn reloader(&self, config: &Config) -> Reloader {
+        Reloader {
+            app: Arc::clone(&self.app),
+            token_file: config.token_file.clone(),
+            secret_file: config.webhook_secret_file.clone(),
+        }
+    }
+
+    /// Serves until stopped; waits up to `grace` for open connections and
+    /// returns how many were still open.
+    pub fn run(self, grace: Duration) -> usize {
+        let still_open = self.server.run(grace);
+        self.app.shut_down(WEBHOOK_GRACE);
+        still_open
+    }
+}
+
+/// Re-reads `--token-file` and `--webhook-secret-file` while the server
+/// runs (on SIGHUP), checked exactly as at start-up. A file that reads and
+/// checks cleanly replaces what was in use; one that does not changes
+/// nothing, and the log says why. Never stops the server: the plants, the
+/// connections and every other setting stay as they are.
+pub struct Reloader {
+    app: Arc<App>,
+    token_file: Option<std::path::PathBuf>,
+    secret_file: Option<std::path::PathBuf>,
+}
+
+impl Reloader {
+    /// Reloads both files; logs what happened.
+    pub fn reload(&self) {
+        if let Some(path) = &self.token_file {
+            match config::read_tokens(path) {
+                Ok((tokens, warnings)) => {
+                    for warning in warnings {
+                        warn!("{warning}");
+                    }
+                    self.app.set_tokens(tokens);
+                    info!(
+                        "reloaded {}: {} tokens active",
+                        path.display(),
+                        self.app.token_count()
+                    );
+                }
+                Err(e) => log::error!(
+                    "reload refused: {e}; the {} tokens in use stay active",
+                    self.app.token_count()
+                ),
+            }
+        }
+        if let Some(path) = &self.secret_file {
+            match config::read_webhook_secret(path) {
+                Ok(key) => {
+                    self.app.set_webhook_secret(key);
+                    info!(
+                        "reloaded {}: webhook deliveries signed with it",
+                        path.display()
+                    );
+                }
+                Err(e) => log::error!("reload refused: {e}; the webhook secret in use stays"),
+            }
+        }
+        if self.token_file.is_none() && self.secret_file.is_none() {
+            info!(
+                "reload: nothing to re-read (no --token-file or --webhook-secret-file); {} tokens active",
+                self.app.token_count()
+            );
+        }
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// The journal cannot be opened or recovered.
+    Store(OpenError),
+    /// The address cannot be bound.
+    Listen(SocketAddr, io::Error),
+    /// The `--seed` file cannot be loaded.
+    Seed(SeedError),
+    /// The database cannot be reached or its schema used.
+    Database(String),
+}
+
+impl From<SetupError> for StartError {
+    fn from(e: SetupError) -> StartError {
+        match e {
+            SetupError::Journal(e) => StartError::Store(e),
+            SetupError::Seed(e) => StartError::Seed(e),
+            SetupError::Database(e) => StartError::Database(e),
+        }
+    }
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartError::Store(e) => write!(f, "cannot open the data file: {e}"),
+            StartError::Listen(addr, e) => write!(f, "cannot listen on {addr}: {e}"),
+            StartError::Seed(e) => write!(f, "{e}"),
+            StartError::Database(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// What `config` asks of the store, for the door.
+fn setup(config: &Config) -> Setup {
+    Setup {
+        capacity: Capacity {
+            plants: config.max_plants,
+            data: config.max_data,
+        },
+        limits: config.text_limits,
+        journal: config.data.clone(),
+        seed: config.seed.clone(),
+        #[cfg(feature = "postgres")]
+        database: config.database.clone(),
+    }
+}
+
+/// Opens the store `config` asks for (replaying its journal, or starting
+/// its database pool), loads its seed, binds its address and logs the
+/// start-up line. The caller runs the returned instance.
+pub fn start(config: &Config) -> Result<Instance, StartError> {
+    let plants = Plants::open(&setup(config))?;
+    serve_plants(config, plants).map_err(|e| StartError::Listen(config.addr, e))
+}
+
+/// Serves `store`, opened by the caller, as `config` says (its `data`
+/// only names the storage in the start-up line): binds, logs, and returns
+/// the instance to run.
+pub fn serve(config: &Config, store: Store) -> io::Result<Instance> {
+    serve_plants(config, Plants::memory(store, config.data.as_ref()))
+}
+
+/// Serves `plants`: binds, logs, and returns the instance to run.
+fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
+    let webhooks = Webhooks::start(config.webhook.clone())?;
+    let gauge = Gauge::new();
+    let storage = plants.describe();
+    let app = Arc::new(App::new(
+        plants,
+        Tokens::new(config.tokens.clone()),
+        webhooks,
+        gauge.clone(),
+        config.text_limits,
+        config.cors.clone(),
+        config.ui,
+    ));
+    let mut limits = config.limits.clone();
+    limits.max_connections = connection_cap(limits.max_connections);
+    let server = Server::bind(config.addr, limits, Arc::clone(&app) as _, &gauge)?;
+    match config.token_source {
+        TokenSource::Flag => warn!("--token is visible in the process list; prefer --token-file"),
+        TokenSource::Generated => {
+            warn!("no token configured; generated one for this run (printed above)")
+        }
+        TokenSource::File | TokenSource::Env => {}
+    }
+    for warning in &config.warnings {
+        warn!("{warning}");
+    }
+    let addr = server.local_addr();
+    if addr.ip().is_unspecified() {
+        // No one can open http://0.0.0.0:8080: say where it can be reached.
+        info!(
+            "plantstore {} listening on every address, port {} ({addr}), storage: {storage}; \
+             reachable at {}",
+            env!("CARGO_PKG_VERSION"),
+            addr.port(),
+            reach::urls(addr).join(", "),
+        );
+    } else {
+        info!(
+            "plantstore {} listening on http://{addr}, storage: {storage}",
+            env!("CARGO_PKG_VERSION"),
+        );
+    }
+    for target in &config.webhook.targets {
+        info!("announcing new plants to {}", target.url);
+    }
+    Ok(Instance { server, app })
+}
+
+/// Descriptors kept free of connections: the listener, the journal, the
+/// event loops' own, webhook sockets.
+const SPARE_DESCRIPTORS: usize = 64;
+
+/// Each connection needs a file descriptor; past the open-file limit,
+/// accept would fail before the 503 logic could answer. So the soft limit
+/// is raised to the hard one, and the connection cap is lowered (with a
+/// warning) to what it allows.
+fn connection_cap(max_connections: usize) -> usize {
+    let Some(limit) = http::raise_open_file_limit() else {
+        return max_connections;
+    };
+    let fit = usize::try_from(limit)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(SPARE_DESCRIPTORS)
+        .max(1);
+    if fit < max_connections {
+        warn!(
+            "open-file limit {limit} allows {fit} connections, not --max-connections \
+             {max_connections}; serving {fit} (raise LimitNOFILE= in systemd, or ulimit -n)"
+        );
+        return fit;
+    }
+    max_connections
+}

@@ -1,0 +1,387 @@
+//! The one door to the plants: every plant operation the API, start-up and
+//! seeding need, over whichever store the flags chose.
+//!
+//! [`Plants`] is the only place that knows which store is in use: the
+//! memory store (with `--data`, its journal) or the PostgreSQL store
+//! (`--database`, the `postgres` feature). Everything above it is written
+//! once, against [`Outcome`]: an answer ready now, or pending and given
+//! later from another thread (the journal's committer, a pool worker). The
+//! door also reports each change after it is durable, in commit order,
+//! numbered (`set_change_hook`), for whoever follows the plants.
+//!
+//! It knows nothing of HTTP: the API turns outcomes into responses and
+//! pieces of the export into a streamed body. It does not validate: a
+//! plant arrives here already checked against the limits.
+
+#[cfg(feature = "postgres")]
+mod database;
+mod outcome;
+
+pub use outcome::{Outcome, Pending, Refused, Reply, Unavailable};
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use log::{info, warn};
+
+use crate::metrics::Exposition;
+use crate::plant::{ChangeHook, NewPlant, Plant, TextLimits};
+use crate::seed::{self, Before, SeedError};
+use crate::store::{
+    Ack, AllPlants, Capacity, Durability, OpenError, Page, Store, StoreError, SyncMode,
+};
+
+/// Plants read for one piece of the export, at most.
+pub const PIECE_PLANTS: usize = 512;
+
+/// Asks the reader of a pending export piece to ask again.
+pub type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// What the flags ask of the store.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// `--max-plants` and `--max-data` (the memory store's bounds).
+    pub capacity: Capacity,
+    /// `--max-name` and `--max-tag`, for the seed's records.
+    pub limits: TextLimits,
+    /// `--data`: a journal.
+    pub journal: Option<Durability>,
+    /// `--seed`: plants loaded into an empty store at start-up.
+    pub seed: Option<PathBuf>,
+    /// `--database`: the PostgreSQL store instead.
+    #[cfg(feature = "postgres")]
+    pub database: Option<crate::database::DatabaseConfig>,
+}
+
+/// Why the store could not be opened.
+#[derive(Debug)]
+pub enum SetupError {
+    /// The journal cannot be opened or recovered.
+    Journal(OpenError),
+    /// The `--seed` file cannot be loaded.
+    Seed(SeedError),
+    /// The database cannot be reached or its schema used.
+    Database(String),
+}
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetupError::Journal(e) => write!(f, "cannot open the data file: {e}"),
+            SetupError::Seed(e) => e.fmt(f),
+            SetupError::Database(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SetupError::Journal(e) => Some(e),
+            SetupError::Seed(e) => Some(e),
+            SetupError::Database(_) => None,
+        }
+    }
+}
+
+/// The plants, wherever they are kept.
+pub struct Plants {
+    kept: Kept,
+}
+
+/// Where they are kept.
+enum Kept {
+    /// In this process; `journal` names its file, if any.
+    Memory {
+        store: Store,
+        journal: Option<(PathBuf, SyncMode)>,
+    },
+    /// In PostgreSQL, through a pool of worker threads.
+    #[cfg(feature = "postgres")]
+    Database(database::Remote),
+}
+
+/// The next piece of an export.
+pub enum Piece {
+    /// Plants in ascending id order; `last` when none follow.
+    Plants {
+        plants: Vec<(i64, Plant)>,
+        last: bool,
+    },
+    /// Not read yet: the export's `Wake` is called when it is.
+    Pending,
+    /// The store failed part way; the export cannot be completed.
+    Failed,
+}
+
+/// Every plant, read a piece at a time (see [`Plants::export`]).
+pub struct Export {
+    source: Source,
+}
+
+enum Source {
+    Memory(AllPlants),
+    #[cfg(feature = "postgres")]
+    Database(database::Cursor),
+}
+
+impl Export {
+    /// The next piece: about `want` bytes of names and tags, at most
+    /// [`PIECE_PLANTS`] plants.
+    pub fn next(&mut self, want: usize) -> Piece {
+        match &mut self.source {
+            Source::Memory(all) => {
+                let plants = all.next_piece(PIECE_PLANTS, want);
+                let last = all.is_done();
+                Piece::Plants { plants, last }
+            }
+            #[cfg(feature = "postgres")]
+            Source::Database(cursor) => cursor.next(),
+        }
+    }
+}
+
+impl Plants {
+    /// Opens the store `setup` asks for: the journal replayed, or the
+    /// database's schema checked and its pool started; then the seed
+    /// loaded if the store is empty.
+    pub fn open(setup: &Setup) -> Result<Plants, SetupError> {
+        #[cfg(feature = "postgres")]
+        if let Some(config) = &setup.database {
+            return Self::open_database(setup, config);
+        }
+        let (store, before) = match &setup.journal {
+            None => (Store::new(setup.capacity), Before::InMemory),
+            Some(journal) => {
+                let (store, recovery) =
+                    Store::open(setup.capacity, journal).map_err(SetupError::Journal)?;
+                if recovery.torn_bytes > 0 {
+                    warn!(
+                        "{}: cut off a torn final record ({} bytes) left by an interrupted write",
+                        journal.path.display(),
+                        recovery.torn_bytes
+                    );
+                }
+                info!(
+                    "recovered {} plants from {} journal records in {} ms",
+                    store.len(),
+                    recovery.records,
+                    recovery.elapsed.as_millis()
+                );
+                (store, Before::Journal(recovery.records))
+            }
+        };
+        if let Some(path) = &setup.seed {
+            seed::load(path, &store, before, setup.limits, setup.capacity)
+                .map_err(SetupError::Seed)?;
+        }
+        Ok(Plants::memory(store, setup.journal.as_ref()))
+    }
+
+    /// Connects, creates or checks the schema, loads the seed into an
+    /// empty table, and starts the pool (waiting briefly for its first
+    /// connection, so the first requests find one).
+    #[cfg(feature = "postgres")]
+    fn open_database(
+        setup: &Setup,
+        config: &crate::database::DatabaseConfig,
+    ) -> Result<Plants, SetupError> {
+        use crate::database as db;
+        let at = config.describe();
+        let failed = |e: &dyn fmt::Display| SetupError::Database(format!("database {at}: {e}"));
+        let mut client = config.connect_client().map_err(|e| failed(&e))?;
+        db::ensure_schema(&mut client).map_err(|e| failed(&e))?;
+        if let Some(path) = &setup.seed {
+            seed::load_into_database(path, &mut client, setup.limits).map_err(SetupError::Seed)?;
+        }
+        drop(client);
+        let pool = db::Database::start(config.clone()).map_err(|e| failed(&e))?;
+        if !pool.wait_up(db::CONNECT_TIMEOUT) {
+            warn!("database {at}: no pool connection yet; answering 503 until one is up");
+        }
+        let announcer = Arc::default();
+        Ok(Plants {
+            kept: Kept::Database(database::Remote { pool, announcer }),
+        })
+    }
+
+    /// The door over a memory store opened elsewhere (its journal, if
+    /// any, named by `journal` for the start-up line).
+    pub fn memory(store: Store, journal: Option<&Durability>) -> Plants {
+        Plants {
+            kept: Kept::Memory {
+                store,
+                journal: journal.map(|j| (j.path.clone(), j.sync)),
+            },
+        }
+    }
+
+    /// Where the plants are, for the start-up line.
+    pub fn describe(&self) -> String {
+        match &self.kept {
+            Kept::Memory { store, journal } => {
+                let plants = store.len();
+                match journal {
+                    None => format!("in memory only (a restart starts empty), {plants} plants"),
+                    Some((path, sync)) => format!(
+                        "journal {} (sync {}), {plants} plants",
+                        path.display(),
+                        match sync {
+                            SyncMode::Always => "always",
+                            SyncMode::Never => "never",
+                        }
+                    ),
+                }
+            }
+            #[cfg(feature = "postgres")]
+            Kept::Database(remote) => format!("database {}", remote.pool.describe()),
+        }
+    }
+
+    /// Reports every change from now on to `hook`, once it is durable, in
+    /// commit order, numbered from 1. One hook: `false` if one is set.
+    pub fn set_change_hook(&self, hook: ChangeHook) -> bool {
+        match &self.kept {
+            Kept::Memory { store, .. } => store.set_change_hook(hook),
+            #[cfg(feature = "postgres")]
+            Kept::Database(remote) => remote.announcer.set(hook),
+        }
+    }
+
+    /// Stores a new plant; refuses an id already taken.
+    pub fn create(&self, new: NewPlant) -> Outcome<()> {
+        match &self.kept {
+            Kept::Memory { store, .. } => acknowledged(store, store.create_nowait(new)),
+            #[cfg(feature = "postgres")]
+            Kept::Database(remote) => remote.create(new.id, new.plant),
+        }
+    }
+
+    /// The plant with this id, if any.
+    pub fn get(&self, id: i64) -> Outcome<Option<Plant>> {
+        match &self.kept {
+            Kept::Memory { store, .. } => Outcome::Ready(Ok(store.get(id))),
+            #[cfg(feature = "postgres")]
+            Kept::Database(remote) => remote.get(id),
+        }
+    }
+
+    /// Replaces the name and tag of an existing plant.
+    pub fn replace(&self, id: i64, plant: Plant) -> Outcome<()> {
+        match &self.kept {
+            Kept::Memory { store, .. } => acknowledged(store, store.replace_nowait(id, plant)),
+            #[cfg(feature = "postgres")]
+            Kept::Database(remote) => remote.replace(id, plant),
+        }
+    }
+
+    /// Removes a plant.
+    pub fn delete(&self, id: i64) -> Outcome<()> {
+        match &self.kept {
+            Kept::Memory { store, .. } => acknowledged(store, store.delete_nowait(id)),
+            #[cfg(feature = "postgres")]
+            Kept::Database(remote) => remote.delete(id),
+        }
+    }
+
+    /// One page, ascending by id: at most `limit` plants with ids above
+    /// `after` (and this `tag`). The memory store also stops before
+    /// `bytes` of names and tags, which a page's JSON could not hold
+    /// anyway (the database's rows are already bounded by the limits).
+    pub fn page(
+        &self,
+        after: Option<i64>,
+        limit: usize,
+        tag: Option<String>,
+        bytes: usize,
+    ) -> Outcome<Page> {
+        match &self.kept {
+            Kept::Memory { store, .. } => {
+                Outcome::Ready(Ok(store.page_within(after, limit, tag.as_deref(), bytes)))
+            }
+            #[cfg(feature = "postgres")]
+            Kept::Database(remote) => remote.page(after, limit, tag),
+        }
+    }
+
+    /// Every plant, a piece at a time, in ascending id order. `wake` is
+    /// called when a pending piece has arrived; a store that answers later
+    /// refuses an export without one.
+    pub fn export(&self, wake: Option<Wake>) -> Result<Export, Refused> {
+        let source = match &self.kept {
+            Kept::Memory { store, .. } => {
+                let _ = wake;
+                Source::Memory(store.all_plants())
+            }
+            #[cfg(feature = "postgres")]
+            Kept::Database(remote) => Source::Database(remote.export(wake)?),
+        };
+        Ok(Export { source })
+    }
+
+    /// `None` while changes can be made, else why not (`/healthz`).
+    pub fn failure(&self) -> Option<Arc<str>> {
+        match &self.kept {
+            Kept::Memory { store, .. } => store.failure(),
+            #[cfg(feature = "postgres")]
+            Kept::Database(remote) => remote
+                .pool
+                .failure()
+                .map(|why| format!("database unreachable: {why}").into()),
+        }
+    }
+
+    /// The store's lines of `/metrics` (the database store leaves out the
+    /// plants' count: counting rows would scan the table at every scrape).
+    pub fn render(&self, out: &mut Exposition) {
+        match &self.kept {
+            Kept::Memory { store, .. } => store.render(out),
+            #[cfg(feature = "postgres")]
+            Kept::Database(remote) => remote.pool.render(out),
+        }
+    }
+
+    /// Starts writing what the changes acknowledged later wait for: the
+    /// event loops call it after each turn, so one journal write covers
+    /// the turn. (A database worker answers as soon as its statement is
+    /// done: nothing to start.)
+    pub fn flush(&self) {
+        match &self.kept {
+            Kept::Memory { store, .. } => store.flush(),
+            #[cfg(feature = "postgres")]
+            Kept::Database(_) => {}
+        }
+    }
+
+    /// At shutdown: finishes the database's queued work (its answers
+    /// included), or makes the journal durable (it matters with `--sync
+    /// never`).
+    pub fn shut_down(&self) {
+        match &self.kept {
+            Kept::Memory { store, .. } => {
+                if let Err(e) = store.sync() {
+                    log::error!("final sync of the journal failed: {e}");
+                }
+            }
+            #[cfg(feature = "postgres")]
+            Kept::Database(remote) => remote.pool.shut_down(),
+        }
+    }
+}
+
+/// The outcome of a change the memory store has applied: ready when
+/// nothing is left to write, else pending until the committer thread has
+/// written (and synced) its journal record.
+fn acknowledged(store: &Store, applied: Result<Ack, StoreError>) -> Outcome<()> {
+    match applied {
+        Err(e) => Outcome::Ready(Err(e.into())),
+        Ok(ack) if ack.is_done() => Outcome::Ready(Ok(())),
+        Ok(ack) => {
+            let acknowledger = store.acknowledger();
+            Outcome::Pending(Pending::new(move |reply| {
+                acknowledger.when_acked(ack, move |result| reply(result.map_err(Refused::from)));
+            }))
+        }
+    }
+}

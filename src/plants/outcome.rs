@@ -1,0 +1,155 @@
+//! What the door answers: an [`Outcome`] that is ready now or pending
+//! (answered later, from another thread), and why an operation was
+//! [`Refused`].
+//!
+//! Handlers are written once against `Outcome`: the memory store answers
+//! most operations at once and a change whose journal record is still to
+//! be written later (from the committer thread); the database store
+//! answers every operation later (from a pool worker); a batch writer
+//! would answer later too. Nothing here knows HTTP: the API turns a
+//! pending outcome into a deferred response.
+
+use std::fmt;
+use std::sync::mpsc;
+
+use crate::store::StoreError;
+
+/// Why an operation on the plants did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// The store refused it (exists, not found, full, cannot write).
+    Store(StoreError),
+    /// The store cannot be used now; the client may try again shortly.
+    Unavailable(Unavailable),
+}
+
+/// Why a store cannot be used now (the database's reasons, in the words a
+/// client is told; the detail is logged where it is known).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unavailable {
+    /// No connection to the database is up, or its statement failed.
+    Down,
+    /// Too much waits already, or it waited too long.
+    Busy,
+    /// The server is stopping.
+    Stopping,
+}
+
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Unavailable::Down => "the database is unavailable; try again shortly",
+            Unavailable::Busy => "the database is busy; try again shortly",
+            Unavailable::Stopping => "the server is stopping",
+        })
+    }
+}
+
+impl From<StoreError> for Refused {
+    fn from(e: StoreError) -> Refused {
+        Refused::Store(e)
+    }
+}
+
+impl From<Unavailable> for Refused {
+    fn from(e: Unavailable) -> Refused {
+        Refused::Unavailable(e)
+    }
+}
+
+/// A reply to a pending outcome: called exactly once.
+pub type Reply<T> = Box<dyn FnOnce(Result<T, Refused>) + Send>;
+
+/// The answer to an operation: ready now, or later.
+#[must_use]
+pub enum Outcome<T> {
+    /// Answered now, on the caller's thread.
+    Ready(Result<T, Refused>),
+    /// Answered later, through [`Pending::then`].
+    Pending(Pending<T>),
+}
+
+/// An answer still to come. Nothing starts until [`then`](Self::then)
+/// (or [`wait`](Self::wait)) says where the answer goes, so an answer can
+/// never arrive before someone listens for it.
+#[must_use]
+pub struct Pending<T> {
+    start: Box<dyn FnOnce(Reply<T>) + Send>,
+}
+
+impl<T: Send + 'static> Pending<T> {
+    /// An answer that `start` will give, once, to the reply it is handed.
+    pub fn new(start: impl FnOnce(Reply<T>) + Send + 'static) -> Pending<T> {
+        Pending {
+            start: Box::new(start),
+        }
+    }
+
+    /// Calls `reply` with the answer, once, from whichever thread has it.
+    pub fn then(self, reply: impl FnOnce(Result<T, Refused>) + Send + 'static) {
+        (self.start)(Box::new(reply));
+    }
+
+    /// Blocks this thread until the answer comes (for a caller that cannot
+    /// be answered later).
+    pub fn wait(self) -> Result<T, Refused> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.then(move |answer| {
+            let _ = tx.send(answer);
+        });
+        // A reply dropped unanswered is a broken promise: say so.
+        rx.recv()
+            .unwrap_or(Err(Refused::Unavailable(Unavailable::Stopping)))
+    }
+}
+
+impl<T: Send + 'static> Outcome<T> {
+    /// The answer, waiting for it if it is pending.
+    pub fn wait(self) -> Result<T, Refused> {
+        match self {
+            Outcome::Ready(answer) => answer,
+            Outcome::Pending(pending) => pending.wait(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use std::thread;
+
+    #[test]
+    fn a_pending_outcome_starts_only_when_its_reply_is_given_and_answers_once() {
+        let started = Arc::new(Mutex::new(false));
+        let flag = Arc::clone(&started);
+        let pending = Pending::new(move |reply: Reply<i32>| {
+            *flag.lock().unwrap() = true;
+            thread::spawn(move || reply(Ok(42)));
+        });
+        assert!(!*started.lock().unwrap(), "started before anyone listened");
+        let (tx, rx) = mpsc::channel();
+        pending.then(move |answer| tx.send(answer).unwrap());
+        assert_eq!(rx.recv().unwrap(), Ok(42));
+        assert!(rx.recv().is_err(), "answered twice");
+    }
+
+    #[test]
+    fn waiting_gives_a_ready_answer_or_the_later_one() {
+        let refused = Refused::Store(StoreError::NotFound(3));
+        assert_eq!(
+            Outcome::<()>::Ready(Err(refused.clone())).wait(),
+            Err(refused)
+        );
+        let later = Outcome::Pending(Pending::new(|reply: Reply<&str>| {
+            thread::spawn(move || reply(Ok("later")));
+        }));
+        assert_eq!(later.wait(), Ok("later"));
+        // A reply dropped without an answer does not hang the waiter.
+        let dropped = Pending::new(|reply: Reply<()>| drop(reply));
+        assert_eq!(
+            dropped.wait(),
+            Err(Refused::Unavailable(Unavailable::Stopping))
+        );
+    }
+}
