@@ -155,6 +155,19 @@ impl fmt::Display for StartError {
 
 impl std::error::Error for StartError {}
 
+impl StartError {
+    /// The process's exit status for it: 2 for a flag's value that cannot
+    /// be used (`--data` naming something that cannot be a journal, a seed
+    /// file that cannot be loaded), as for those `Config` refuses; else 1.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            StartError::Store(OpenError::NotAFile { .. }) => 2,
+            StartError::Seed(e) if e.is_in_seed() => 2,
+            _ => 1,
+        }
+    }
+}
+
 /// What `config` asks of the store, for the door.
 fn setup(config: &Config) -> Setup {
     Setup {

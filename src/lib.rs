@@ -35,6 +35,7 @@ pub mod plant;
 pub mod plants;
 mod reach;
 pub mod seed;
+pub mod signals;
 pub mod store;
 pub mod webhook;
 

@@ -160,6 +160,21 @@ fn emit(build: impl Fn(&mut Vec<u8>)) {
     });
 }
 
+/// Prints the token generated for this run to stderr, in the log's
+/// `format` but never through the logger: a token is never a log record
+/// (a log shipped elsewhere must not carry it).
+pub fn print_generated_token(format: Format, token: &str) {
+    let notice = format_args!("bearer token for this run: {token}");
+    let record = Record::builder()
+        .level(log::Level::Warn)
+        .target("plantstore")
+        .args(notice)
+        .build();
+    let mut line = Vec::new();
+    write_line(&mut line, format, SystemTime::now(), &record, None);
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), &line);
+}
+
 /// Appends `record`, stamped `now`, as one line (ending in `\n`) to `line`;
 /// in JSON, with `access`'s fields.
 pub fn write_line(

@@ -13,14 +13,14 @@ use log::warn;
 
 use super::outcome::{Outcome, Pending, Refused, Unavailable};
 use super::{Piece, Wake};
-use crate::database::{self, Connection, DbError, Queue};
+use crate::database::{self, Connection, DbError, JobSender};
 use crate::lock::lock;
 use crate::plant::{ChangeHook, ChangeKind, Plant, PlantChange};
 use crate::store::{Page, StoreError};
 
 /// The database store as the door sees it.
 pub(super) struct Remote {
-    pub(super) pool: database::Database,
+    pub(super) pool: database::Pool,
     pub(super) announcer: Arc<Announcer>,
 }
 
@@ -172,7 +172,7 @@ type Read = Result<Vec<(i64, Plant)>, database::Unavailable>;
 /// keeps the promises of a listing page over its whole length: ids
 /// ascending, none twice, every plant that exists from start to end.
 pub(super) struct Cursor {
-    queue: Queue,
+    queue: JobSender,
     wake: Wake,
     /// The last id handed out.
     after: Option<i64>,

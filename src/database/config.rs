@@ -1,0 +1,108 @@
+//! `--database URL` and `--database-pool N`, checked: the client's
+//! timeouts set, the password never shown (`describe`, `Debug`).
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use super::{CONNECT_TIMEOUT, Connection, DbError, STATEMENT_TIMEOUT, TCP_TIMEOUT};
+
+/// `--database` and `--database-pool`, checked.
+#[derive(Clone)]
+pub struct DatabaseConfig {
+    client: postgres::Config,
+    /// Workers, one connection each.
+    pub pool: usize,
+}
+
+impl DatabaseConfig {
+    /// Parses a `postgres://user:pass@host:port/db` URL (or a libpq
+    /// `key=value` string); the client's timeouts are set here.
+    pub fn parse(url: &str, pool: usize) -> Result<DatabaseConfig, String> {
+        let mut client = postgres::Config::from_str(url).map_err(|e| e.to_string())?;
+        if client.get_hosts().is_empty() {
+            return Err("no host in it".into());
+        }
+        // An `@` left in a password ends the credentials early and puts the
+        // rest of the password in the host: never log that.
+        let at_in_host = client.get_hosts().iter().any(|host| match host {
+            postgres::config::Host::Tcp(name) => name.contains('@'),
+            postgres::config::Host::Unix(_) => false,
+        });
+        if at_in_host {
+            return Err("an @ in the password must be written %40".into());
+        }
+        let timeout = format!("-c statement_timeout={}", STATEMENT_TIMEOUT.as_millis());
+        let options = match client.get_options() {
+            Some(theirs) => format!("{theirs} {timeout}"),
+            None => timeout,
+        };
+        client
+            .options(&options)
+            .application_name("plantstore")
+            .connect_timeout(CONNECT_TIMEOUT)
+            .tcp_user_timeout(TCP_TIMEOUT)
+            .keepalives_idle(Duration::from_secs(10));
+        Ok(DatabaseConfig { client, pool })
+    }
+
+    /// Where it points, without the password: `user@host:port/db`.
+    pub fn describe(&self) -> String {
+        let host = match self.client.get_hosts().first() {
+            Some(postgres::config::Host::Tcp(name)) => name.clone(),
+            Some(postgres::config::Host::Unix(path)) => path.display().to_string(),
+            None => String::new(),
+        };
+        let port = self.client.get_ports().first().copied().unwrap_or(5432);
+        format!(
+            "{}@{host}:{port}/{}",
+            self.client.get_user().unwrap_or(""),
+            self.client
+                .get_dbname()
+                .or(self.client.get_user())
+                .unwrap_or("")
+        )
+    }
+
+    /// A worker's connection, its statements prepared.
+    pub(super) fn connect(&self) -> Result<Connection, DbError> {
+        Connection::open(&self.client)
+    }
+
+    /// A plain client, for start-up work (the schema, the seed).
+    pub fn connect_client(&self) -> Result<postgres::Client, DbError> {
+        Ok(self.client.connect(postgres::NoTls)?)
+    }
+}
+
+impl fmt::Debug for DatabaseConfig {
+    // Never the password.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DatabaseConfig")
+            .field("at", &self.describe())
+            .field("pool", &self.pool)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_url_is_checked_and_its_password_never_shown() {
+        let config = DatabaseConfig::parse("postgres://ann:s3cret@db.example:6543/plants", 3)
+            .expect("a good URL");
+        assert_eq!(config.describe(), "ann@db.example:6543/plants");
+        assert_eq!(config.pool, 3);
+        assert!(!format!("{config:?}").contains("s3cret"));
+        for bad in [
+            "postgres://ann:p@ss@db/x",
+            "postgres://ann@db:notaport/x",
+            "mysql://x",
+            "host=/tmp user=",
+        ] {
+            assert!(DatabaseConfig::parse(bad, 1).is_err(), "{bad}");
+        }
+    }
+}

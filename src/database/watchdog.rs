@@ -1,0 +1,64 @@
+//! The watchdog: the one thread that meets a database which stopped
+//! answering without closing its connections, where no timeout of the
+//! client's own fires.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread;
+
+use log::warn;
+
+use super::pool::{Job, PoolState, Refuse, Slot};
+use super::worker::{spawn_worker, went_down};
+use super::{MAX_WAIT, STUCK, Unavailable, WATCH};
+use crate::lock::lock;
+
+/// The watchdog: every `WATCH`, refuses jobs that waited `MAX_WAIT` (when
+/// every worker is held, none would reach them) and gives up on a worker
+/// whose job has run `STUCK`. A server that stops answering without
+/// closing the connection (frozen, or its machine gone with no reset) is
+/// met by no timeout of the client's own: its request is answered 503,
+/// the worker counted down, and another started in its place (up to
+/// `pool` of them over the pool's life).
+pub(super) fn watch(shared: &Arc<PoolState>) {
+    while !shared.is_stopping() {
+        thread::sleep(WATCH);
+        let expired: Vec<Job> = {
+            let mut queue = shared.lock_queue();
+            let old = queue
+                .iter()
+                .take_while(|job| job.queued.elapsed() > MAX_WAIT)
+                .count();
+            queue.drain(..old).collect()
+        };
+        for job in expired {
+            shared.stats.refuse(&Unavailable::Expired);
+            (job.refuse)(Unavailable::Expired);
+        }
+        let stuck: Vec<(Arc<Slot>, Refuse)> = lock(&shared.slots)
+            .iter()
+            .filter_map(|slot| {
+                let mut current = lock(&slot.current);
+                match &*current {
+                    Some((since, _)) if since.elapsed() > STUCK => {
+                        current.take().map(|(_, refuse)| (Arc::clone(slot), refuse))
+                    }
+                    _ => None,
+                }
+            })
+            .collect();
+        for (slot, refuse) in stuck {
+            slot.abandoned.store(true, Ordering::Release);
+            lock(&shared.slots).retain(|s| !Arc::ptr_eq(s, &slot));
+            let why = Unavailable::Failed("no answer from the database".into());
+            shared.stats.refuse(&why);
+            refuse(why);
+            let left = shared.up.fetch_sub(1, Ordering::AcqRel) - 1;
+            went_down(shared, "the database stopped answering".into(), left);
+            let replaced = shared.abandoned.fetch_add(1, Ordering::AcqRel) < shared.config.pool;
+            if replaced && let Err(e) = spawn_worker(shared) {
+                warn!("database: cannot start a worker: {e}");
+            }
+        }
+    }
+}
