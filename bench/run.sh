@@ -51,7 +51,27 @@
 # $PLANTS (default 1000000) scales the sections that store many plants
 # down for a quick check (PLANTS=100000); budgets stated for 1,000,000
 # plants are then reported but not judged.
+#
+# OLD compares a change in one run instead of across two (whose figures
+# drift): OLD=PATH names an earlier plantstore binary, OLD=REV a git
+# revision, first built by bench/build-old.sh (target/old-COMMIT/):
+#
+#   OLD=HEAD~1 bench/run.sh pinned
+#   OLD=$(bench/build-old.sh HEAD~5) DURATION=5s ROUNDS=3 bench/run.sh pinned
+#
+# The pinned section then runs, for each round and connection count, the
+# old binary and then the new one, same conditions and flags (the old one
+# gets $PINNED_ARGS too, so it must know them), in place of plantstore,
+# the reference and nginx; prints both binaries' sizes, and after its
+# rounds a table of old vs new per row with the new/old ratio of
+# requests/s, p99 and server CPU per request (above 1: more requests/s, a
+# longer p99, more CPU); its idle-connections part runs old and new. The
+# other sections ignore OLD, and the budgets skip the pinned rows (they
+# are judged against the reference). Without OLD nothing changes. OLD=HEAD
+# (with nothing changed since) shows how far two runs of one build differ.
 set -euo pipefail
+# OLD as a path is taken from where the script was started.
+[ -z "${OLD:-}" ] || [ ! -e "$OLD" ] || OLD=$(realpath "$OLD")
 cd "$(dirname "$0")/.."
 
 DURATION=${DURATION:-10s}
@@ -89,6 +109,19 @@ if ! command -v wrk >/dev/null; then
   $SUDO apt-get update -qq >&2 && $SUDO apt-get install -y -qq wrk >&2
 fi
 [ "$(ulimit -n)" -ge 4096 ] || ulimit -n 4096 2>/dev/null || true
+
+# The earlier build the pinned section compares with (OLD), if any.
+OLD_BIN=
+if [ -n "${OLD:-}" ] && [[ " ${SECTIONS[*]} " == *" pinned "* ]]; then
+  if [ -f "$OLD" ] && [ -x "$OLD" ]; then
+    OLD_BIN=$OLD
+  elif git rev-parse --verify --quiet "$OLD^{commit}" >/dev/null; then
+    OLD_BIN=$(bench/build-old.sh "$OLD")
+  else
+    echo "OLD=$OLD is neither an executable file nor a git revision" >&2
+    exit 2
+  fi
+fi
 
 # Every figure is of the binary as published (scripts/release-build.sh:
 # std rebuilt without the backtrace symboliser); the size of a plain
@@ -528,7 +561,8 @@ section_compaction() {
 
 # The pinned section's helpers.
 # start_pinned SERVER [FLAGS...]: starts plantstore (with $PINNED_ARGS and
-# FLAGS), the reference or nginx on CPU 0.
+# FLAGS), the old plantstore (the same way), the reference or nginx on
+# CPU 0.
 start_pinned() {
   local server=$1 args
   shift
@@ -536,6 +570,8 @@ start_pinned() {
   PIN=(taskset -c 0)
   case $server in
     plantstore) start_server "${args[@]}" "$@" ;;
+    # start_server runs $BIN: this one, for the call it makes.
+    old) local BIN=$OLD_BIN && start_server "${args[@]}" "$@" ;;
     reference) start_reference ;;
     nginx) start_nginx ;;
   esac
@@ -645,6 +681,61 @@ need_nginx() {
   fi
 }
 
+# label SERVER: the pinned section's name for a server: old and new when
+# OLD is set.
+label() {
+  case $1 in
+    old) echo old ;;
+    plantstore) if [ -n "$OLD_BIN" ]; then echo new; else echo plantstore; fi ;;
+    *) echo "$1" ;;
+  esac
+}
+
+# describe_binaries: the old and new binaries, their sizes and the ratio.
+describe_binaries() {
+  local old new rev same=
+  old=$(stat -c %s "$OLD_BIN") new=$(stat -c %s "$BIN")
+  rev=$(git describe --always --dirty 2>/dev/null || echo "?")
+  cmp -s "$OLD_BIN" "$BIN" && same=" (the same bytes)"
+  echo "Binaries: old \`$(realpath --relative-base=. "$OLD_BIN")\` $old bytes;"
+  echo "new \`$BIN\` ($rev) $new bytes; new/old size $(ratio "$new" "$old")$same."
+}
+
+# compare_table: old vs new, one row per round and connection count from
+# PAIR, then (over 2 rounds or more) their means, each with its new/old
+# ratios.
+compare_table() {
+  local round conns figure places o n row rows
+  mapfile -t rows < <(seq 1 "$ROUNDS")
+  [ "$ROUNDS" -eq 1 ] || rows+=(mean)
+  echo "## Old vs new: POST /plants on one core each, new/old per row"
+  echo
+  echo "Above 1: more requests/s, a longer p99, more server CPU per request."
+  echo
+  echo "| round | connections | old requests/s | new requests/s | new/old | old p99 ms | new p99 ms | new/old | old CPU µs/request | new CPU µs/request | new/old |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  for round in "${rows[@]}"; do
+    for conns in 16 64 1024; do
+      row="| $round | $conns |"
+      for figure in rps:0 p99:3 cpu:1; do
+        places=${figure#*:} figure=${figure%:*}
+        if [ "$round" = mean ]; then
+          o=$(mean "pinned.old.$conns.$figure" "$places")
+          n=$(mean "pinned.plantstore.$conns.$figure" "$places")
+        else
+          o=${PAIR[$round.$conns.old.$figure]} n=${PAIR[$round.$conns.plantstore.$figure]}
+        fi
+        row+=" $o | $n | $(ratio "$n" "$o") |"
+      done
+      echo "$row"
+    done
+  done
+  echo
+}
+# The pinned section's figures by round, connection count, server and
+# figure, for compare_table.
+declare -A PAIR
+
 section_pinned() {
   need_nginx
   CLK_TCK=$(getconf CLK_TCK)
@@ -652,10 +743,17 @@ section_pinned() {
   hard=$(ulimit -Hn)
   [ "$hard" = unlimited ] && hard=1048576
   ulimit -n "$hard" 2>/dev/null || true
+  local servers=(plantstore reference nginx)
+  [ -z "$OLD_BIN" ] || servers=(old plantstore)
 
   echo "## POST /plants on one core each: server on CPU 0, wrk -t1 on CPU 1 ($DURATION, $ROUNDS rounds)"
   echo
-  echo "plantstore flags: \`${PINNED_ARGS:-(none)}\`. nginx: one process, a canned 200 JSON."
+  if [ -n "$OLD_BIN" ]; then
+    describe_binaries
+    echo "Both with the flags \`${PINNED_ARGS:-(none)}\`, the old one first in each pair."
+  else
+    echo "plantstore flags: \`${PINNED_ARGS:-(none)}\`. nginx: one process, a canned 200 JSON."
+  fi
   echo "Server CPU and context switches are over the measured run, per request."
   echo
   echo "| round | connections | server | requests/s | p50 ms | p99 ms | errors | server CPU µs/request | context switches/request |"
@@ -663,7 +761,7 @@ section_pinned() {
   local round conns server
   for round in $(seq 1 "$ROUNDS"); do
     for conns in 16 64 1024; do
-      for server in plantstore reference nginx; do
+      for server in "${servers[@]}"; do
         start_pinned "$server"
         pinned_run "$conns"
         stop_server
@@ -671,11 +769,14 @@ section_pinned() {
         add "pinned.$server.$conns.p99" "$P99"
         add "pinned.$server.$conns.cpu" "$CPU_US"
         add "pinned.$server.$conns.ctx" "$CTX"
-        echo "| $round | $conns | $server | $RPS | $P50 | $P99 | $ERRORS | $CPU_US | $CTX |"
+        PAIR[$round.$conns.$server.rps]=$RPS PAIR[$round.$conns.$server.p99]=$P99
+        PAIR[$round.$conns.$server.cpu]=$CPU_US
+        echo "| $round | $conns | $(label "$server") | $RPS | $P50 | $P99 | $ERRORS | $CPU_US | $CTX |"
       done
     done
   done
   echo
+  [ -z "$OLD_BIN" ] || compare_table
 
   echo "## $IDLE_CONNS idle keep-alive connections (server on CPU 0, bench/hold.py and wrk on CPU 1)"
   echo
@@ -691,11 +792,13 @@ section_pinned() {
   echo "| server | RSS before, KiB | RSS with them open, KiB | growth, KiB | held | closed by the server meanwhile | fresh client requests/s | p50 ms | p99 ms | errors |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
   local before with held failed closed
-  for server in plantstore reference; do
-    if [ $server = plantstore ]; then
-      start_pinned plantstore --max-connections 20000 --idle-timeout 600
-    else
+  servers=(plantstore reference)
+  [ -z "$OLD_BIN" ] || servers=(old plantstore)
+  for server in "${servers[@]}"; do
+    if [ $server = reference ]; then
       start_pinned reference
+    else
+      start_pinned "$server" --max-connections 20000 --idle-timeout 600
     fi
     sleep 0.5
     before=$(rss_kib)
@@ -715,7 +818,7 @@ section_pinned() {
     HOLD_PID=
     closed=$(awk '/^closed/{print $2}' "$WORK/hold.out")
     stop_server
-    echo "| $server | $before | $with | $((with - before)) | $held ($failed failed) | ${closed:-?} | $RPS | $P50 | $P99 | $ERRORS |"
+    echo "| $(label "$server") | $before | $with | $((with - before)) | $held ($failed failed) | ${closed:-?} | $RPS | $P50 | $P99 | $ERRORS |"
     if [ $server = plantstore ]; then
       HOLD_GROWTH=$((with - before)) HOLD_HELD=$held HOLD_P99=$P99
     fi
@@ -1007,7 +1110,9 @@ section_budgets() {
   fi
   local cpu ref_cpu nginx_cpu ctx
   for conns in 16 64 1024; do
-    [ -n "${SUM[pinned.plantstore.$conns.rps]:-}" ] || continue
+    # Not with OLD: the pinned section then runs no reference.
+    [ -n "${SUM[pinned.plantstore.$conns.rps]:-}" ] &&
+      [ -n "${SUM[pinned.reference.$conns.rps]:-}" ] || continue
     cpu=$(mean "pinned.plantstore.$conns.cpu" 1) ref_cpu=$(mean "pinned.reference.$conns.cpu" 1)
     nginx_cpu=$(mean "pinned.nginx.$conns.cpu" 1) ctx=$(mean "pinned.plantstore.$conns.ctx" 3)
     ours=${SUM[pinned.plantstore.$conns.rps]} theirs=${SUM[pinned.reference.$conns.rps]}
