@@ -1,5 +1,10 @@
 //! `--seed FILE`: plants loaded into an empty store at start-up.
 //!
+//! This module reads and checks the file (`read.rs`, `read/array.rs`) and
+//! loads it into the memory store; the door (`crate::plants`) decides when
+//! and into which store, and the database store writes it with its own
+//! SQL (`database/seed.rs`) from the records read here.
+//!
 //! The file holds PlantRecords `{"id","name","tag"?}`, the shape `GET
 //! /plants` lists, as a JSON array or as NDJSON (one a line); `read.rs`
 //! reads either a record at a time and says where each one is. Every record

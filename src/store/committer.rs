@@ -5,7 +5,7 @@
 use std::sync::{Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use super::{Shared, StoreError};
+use super::{Core, StoreError};
 use crate::lock::{lock, wait, wait_timeout};
 
 pub(super) type Done = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
@@ -19,12 +19,12 @@ type Waiting = Vec<(u64, Done)>;
 /// wake-up.
 #[derive(Default)]
 pub(super) struct Committer {
-    queue: Mutex<Queue>,
+    queue: Mutex<Backlog>,
     kicked: Condvar,
 }
 
 #[derive(Default)]
-struct Queue {
+struct Backlog {
     waiting: Waiting,
     kicked: bool,
     closed: bool,
@@ -84,7 +84,7 @@ impl Committer {
 /// The committer thread: writes (and syncs) everything pending as one
 /// batch, then acknowledges every change the batch covered; runs until the
 /// store is dropped.
-pub(super) fn commit_on_request(committer: &Committer, store: &Weak<Shared>) {
+pub(super) fn commit_on_request(committer: &Committer, store: &Weak<Core>) {
     while let Some(batch) = committer.take() {
         let Some(shared) = store.upgrade() else {
             return;

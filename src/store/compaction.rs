@@ -7,7 +7,7 @@
 use std::sync::Weak;
 use std::time::{Duration, Instant};
 
-use super::Shared;
+use super::Core;
 use super::journal::{self, Change, Signal};
 use super::shards::SHARDS;
 
@@ -18,7 +18,7 @@ const RETRY_MAX: Duration = Duration::from_secs(300);
 /// Records a compaction step encodes under one shard's read lock.
 const COMPACT_STEP: usize = 512;
 
-impl Shared {
+impl Core {
     /// Rewrites the journal from the live plants, read one short step at a
     /// time: each step holds one shard's read lock while it encodes at most
     /// `COMPACT_STEP` records. Whether it ran (`false`: none to do, or one
@@ -82,7 +82,7 @@ impl Shared {
 /// compaction is logged once and tried again later, the wait doubling
 /// (from `RETRY_MIN` up to `RETRY_MAX`) until one succeeds; requests in
 /// between are ignored.
-pub(super) fn compact_on_request(signal: &Signal, store: &Weak<Shared>) {
+pub(super) fn compact_on_request(signal: &Signal, store: &Weak<Core>) {
     let mut retry: Option<(Instant, Duration)> = None;
     while signal.wait() {
         if retry.is_some_and(|(at, _)| Instant::now() < at) {

@@ -21,7 +21,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use super::{Packed, SHARDS, Shard, Shared, Store};
+use super::{Core, Packed, SHARDS, Shard, Store};
 use crate::plant::Plant;
 
 /// Entries one step copies from one shard, at most.
@@ -86,7 +86,7 @@ impl Store {
 /// Every plant in ascending id order, read a piece at a time; see the
 /// module header for what it promises while the store changes.
 pub struct AllPlants {
-    shared: Arc<Shared>,
+    shared: Arc<Core>,
     /// The last id read.
     after: Option<i64>,
     done: bool,
@@ -113,7 +113,7 @@ impl AllPlants {
     }
 }
 
-impl Shared {
+impl Core {
     /// A page, as `Store::page_within`, calling `between` before each step.
     fn page(
         &self,

@@ -3,16 +3,18 @@
 //! before it is acknowledged.
 //!
 //! Owns the map from id to plant and its limits ([`Capacity`]: plants, and
-//! bytes of names and tags). Knows nothing of HTTP. The shards and what a
-//! change costs are in `shards.rs`; listing in `listing.rs`; the thread
-//! that acknowledges journalled changes in `committer.rs`; the file in
-//! `journal/`. Sharding is for writers: with one lock, a writer preempted
+//! bytes of names and tags). Its callers are the door (`crate::plants`)
+//! and the seed loader; it knows neither them nor HTTP, and answers with
+//! values, `Ack`s and callbacks. The shards and what a change costs are in
+//! `shards.rs`; listing in `listing.rs`; the thread that acknowledges
+//! journalled changes in `committer.rs`; the change hook in `feed.rs`;
+//! compaction in `compaction.rs`; the file in `journal/`. Sharding is for writers: with one lock, a writer preempted
 //! while holding it (its allocation page-faulting, its time slice ending)
 //! stalled every other writer, which set the tail latency under load.
 //!
 //! No reader holds a lock for long. A listing page and a compaction read
 //! the shards in short steps, one shard's read lock at a time (see
-//! `listing.rs` and `Shared::compact`), so a writer waits for at most one
+//! `listing.rs` and `Core::compact`), so a writer waits for at most one
 //! step, whatever the size of the store.
 //!
 //! Invariants: a call that returns `Ok` has applied its change (and, with a
@@ -27,9 +29,9 @@
 //!
 //! A change is visible to readers as soon as it is applied, a moment
 //! before its write is acknowledged. If that write fails, the change stays
-//! in memory, its request gets a 500 (the change may or may not be on
-//! disk), and the store refuses every later change until restarted; reads
-//! keep working. See `journal/mod.rs` for the file format and compaction.
+//! in memory, its caller gets `StoreError::Storage` (the change may or may
+//! not be on disk), and the store refuses every later change until
+//! restarted; reads keep working. See `journal/mod.rs` for the file format and compaction.
 
 mod committer;
 mod compaction;
@@ -38,7 +40,6 @@ mod feed;
 mod journal;
 mod listing;
 mod packed;
-
 mod shards;
 
 pub use journal::{
@@ -47,7 +48,6 @@ pub use journal::{
 };
 pub use listing::{AllPlants, Page};
 pub use packed::Packed;
-
 pub use shards::Capacity;
 
 use std::fs::File;
@@ -67,7 +67,7 @@ pub use error::StoreError;
 
 /// The plants, keyed and ordered by id.
 pub struct Store {
-    shared: Arc<Shared>,
+    shared: Arc<Core>,
     /// With a journal: the thread that writes records and acknowledges
     /// the changes waiting for them.
     committer: Option<Arc<Committer>>,
@@ -94,7 +94,7 @@ impl Ack {
 #[derive(Clone)]
 pub struct Acknowledger {
     committer: Option<Arc<Committer>>,
-    shared: Weak<Shared>,
+    shared: Weak<Core>,
 }
 
 impl Acknowledger {
@@ -111,7 +111,7 @@ impl Acknowledger {
     }
 }
 
-struct Shared {
+struct Core {
     /// The plants, spread over shards by a hash of the id, each behind its
     /// own lock: writers of different ids rarely wait for each other, and a
     /// writer preempted while holding a lock stalls only its shard.
@@ -182,7 +182,7 @@ impl Store {
         Store {
             committer: None,
             threads: Vec::new(),
-            shared: Arc::new(Shared {
+            shared: Arc::new(Core {
                 shards: shards.into_iter().map(RwLock::new).collect(),
                 usage,
                 capacity,
@@ -400,7 +400,7 @@ fn empty_shards() -> Vec<Shard> {
     (0..SHARDS).map(|_| Shard::new(hasher.clone())).collect()
 }
 
-impl Shared {
+impl Core {
     /// Makes a change under its shard's lock: `check` sees the plant it
     /// would replace and may refuse; then the change is admitted within the
     /// capacity, logged, and applied.

@@ -18,8 +18,11 @@
 //! Standard Webhooks form) means the decoded bytes; any other file content
 //! (trimmed) is the key as it is.
 //!
-//! On shutdown, queued deliveries get a grace period (2 s in `main`); what
-//! is left after it is logged and counted as dropped.
+//! On shutdown, queued deliveries get a grace period (`WEBHOOK_GRACE`, 2 s,
+//! given by the instance once the server and the store have stopped); what
+//! is left after it is logged and counted as dropped. Announcing is the
+//! API's call (it announces a create once acknowledged); this module knows
+//! neither the API nor the store.
 
 mod client;
 
@@ -151,27 +154,29 @@ pub struct Counters {
     pub dropped: AtomicU64,
 }
 
-/// One event as sent: its id and JSON body.
-struct Event {
+/// One event as announced: its id and JSON body (the same in every
+/// attempt).
+struct Announcement {
     id: String,
     body: Vec<u8>,
 }
 
-struct Pending {
-    event: Arc<Event>,
+/// An attempt to deliver an announcement, due at `due`.
+struct Attempt {
+    event: Arc<Announcement>,
     attempt: u32,
     due: Instant,
 }
 
 struct Endpoint {
     target: Target,
-    queue: Mutex<Queue>,
+    queue: Mutex<Outbox>,
     changed: Condvar,
 }
 
 #[derive(Default)]
-struct Queue {
-    pending: VecDeque<Pending>,
+struct Outbox {
+    pending: VecDeque<Attempt>,
     /// Set by `shutdown`: deliver until then, drop what is left.
     closing: Option<Instant>,
 }
@@ -281,7 +286,7 @@ impl Webhooks {
             return;
         }
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let event = Arc::new(Event {
+        let event = Arc::new(Announcement {
             id: format!("msg_{}{n:016x}", self.id_prefix),
             body,
         });
@@ -301,7 +306,7 @@ impl Webhooks {
                 );
                 continue;
             }
-            queue.pending.push_back(Pending {
+            queue.pending.push_back(Attempt {
                 event: Arc::clone(&event),
                 attempt: 0,
                 due: Instant::now(),
@@ -346,7 +351,7 @@ impl Webhooks {
 
 impl Endpoint {
     /// The next delivery due, waiting for it; `None` once closed and done.
-    fn next(&self, counters: &Counters) -> Option<(Pending, Option<Instant>)> {
+    fn next(&self, counters: &Counters) -> Option<(Attempt, Option<Instant>)> {
         let mut queue = lock(&self.queue);
         loop {
             let now = Instant::now();
