@@ -1,0 +1,169 @@
+//! The flags as typed (`Args`, argh's struct) and [`FLAGS`], the one list
+//! of them by long name, from which `flags.rs` derives `--flag=value` and
+//! the `PLANTSTORE_<FLAG>` variables. Nothing is checked here: that is
+//! `Config::from_args`.
+
+use std::path::PathBuf;
+
+use argh::FromArgs;
+
+/// plantstore: a tiny, fast HTTP server for the Plant Store API.
+#[derive(FromArgs, Debug)]
+#[argh(
+    help_triggers("-h", "--help", "help"),
+    note = "Every flag but --version can also be set as PLANTSTORE_<FLAG>, upper case
+with - as _ (PLANTSTORE_ADDR, PLANTSTORE_DATA, PLANTSTORE_MAX_NAME, ...);
+a repeatable flag takes a comma-separated list, a switch 1, true, yes, 0,
+false or no. The command line wins. PLANTSTORE_TOKEN is used only without
+--token, --token-file and PLANTSTORE_TOKEN_FILE. --flag=value is the same
+as --flag value."
+)]
+pub struct Args {
+    /// address to listen on (default 127.0.0.1:8080; use 0.0.0.0:8080 to serve the LAN)
+    #[argh(option, default = "String::from(\"127.0.0.1:8080\")")]
+    pub addr: String,
+    /// event loops serving connections (default: the CPUs this process may run on)
+    #[argh(option)]
+    pub threads: Option<usize>,
+    /// most connections served at once; more are answered 503 (default 10000, capped by the open-file limit)
+    #[argh(option, default = "10_000")]
+    pub max_connections: usize,
+    /// largest request body in bytes; larger is 413 (default 65536)
+    #[argh(option, default = "65536")]
+    pub max_body: usize,
+    /// most plants stored; past it a create is 507 (default 1000000)
+    #[argh(option, default = "1_000_000")]
+    pub max_plants: usize,
+    /// longest plant name in characters (Unicode code points); longer is 400 (default 256)
+    #[argh(option, default = "256")]
+    pub max_name: usize,
+    /// longest tag in characters (Unicode code points); longer is 400 (default 64)
+    #[argh(option, default = "64")]
+    pub max_tag: usize,
+    /// bytes of plant names and tags the store may hold (default 268435456, 256 MiB)
+    #[argh(option, default = "268_435_456")]
+    pub max_data: u64,
+    /// file of bearer tokens, one per line; blank lines and # comments are ignored
+    #[argh(option)]
+    pub token_file: Option<PathBuf>,
+    /// a bearer token (visible in the process list: prefer --token-file or PLANTSTORE_TOKEN)
+    #[argh(option)]
+    pub token: Option<String>,
+    /// log level: error, warn, info, debug or trace (default info)
+    #[argh(option, default = "String::from(\"info\")")]
+    pub log_level: String,
+    /// log format: text or json, one object a line (default text)
+    #[argh(option, default = "String::from(\"text\")")]
+    pub log_format: String,
+    /// seconds a client has to send a request head (default 10)
+    #[argh(option, default = "10")]
+    pub head_timeout: u64,
+    /// seconds of silence allowed while a client sends a body (default 10)
+    #[argh(option, default = "10")]
+    pub body_timeout: u64,
+    /// seconds an idle keep-alive connection is kept open (default 5)
+    #[argh(option, default = "5")]
+    pub idle_timeout: u64,
+    /// seconds allowed for the whole of one response to reach a client; for a streamed one (GET /export), for each 32 KiB of it (default 10)
+    #[argh(option, default = "10")]
+    pub write_timeout: u64,
+    /// journal file that keeps the plants across restarts (default: memory only)
+    #[argh(option)]
+    pub data: Option<PathBuf>,
+    /// with --data: "always" answers a change only after fsync (survives a power cut), "never" after write (survives a process crash) (default always)
+    #[argh(option)]
+    pub sync: Option<String>,
+    /// with --data: never compact a journal smaller than this many bytes (default 1048576)
+    #[argh(option)]
+    pub compact_min: Option<u64>,
+    /// URL to POST each new plant to, http://host:port/path (repeatable)
+    #[argh(option)]
+    pub webhook: Vec<String>,
+    /// file with the key that signs webhook deliveries (whsec_<base64> or raw text)
+    #[argh(option)]
+    pub webhook_secret_file: Option<PathBuf>,
+    /// webhook events queued per URL, retries included; more are dropped (default 1024)
+    #[argh(option, default = "1024")]
+    pub webhook_queue: usize,
+    /// plants to load at start-up: a JSON array or NDJSON of {"id","name","tag"?}; with --data, only into a new, empty journal
+    #[argh(option)]
+    pub seed: Option<PathBuf>,
+    /// print the version and exit
+    #[argh(switch, short = 'V')]
+    pub version: bool,
+    /// web page origin allowed to call the API from a browser (CORS), as http(s)://host[:port], or * for any (repeatable)
+    #[argh(option)]
+    pub cors_origin: Vec<String>,
+    /// do not serve the built-in page at /
+    #[argh(switch)]
+    pub no_ui: bool,
+    /// the PostgreSQL database holding the plants, postgres://user:password@host:port/dbname; instances naming the same database serve the same plants (not with --data)
+    #[cfg(feature = "postgres")]
+    #[argh(option)]
+    pub database: Option<String>,
+    /// with --database: connections to it, one per worker thread (default 8)
+    #[cfg(feature = "postgres")]
+    #[argh(option)]
+    pub database_pool: Option<usize>,
+}
+
+/// How a flag takes its value, on the command line and from its
+/// `PLANTSTORE_<FLAG>` variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlagKind {
+    /// One value: `--flag value`, `--flag=value`, `PLANTSTORE_FLAG=value`.
+    Option,
+    /// A value each time it is given; its variable holds a comma-separated
+    /// list.
+    Repeated,
+    /// No value; its variable holds 1, true, yes (given) or 0, false, no.
+    Switch,
+    /// `--token`: one value, but `PLANTSTORE_TOKEN` is not its plain
+    /// environment form: `Config::from_args` takes it separately, after
+    /// `--token-file` and `--token`, and names it in errors.
+    Token,
+    /// Only on the command line (`--version`).
+    CommandLine,
+}
+
+/// Every flag of [`Args`] by its long name: the one list that `--flag=value`
+/// and the environment variables are derived from. A unit test compares it
+/// with argh's own `--help`, so a flag added to `Args` without a row here
+/// fails it.
+pub const FLAGS: &[(&str, FlagKind)] = &[
+    ("addr", FlagKind::Option),
+    ("threads", FlagKind::Option),
+    ("max-connections", FlagKind::Option),
+    ("max-body", FlagKind::Option),
+    ("max-plants", FlagKind::Option),
+    ("max-name", FlagKind::Option),
+    ("max-tag", FlagKind::Option),
+    ("max-data", FlagKind::Option),
+    ("token-file", FlagKind::Option),
+    ("token", FlagKind::Token),
+    ("log-level", FlagKind::Option),
+    ("log-format", FlagKind::Option),
+    ("head-timeout", FlagKind::Option),
+    ("body-timeout", FlagKind::Option),
+    ("idle-timeout", FlagKind::Option),
+    ("write-timeout", FlagKind::Option),
+    ("data", FlagKind::Option),
+    ("sync", FlagKind::Option),
+    ("compact-min", FlagKind::Option),
+    ("webhook", FlagKind::Repeated),
+    ("webhook-secret-file", FlagKind::Option),
+    ("webhook-queue", FlagKind::Option),
+    ("seed", FlagKind::Option),
+    ("version", FlagKind::CommandLine),
+    ("cors-origin", FlagKind::Repeated),
+    ("no-ui", FlagKind::Switch),
+    #[cfg(feature = "postgres")]
+    ("database", FlagKind::Option),
+    #[cfg(feature = "postgres")]
+    ("database-pool", FlagKind::Option),
+];
+
+/// Flags that exclude each other: the command line giving one of them
+/// keeps the variables of all of them out, so that the command line wins
+/// instead of clashing (`--token` with `PLANTSTORE_TOKEN_FILE` set).
+pub const ALTERNATIVES: &[&[&str]] = &[&["token", "token-file"]];

@@ -1,0 +1,120 @@
+//! `ConfigError`: a flag value that cannot be used, named with the flag
+//! (and, for a file, the path and line). `main` prints it and exits 2.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+use super::body_for;
+use crate::plant::TextLimits;
+
+/// A flag value that cannot be used.
+#[derive(Debug)]
+pub enum ConfigError {
+    /// `--addr` is not an address.
+    Addr(String),
+    /// A limit or timeout flag is zero.
+    Zero(&'static str),
+    /// `--max-name` and `--max-tag` allow plants whose body cannot fit in
+    /// `--max-body` (the name and tag limits, the body limit).
+    TextOverBody(TextLimits, usize),
+    /// `--log-level` is not a level.
+    LogLevel(String),
+    /// `--log-format` is neither `text` nor `json`.
+    LogFormat(String),
+    /// `--token` and `--token-file` together.
+    TwoTokenSources,
+    /// A token from `--token` or `PLANTSTORE_TOKEN` cannot be used (the
+    /// source, why).
+    BadToken(&'static str, &'static str),
+    /// A token in the token file cannot be used (the file, its 1-based line
+    /// number, why).
+    BadTokenLine(PathBuf, usize, &'static str),
+    /// The token file cannot be read.
+    TokenFile(PathBuf, io::Error),
+    /// The token file has no token in it.
+    NoTokenInFile(PathBuf),
+    /// The OS random source failed.
+    Random(io::Error),
+    /// `--sync` is neither `always` nor `never`.
+    Sync(String),
+    /// A journal flag without `--data`.
+    NeedsData(&'static str),
+    /// A `--webhook` URL that cannot be used (the URL, why).
+    Webhook(String, String),
+    /// The webhook secret file cannot be read or holds no key.
+    WebhookSecret(PathBuf, String),
+    /// A `--cors-origin` that no browser would send (the value, why).
+    CorsOrigin(String, &'static str),
+    /// `--database` cannot be used (why; never the password).
+    #[cfg(feature = "postgres")]
+    Database(String),
+    /// A flag that needs `--database` without it.
+    #[cfg(feature = "postgres")]
+    NeedsDatabase(&'static str),
+    /// `--database` with `--data`.
+    #[cfg(feature = "postgres")]
+    DataAndDatabase,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Addr(a) => write!(
+                f,
+                "--addr {a:?} is not a socket address such as 127.0.0.1:8080"
+            ),
+            ConfigError::Zero(flag) => write!(f, "{flag} must be greater than 0"),
+            ConfigError::TextOverBody(text, body) => write!(
+                f,
+                "--max-name {} and --max-tag {} allow bodies of up to {} bytes, \
+                 more than --max-body {body}",
+                text.name,
+                text.tag,
+                body_for(*text)
+            ),
+            ConfigError::LogLevel(l) => {
+                write!(
+                    f,
+                    "--log-level {l:?} is not one of error, warn, info, debug, trace"
+                )
+            }
+            ConfigError::LogFormat(l) => write!(f, "--log-format {l:?} is not one of text, json"),
+            ConfigError::TwoTokenSources => f.write_str("give --token or --token-file, not both"),
+            ConfigError::BadToken(from, why) => write!(f, "the token from {from} {why}"),
+            ConfigError::BadTokenLine(p, line, why) => {
+                write!(f, "token file {} line {line}: the token {why}", p.display())
+            }
+            ConfigError::TokenFile(p, e) => {
+                write!(f, "cannot read token file {}: {e}", p.display())
+            }
+            ConfigError::NoTokenInFile(p) => write!(f, "token file {} holds no token", p.display()),
+            ConfigError::Random(e) => write!(f, "cannot read the OS random source: {e}"),
+            ConfigError::Sync(s) => write!(f, "--sync {s:?} is not one of always, never"),
+            ConfigError::NeedsData(flag) => write!(f, "{flag} needs --data FILE"),
+            ConfigError::Webhook(url, why) => write!(f, "--webhook {url:?} {why}"),
+            ConfigError::WebhookSecret(p, why) => {
+                write!(f, "webhook secret file {}: {why}", p.display())
+            }
+            ConfigError::CorsOrigin(origin, why) => write!(f, "--cors-origin {origin:?} {why}"),
+            #[cfg(feature = "postgres")]
+            ConfigError::Database(why) => write!(f, "--database: {why}"),
+            #[cfg(feature = "postgres")]
+            ConfigError::NeedsDatabase(flag) => write!(f, "{flag} needs --database URL"),
+            #[cfg(feature = "postgres")]
+            ConfigError::DataAndDatabase => f.write_str(
+                "give --data or --database, not both: the plants are in a journal file or in \
+                 the database",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigError::TokenFile(_, e) | ConfigError::Random(e) => Some(e),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! `Config::from_args` and the token rules, flag by flag.
+
+use super::tokens::{TokenSet, read_token_file};
+use super::*;
+use argh::FromArgs;
+
+fn args(extra: &[&str]) -> Args {
+    Args::from_args(&["plantstore"], extra).expect("flags parse")
+}
+
+#[test]
+fn token_sources_resolve_in_order() {
+    let set = tokens(None, Some("f".into()), Some("e".into())).unwrap();
+    assert_eq!(
+        (set.accepted, set.source),
+        (vec!["f".to_string()], TokenSource::Flag)
+    );
+    let set = tokens(None, None, Some("e".into())).unwrap();
+    assert_eq!(
+        (set.accepted, set.source),
+        (vec!["e".to_string()], TokenSource::Env)
+    );
+    let set = tokens(None, None, None).unwrap();
+    assert_eq!(set.source, TokenSource::Generated);
+    assert_eq!(set.accepted[0].len(), 64);
+    assert_ne!(
+        set.accepted,
+        tokens(None, None, None).unwrap().accepted,
+        "two generated tokens differ"
+    );
+}
+
+/// Writes `contents` to a fresh token file and reads it as start-up
+/// would, returning the error's message on failure.
+fn token_file(name: &str, contents: &[u8]) -> Result<TokenSet, String> {
+    let path =
+        std::env::temp_dir().join(format!("plantstore-config-{}-{name}", std::process::id()));
+    std::fs::write(&path, contents).unwrap();
+    let read = read_token_file(path.clone()).map_err(|e| e.to_string());
+    std::fs::remove_file(&path).unwrap();
+    read
+}
+
+#[test]
+fn a_byte_order_mark_is_not_part_of_the_first_token() {
+    let set = token_file("bom", b"\xef\xbb\xbffirst\r\nsecond\n").unwrap();
+    assert_eq!(set.accepted, ["first", "second"]);
+    let set = token_file("bom-comment", "\u{feff}# rotation\nonly\n".as_bytes()).unwrap();
+    assert_eq!(set.accepted, ["only"]);
+    assert!(token_file("bom-alone", b"\xef\xbb\xbf\n").is_err());
+}
+
+#[test]
+fn a_token_file_line_that_cannot_match_is_refused_naming_the_line() {
+    let long = format!("ok\ns3cr3t{}\n", "a".repeat(MAX_TOKEN));
+    for (name, contents, line, why) in [
+        ("ctl", "ok\n\n# c\ns3cr3t\x01x\n", 4, "a control character"),
+        ("nul", "s3cr3t\0x\n", 1, "a control character"),
+        ("del", "ok\ns3cr3t\x7fx", 2, "a control character"),
+        ("space", "# c\ns3cr3t x\n", 2, "whitespace"),
+        ("tab", "s3cr3t\tx\n", 1, "whitespace"),
+        ("nbsp", "ok\ns3cr3t\u{a0}x\n", 2, "whitespace"),
+        ("long", &long, 2, "longer than 4096 bytes"),
+    ] {
+        let error = token_file(name, contents.as_bytes()).unwrap_err();
+        assert!(
+            error.contains(&format!(" line {line}: ")),
+            "{name}: {error}"
+        );
+        assert!(error.contains(why), "{name}: {error}");
+        assert!(
+            error.contains(&format!("-{name} ")),
+            "names the file: {error}"
+        );
+        assert!(
+            !error.contains("s3cr3t"),
+            "no token in the message: {error}"
+        );
+    }
+    let longest = "a".repeat(MAX_TOKEN);
+    let set = token_file("longest", format!(" {longest}\t\n").as_bytes()).unwrap();
+    assert_eq!(set.accepted, [longest]);
+}
+
+#[test]
+fn flag_and_environment_tokens_follow_the_same_rules() {
+    for (token, why) in [
+        ("", "is empty"),
+        ("  ", "is empty"),
+        ("a\x01b", "contains a control character"),
+        ("a b", "contains whitespace"),
+        (&"a".repeat(MAX_TOKEN + 1), "is longer than 4096 bytes"),
+    ] {
+        let flag = tokens(None, Some(token.to_string()), None).unwrap_err();
+        assert_eq!(flag.to_string(), format!("the token from --token {why}"));
+        let env = tokens(None, None, Some(token.to_string())).unwrap_err();
+        assert_eq!(
+            env.to_string(),
+            format!("the token from PLANTSTORE_TOKEN {why}")
+        );
+    }
+    let set = tokens(None, Some(" padded\n".into()), None).unwrap();
+    assert_eq!(set.accepted, ["padded"]);
+}
+
+#[test]
+fn a_repeated_token_is_kept_once_with_a_warning_naming_the_lines() {
+    let set = token_file("dup", b"s3cr3t\nother\n\n  s3cr3t\nother\n").unwrap();
+    assert_eq!(set.accepted, ["s3cr3t", "other"]);
+    assert_eq!(set.warnings.len(), 2, "{:?}", set.warnings);
+    assert!(set.warnings[0].ends_with("line 4 repeats the token of line 1"));
+    assert!(set.warnings[1].ends_with("line 5 repeats the token of line 2"));
+    assert!(!set.warnings.concat().contains("s3cr3t"), "no token logged");
+    assert!(token_file("once", b"a\nb\n").unwrap().warnings.is_empty());
+}
+
+#[test]
+fn bad_values_are_errors() {
+    let zero = Config::from_args(args(&["--max-connections", "0"]), Some("t".into()));
+    assert!(matches!(zero, Err(ConfigError::Zero("--max-connections"))));
+    let level = Config::from_args(args(&["--log-level", "loud"]), Some("t".into()));
+    assert!(matches!(level, Err(ConfigError::LogLevel(_))));
+    let format = Config::from_args(args(&["--log-format", "xml"]), Some("t".into()));
+    assert!(matches!(format, Err(ConfigError::LogFormat(_))));
+    let json = Config::from_args(args(&["--log-format", "json"]), Some("t".into()));
+    assert_eq!(json.unwrap().log_format, LogFormat::Json);
+    let addr = Config::from_args(args(&["--addr", "nowhere"]), Some("t".into()));
+    assert!(matches!(addr, Err(ConfigError::Addr(_))));
+    let both = Config::from_args(args(&["--token", "a", "--token-file", "f"]), None);
+    assert!(matches!(both, Err(ConfigError::TwoTokenSources)));
+    let sync = Config::from_args(args(&["--data", "f", "--sync", "maybe"]), None);
+    assert!(matches!(sync, Err(ConfigError::Sync(_))));
+    let hook = Config::from_args(args(&["--webhook", "https://x/"]), Some("t".into()));
+    assert!(matches!(hook, Err(ConfigError::Webhook(..))));
+    let alone = Config::from_args(args(&["--sync", "never"]), None);
+    assert!(matches!(alone, Err(ConfigError::NeedsData("--sync"))));
+    let compact = Config::from_args(args(&["--compact-min", "9"]), None);
+    assert!(matches!(
+        compact,
+        Err(ConfigError::NeedsData("--compact-min"))
+    ));
+    let data = Config::from_args(args(&["--max-data", "0"]), Some("t".into()));
+    assert!(matches!(data, Err(ConfigError::Zero("--max-data"))));
+    let slash = Config::from_args(
+        args(&["--cors-origin", "*", "--cors-origin", "https://a.example/"]),
+        Some("t".into()),
+    );
+    let message = slash.unwrap_err().to_string();
+    assert!(
+        message.starts_with(r#"--cors-origin "https://a.example/" ends with a slash"#),
+        "{message}"
+    );
+}
+
+/// Regression: `--sync sometimes` without `--data` said "--sync needs
+/// --data FILE", hiding the bad value.
+#[test]
+fn a_bad_value_is_named_before_what_its_flag_needs() {
+    let sync = Config::from_args(args(&["--sync", "sometimes"]), Some("t".into()));
+    let message = sync.unwrap_err().to_string();
+    assert_eq!(message, r#"--sync "sometimes" is not one of always, never"#);
+    let token = Config::from_args(args(&["--token", "a b", "--token-file", "f"]), None);
+    let message = token.unwrap_err().to_string();
+    assert_eq!(message, "the token from --token contains whitespace");
+}
+
+#[test]
+fn text_limits_are_non_zero_and_fit_in_the_body_limit() {
+    let with = |extra: &[&str]| Config::from_args(args(extra), Some("t".into()));
+    for flag in ["--max-name", "--max-tag"] {
+        assert!(matches!(with(&[flag, "0"]), Err(ConfigError::Zero(f)) if f == flag));
+    }
+    // (16368 + 16) * 4 + 64 = 65600 > 65536; 16352 + 16 fits exactly.
+    let over = with(&["--max-name", "16368", "--max-tag", "16"]);
+    assert!(matches!(over, Err(ConfigError::TextOverBody(_, 65536))));
+    let text = with(&["--max-name", "16352", "--max-tag", "16"])
+        .unwrap()
+        .text_limits;
+    assert_eq!((text.name, text.tag), (16352, 16));
+    let small_body = with(&["--max-body", "1024"]);
+    assert!(matches!(small_body, Err(ConfigError::TextOverBody(..))));
+    let message = small_body.unwrap_err().to_string();
+    assert!(message.contains("--max-body 1024"), "{message}");
+    let huge = with(&["--max-name", &usize::MAX.to_string()]);
+    assert!(matches!(huge, Err(ConfigError::TextOverBody(..))));
+}
+
+#[test]
+fn defaults_match_the_spec() {
+    let config = Config::from_args(args(&[]), Some("t".into())).unwrap();
+    assert_eq!(config.addr.to_string(), "127.0.0.1:8080");
+    assert_eq!(config.limits.max_connections, 10_000);
+    assert_eq!(config.limits.write_timeout, Duration::from_secs(10));
+    assert!(config.limits.threads >= 1);
+    assert_eq!(config.limits.max_body, 64 * 1024);
+    assert_eq!(config.max_plants, 1_000_000);
+    assert_eq!(config.text_limits, TextLimits::default());
+    assert_eq!(config.max_data, 256 << 20);
+    assert_eq!(config.log_level, LevelFilter::Info);
+    assert_eq!(config.log_format, LogFormat::Text);
+    assert_eq!(config.data, None);
+    assert!(!config.cors.enabled());
+    assert!(config.ui);
+    let durable = Config::from_args(args(&["--data", "p.journal"]), Some("t".into())).unwrap();
+    let data = durable.data.unwrap();
+    assert_eq!(
+        (data.sync, data.compact_min),
+        (SyncMode::Always, COMPACT_MIN)
+    );
+}
