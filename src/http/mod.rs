@@ -21,6 +21,7 @@
 mod body;
 mod deferred;
 mod head;
+mod inbox;
 mod protocol;
 #[cfg(any(test, fuzzing))]
 pub mod replay;

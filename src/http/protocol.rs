@@ -51,8 +51,9 @@ use std::time::{Duration, Instant};
 use log::{info, log_enabled};
 
 use super::Limits;
-use super::body::{BodyError, Decoder, Framing, Step};
+use super::body::BodyError;
 use super::head::{Head, HeadError};
+use super::inbox::Inbox;
 use super::response::{Delimit, Fill, Persist, Response, Stream};
 use crate::logging::{self, Access};
 
@@ -113,95 +114,6 @@ enum Phase {
     Closed,
 }
 
-/// The request being handled: where its body stands.
-#[derive(Debug, Default)]
-enum Body {
-    /// The handler has not asked for it.
-    #[default]
-    Unread,
-    /// Asked for and still arriving.
-    Reading(Decoder),
-    /// Complete.
-    Read(Vec<u8>),
-    /// Could not be read (refused, timed out, closed).
-    Failed(BodyError),
-}
-
-/// The input side of a connection that a `Request` reads its body from.
-#[derive(Debug, Default)]
-pub(crate) struct Inbox {
-    input: Vec<u8>,
-    framing: Option<Framing>,
-    body: Body,
-    max_body: usize,
-    /// A `100 Continue` is owed: the handler asked for a body the client
-    /// waits to send.
-    continue_due: bool,
-    continue_sent: bool,
-}
-
-impl Inbox {
-    pub(crate) fn has_body(&self) -> bool {
-        !matches!(self.framing, None | Some(Framing::None))
-    }
-
-    /// The body, decoding what is buffered; see `Request::body`.
-    pub(crate) fn body(&mut self, expects_continue: bool) -> Result<&[u8], BodyError> {
-        if let Body::Unread = self.body {
-            let framing = self.framing.unwrap_or(Framing::None);
-            self.body = match Decoder::new(framing, self.max_body) {
-                Ok(decoder) => {
-                    if expects_continue && self.has_body() && !self.continue_sent {
-                        self.continue_due = true;
-                    }
-                    Body::Reading(decoder)
-                }
-                Err(e) => Body::Failed(e),
-            };
-            self.decode();
-        }
-        match &self.body {
-            Body::Read(bytes) => Ok(bytes),
-            Body::Failed(e) => Err(e.clone()),
-            Body::Reading(_) => Err(BodyError::NotYet),
-            Body::Unread => Err(BodyError::Closed),
-        }
-    }
-
-    pub(crate) fn awaits_body(&self) -> bool {
-        matches!(self.body, Body::Reading(_))
-    }
-
-    /// Moves buffered input into the body being read.
-    fn decode(&mut self) {
-        let Body::Reading(decoder) = &mut self.body else {
-            return;
-        };
-        match decoder.advance(&self.input) {
-            Ok((used, step)) => {
-                self.input.drain(..used);
-                if step == Step::Done {
-                    let Body::Reading(decoder) = std::mem::take(&mut self.body) else {
-                        return;
-                    };
-                    self.body = Body::Read(decoder.into_body());
-                }
-            }
-            Err(e) => self.body = Body::Failed(e),
-        }
-    }
-
-    /// Whether bytes of this request's body may still sit unread on the
-    /// connection, so that it cannot carry another request.
-    fn leaves_input_unread(&self) -> bool {
-        match self.body {
-            Body::Unread => self.has_body(),
-            Body::Read(_) => false,
-            Body::Reading(_) | Body::Failed(_) => true,
-        }
-    }
-}
-
 /// One connection's protocol state. See the module header.
 #[derive(Debug)]
 pub(crate) struct Protocol {
@@ -241,10 +153,7 @@ impl Protocol {
     pub(crate) fn new(limits: Limits, peer: SocketAddr, now: Instant) -> Protocol {
         let deadline = Some(now + limits.head_timeout);
         Protocol {
-            inbox: Inbox {
-                max_body: limits.max_body,
-                ..Inbox::default()
-            },
+            inbox: Inbox::new(limits.max_body),
             limits,
             peer,
             phase: Phase::Head,
@@ -276,7 +185,7 @@ impl Protocol {
                 }
             }
             _ => {
-                self.inbox.input.extend_from_slice(bytes);
+                self.inbox.receive(bytes);
                 match self.phase {
                     Phase::Head if self.idle => {
                         self.wait_for_client(now + self.limits.head_timeout)
@@ -301,7 +210,7 @@ impl Protocol {
     /// connection with none closes now.
     pub(crate) fn stop(&mut self) {
         self.stopping = true;
-        if self.phase == Phase::Head && self.output().is_empty() && self.inbox.input.is_empty() {
+        if self.phase == Phase::Head && self.output().is_empty() && self.inbox.input().is_empty() {
             self.phase = Phase::Closed;
         }
     }
@@ -316,15 +225,14 @@ impl Protocol {
             Phase::Head => self.next_head(now, expired),
             Phase::Body => {
                 self.inbox.decode();
-                match &self.inbox.body {
-                    Body::Reading(_) if expired => {
-                        self.inbox.body = Body::Failed(BodyError::Timeout);
+                if self.inbox.awaits_body() {
+                    if expired {
+                        self.inbox.fail(BodyError::Timeout);
+                    } else if self.peer_closed {
+                        self.inbox.fail(BodyError::Closed);
+                    } else {
+                        return Event::Wait;
                     }
-                    Body::Reading(_) if self.peer_closed => {
-                        self.inbox.body = Body::Failed(BodyError::Closed);
-                    }
-                    Body::Reading(_) => return Event::Wait,
-                    _ => {}
                 }
                 self.deadline = None;
                 Event::Body
@@ -341,7 +249,7 @@ impl Protocol {
         if self.output().len() >= OUT_HIGH {
             return Event::Wait; // the client reads its answers first
         }
-        if self.inbox.input.is_empty() {
+        if self.inbox.input().is_empty() {
             // Nothing of a head yet: closing loses nothing.
             if expired || self.peer_closed || self.stopping {
                 self.close(false, now);
@@ -350,16 +258,14 @@ impl Protocol {
         }
         // Never more than a head's worth: what lies past it must not change
         // the verdict (a read that stopped there would not have seen it).
-        let input = &self.inbox.input;
+        let input = self.inbox.input();
         let window = &input[..input.len().min(self.limits.max_head)];
         match self.head.parse_into(window, self.limits.max_head) {
             Ok(Some(len)) => {
-                self.inbox.input.drain(..len);
+                self.inbox.consume(len);
                 match self.head.framing() {
                     Ok(framing) => {
-                        self.inbox.framing = Some(framing);
-                        self.inbox.body = Body::Unread;
-                        self.inbox.continue_sent = false;
+                        self.inbox.start(framing);
                         self.requests += 1;
                         self.started = now;
                         self.deadline = None;
@@ -441,9 +347,7 @@ impl Protocol {
     }
 
     fn owe_continue(&mut self, now: Instant) {
-        if self.inbox.continue_due {
-            self.inbox.continue_due = false;
-            self.inbox.continue_sent = true;
+        if self.inbox.take_continue() {
             self.queue(b"HTTP/1.1 100 Continue\r\n\r\n", now);
         }
     }
@@ -486,9 +390,8 @@ impl Protocol {
             self.out.len() - queued,
             self.peer,
         );
-        self.inbox.body = Body::Unread;
-        self.inbox.framing = None;
-        let linger = unread || !self.inbox.input.is_empty();
+        self.inbox.finish();
+        let linger = unread || !self.inbox.input().is_empty();
         match stream {
             Some(source) => {
                 self.phase = Phase::Streaming;
@@ -583,7 +486,7 @@ impl Protocol {
             return;
         }
         self.phase = Phase::Head;
-        if self.inbox.input.is_empty() {
+        if self.inbox.input().is_empty() {
             // Idle once the answer has left (`after_output` starts the
             // clock); until then the write deadline runs.
             self.idle = true;
@@ -663,22 +566,21 @@ impl Protocol {
                 self.phase = Phase::Lingering;
                 self.shutdown_due = true;
                 self.deadline = Some(now + LINGER_TIME);
-                self.inbox.input = Vec::new();
+                self.inbox.release();
             }
             Phase::Closing { .. } => self.phase = Phase::Closed,
-            Phase::Head if self.inbox.input.is_empty() && self.stopping => {
+            Phase::Head if self.inbox.input().is_empty() && self.stopping => {
                 self.phase = Phase::Closed;
             }
-            Phase::Head if self.inbox.input.is_empty() => {
+            Phase::Head if self.inbox.input().is_empty() => {
                 if self.idle {
                     self.deadline = Some(now + self.limits.idle_timeout);
                 }
                 // Small buffers are kept for the next request (no
                 // allocation per request); large ones given back.
-                let held =
-                    self.inbox.input.capacity() + self.out.capacity() + self.head.bytes_held();
+                let held = self.inbox.capacity() + self.out.capacity() + self.head.bytes_held();
                 if held > IDLE_KEEP {
-                    self.inbox.input = Vec::new();
+                    self.inbox.release();
                     self.out = Vec::new();
                     self.head.release();
                 }
@@ -698,7 +600,7 @@ impl Protocol {
             Phase::Head => {
                 !self.peer_closed
                     && self.output().len() < OUT_HIGH
-                    && self.inbox.input.len() < self.limits.max_head
+                    && self.inbox.input().len() < self.limits.max_head
             }
             Phase::Body => !self.peer_closed,
             Phase::Lingering => true,
@@ -731,7 +633,7 @@ impl Protocol {
     /// Bytes this connection holds in buffers right now.
     #[cfg(test)]
     pub(crate) fn buffered(&self) -> usize {
-        self.out.capacity() + self.inbox.input.capacity() + self.head.bytes_held()
+        self.out.capacity() + self.inbox.capacity() + self.head.bytes_held()
     }
 }
 

@@ -15,7 +15,7 @@ use std::time::Instant;
 use super::body::BodyError;
 use super::deferred::{Deferred, Mailbox, Ticket, Waker};
 use super::head::Head;
-use super::protocol::Inbox;
+use super::inbox::Inbox;
 
 /// Lets a request hand out a [`Deferred`] and [`Waker`]s for itself.
 pub(crate) struct Deferral<'a> {
