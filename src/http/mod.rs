@@ -19,6 +19,7 @@
 //! closed instead).
 
 mod body;
+mod chunk;
 mod deferred;
 mod head;
 mod inbox;

@@ -52,6 +52,7 @@ use log::{info, log_enabled};
 
 use super::Limits;
 use super::body::BodyError;
+use super::chunk;
 use super::head::{Head, HeadError};
 use super::inbox::Inbox;
 use super::response::{Delimit, Fill, Persist, Response, Stream};
@@ -431,15 +432,7 @@ impl Protocol {
             self.out.drain(..self.sent);
             self.sent = 0;
             match delimit {
-                Delimit::Chunked if bytes > 0 => {
-                    let mut size = [0u8; 16];
-                    let size = hex(bytes, &mut size);
-                    self.out.extend_from_slice(size);
-                    self.out.extend_from_slice(b"\r\n");
-                    self.out.extend_from_slice(chunk);
-                    self.out.extend_from_slice(b"\r\n");
-                }
-                Delimit::Chunked => {}
+                Delimit::Chunked => chunk::write(&mut self.out, chunk),
                 Delimit::UntilClose => self.out.extend_from_slice(chunk),
             }
             // Each piece has the write timeout to leave. A `Pending` that
@@ -457,7 +450,7 @@ impl Protocol {
                 }
                 Fill::Done => {
                     if delimit == Delimit::Chunked {
-                        self.out.extend_from_slice(b"0\r\n\r\n");
+                        chunk::write_last(&mut self.out);
                     }
                     self.streaming = None;
                     self.responded(close, linger, now);
@@ -657,19 +650,6 @@ impl std::fmt::Debug for Streaming {
             .field("close", &self.close)
             .field("pending", &self.pending)
             .finish_non_exhaustive()
-    }
-}
-
-/// `n` in lower-case hexadecimal, as a chunk size.
-fn hex(mut n: usize, buf: &mut [u8; 16]) -> &[u8] {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b"0123456789abcdef"[n & 15];
-        n >>= 4;
-        if n == 0 {
-            return &buf[at..];
-        }
     }
 }
 
