@@ -18,6 +18,7 @@
 //! HTTP/2, compression, or draining an unread body (the connection is
 //! closed instead).
 
+mod access;
 mod body;
 mod chunk;
 mod deferred;

@@ -48,15 +48,15 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use log::{info, log_enabled};
+use log::info;
 
 use super::Limits;
+use super::access;
 use super::body::BodyError;
 use super::chunk;
 use super::head::{Head, HeadError};
 use super::inbox::Inbox;
 use super::response::{Delimit, Fill, Persist, Response, Stream};
-use crate::logging::{self, Access};
 
 /// Lingering close: at most this long, and at most this many bytes.
 const LINGER_TIME: Duration = Duration::from_secs(1);
@@ -383,9 +383,9 @@ impl Protocol {
         let queued = self.out.len();
         let status = response.status();
         let stream = response.write_to(&mut self.out, head_only, persist, delimit);
-        access(
+        access::log(
             self.head.method(),
-            path(self.head.target()),
+            self.head.target(),
             status,
             self.started,
             self.out.len() - queued,
@@ -499,7 +499,7 @@ impl Protocol {
             Persist::Close,
             Delimit::Chunked,
         );
-        access("-", "-", status, now, self.out.len() - queued, self.peer);
+        access::log("-", "-", status, now, self.out.len() - queued, self.peer);
         self.close(true, now);
     }
 
@@ -650,26 +650,6 @@ impl std::fmt::Debug for Streaming {
             .field("close", &self.close)
             .field("pending", &self.pending)
             .finish_non_exhaustive()
-    }
-}
-
-/// The path of a target, without the query (never logged).
-fn path(target: &str) -> &str {
-    target.split_once('?').map_or(target, |(path, _)| path)
-}
-
-/// The access log line: method, path, status, duration, bytes queued, peer.
-/// Logged when the response (a streamed one's head) is queued.
-fn access(method: &str, path: &str, status: u16, started: Instant, bytes: usize, peer: SocketAddr) {
-    if log_enabled!(target: "access", log::Level::Info) {
-        logging::access(&Access {
-            method,
-            path,
-            status,
-            duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
-            bytes,
-            peer,
-        });
     }
 }
 

@@ -35,12 +35,12 @@ use log::{error, warn};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
+use super::access;
 use super::deferred::{self, Mailbox, Ticket};
 use super::protocol::Protocol;
 use super::response::{Delimit, Persist, Response};
 use super::session::{self, Home};
 use super::{Handler, Limits};
-use crate::logging::{self, Access};
 
 const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX);
@@ -279,15 +279,7 @@ impl Worker {
         let shared = &*self.shared;
         if shared.open.fetch_add(1, Ordering::Relaxed) >= shared.limits.max_connections {
             shared.open.fetch_sub(1, Ordering::Relaxed);
-            let bytes = reject(socket);
-            logging::access(&Access {
-                method: "-",
-                path: "-",
-                status: 503,
-                duration_us: 0,
-                bytes,
-                peer,
-            });
+            access::log_rejected(reject(socket), peer);
             return;
         }
         let slot = self.free.pop().unwrap_or_else(|| {
@@ -483,8 +475,8 @@ fn reset_if_cut_short(conn: &Conn) {
     }
 }
 
-/// Answers a connection past the cap at once and closes it.
-/// Answers 503 and closes; returns the bytes of the answer.
+/// Answers a connection past the cap with a 503 at once and closes it;
+/// returns the bytes of the answer.
 fn reject(mut socket: TcpStream) -> usize {
     // Discard what already arrived, so closing does not reset the
     // connection and destroy the answer before the client reads it.
