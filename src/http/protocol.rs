@@ -1,6 +1,9 @@
 //! One connection's HTTP/1.1 protocol as a state machine, with no socket in
 //! it (sans-I/O): bytes in, parsed requests and deadlines out; responses
-//! in, bytes out.
+//! in, bytes out. This file owns the state, the input side (heads, bodies
+//! asked for, deadlines) and the handler's side; `output` queues answers
+//! and decides what follows them (the next head, close, linger), and
+//! `stream` pulls streamed bodies.
 //!
 //! The driver (an event loop, or the replay harness) feeds what it reads
 //! with [`Protocol::received`] and [`Protocol::closed_by_peer`], asks
@@ -9,22 +12,9 @@
 //! [`Protocol::complete`]), writes [`Protocol::output`] as the socket takes
 //! it and reports [`Protocol::sent`]. It sleeps until new input, writable
 //! space or [`Protocol::deadline`], whichever comes first; `poll` itself
-//! acts on deadlines that have passed. Only `poll` and `answer` produce
-//! output, and they depend on nothing but the bytes received so far and
-//! the time, so how the input was cut into reads never changes what is
-//! parsed or answered.
-//!
-//! A streamed body (`Response::stream`) is pulled a chunk at a time: the
-//! next chunk is made only once less than `CHUNK` bytes of output wait, so
-//! a client that does not read holds about one chunk. While it streams,
-//! each chunk must leave within the write timeout (the timeout bounds the
-//! client's pace, not the length of the whole body), and nothing else is
-//! read or parsed on the connection. A stream that answers `Fill::Pending`
-//! (its pieces are made on another thread) is not pulled again until the
-//! driver reports its waker woken with [`Protocol::resume`]; meanwhile
-//! what it gave keeps leaving, and the write deadline of its last piece
-//! keeps running, so one that never wakes is cut short like a client that
-//! stops reading.
+//! acts on deadlines that have passed. What is parsed and answered depends
+//! on nothing but the bytes received so far and the time, so how the
+//! input was cut into reads never changes it.
 //!
 //! Requests are answered strictly in order: a pipelined head is parsed only
 //! once the previous response is queued, and only while less than
@@ -37,26 +27,26 @@
 //! `IDLE_KEEP` bytes of buffers (so a keep-alive request costs no
 //! allocation for them), under 2 KiB in all.
 //!
-//! The connection is closed when the client asks, when a body was left
-//! unread (never drained: it may be unbounded), when the head was refused,
-//! and when the server is stopping. Before closing with input possibly
-//! unread we "linger" (our side shut, reading and discarding for at most
-//! `LINGER_TIME` and `LINGER_BYTES`) so the kernel does not answer the
-//! client's remaining bytes with a reset that would destroy our last
-//! response in flight.
+//! What it does not do: touch a socket, keep its own time (the driver
+//! passes `now` in; only the access line's duration reads the clock), run
+//! the handler (`session` does), or read a body the handler did not ask
+//! for.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use log::info;
-
 use super::Limits;
-use super::access;
 use super::body::BodyError;
-use super::chunk;
 use super::head::{Head, HeadError};
 use super::inbox::Inbox;
-use super::response::{Delimit, Fill, Persist, Response, Stream};
+use super::response::Response;
+
+mod output;
+mod stream;
+#[cfg(test)]
+mod tests;
+
+use stream::Streaming;
 
 /// Lingering close: at most this long, and at most this many bytes.
 const LINGER_TIME: Duration = Duration::from_secs(1);
@@ -332,259 +322,9 @@ impl Protocol {
         }
     }
 
-    /// The waker of request number `request` was woken: pulls its stream
-    /// again. Ignored unless that request's stream is pending, so a stray,
-    /// repeated or late wake does nothing.
-    pub(crate) fn resume(&mut self, request: u64, now: Instant) {
-        if self.phase != Phase::Streaming || request != self.requests {
-            return;
-        }
-        if let Some(streaming) = self.streaming.as_mut()
-            && streaming.pending
-        {
-            streaming.pending = false;
-            self.pump(now);
-        }
-    }
-
-    fn owe_continue(&mut self, now: Instant) {
-        if self.inbox.take_continue() {
-            self.queue(b"HTTP/1.1 100 Continue\r\n\r\n", now);
-        }
-    }
-
-    /// Queues the response to the current request (the head of a streamed
-    /// one) and moves on.
-    fn respond(&mut self, response: Response, now: Instant) {
-        let unread = self.inbox.leaves_input_unread();
-        let http_1_0 = self.head.minor_version() == 0;
-        let head_only = self.head.method() == "HEAD";
-        // An HTTP/1.0 client has no chunked coding: a streamed body to it
-        // ends with the connection (a HEAD answer, with no body, does not).
-        let until_close = http_1_0 && response.is_streamed();
-        let close = unread
-            || (until_close && !head_only)
-            || !self.head.keep_alive()
-            || self.stopping
-            || self.peer_closed;
-        let persist = if close {
-            Persist::Close
-        } else if http_1_0 {
-            Persist::KeepAlive
-        } else {
-            Persist::Default
-        };
-        let delimit = if until_close {
-            Delimit::UntilClose
-        } else {
-            Delimit::Chunked
-        };
-        self.start_output(now);
-        let queued = self.out.len();
-        let status = response.status();
-        let stream = response.write_to(&mut self.out, head_only, persist, delimit);
-        access::log(
-            self.head.method(),
-            self.head.target(),
-            status,
-            self.started,
-            self.out.len() - queued,
-            self.peer,
-        );
-        self.inbox.finish();
-        let linger = unread || !self.inbox.input().is_empty();
-        match stream {
-            Some(source) => {
-                self.phase = Phase::Streaming;
-                self.deadline = None;
-                self.streaming = Some(Streaming {
-                    source,
-                    delimit,
-                    close,
-                    linger,
-                    chunk: Vec::new(),
-                    pending: false,
-                });
-                self.pump(now);
-            }
-            None => self.responded(close, linger, now),
-        }
-    }
-
-    /// Pulls the streamed body while less than a chunk of it waits and it
-    /// is not pending; once it is complete, moves on as after any response.
-    fn pump(&mut self, now: Instant) {
-        while self.output().len() < CHUNK {
-            let Some(streaming) = self.streaming.as_mut().filter(|s| !s.pending) else {
-                return;
-            };
-            streaming.chunk.clear();
-            let fill = streaming.source.fill(&mut streaming.chunk, CHUNK);
-            let Streaming {
-                delimit,
-                close,
-                linger,
-                ref chunk,
-                ..
-            } = *streaming;
-            let bytes = chunk.len();
-            // What was sent goes; the rest moves to the front.
-            self.out.drain(..self.sent);
-            self.sent = 0;
-            match delimit {
-                Delimit::Chunked => chunk::write(&mut self.out, chunk),
-                Delimit::UntilClose => self.out.extend_from_slice(chunk),
-            }
-            // Each piece has the write timeout to leave. A `Pending` that
-            // gave nothing is no piece: the last one's deadline runs on, so
-            // a stream that is never woken is cut short.
-            if bytes > 0 || fill != Fill::Pending {
-                self.write_deadline = Some(now + self.limits.write_timeout);
-            }
-            match fill {
-                Fill::More if bytes > 0 => {}
-                // Bytes with `Pending` are sent, then the stream waits too.
-                Fill::Pending => {
-                    streaming.pending = true;
-                    return;
-                }
-                Fill::Done => {
-                    if delimit == Delimit::Chunked {
-                        chunk::write_last(&mut self.out);
-                    }
-                    self.streaming = None;
-                    self.responded(close, linger, now);
-                    return;
-                }
-                // A failed stream, or one that promised more and gave
-                // nothing: cut the body short, never end it cleanly.
-                Fill::More | Fill::Failed => {
-                    if fill == Fill::Failed {
-                        info!("a streamed response failed; resetting its connection");
-                    }
-                    self.streaming = None;
-                    self.cut = true;
-                    self.phase = Phase::Closed;
-                    return;
-                }
-            }
-        }
-    }
-
-    /// After the whole of a response is queued: close, or wait for the
-    /// next request.
-    fn responded(&mut self, close: bool, linger: bool, now: Instant) {
-        if close {
-            self.close(linger, now);
-            return;
-        }
-        self.phase = Phase::Head;
-        if self.inbox.input().is_empty() {
-            // Idle once the answer has left (`after_output` starts the
-            // clock); until then the write deadline runs.
-            self.idle = true;
-            self.deadline = None;
-        } else {
-            self.wait_for_client(now + self.limits.head_timeout);
-        }
-    }
-
-    /// Answers an unacceptable request with an Error body and closes.
-    fn refuse(&mut self, status: u16, message: &str, now: Instant) {
-        self.start_output(now);
-        let queued = self.out.len();
-        Response::error(status, message).write_to(
-            &mut self.out,
-            false,
-            Persist::Close,
-            Delimit::Chunked,
-        );
-        access::log("-", "-", status, now, self.out.len() - queued, self.peer);
-        self.close(true, now);
-    }
-
-    fn queue(&mut self, bytes: &[u8], now: Instant) {
-        self.start_output(now);
-        self.out.extend_from_slice(bytes);
-    }
-
-    /// The write deadline runs from when output starts to wait.
-    fn start_output(&mut self, now: Instant) {
-        if self.output().is_empty() {
-            self.write_deadline = Some(now + self.limits.write_timeout);
-        }
-    }
-
-    fn close(&mut self, linger: bool, now: Instant) {
-        self.deadline = None;
-        self.phase = Phase::Closing { linger };
-        self.after_output(now);
-    }
-
     fn wait_for_client(&mut self, deadline: Instant) {
         self.idle = false;
         self.deadline = Some(deadline);
-    }
-
-    /// Output waiting to be sent.
-    pub(crate) fn output(&self) -> &[u8] {
-        &self.out[self.sent..]
-    }
-
-    /// `n` bytes of `output` were sent.
-    pub(crate) fn sent(&mut self, n: usize, now: Instant) {
-        self.sent += n;
-        if self.phase == Phase::Streaming && self.output().len() < CHUNK {
-            self.pump(now);
-        }
-        if self.sent >= self.out.len() {
-            self.out.clear();
-            self.sent = 0;
-            // A pending stream is still owed: its deadline runs on.
-            if self.streaming.is_none() {
-                self.write_deadline = None;
-            }
-            self.after_output(now);
-        }
-    }
-
-    /// Once all output is sent: close, start lingering, or give back the
-    /// buffers of an idle connection.
-    fn after_output(&mut self, now: Instant) {
-        if !self.output().is_empty() {
-            return;
-        }
-        match self.phase {
-            Phase::Closing { linger: true } if !self.peer_closed => {
-                self.phase = Phase::Lingering;
-                self.shutdown_due = true;
-                self.deadline = Some(now + LINGER_TIME);
-                self.inbox.release();
-            }
-            Phase::Closing { .. } => self.phase = Phase::Closed,
-            Phase::Head if self.inbox.input().is_empty() && self.stopping => {
-                self.phase = Phase::Closed;
-            }
-            Phase::Head if self.inbox.input().is_empty() => {
-                if self.idle {
-                    self.deadline = Some(now + self.limits.idle_timeout);
-                }
-                // Small buffers are kept for the next request (no
-                // allocation per request); large ones given back.
-                let held = self.inbox.capacity() + self.out.capacity() + self.head.bytes_held();
-                if held > IDLE_KEEP {
-                    self.inbox.release();
-                    self.out = Vec::new();
-                    self.head.release();
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Whether the driver should shut down our sending side now (once).
-    pub(crate) fn take_shutdown(&mut self) -> bool {
-        std::mem::take(&mut self.shutdown_due)
     }
 
     /// Whether the driver should read more input now.
@@ -609,49 +349,8 @@ impl Protocol {
         }
     }
 
-    /// Whether the connection ends owing the client part of a response
-    /// (the write timeout passed, a stream failed, or the server stopped
-    /// before it was sent). The driver then resets it rather than closing
-    /// it: a close would let a body delimited by the close (HTTP/1.0) look
-    /// complete, and leave what the kernel holds for the client queued.
-    pub(crate) fn cut_short(&self) -> bool {
-        self.cut || !self.output().is_empty() || self.streaming.is_some()
-    }
-
     /// Whether the connection is done and can be dropped.
     pub(crate) fn is_closed(&self) -> bool {
         self.phase == Phase::Closed
     }
-
-    /// Bytes this connection holds in buffers right now.
-    #[cfg(test)]
-    pub(crate) fn buffered(&self) -> usize {
-        self.out.capacity() + self.inbox.capacity() + self.head.bytes_held()
-    }
 }
-
-/// A streamed body being sent.
-struct Streaming {
-    source: Box<dyn Stream>,
-    delimit: Delimit,
-    /// Close the connection once it is complete (and linger first).
-    close: bool,
-    linger: bool,
-    /// The piece being made (kept, so each piece costs no allocation).
-    chunk: Vec<u8>,
-    /// It answered `Fill::Pending`: not pulled until `resume`.
-    pending: bool,
-}
-
-impl std::fmt::Debug for Streaming {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Streaming")
-            .field("delimit", &self.delimit)
-            .field("close", &self.close)
-            .field("pending", &self.pending)
-            .finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests;

@@ -2,9 +2,11 @@
 //! under unsent output, and streamed bodies (pulled as the client reads,
 //! pending until woken, cut short when they fail or stall).
 
-use super::*;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::*;
+use crate::http::response::{Fill, Stream};
 
 fn protocol() -> (Protocol, Instant) {
     let now = Instant::now();
