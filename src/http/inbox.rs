@@ -12,11 +12,11 @@
 //! ends; the inbox only answers whether the body it saw leaves bytes on
 //! the connection that could not be read as the next request.
 
-use super::body::{BodyError, Decoder, Framing, Step};
+use super::body::{BodyError, DecodeStep, Decoder, Framing};
 
 /// The request being handled: where its body stands.
 #[derive(Debug, Default)]
-enum Body {
+enum RequestBody {
     /// The handler has not asked for it.
     #[default]
     Unread,
@@ -33,7 +33,7 @@ enum Body {
 pub(crate) struct Inbox {
     input: Vec<u8>,
     framing: Option<Framing>,
-    body: Body,
+    body: RequestBody,
     max_body: usize,
     /// A `100 Continue` is owed: the handler asked for a body the client
     /// waits to send.
@@ -58,30 +58,30 @@ impl Inbox {
 
     /// The body, decoding what is buffered; see `Request::body`.
     pub(crate) fn body(&mut self, expects_continue: bool) -> Result<&[u8], BodyError> {
-        if let Body::Unread = self.body {
+        if let RequestBody::Unread = self.body {
             let framing = self.framing.unwrap_or(Framing::None);
             self.body = match Decoder::new(framing, self.max_body) {
                 Ok(decoder) => {
                     if expects_continue && self.has_body() && !self.continue_sent {
                         self.continue_due = true;
                     }
-                    Body::Reading(decoder)
+                    RequestBody::Reading(decoder)
                 }
-                Err(e) => Body::Failed(e),
+                Err(e) => RequestBody::Failed(e),
             };
             self.decode();
         }
         match &self.body {
-            Body::Read(bytes) => Ok(bytes),
-            Body::Failed(e) => Err(e.clone()),
-            Body::Reading(_) => Err(BodyError::NotYet),
-            Body::Unread => Err(BodyError::Closed),
+            RequestBody::Read(bytes) => Ok(bytes),
+            RequestBody::Failed(e) => Err(e.clone()),
+            RequestBody::Reading(_) => Err(BodyError::NotYet),
+            RequestBody::Unread => Err(BodyError::Closed),
         }
     }
 
     /// Whether the body was asked for and is still arriving.
     pub(crate) fn awaits_body(&self) -> bool {
-        matches!(self.body, Body::Reading(_))
+        matches!(self.body, RequestBody::Reading(_))
     }
 
     /// Bytes read and not yet consumed by a head or a body.
@@ -113,13 +113,13 @@ impl Inbox {
     /// and no `100 Continue` has been sent for it.
     pub(super) fn start(&mut self, framing: Framing) {
         self.framing = Some(framing);
-        self.body = Body::Unread;
+        self.body = RequestBody::Unread;
         self.continue_sent = false;
     }
 
     /// The current request is answered: its body is forgotten.
     pub(super) fn finish(&mut self) {
-        self.body = Body::Unread;
+        self.body = RequestBody::Unread;
         self.framing = None;
     }
 
@@ -136,35 +136,35 @@ impl Inbox {
 
     /// Moves buffered input into the body being read.
     pub(super) fn decode(&mut self) {
-        let Body::Reading(decoder) = &mut self.body else {
+        let RequestBody::Reading(decoder) = &mut self.body else {
             return;
         };
         match decoder.advance(&self.input) {
             Ok((used, step)) => {
                 self.input.drain(..used);
-                if step == Step::Done {
-                    let Body::Reading(decoder) = std::mem::take(&mut self.body) else {
+                if step == DecodeStep::Done {
+                    let RequestBody::Reading(decoder) = std::mem::take(&mut self.body) else {
                         return;
                     };
-                    self.body = Body::Read(decoder.into_body());
+                    self.body = RequestBody::Read(decoder.into_body());
                 }
             }
-            Err(e) => self.body = Body::Failed(e),
+            Err(e) => self.body = RequestBody::Failed(e),
         }
     }
 
     /// The body still arriving will not: it fails with `error`.
     pub(super) fn fail(&mut self, error: BodyError) {
-        self.body = Body::Failed(error);
+        self.body = RequestBody::Failed(error);
     }
 
     /// Whether bytes of this request's body may still sit unread on the
     /// connection, so that it cannot carry another request.
     pub(super) fn leaves_input_unread(&self) -> bool {
         match self.body {
-            Body::Unread => self.has_body(),
-            Body::Read(_) => false,
-            Body::Reading(_) | Body::Failed(_) => true,
+            RequestBody::Unread => self.has_body(),
+            RequestBody::Read(_) => false,
+            RequestBody::Reading(_) | RequestBody::Failed(_) => true,
         }
     }
 }

@@ -62,7 +62,7 @@ const CHUNK: usize = 32 * 1024;
 
 /// What the driver should do next.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Event {
+pub(crate) enum Action {
     /// A request head is ready: run the handler, then `answer`.
     Request,
     /// The body the handler asked for is in (or failed): run the handler
@@ -207,7 +207,7 @@ impl Protocol {
     }
 
     /// The next thing to do at `now`; acts on expired deadlines.
-    pub(crate) fn poll(&mut self, now: Instant) -> Event {
+    pub(crate) fn poll(&mut self, now: Instant) -> Action {
         if self.write_deadline.is_some_and(|d| now >= d) {
             self.phase = Phase::Closed;
         }
@@ -222,30 +222,30 @@ impl Protocol {
                     } else if self.peer_closed {
                         self.inbox.fail(BodyError::Closed);
                     } else {
-                        return Event::Wait;
+                        return Action::Wait;
                     }
                 }
                 self.deadline = None;
-                Event::Body
+                Action::Body
             }
             Phase::Lingering if expired => {
                 self.phase = Phase::Closed;
-                Event::Wait
+                Action::Wait
             }
-            _ => Event::Wait,
+            _ => Action::Wait,
         }
     }
 
-    fn next_head(&mut self, now: Instant, expired: bool) -> Event {
+    fn next_head(&mut self, now: Instant, expired: bool) -> Action {
         if self.output().len() >= OUT_HIGH {
-            return Event::Wait; // the client reads its answers first
+            return Action::Wait; // the client reads its answers first
         }
         if self.inbox.input().is_empty() {
             // Nothing of a head yet: closing loses nothing.
             if expired || self.peer_closed || self.stopping {
                 self.close(false, now);
             }
-            return Event::Wait;
+            return Action::Wait;
         }
         // Never more than a head's worth: what lies past it must not change
         // the verdict (a read that stopped there would not have seen it).
@@ -260,27 +260,27 @@ impl Protocol {
                         self.requests += 1;
                         self.started = now;
                         self.deadline = None;
-                        Event::Request
+                        Action::Request
                     }
                     Err(e) => self.refused(e, now),
                 }
             }
             Ok(None) if self.peer_closed || self.stopping => {
                 self.close(false, now);
-                Event::Wait
+                Action::Wait
             }
             Ok(None) if expired => {
                 self.refuse(408, "request head timed out", now);
-                Event::Wait
+                Action::Wait
             }
-            Ok(None) => Event::Wait,
+            Ok(None) => Action::Wait,
             Err(e) => self.refused(e, now),
         }
     }
 
-    fn refused(&mut self, e: HeadError, now: Instant) -> Event {
+    fn refused(&mut self, e: HeadError, now: Instant) -> Action {
         self.refuse(e.status(), e.message(), now);
-        Event::Wait
+        Action::Wait
     }
 
     /// The head and the inbox, to build the handler's `Request` from.

@@ -13,7 +13,7 @@ use std::time::Instant;
 use log::error;
 
 use super::deferred::{Mailbox, Ticket};
-use super::protocol::{Answer, Event, Protocol};
+use super::protocol::{Action, Answer, Protocol};
 use super::request::{Deferral, Request};
 use super::{Handler, Response};
 
@@ -33,7 +33,7 @@ pub(crate) fn drive(
     home: Option<&Home<'_>>,
     now: Instant,
 ) {
-    while protocol.poll(now) != Event::Wait {
+    while protocol.poll(now) != Action::Wait {
         let deferral = home.map(|home| Deferral {
             mailbox: home.mailbox,
             ticket: Ticket {

@@ -58,8 +58,9 @@ const WRITE_SHARE: usize = 256 * 1024;
 /// holds only what a read leaves unparsed).
 const READ_SIZE: usize = 16 * 1024;
 
-/// What every event loop shares.
-pub(crate) struct Shared {
+/// What every event loop of one server shares: the limits, the handler,
+/// the count of open connections and the stopping flag.
+pub(crate) struct ServerState {
     pub(crate) limits: Limits,
     pub(crate) handler: Arc<dyn Handler>,
     /// Connections open over all loops.
@@ -67,7 +68,7 @@ pub(crate) struct Shared {
     pub(crate) stopping: Arc<AtomicBool>,
 }
 
-impl Shared {
+impl ServerState {
     fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::Relaxed)
     }
@@ -127,7 +128,7 @@ pub(crate) struct Worker {
     listener: Option<TcpListener>,
     postbox: Arc<Postbox>,
     mailbox: Arc<dyn Mailbox>,
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     next_id: u64,
@@ -148,7 +149,10 @@ enum Left {
 
 impl Worker {
     /// A loop accepting from `listener`.
-    pub(crate) fn new(listener: std::net::TcpListener, shared: Arc<Shared>) -> io::Result<Worker> {
+    pub(crate) fn new(
+        listener: std::net::TcpListener,
+        shared: Arc<ServerState>,
+    ) -> io::Result<Worker> {
         listener.set_nonblocking(true)?;
         let mut listener = TcpListener::from_std(listener);
         let poll = Poll::new()?;
@@ -395,7 +399,7 @@ impl Worker {
 /// block, or has had its share.
 fn serve(
     conn: &mut Conn,
-    shared: &Shared,
+    shared: &ServerState,
     home: &Home<'_>,
     scratch: &mut [u8],
     now: Instant,

@@ -17,7 +17,7 @@ fn protocol() -> (Protocol, Instant) {
 /// Answers every ready request with 204.
 fn answer_all(p: &mut Protocol, now: Instant) -> usize {
     let mut n = 0;
-    while p.poll(now) != Event::Wait {
+    while p.poll(now) != Action::Wait {
         p.answer(Answer::Now(Response::no_content()), now);
         n += 1;
     }
@@ -52,7 +52,7 @@ fn deadlines_head_then_idle_then_write() {
     assert_eq!(p.deadline(), Some(now + Duration::from_secs(10)));
     p.received(b"GET / HTTP/1.1\r\n", now);
     let later = now + Duration::from_secs(11);
-    assert_eq!(p.poll(later), Event::Wait);
+    assert_eq!(p.poll(later), Action::Wait);
     assert!(p.output().starts_with(b"HTTP/1.1 408 "));
 
     let (mut p, now) = protocol();
@@ -60,7 +60,7 @@ fn deadlines_head_then_idle_then_write() {
     answer_all(&mut p, now);
     // Nothing sent yet: the write deadline runs, not the idle one.
     assert_eq!(p.deadline(), Some(now + Duration::from_secs(10)));
-    assert_eq!(p.poll(now + Duration::from_secs(10)), Event::Wait);
+    assert_eq!(p.poll(now + Duration::from_secs(10)), Action::Wait);
     assert!(
         p.is_closed(),
         "the whole response must leave within the write timeout"
@@ -71,11 +71,11 @@ fn deadlines_head_then_idle_then_write() {
     p.received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", now);
     answer_all(&mut p, now);
     let sent_at = now + Duration::from_secs(8);
-    assert_eq!(p.poll(sent_at), Event::Wait);
+    assert_eq!(p.poll(sent_at), Action::Wait);
     let n = p.output().len();
     p.sent(n, sent_at);
     assert_eq!(p.deadline(), Some(sent_at + Duration::from_secs(5)));
-    assert_eq!(p.poll(sent_at + Duration::from_secs(4)), Event::Wait);
+    assert_eq!(p.poll(sent_at + Duration::from_secs(4)), Action::Wait);
     assert!(!p.is_closed());
 }
 
@@ -134,7 +134,7 @@ fn a_streamed_body_is_pulled_as_the_client_reads_then_the_next_request_goes_on()
         b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n",
         now,
     );
-    assert_eq!(p.poll(now), Event::Request);
+    assert_eq!(p.poll(now), Action::Request);
     let (response, calls) = pieces(100, 10_000, Fill::Done);
     p.answer(Answer::Now(response), now);
     // About a chunk is made, not the whole megabyte.
@@ -143,7 +143,7 @@ fn a_streamed_body_is_pulled_as_the_client_reads_then_the_next_request_goes_on()
     assert!(p.output().len() < 2 * CHUNK);
     assert_eq!(
         p.poll(now),
-        Event::Wait,
+        Action::Wait,
         "the next request waits for the body"
     );
     assert!(!p.wants_input());
@@ -161,28 +161,28 @@ fn a_streamed_body_is_pulled_as_the_client_reads_then_the_next_request_goes_on()
         wire[head_end..] == want[..],
         "the body is 100 chunks and the end"
     );
-    assert_eq!(p.poll(now), Event::Request, "then the pipelined request");
+    assert_eq!(p.poll(now), Action::Request, "then the pipelined request");
 }
 
 #[test]
 fn each_piece_of_a_stream_has_the_write_timeout_and_a_stalled_client_is_closed() {
     let (mut p, now) = protocol();
     p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
-    assert_eq!(p.poll(now), Event::Request);
+    assert_eq!(p.poll(now), Action::Request);
     let (response, _) = pieces(1000, 10_000, Fill::Done);
     p.answer(Answer::Now(response), now);
     // A client taking a chunk every 8 s outlives the 10 s timeout...
     let mut at = now;
     for _ in 0..5 {
         at += Duration::from_secs(8);
-        assert_eq!(p.poll(at), Event::Wait);
+        assert_eq!(p.poll(at), Action::Wait);
         assert!(!p.is_closed());
         let n = p.output().len();
         p.sent(n, at);
     }
     // ...one that stops reading does not.
     assert_eq!(p.deadline(), Some(at + Duration::from_secs(10)));
-    assert_eq!(p.poll(at + Duration::from_secs(10)), Event::Wait);
+    assert_eq!(p.poll(at + Duration::from_secs(10)), Action::Wait);
     assert!(p.is_closed() && p.cut_short());
 }
 
@@ -190,7 +190,7 @@ fn each_piece_of_a_stream_has_the_write_timeout_and_a_stalled_client_is_closed()
 fn a_failed_stream_is_cut_short_and_closed() {
     let (mut p, now) = protocol();
     p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
-    assert_eq!(p.poll(now), Event::Request);
+    assert_eq!(p.poll(now), Action::Request);
     let (response, _) = pieces(3, 100, Fill::Failed);
     p.answer(Answer::Now(response), now);
     assert!(p.is_closed());
@@ -202,7 +202,7 @@ fn a_failed_stream_is_cut_short_and_closed() {
 fn an_http_1_0_client_gets_the_stream_up_to_the_close() {
     let (mut p, now) = protocol();
     p.received(b"GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", now);
-    assert_eq!(p.poll(now), Event::Request);
+    assert_eq!(p.poll(now), Action::Request);
     let (response, _) = pieces(4, 10_000, Fill::Done);
     p.answer(Answer::Now(response), now);
     let wire = send_all(&mut p, 4096, now);
@@ -218,7 +218,7 @@ fn an_http_1_0_client_gets_the_stream_up_to_the_close() {
     // HEAD has no body to delimit: the connection stays.
     let (mut p, now) = protocol();
     p.received(b"HEAD /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", now);
-    assert_eq!(p.poll(now), Event::Request);
+    assert_eq!(p.poll(now), Action::Request);
     p.answer(Answer::Now(pieces(4, 10, Fill::Done).0), now);
     let head = String::from_utf8(send_all(&mut p, 4096, now)).unwrap();
     assert!(head.contains("Connection: keep-alive\r\n"), "{head}");
@@ -237,17 +237,17 @@ fn unsent_output_stops_pipelined_requests() {
         b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",
         now,
     );
-    assert_eq!(p.poll(now), Event::Request);
+    assert_eq!(p.poll(now), Action::Request);
     p.answer(Answer::Now(big), now);
     assert_eq!(
         p.poll(now),
-        Event::Wait,
+        Action::Wait,
         "the second waits for the first to drain"
     );
     assert!(!p.wants_input());
     let n = p.output().len();
     p.sent(n, now);
-    assert_eq!(p.poll(now), Event::Request);
+    assert_eq!(p.poll(now), Action::Request);
 }
 
 /// A stream that gives `steps` in order, one a call (then fails),
@@ -287,7 +287,7 @@ fn a_pending_stream_is_pulled_again_only_when_woken_then_the_next_request_goes_o
         b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n",
         now,
     );
-    assert_eq!(p.poll(now), Event::Request);
+    assert_eq!(p.poll(now), Action::Request);
     let (response, calls) = script(&[
         (b"", Fill::Pending),
         (b"ab", Fill::More),
@@ -300,7 +300,7 @@ fn a_pending_stream_is_pulled_again_only_when_woken_then_the_next_request_goes_o
     assert!(wire.ends_with(b"Transfer-Encoding: chunked\r\n\r\n"));
     // Pending: no pull as output leaves or the driver polls, the
     // connection stays, and the next request waits for the body.
-    assert_eq!(p.poll(now), Event::Wait);
+    assert_eq!(p.poll(now), Action::Wait);
     assert_eq!(calls(), 1);
     assert!(!p.is_closed() && !p.wants_input());
     p.resume(0, now);
@@ -315,7 +315,7 @@ fn a_pending_stream_is_pulled_again_only_when_woken_then_the_next_request_goes_o
         body_of(&wire),
         b"2\r\nab\r\n2\r\ncd\r\n2\r\nef\r\n0\r\n\r\n"
     );
-    assert_eq!(p.poll(now), Event::Request, "then the pipelined request");
+    assert_eq!(p.poll(now), Action::Request, "then the pipelined request");
     p.resume(1, now);
     assert_eq!(calls(), 4, "a late wake does nothing");
 }
@@ -324,7 +324,7 @@ fn a_pending_stream_is_pulled_again_only_when_woken_then_the_next_request_goes_o
 fn a_pending_stream_never_woken_is_cut_short_at_its_last_pieces_write_timeout() {
     let (mut p, now) = protocol();
     p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
-    assert_eq!(p.poll(now), Event::Request);
+    assert_eq!(p.poll(now), Action::Request);
     let (response, calls) = script(&[(b"ab", Fill::Pending), (b"", Fill::Pending)]);
     p.answer(Answer::Now(response), now);
     // All of it has left, and the piece's deadline still runs...
@@ -335,9 +335,9 @@ fn a_pending_stream_never_woken_is_cut_short_at_its_last_pieces_write_timeout() 
     p.resume(1, now + Duration::from_secs(5));
     assert_eq!(calls.load(Ordering::Relaxed), 2);
     assert_eq!(p.deadline(), Some(due));
-    assert_eq!(p.poll(due - Duration::from_secs(1)), Event::Wait);
+    assert_eq!(p.poll(due - Duration::from_secs(1)), Action::Wait);
     assert!(!p.is_closed());
-    assert_eq!(p.poll(due), Event::Wait);
+    assert_eq!(p.poll(due), Action::Wait);
     assert!(
         p.is_closed() && p.cut_short(),
         "reset: the body never ended"
@@ -348,7 +348,7 @@ fn a_pending_stream_never_woken_is_cut_short_at_its_last_pieces_write_timeout() 
 fn an_http_1_0_client_gets_a_pending_stream_up_to_the_close() {
     let (mut p, now) = protocol();
     p.received(b"GET /a HTTP/1.0\r\n\r\n", now);
-    assert_eq!(p.poll(now), Event::Request);
+    assert_eq!(p.poll(now), Action::Request);
     let (response, _) = script(&[
         (b"ab", Fill::Pending),
         (b"cd", Fill::Pending),
