@@ -11,6 +11,10 @@
 //! A bare LF or CR, a control byte, or anything else off the grammar is
 //! refused: a proxy that ends lines at LF would otherwise read a different
 //! message than we do (request smuggling).
+//!
+//! What it does not do: hold the input or decide when a body is read (the
+//! inbox does, once the handler asks), or encode chunks for responses
+//! (`chunk` does).
 
 use std::fmt;
 

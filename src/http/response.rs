@@ -6,14 +6,18 @@
 //! an export of every plant). The engine adds the framing headers itself
 //! (`Content-Length`, `Transfer-Encoding`, `Connection: close`), so
 //! handlers cannot get them wrong: every complete response carries
-//! `Content-Length` except 1xx and 204, and a HEAD response carries the
-//! length of the body it leaves out. A streamed body is sent chunked to an
+//! `Content-Length` except 1xx, 204 and 304, and a HEAD response carries
+//! the length of the body it leaves out. A streamed body is sent chunked to an
 //! HTTP/1.1 client, and to an HTTP/1.0 client as the bytes up to the close
 //! (it has no chunked coding); a HEAD answer to it carries the same
 //! framing header and no body.
 //! `Connection` is the engine's too: `close` when it will close, and
 //! `keep-alive` for an HTTP/1.0 client that asked to keep the connection
 //! (without it such a client waits for the close, as ApacheBench does).
+//!
+//! What it does not do: decide whether the connection persists or how a
+//! streamed body is delimited (the protocol decides and passes both in),
+//! or pull and frame a streamed body (the protocol and `chunk` do).
 
 use serde::Serialize;
 

@@ -5,7 +5,11 @@
 //! [`Gauge`] and hands it to the application (for `/metrics`) and to
 //! [`Server::bind`] with the handler; the loops share the handler, the
 //! limits, the gauge's counter and the stopping flag. [`Stopper::stop`]
-//! sets the flag and wakes every loop.
+//! sets the flag and wakes every loop. [`raise_open_file_limit`] lives here
+//! because each connection the server holds needs a descriptor.
+//!
+//! What it does not do: serve connections (each loop does, on its own
+//! thread; the first runs on the caller's).
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};

@@ -4,6 +4,8 @@
 //! the event loops and the replay harness, so both serve a connection the
 //! same way. A handler that panics answers 500 (the message and location
 //! are logged by the panic hook, the request here) and the server lives on.
+//! It keeps no state and does no I/O: the driver reads, writes and keeps
+//! time.
 
 use std::net::SocketAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -15,8 +15,15 @@
 //! responses, and wakes for streams that said they were pending, arrive
 //! through the loop's mailbox, whose waker interrupts `poll`; until woken,
 //! a pending stream's connection waits for events like any other.
-//! Stopping: the loop drops its listener, closes connections with nothing
-//! in flight, and lets the rest finish until the grace period ends.
+//! A connection past `max_connections` is answered 503 as it is accepted
+//! and closed. Stopping: the loop drops its listener, closes connections
+//! with nothing in flight, and lets the rest finish until the grace period
+//! ends.
+//!
+//! What it does not do: parse or frame anything (the protocol does), or
+//! run a handler anywhere but inline, through `session`. A connection that
+//! owes its client part of a response when it goes is reset, never closed
+//! cleanly.
 //!
 //! Why `mio` and not `polling`: measured with the same loop ported to
 //! each, `polling` made the binary 3.4 KB larger, cost 3-6% more server CPU
