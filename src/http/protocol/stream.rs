@@ -83,7 +83,8 @@ impl Protocol {
                 ..
             } = *streaming;
             let bytes = piece.len();
-            // What was sent goes; the rest moves to the front.
+            // Drop what was sent before adding a piece, so the buffer holds
+            // about one piece however long the body.
             self.out.drain(..self.sent);
             self.sent = 0;
             match delimit {
