@@ -11,6 +11,10 @@
 //! A bare LF or CR, a control byte, or anything else off the grammar is
 //! refused: a proxy that ends lines at LF would otherwise read a different
 //! message than we do (request smuggling).
+//!
+//! What it does not do: hold the input or decide when a body is read (the
+//! inbox does, once the handler asks), or encode chunks for responses
+//! (`chunk` does).
 
 use std::fmt;
 
@@ -83,7 +87,7 @@ pub(crate) struct Decoder {
 
 /// What one step of decoding found.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Step {
+pub(crate) enum DecodeStep {
     /// Needs more input.
     More,
     /// The body is complete.
@@ -113,19 +117,19 @@ impl Decoder {
 
     /// Decodes from `input`; returns how many bytes it consumed and whether
     /// the body is complete. Bytes after the body are never consumed.
-    pub(crate) fn advance(&mut self, input: &[u8]) -> Result<(usize, Step), BodyError> {
+    pub(crate) fn advance(&mut self, input: &[u8]) -> Result<(usize, DecodeStep), BodyError> {
         let mut used = 0;
         loop {
             let rest = &input[used..];
             let state = match self.left {
-                Ok(0) => return Ok((used, Step::Done)),
+                Ok(0) => return Ok((used, DecodeStep::Done)),
                 Ok(n) => {
                     let take = rest.len().min(n as usize);
                     self.body.extend_from_slice(&rest[..take]);
                     self.left = Ok(n - take as u64);
                     used += take;
                     if take == 0 {
-                        return Ok((used, Step::More));
+                        return Ok((used, DecodeStep::More));
                     }
                     continue;
                 }
@@ -134,7 +138,7 @@ impl Decoder {
             match state {
                 Chunk::Size => {
                     let Some((len, size)) = size_line(rest)? else {
-                        return Ok((used, Step::More));
+                        return Ok((used, DecodeStep::More));
                     };
                     used += len;
                     if size > (self.max - self.body.len()) as u64 {
@@ -151,7 +155,7 @@ impl Decoder {
                     self.body.extend_from_slice(&rest[..take]);
                     used += take;
                     if take == 0 {
-                        return Ok((used, Step::More));
+                        return Ok((used, DecodeStep::More));
                     }
                     let n = n - take as u64;
                     self.left = Err(if n == 0 {
@@ -165,7 +169,7 @@ impl Decoder {
                         used += 2;
                         self.left = Err(Chunk::Size);
                     }
-                    [] | [b'\r'] => return Ok((used, Step::More)),
+                    [] | [b'\r'] => return Ok((used, DecodeStep::More)),
                     _ => return Err(BodyError::Malformed("chunk data not followed by CRLF")),
                 },
                 Chunk::Trailers(total) => {
@@ -175,7 +179,7 @@ impl Decoder {
                         return Err(BodyError::Malformed("trailers too long"));
                     };
                     let Some(len) = field_line(rest, budget)? else {
-                        return Ok((used, Step::More));
+                        return Ok((used, DecodeStep::More));
                     };
                     used += len;
                     if len == 2 {
@@ -212,14 +216,14 @@ fn size_line(input: &[u8]) -> Result<Option<(usize, u64)>, BodyError> {
     }
     let size = input[..digits]
         .iter()
-        .fold(0u64, |n, &b| (n << 4) | u64::from(hex(b)));
+        .fold(0u64, |n, &b| (n << 4) | u64::from(hex_value(b)));
     if !extensions(&input[digits..end]) {
         return Err(BAD);
     }
     Ok(Some((end + 2, size)))
 }
 
-fn hex(b: u8) -> u8 {
+fn hex_value(b: u8) -> u8 {
     match b {
         b'0'..=b'9' => b - b'0',
         b'a'..=b'f' => b - b'a' + 10,
@@ -324,8 +328,8 @@ mod tests {
     fn decode(framing: Framing, input: &[u8]) -> Result<(Vec<u8>, usize), BodyError> {
         let mut whole = Decoder::new(framing, 64)?;
         let result = match whole.advance(input)? {
-            (used, Step::Done) => Ok((whole.into_body(), used)),
-            (_, Step::More) => Err(BodyError::NotYet),
+            (used, DecodeStep::Done) => Ok((whole.into_body(), used)),
+            (_, DecodeStep::More) => Err(BodyError::NotYet),
         };
         let mut bytewise = Decoder::new(framing, 64)?;
         let mut buf = Vec::new();
@@ -337,7 +341,7 @@ mod tests {
                 Ok((used, step)) => {
                     buf.drain(..used);
                     consumed += used;
-                    if step == Step::Done {
+                    if step == DecodeStep::Done {
                         outcome = Ok(consumed);
                         break;
                     }

@@ -8,6 +8,9 @@
 //! smuggled past us), exactly one `Host` on HTTP/1.1 (RFC 9112 §3.2),
 //! absolute-form targets served by their path (§3.2.2), persistence
 //! (`Connection`, HTTP/1.0 vs 1.1) and `Expect: 100-continue`.
+//!
+//! What it does not do: hold input (it parses the window the protocol
+//! hands it) or read a body (it only says how the body is framed).
 
 use std::ops::Range;
 

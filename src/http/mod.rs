@@ -5,22 +5,29 @@
 //! loops (`worker`, on `mio`); each owns its connections and feeds their
 //! bytes to a `protocol` (one connection's HTTP/1.1 state machine, with no
 //! socket in it: bytes in, requests and deadlines out, responses in, bytes
-//! out), built on `head` (request heads), `body` (incremental body
-//! decoding) and `response` (response bytes). `session` runs the handler
-//! for each request a protocol has ready, inline on the loop; a handler
-//! that must wait hands its answer to another thread (`deferred`), which
-//! wakes the loop when done, and a streamed body made on another thread
-//! says it is pending and is woken the same way. The rest of the crate
-//! sees only `Request`, `Response` (with a `Stream` for a body made as it
-//! is sent), `Deferred`, `Waker` and the `Handler` trait.
+//! out), built on `head` (request heads), `inbox` (a connection's unparsed
+//! input and the body of its current request), `body` (incremental body
+//! decoding), `response` (response bytes), `chunk` (chunked coding of a
+//! streamed body) and `access` (one access line per answer). `session`
+//! runs the handler for each request a protocol has ready, inline on the
+//! loop; a handler that must wait hands its answer to another thread
+//! (`deferred`), which wakes the loop when done, and a streamed body made
+//! on another thread says it is pending and is woken the same way.
 //!
-//! Every limit and timeout lives in `Limits`. What it does not do: TLS,
-//! HTTP/2, compression, or draining an unread body (the connection is
+//! The rest of the crate sees `Server` (with `Limits`, `Gauge` and
+//! `Stopper`) to run the engine, and `Request`, `Response` (with a
+//! `Stream` for a body made as it is sent), `Deferred`, `Waker` and the
+//! `Handler` trait to answer it. Every limit and timeout lives in
+//! `Limits`. What it does not do: TLS, HTTP/2, compression, routing or
+//! anything about plants, or draining an unread body (the connection is
 //! closed instead).
 
+mod access;
 mod body;
+mod chunk;
 mod deferred;
 mod head;
+mod inbox;
 mod protocol;
 #[cfg(any(test, fuzzing))]
 pub mod replay;

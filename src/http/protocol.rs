@@ -1,6 +1,9 @@
 //! One connection's HTTP/1.1 protocol as a state machine, with no socket in
 //! it (sans-I/O): bytes in, parsed requests and deadlines out; responses
-//! in, bytes out.
+//! in, bytes out. This file owns the state, the input side (heads, bodies
+//! asked for, deadlines) and the handler's side; `output` queues answers
+//! and decides what follows them (the next head, close, linger), and
+//! `stream` pulls streamed bodies.
 //!
 //! The driver (an event loop, or the replay harness) feeds what it reads
 //! with [`Protocol::received`] and [`Protocol::closed_by_peer`], asks
@@ -9,22 +12,9 @@
 //! [`Protocol::complete`]), writes [`Protocol::output`] as the socket takes
 //! it and reports [`Protocol::sent`]. It sleeps until new input, writable
 //! space or [`Protocol::deadline`], whichever comes first; `poll` itself
-//! acts on deadlines that have passed. Only `poll` and `answer` produce
-//! output, and they depend on nothing but the bytes received so far and
-//! the time, so how the input was cut into reads never changes what is
-//! parsed or answered.
-//!
-//! A streamed body (`Response::stream`) is pulled a chunk at a time: the
-//! next chunk is made only once less than `CHUNK` bytes of output wait, so
-//! a client that does not read holds about one chunk. While it streams,
-//! each chunk must leave within the write timeout (the timeout bounds the
-//! client's pace, not the length of the whole body), and nothing else is
-//! read or parsed on the connection. A stream that answers `Fill::Pending`
-//! (its pieces are made on another thread) is not pulled again until the
-//! driver reports its waker woken with [`Protocol::resume`]; meanwhile
-//! what it gave keeps leaving, and the write deadline of its last piece
-//! keeps running, so one that never wakes is cut short like a client that
-//! stops reading.
+//! acts on deadlines that have passed. What is parsed and answered depends
+//! on nothing but the bytes received so far and the time, so how the
+//! input was cut into reads never changes it.
 //!
 //! Requests are answered strictly in order: a pipelined head is parsed only
 //! once the previous response is queued, and only while less than
@@ -37,24 +27,26 @@
 //! `IDLE_KEEP` bytes of buffers (so a keep-alive request costs no
 //! allocation for them), under 2 KiB in all.
 //!
-//! The connection is closed when the client asks, when a body was left
-//! unread (never drained: it may be unbounded), when the head was refused,
-//! and when the server is stopping. Before closing with input possibly
-//! unread we "linger" (our side shut, reading and discarding for at most
-//! `LINGER_TIME` and `LINGER_BYTES`) so the kernel does not answer the
-//! client's remaining bytes with a reset that would destroy our last
-//! response in flight.
+//! What it does not do: touch a socket, keep its own time (the driver
+//! passes `now` in; only the access line's duration reads the clock), run
+//! the handler (`session` does), or read a body the handler did not ask
+//! for.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use log::{info, log_enabled};
-
 use super::Limits;
-use super::body::{BodyError, Decoder, Framing, Step};
+use super::body::BodyError;
 use super::head::{Head, HeadError};
-use super::response::{Delimit, Fill, Persist, Response, Stream};
-use crate::logging::{self, Access};
+use super::inbox::Inbox;
+use super::response::Response;
+
+mod output;
+mod stream;
+#[cfg(test)]
+mod tests;
+
+use stream::Streaming;
 
 /// Lingering close: at most this long, and at most this many bytes.
 const LINGER_TIME: Duration = Duration::from_secs(1);
@@ -70,7 +62,7 @@ const CHUNK: usize = 32 * 1024;
 
 /// What the driver should do next.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Event {
+pub(crate) enum Action {
     /// A request head is ready: run the handler, then `answer`.
     Request,
     /// The body the handler asked for is in (or failed): run the handler
@@ -113,95 +105,6 @@ enum Phase {
     Closed,
 }
 
-/// The request being handled: where its body stands.
-#[derive(Debug, Default)]
-enum Body {
-    /// The handler has not asked for it.
-    #[default]
-    Unread,
-    /// Asked for and still arriving.
-    Reading(Decoder),
-    /// Complete.
-    Read(Vec<u8>),
-    /// Could not be read (refused, timed out, closed).
-    Failed(BodyError),
-}
-
-/// The input side of a connection that a `Request` reads its body from.
-#[derive(Debug, Default)]
-pub(crate) struct Inbox {
-    input: Vec<u8>,
-    framing: Option<Framing>,
-    body: Body,
-    max_body: usize,
-    /// A `100 Continue` is owed: the handler asked for a body the client
-    /// waits to send.
-    continue_due: bool,
-    continue_sent: bool,
-}
-
-impl Inbox {
-    pub(crate) fn has_body(&self) -> bool {
-        !matches!(self.framing, None | Some(Framing::None))
-    }
-
-    /// The body, decoding what is buffered; see `Request::body`.
-    pub(crate) fn body(&mut self, expects_continue: bool) -> Result<&[u8], BodyError> {
-        if let Body::Unread = self.body {
-            let framing = self.framing.unwrap_or(Framing::None);
-            self.body = match Decoder::new(framing, self.max_body) {
-                Ok(decoder) => {
-                    if expects_continue && self.has_body() && !self.continue_sent {
-                        self.continue_due = true;
-                    }
-                    Body::Reading(decoder)
-                }
-                Err(e) => Body::Failed(e),
-            };
-            self.decode();
-        }
-        match &self.body {
-            Body::Read(bytes) => Ok(bytes),
-            Body::Failed(e) => Err(e.clone()),
-            Body::Reading(_) => Err(BodyError::NotYet),
-            Body::Unread => Err(BodyError::Closed),
-        }
-    }
-
-    pub(crate) fn awaits_body(&self) -> bool {
-        matches!(self.body, Body::Reading(_))
-    }
-
-    /// Moves buffered input into the body being read.
-    fn decode(&mut self) {
-        let Body::Reading(decoder) = &mut self.body else {
-            return;
-        };
-        match decoder.advance(&self.input) {
-            Ok((used, step)) => {
-                self.input.drain(..used);
-                if step == Step::Done {
-                    let Body::Reading(decoder) = std::mem::take(&mut self.body) else {
-                        return;
-                    };
-                    self.body = Body::Read(decoder.into_body());
-                }
-            }
-            Err(e) => self.body = Body::Failed(e),
-        }
-    }
-
-    /// Whether bytes of this request's body may still sit unread on the
-    /// connection, so that it cannot carry another request.
-    fn leaves_input_unread(&self) -> bool {
-        match self.body {
-            Body::Unread => self.has_body(),
-            Body::Read(_) => false,
-            Body::Reading(_) | Body::Failed(_) => true,
-        }
-    }
-}
-
 /// One connection's protocol state. See the module header.
 #[derive(Debug)]
 pub(crate) struct Protocol {
@@ -241,10 +144,7 @@ impl Protocol {
     pub(crate) fn new(limits: Limits, peer: SocketAddr, now: Instant) -> Protocol {
         let deadline = Some(now + limits.head_timeout);
         Protocol {
-            inbox: Inbox {
-                max_body: limits.max_body,
-                ..Inbox::default()
-            },
+            inbox: Inbox::new(limits.max_body),
             limits,
             peer,
             phase: Phase::Head,
@@ -276,7 +176,7 @@ impl Protocol {
                 }
             }
             _ => {
-                self.inbox.input.extend_from_slice(bytes);
+                self.inbox.receive(bytes);
                 match self.phase {
                     Phase::Head if self.idle => {
                         self.wait_for_client(now + self.limits.head_timeout)
@@ -301,13 +201,13 @@ impl Protocol {
     /// connection with none closes now.
     pub(crate) fn stop(&mut self) {
         self.stopping = true;
-        if self.phase == Phase::Head && self.output().is_empty() && self.inbox.input.is_empty() {
+        if self.phase == Phase::Head && self.output().is_empty() && self.inbox.input().is_empty() {
             self.phase = Phase::Closed;
         }
     }
 
     /// The next thing to do at `now`; acts on expired deadlines.
-    pub(crate) fn poll(&mut self, now: Instant) -> Event {
+    pub(crate) fn poll(&mut self, now: Instant) -> Action {
         if self.write_deadline.is_some_and(|d| now >= d) {
             self.phase = Phase::Closed;
         }
@@ -316,74 +216,71 @@ impl Protocol {
             Phase::Head => self.next_head(now, expired),
             Phase::Body => {
                 self.inbox.decode();
-                match &self.inbox.body {
-                    Body::Reading(_) if expired => {
-                        self.inbox.body = Body::Failed(BodyError::Timeout);
+                if self.inbox.awaits_body() {
+                    if expired {
+                        self.inbox.fail(BodyError::Timeout);
+                    } else if self.peer_closed {
+                        self.inbox.fail(BodyError::Closed);
+                    } else {
+                        return Action::Wait;
                     }
-                    Body::Reading(_) if self.peer_closed => {
-                        self.inbox.body = Body::Failed(BodyError::Closed);
-                    }
-                    Body::Reading(_) => return Event::Wait,
-                    _ => {}
                 }
                 self.deadline = None;
-                Event::Body
+                Action::Body
             }
             Phase::Lingering if expired => {
                 self.phase = Phase::Closed;
-                Event::Wait
+                Action::Wait
             }
-            _ => Event::Wait,
+            _ => Action::Wait,
         }
     }
 
-    fn next_head(&mut self, now: Instant, expired: bool) -> Event {
+    fn next_head(&mut self, now: Instant, expired: bool) -> Action {
         if self.output().len() >= OUT_HIGH {
-            return Event::Wait; // the client reads its answers first
+            return Action::Wait; // the client reads its answers first
         }
-        if self.inbox.input.is_empty() {
+        if self.inbox.input().is_empty() {
             // Nothing of a head yet: closing loses nothing.
             if expired || self.peer_closed || self.stopping {
                 self.close(false, now);
             }
-            return Event::Wait;
+            return Action::Wait;
         }
         // Never more than a head's worth: what lies past it must not change
         // the verdict (a read that stopped there would not have seen it).
-        let input = &self.inbox.input;
+        let input = self.inbox.input();
         let window = &input[..input.len().min(self.limits.max_head)];
         match self.head.parse_into(window, self.limits.max_head) {
             Ok(Some(len)) => {
-                self.inbox.input.drain(..len);
+                self.inbox.consume(len);
                 match self.head.framing() {
                     Ok(framing) => {
-                        self.inbox.framing = Some(framing);
-                        self.inbox.body = Body::Unread;
-                        self.inbox.continue_sent = false;
+                        self.inbox.start(framing);
                         self.requests += 1;
                         self.started = now;
                         self.deadline = None;
-                        Event::Request
+                        Action::Request
                     }
                     Err(e) => self.refused(e, now),
                 }
             }
             Ok(None) if self.peer_closed || self.stopping => {
                 self.close(false, now);
-                Event::Wait
+                Action::Wait
             }
             Ok(None) if expired => {
                 self.refuse(408, "request head timed out", now);
-                Event::Wait
+                Action::Wait
             }
-            Ok(None) => Event::Wait,
+            Ok(None) => Action::Wait,
             Err(e) => self.refused(e, now),
         }
     }
 
-    fn refused(&mut self, e: HeadError, now: Instant) -> Event {
+    fn refused(&mut self, e: HeadError, now: Instant) -> Action {
         self.refuse(e.status(), e.message(), now);
-        Event::Wait
+        Action::Wait
     }
 
     /// The head and the inbox, to build the handler's `Request` from.
@@ -425,271 +322,9 @@ impl Protocol {
         }
     }
 
-    /// The waker of request number `request` was woken: pulls its stream
-    /// again. Ignored unless that request's stream is pending, so a stray,
-    /// repeated or late wake does nothing.
-    pub(crate) fn resume(&mut self, request: u64, now: Instant) {
-        if self.phase != Phase::Streaming || request != self.requests {
-            return;
-        }
-        if let Some(streaming) = self.streaming.as_mut()
-            && streaming.pending
-        {
-            streaming.pending = false;
-            self.pump(now);
-        }
-    }
-
-    fn owe_continue(&mut self, now: Instant) {
-        if self.inbox.continue_due {
-            self.inbox.continue_due = false;
-            self.inbox.continue_sent = true;
-            self.queue(b"HTTP/1.1 100 Continue\r\n\r\n", now);
-        }
-    }
-
-    /// Queues the response to the current request (the head of a streamed
-    /// one) and moves on.
-    fn respond(&mut self, response: Response, now: Instant) {
-        let unread = self.inbox.leaves_input_unread();
-        let http_1_0 = self.head.minor_version() == 0;
-        let head_only = self.head.method() == "HEAD";
-        // An HTTP/1.0 client has no chunked coding: a streamed body to it
-        // ends with the connection (a HEAD answer, with no body, does not).
-        let until_close = http_1_0 && response.is_streamed();
-        let close = unread
-            || (until_close && !head_only)
-            || !self.head.keep_alive()
-            || self.stopping
-            || self.peer_closed;
-        let persist = if close {
-            Persist::Close
-        } else if http_1_0 {
-            Persist::KeepAlive
-        } else {
-            Persist::Default
-        };
-        let delimit = if until_close {
-            Delimit::UntilClose
-        } else {
-            Delimit::Chunked
-        };
-        self.start_output(now);
-        let queued = self.out.len();
-        let status = response.status();
-        let stream = response.write_to(&mut self.out, head_only, persist, delimit);
-        access(
-            self.head.method(),
-            path(self.head.target()),
-            status,
-            self.started,
-            self.out.len() - queued,
-            self.peer,
-        );
-        self.inbox.body = Body::Unread;
-        self.inbox.framing = None;
-        let linger = unread || !self.inbox.input.is_empty();
-        match stream {
-            Some(source) => {
-                self.phase = Phase::Streaming;
-                self.deadline = None;
-                self.streaming = Some(Streaming {
-                    source,
-                    delimit,
-                    close,
-                    linger,
-                    chunk: Vec::new(),
-                    pending: false,
-                });
-                self.pump(now);
-            }
-            None => self.responded(close, linger, now),
-        }
-    }
-
-    /// Pulls the streamed body while less than a chunk of it waits and it
-    /// is not pending; once it is complete, moves on as after any response.
-    fn pump(&mut self, now: Instant) {
-        while self.output().len() < CHUNK {
-            let Some(streaming) = self.streaming.as_mut().filter(|s| !s.pending) else {
-                return;
-            };
-            streaming.chunk.clear();
-            let fill = streaming.source.fill(&mut streaming.chunk, CHUNK);
-            let Streaming {
-                delimit,
-                close,
-                linger,
-                ref chunk,
-                ..
-            } = *streaming;
-            let bytes = chunk.len();
-            // What was sent goes; the rest moves to the front.
-            self.out.drain(..self.sent);
-            self.sent = 0;
-            match delimit {
-                Delimit::Chunked if bytes > 0 => {
-                    let mut size = [0u8; 16];
-                    let size = hex(bytes, &mut size);
-                    self.out.extend_from_slice(size);
-                    self.out.extend_from_slice(b"\r\n");
-                    self.out.extend_from_slice(chunk);
-                    self.out.extend_from_slice(b"\r\n");
-                }
-                Delimit::Chunked => {}
-                Delimit::UntilClose => self.out.extend_from_slice(chunk),
-            }
-            // Each piece has the write timeout to leave. A `Pending` that
-            // gave nothing is no piece: the last one's deadline runs on, so
-            // a stream that is never woken is cut short.
-            if bytes > 0 || fill != Fill::Pending {
-                self.write_deadline = Some(now + self.limits.write_timeout);
-            }
-            match fill {
-                Fill::More if bytes > 0 => {}
-                // Bytes with `Pending` are sent, then the stream waits too.
-                Fill::Pending => {
-                    streaming.pending = true;
-                    return;
-                }
-                Fill::Done => {
-                    if delimit == Delimit::Chunked {
-                        self.out.extend_from_slice(b"0\r\n\r\n");
-                    }
-                    self.streaming = None;
-                    self.responded(close, linger, now);
-                    return;
-                }
-                // A failed stream, or one that promised more and gave
-                // nothing: cut the body short, never end it cleanly.
-                Fill::More | Fill::Failed => {
-                    if fill == Fill::Failed {
-                        info!("a streamed response failed; resetting its connection");
-                    }
-                    self.streaming = None;
-                    self.cut = true;
-                    self.phase = Phase::Closed;
-                    return;
-                }
-            }
-        }
-    }
-
-    /// After the whole of a response is queued: close, or wait for the
-    /// next request.
-    fn responded(&mut self, close: bool, linger: bool, now: Instant) {
-        if close {
-            self.close(linger, now);
-            return;
-        }
-        self.phase = Phase::Head;
-        if self.inbox.input.is_empty() {
-            // Idle once the answer has left (`after_output` starts the
-            // clock); until then the write deadline runs.
-            self.idle = true;
-            self.deadline = None;
-        } else {
-            self.wait_for_client(now + self.limits.head_timeout);
-        }
-    }
-
-    /// Answers an unacceptable request with an Error body and closes.
-    fn refuse(&mut self, status: u16, message: &str, now: Instant) {
-        self.start_output(now);
-        let queued = self.out.len();
-        Response::error(status, message).write_to(
-            &mut self.out,
-            false,
-            Persist::Close,
-            Delimit::Chunked,
-        );
-        access("-", "-", status, now, self.out.len() - queued, self.peer);
-        self.close(true, now);
-    }
-
-    fn queue(&mut self, bytes: &[u8], now: Instant) {
-        self.start_output(now);
-        self.out.extend_from_slice(bytes);
-    }
-
-    /// The write deadline runs from when output starts to wait.
-    fn start_output(&mut self, now: Instant) {
-        if self.output().is_empty() {
-            self.write_deadline = Some(now + self.limits.write_timeout);
-        }
-    }
-
-    fn close(&mut self, linger: bool, now: Instant) {
-        self.deadline = None;
-        self.phase = Phase::Closing { linger };
-        self.after_output(now);
-    }
-
     fn wait_for_client(&mut self, deadline: Instant) {
         self.idle = false;
         self.deadline = Some(deadline);
-    }
-
-    /// Output waiting to be sent.
-    pub(crate) fn output(&self) -> &[u8] {
-        &self.out[self.sent..]
-    }
-
-    /// `n` bytes of `output` were sent.
-    pub(crate) fn sent(&mut self, n: usize, now: Instant) {
-        self.sent += n;
-        if self.phase == Phase::Streaming && self.output().len() < CHUNK {
-            self.pump(now);
-        }
-        if self.sent >= self.out.len() {
-            self.out.clear();
-            self.sent = 0;
-            // A pending stream is still owed: its deadline runs on.
-            if self.streaming.is_none() {
-                self.write_deadline = None;
-            }
-            self.after_output(now);
-        }
-    }
-
-    /// Once all output is sent: close, start lingering, or give back the
-    /// buffers of an idle connection.
-    fn after_output(&mut self, now: Instant) {
-        if !self.output().is_empty() {
-            return;
-        }
-        match self.phase {
-            Phase::Closing { linger: true } if !self.peer_closed => {
-                self.phase = Phase::Lingering;
-                self.shutdown_due = true;
-                self.deadline = Some(now + LINGER_TIME);
-                self.inbox.input = Vec::new();
-            }
-            Phase::Closing { .. } => self.phase = Phase::Closed,
-            Phase::Head if self.inbox.input.is_empty() && self.stopping => {
-                self.phase = Phase::Closed;
-            }
-            Phase::Head if self.inbox.input.is_empty() => {
-                if self.idle {
-                    self.deadline = Some(now + self.limits.idle_timeout);
-                }
-                // Small buffers are kept for the next request (no
-                // allocation per request); large ones given back.
-                let held =
-                    self.inbox.input.capacity() + self.out.capacity() + self.head.bytes_held();
-                if held > IDLE_KEEP {
-                    self.inbox.input = Vec::new();
-                    self.out = Vec::new();
-                    self.head.release();
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Whether the driver should shut down our sending side now (once).
-    pub(crate) fn take_shutdown(&mut self) -> bool {
-        std::mem::take(&mut self.shutdown_due)
     }
 
     /// Whether the driver should read more input now.
@@ -698,7 +333,7 @@ impl Protocol {
             Phase::Head => {
                 !self.peer_closed
                     && self.output().len() < OUT_HIGH
-                    && self.inbox.input.len() < self.limits.max_head
+                    && self.inbox.input().len() < self.limits.max_head
             }
             Phase::Body => !self.peer_closed,
             Phase::Lingering => true,
@@ -714,448 +349,8 @@ impl Protocol {
         }
     }
 
-    /// Whether the connection ends owing the client part of a response
-    /// (the write timeout passed, a stream failed, or the server stopped
-    /// before it was sent). The driver then resets it rather than closing
-    /// it: a close would let a body delimited by the close (HTTP/1.0) look
-    /// complete, and leave what the kernel holds for the client queued.
-    pub(crate) fn cut_short(&self) -> bool {
-        self.cut || !self.output().is_empty() || self.streaming.is_some()
-    }
-
     /// Whether the connection is done and can be dropped.
     pub(crate) fn is_closed(&self) -> bool {
         self.phase == Phase::Closed
-    }
-
-    /// Bytes this connection holds in buffers right now.
-    #[cfg(test)]
-    pub(crate) fn buffered(&self) -> usize {
-        self.out.capacity() + self.inbox.input.capacity() + self.head.bytes_held()
-    }
-}
-
-/// A streamed body being sent.
-struct Streaming {
-    source: Box<dyn Stream>,
-    delimit: Delimit,
-    /// Close the connection once it is complete (and linger first).
-    close: bool,
-    linger: bool,
-    /// The piece being made (kept, so each piece costs no allocation).
-    chunk: Vec<u8>,
-    /// It answered `Fill::Pending`: not pulled until `resume`.
-    pending: bool,
-}
-
-impl std::fmt::Debug for Streaming {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Streaming")
-            .field("delimit", &self.delimit)
-            .field("close", &self.close)
-            .field("pending", &self.pending)
-            .finish_non_exhaustive()
-    }
-}
-
-/// `n` in lower-case hexadecimal, as a chunk size.
-fn hex(mut n: usize, buf: &mut [u8; 16]) -> &[u8] {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b"0123456789abcdef"[n & 15];
-        n >>= 4;
-        if n == 0 {
-            return &buf[at..];
-        }
-    }
-}
-
-/// The path of a target, without the query (never logged).
-fn path(target: &str) -> &str {
-    target.split_once('?').map_or(target, |(path, _)| path)
-}
-
-/// The access log line: method, path, status, duration, bytes queued, peer.
-/// Logged when the response (a streamed one's head) is queued.
-fn access(method: &str, path: &str, status: u16, started: Instant, bytes: usize, peer: SocketAddr) {
-    if log_enabled!(target: "access", log::Level::Info) {
-        logging::access(&Access {
-            method,
-            path,
-            status,
-            duration_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
-            bytes,
-            peer,
-        });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    fn protocol() -> (Protocol, Instant) {
-        let now = Instant::now();
-        let peer = SocketAddr::from(([127, 0, 0, 1], 1));
-        (Protocol::new(Limits::default(), peer, now), now)
-    }
-
-    /// Answers every ready request with 204.
-    fn answer_all(p: &mut Protocol, now: Instant) -> usize {
-        let mut n = 0;
-        while p.poll(now) != Event::Wait {
-            p.answer(Answer::Now(Response::no_content()), now);
-            n += 1;
-        }
-        n
-    }
-
-    #[test]
-    fn an_idle_connection_holds_at_most_2_kib() {
-        // A small request's buffers are kept for the next one...
-        let (mut p, now) = protocol();
-        p.received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", now);
-        assert_eq!(answer_all(&mut p, now), 1);
-        let n = p.output().len();
-        p.sent(n, now);
-        assert!(p.buffered() > 0 && p.buffered() <= IDLE_KEEP);
-        assert!(std::mem::size_of::<Protocol>() + p.buffered() <= 2048);
-        // ...a large one's are given back.
-        let big = format!(
-            "GET / HTTP/1.1\r\nHost: x\r\nX-A: {}\r\n\r\n",
-            "a".repeat(4000)
-        );
-        p.received(big.as_bytes(), now);
-        assert_eq!(answer_all(&mut p, now), 1);
-        let n = p.output().len();
-        p.sent(n, now);
-        assert_eq!(p.buffered(), 0);
-    }
-
-    #[test]
-    fn deadlines_head_then_idle_then_write() {
-        let (mut p, now) = protocol();
-        assert_eq!(p.deadline(), Some(now + Duration::from_secs(10)));
-        p.received(b"GET / HTTP/1.1\r\n", now);
-        let later = now + Duration::from_secs(11);
-        assert_eq!(p.poll(later), Event::Wait);
-        assert!(p.output().starts_with(b"HTTP/1.1 408 "));
-
-        let (mut p, now) = protocol();
-        p.received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", now);
-        answer_all(&mut p, now);
-        // Nothing sent yet: the write deadline runs, not the idle one.
-        assert_eq!(p.deadline(), Some(now + Duration::from_secs(10)));
-        assert_eq!(p.poll(now + Duration::from_secs(10)), Event::Wait);
-        assert!(
-            p.is_closed(),
-            "the whole response must leave within the write timeout"
-        );
-
-        // The idle timeout runs from when the answer has left.
-        let (mut p, now) = protocol();
-        p.received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", now);
-        answer_all(&mut p, now);
-        let sent_at = now + Duration::from_secs(8);
-        assert_eq!(p.poll(sent_at), Event::Wait);
-        let n = p.output().len();
-        p.sent(n, sent_at);
-        assert_eq!(p.deadline(), Some(sent_at + Duration::from_secs(5)));
-        assert_eq!(p.poll(sent_at + Duration::from_secs(4)), Event::Wait);
-        assert!(!p.is_closed());
-    }
-
-    /// A stream of `pieces` pieces of `size` bytes each (then `end`),
-    /// counting the calls to `fill`.
-    struct Pieces {
-        pieces: usize,
-        size: usize,
-        end: Fill,
-        calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    }
-
-    impl Stream for Pieces {
-        fn fill(&mut self, out: &mut Vec<u8>, _want: usize) -> Fill {
-            self.calls
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if self.pieces == 0 {
-                return self.end;
-            }
-            self.pieces -= 1;
-            out.resize(out.len() + self.size, b'x');
-            Fill::More
-        }
-    }
-
-    fn pieces(
-        pieces: usize,
-        size: usize,
-        end: Fill,
-    ) -> (Response, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-        let calls = std::sync::Arc::default();
-        let stream = Pieces {
-            pieces,
-            size,
-            end,
-            calls: std::sync::Arc::clone(&calls),
-        };
-        (Response::stream(200, "text/plain", stream), calls)
-    }
-
-    /// Sends everything the protocol offers, `step` bytes at a time.
-    fn send_all(p: &mut Protocol, step: usize, now: Instant) -> Vec<u8> {
-        let mut wire = Vec::new();
-        while !p.output().is_empty() {
-            let n = p.output().len().min(step);
-            wire.extend_from_slice(&p.output()[..n]);
-            p.sent(n, now);
-        }
-        wire
-    }
-
-    #[test]
-    fn a_streamed_body_is_pulled_as_the_client_reads_then_the_next_request_goes_on() {
-        let (mut p, now) = protocol();
-        p.received(
-            b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n",
-            now,
-        );
-        assert_eq!(p.poll(now), Event::Request);
-        let (response, calls) = pieces(100, 10_000, Fill::Done);
-        p.answer(Answer::Now(response), now);
-        // About a chunk is made, not the whole megabyte.
-        let made = calls.load(std::sync::atomic::Ordering::Relaxed);
-        assert!(made <= 5, "{made} pieces made before any was sent");
-        assert!(p.output().len() < 2 * CHUNK);
-        assert_eq!(
-            p.poll(now),
-            Event::Wait,
-            "the next request waits for the body"
-        );
-        assert!(!p.wants_input());
-        let wire = send_all(&mut p, 7_000, now);
-        assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 101);
-        // The wire holds the head, then chunks of 10,000 bytes, then the end.
-        let head_end = wire.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-        assert!(wire[..head_end].ends_with(b"Transfer-Encoding: chunked\r\n\r\n"));
-        let mut chunk = b"2710\r\n".to_vec();
-        chunk.resize(chunk.len() + 10_000, b'x');
-        chunk.extend_from_slice(b"\r\n");
-        let mut want = chunk.repeat(100);
-        want.extend_from_slice(b"0\r\n\r\n");
-        assert!(
-            wire[head_end..] == want[..],
-            "the body is 100 chunks and the end"
-        );
-        assert_eq!(p.poll(now), Event::Request, "then the pipelined request");
-    }
-
-    #[test]
-    fn each_piece_of_a_stream_has_the_write_timeout_and_a_stalled_client_is_closed() {
-        let (mut p, now) = protocol();
-        p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
-        assert_eq!(p.poll(now), Event::Request);
-        let (response, _) = pieces(1000, 10_000, Fill::Done);
-        p.answer(Answer::Now(response), now);
-        // A client taking a chunk every 8 s outlives the 10 s timeout...
-        let mut at = now;
-        for _ in 0..5 {
-            at += Duration::from_secs(8);
-            assert_eq!(p.poll(at), Event::Wait);
-            assert!(!p.is_closed());
-            let n = p.output().len();
-            p.sent(n, at);
-        }
-        // ...one that stops reading does not.
-        assert_eq!(p.deadline(), Some(at + Duration::from_secs(10)));
-        assert_eq!(p.poll(at + Duration::from_secs(10)), Event::Wait);
-        assert!(p.is_closed() && p.cut_short());
-    }
-
-    #[test]
-    fn a_failed_stream_is_cut_short_and_closed() {
-        let (mut p, now) = protocol();
-        p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
-        assert_eq!(p.poll(now), Event::Request);
-        let (response, _) = pieces(3, 100, Fill::Failed);
-        p.answer(Answer::Now(response), now);
-        assert!(p.is_closed());
-        assert!(p.cut_short(), "reset, so the client sees an error");
-        assert!(!p.output().ends_with(b"0\r\n\r\n"), "no final chunk");
-    }
-
-    #[test]
-    fn an_http_1_0_client_gets_the_stream_up_to_the_close() {
-        let (mut p, now) = protocol();
-        p.received(b"GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", now);
-        assert_eq!(p.poll(now), Event::Request);
-        let (response, _) = pieces(4, 10_000, Fill::Done);
-        p.answer(Answer::Now(response), now);
-        let wire = send_all(&mut p, 4096, now);
-        let head_end = wire.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-        let head = std::str::from_utf8(&wire[..head_end]).unwrap();
-        assert!(head.contains("Connection: close\r\n"), "{head}");
-        assert!(!head.contains("Transfer-Encoding") && !head.contains("Content-Length"));
-        assert_eq!(wire.len() - head_end, 40_000);
-        assert!(
-            p.is_closed() && !p.cut_short(),
-            "a complete body ends with a close"
-        );
-        // HEAD has no body to delimit: the connection stays.
-        let (mut p, now) = protocol();
-        p.received(b"HEAD /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", now);
-        assert_eq!(p.poll(now), Event::Request);
-        p.answer(Answer::Now(pieces(4, 10, Fill::Done).0), now);
-        let head = String::from_utf8(send_all(&mut p, 4096, now)).unwrap();
-        assert!(head.contains("Connection: keep-alive\r\n"), "{head}");
-        assert!(
-            !head.contains("Transfer-Encoding"),
-            "no chunked coding to HTTP/1.0"
-        );
-        assert!(!p.is_closed());
-    }
-
-    #[test]
-    fn unsent_output_stops_pipelined_requests() {
-        let (mut p, now) = protocol();
-        let big = Response::bytes(200, "text/plain", vec![b'a'; OUT_HIGH]);
-        p.received(
-            b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",
-            now,
-        );
-        assert_eq!(p.poll(now), Event::Request);
-        p.answer(Answer::Now(big), now);
-        assert_eq!(
-            p.poll(now),
-            Event::Wait,
-            "the second waits for the first to drain"
-        );
-        assert!(!p.wants_input());
-        let n = p.output().len();
-        p.sent(n, now);
-        assert_eq!(p.poll(now), Event::Request);
-    }
-
-    /// A stream that gives `steps` in order, one a call (then fails),
-    /// counting the calls: pieces a producer thread hands over.
-    struct Script {
-        steps: &'static [(&'static [u8], Fill)],
-        calls: Arc<AtomicUsize>,
-    }
-
-    impl Stream for Script {
-        fn fill(&mut self, out: &mut Vec<u8>, _want: usize) -> Fill {
-            let at = self.calls.fetch_add(1, Ordering::Relaxed);
-            let (bytes, fill) = self.steps.get(at).copied().unwrap_or((b"", Fill::Failed));
-            out.extend_from_slice(bytes);
-            fill
-        }
-    }
-
-    fn script(steps: &'static [(&'static [u8], Fill)]) -> (Response, Arc<AtomicUsize>) {
-        let calls = Arc::default();
-        let stream = Script {
-            steps,
-            calls: Arc::clone(&calls),
-        };
-        (Response::stream(200, "text/plain", stream), calls)
-    }
-
-    fn body_of(wire: &[u8]) -> &[u8] {
-        let head_end = wire.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-        &wire[head_end..]
-    }
-
-    #[test]
-    fn a_pending_stream_is_pulled_again_only_when_woken_then_the_next_request_goes_on() {
-        let (mut p, now) = protocol();
-        p.received(
-            b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n",
-            now,
-        );
-        assert_eq!(p.poll(now), Event::Request);
-        let (response, calls) = script(&[
-            (b"", Fill::Pending),
-            (b"ab", Fill::More),
-            (b"cd", Fill::Pending),
-            (b"ef", Fill::Done),
-        ]);
-        let calls = move || calls.load(Ordering::Relaxed);
-        p.answer(Answer::Now(response), now);
-        let mut wire = send_all(&mut p, 5, now);
-        assert!(wire.ends_with(b"Transfer-Encoding: chunked\r\n\r\n"));
-        // Pending: no pull as output leaves or the driver polls, the
-        // connection stays, and the next request waits for the body.
-        assert_eq!(p.poll(now), Event::Wait);
-        assert_eq!(calls(), 1);
-        assert!(!p.is_closed() && !p.wants_input());
-        p.resume(0, now);
-        assert_eq!(calls(), 1, "a wake for another request does nothing");
-        p.resume(1, now);
-        assert_eq!(calls(), 3, "pulled until pending again");
-        wire.extend(send_all(&mut p, 5, now));
-        p.resume(1, now);
-        wire.extend(send_all(&mut p, 5, now));
-        assert_eq!(calls(), 4);
-        assert_eq!(
-            body_of(&wire),
-            b"2\r\nab\r\n2\r\ncd\r\n2\r\nef\r\n0\r\n\r\n"
-        );
-        assert_eq!(p.poll(now), Event::Request, "then the pipelined request");
-        p.resume(1, now);
-        assert_eq!(calls(), 4, "a late wake does nothing");
-    }
-
-    #[test]
-    fn a_pending_stream_never_woken_is_cut_short_at_its_last_pieces_write_timeout() {
-        let (mut p, now) = protocol();
-        p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
-        assert_eq!(p.poll(now), Event::Request);
-        let (response, calls) = script(&[(b"ab", Fill::Pending), (b"", Fill::Pending)]);
-        p.answer(Answer::Now(response), now);
-        // All of it has left, and the piece's deadline still runs...
-        send_all(&mut p, 4096, now + Duration::from_secs(1));
-        let due = now + Duration::from_secs(10);
-        assert_eq!(p.deadline(), Some(due));
-        // ...past a wake that brought nothing.
-        p.resume(1, now + Duration::from_secs(5));
-        assert_eq!(calls.load(Ordering::Relaxed), 2);
-        assert_eq!(p.deadline(), Some(due));
-        assert_eq!(p.poll(due - Duration::from_secs(1)), Event::Wait);
-        assert!(!p.is_closed());
-        assert_eq!(p.poll(due), Event::Wait);
-        assert!(
-            p.is_closed() && p.cut_short(),
-            "reset: the body never ended"
-        );
-    }
-
-    #[test]
-    fn an_http_1_0_client_gets_a_pending_stream_up_to_the_close() {
-        let (mut p, now) = protocol();
-        p.received(b"GET /a HTTP/1.0\r\n\r\n", now);
-        assert_eq!(p.poll(now), Event::Request);
-        let (response, _) = script(&[
-            (b"ab", Fill::Pending),
-            (b"cd", Fill::Pending),
-            (b"", Fill::Done),
-        ]);
-        p.answer(Answer::Now(response), now);
-        let mut wire = send_all(&mut p, 4096, now);
-        assert_eq!(body_of(&wire), b"ab");
-        assert!(!p.is_closed(), "the close would end the body");
-        p.resume(1, now);
-        wire.extend(send_all(&mut p, 4096, now));
-        assert_eq!(body_of(&wire), b"abcd");
-        assert!(!p.is_closed());
-        p.resume(1, now);
-        assert!(p.output().is_empty());
-        assert!(
-            p.is_closed() && !p.cut_short(),
-            "a complete body ends with a close"
-        );
     }
 }

@@ -7,6 +7,10 @@
 //! that call's response, reads the rest of the body without blocking, and
 //! calls the handler again, when `body` has its answer. So a handler must
 //! do nothing lasting before it reads the body (checks only).
+//!
+//! A `Request` owns nothing: it borrows the connection's parsed head and
+//! its inbox (where the body is decoded) for one call of the handler. It
+//! does not parse, buffer or time anything itself.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,7 +19,7 @@ use std::time::Instant;
 use super::body::BodyError;
 use super::deferred::{Deferred, Mailbox, Ticket, Waker};
 use super::head::Head;
-use super::protocol::Inbox;
+use super::inbox::Inbox;
 
 /// Lets a request hand out a [`Deferred`] and [`Waker`]s for itself.
 pub(crate) struct Deferral<'a> {

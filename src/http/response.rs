@@ -6,14 +6,18 @@
 //! an export of every plant). The engine adds the framing headers itself
 //! (`Content-Length`, `Transfer-Encoding`, `Connection: close`), so
 //! handlers cannot get them wrong: every complete response carries
-//! `Content-Length` except 1xx and 204, and a HEAD response carries the
-//! length of the body it leaves out. A streamed body is sent chunked to an
+//! `Content-Length` except 1xx, 204 and 304, and a HEAD response carries
+//! the length of the body it leaves out. A streamed body is sent chunked to an
 //! HTTP/1.1 client, and to an HTTP/1.0 client as the bytes up to the close
 //! (it has no chunked coding); a HEAD answer to it carries the same
 //! framing header and no body.
 //! `Connection` is the engine's too: `close` when it will close, and
 //! `keep-alive` for an HTTP/1.0 client that asked to keep the connection
 //! (without it such a client waits for the close, as ApacheBench does).
+//!
+//! What it does not do: decide whether the connection persists or how a
+//! streamed body is delimited (the protocol decides and passes both in),
+//! or pull and frame a streamed body (the protocol and `chunk` do).
 
 use serde::Serialize;
 
@@ -69,7 +73,7 @@ pub enum Fill {
 }
 
 /// The body of a response.
-enum Body {
+enum ResponseBody {
     /// All of it, known before the head is written.
     Complete(Vec<u8>),
     /// Produced as the client reads.
@@ -81,7 +85,7 @@ pub struct Response {
     status: u16,
     content_type: Option<&'static str>,
     headers: Vec<(&'static str, String)>,
-    body: Body,
+    body: ResponseBody,
 }
 
 impl std::fmt::Debug for Response {
@@ -91,8 +95,8 @@ impl std::fmt::Debug for Response {
             .field("content_type", &self.content_type)
             .field("headers", &self.headers);
         match &self.body {
-            Body::Complete(body) => out.field("body", &String::from_utf8_lossy(body)),
-            Body::Streamed(_) => out.field("body", &"(streamed)"),
+            ResponseBody::Complete(body) => out.field("body", &String::from_utf8_lossy(body)),
+            ResponseBody::Streamed(_) => out.field("body", &"(streamed)"),
         };
         out.finish()
     }
@@ -107,7 +111,7 @@ impl Response {
             status,
             content_type: None,
             headers: Vec::new(),
-            body: Body::Complete(Vec::new()),
+            body: ResponseBody::Complete(Vec::new()),
         }
     }
 
@@ -137,7 +141,7 @@ impl Response {
             status,
             content_type: Some(content_type),
             headers: Vec::new(),
-            body: Body::Complete(body),
+            body: ResponseBody::Complete(body),
         }
     }
 
@@ -151,7 +155,7 @@ impl Response {
             status,
             content_type: Some(content_type),
             headers: Vec::new(),
-            body: Body::Streamed(Box::new(stream)),
+            body: ResponseBody::Streamed(Box::new(stream)),
         }
     }
 
@@ -185,15 +189,15 @@ impl Response {
     /// The body bytes (empty for a streamed body).
     pub fn body(&self) -> &[u8] {
         match &self.body {
-            Body::Complete(body) => body,
-            Body::Streamed(_) => &[],
+            ResponseBody::Complete(body) => body,
+            ResponseBody::Streamed(_) => &[],
         }
     }
 
     /// Whether the body is streamed (the protocol must then choose how it
     /// is delimited before the head is written).
     pub(crate) fn is_streamed(&self) -> bool {
-        matches!(self.body, Body::Streamed(_))
+        matches!(self.body, ResponseBody::Streamed(_))
     }
 
     /// Appends the serialised response to `out`: the body is left out for
@@ -225,15 +229,17 @@ impl Response {
         let has_body = self.status >= 200 && self.status != 204 && self.status != 304;
         match (&self.body, delimit) {
             (_, _) if !has_body => {}
-            (Body::Complete(body), _) => {
+            (ResponseBody::Complete(body), _) => {
                 header(
                     out,
                     "Content-Length",
                     itoa::Buffer::new().format(body.len()),
                 );
             }
-            (Body::Streamed(_), Delimit::Chunked) => header(out, "Transfer-Encoding", "chunked"),
-            (Body::Streamed(_), Delimit::UntilClose) => {}
+            (ResponseBody::Streamed(_), Delimit::Chunked) => {
+                header(out, "Transfer-Encoding", "chunked")
+            }
+            (ResponseBody::Streamed(_), Delimit::UntilClose) => {}
         }
         match persist {
             Persist::Default => {}
@@ -243,11 +249,11 @@ impl Response {
         out.extend_from_slice(b"\r\n");
         match self.body {
             _ if head_only || !has_body => None,
-            Body::Complete(body) => {
+            ResponseBody::Complete(body) => {
                 out.extend_from_slice(&body);
                 None
             }
-            Body::Streamed(stream) => Some(stream),
+            ResponseBody::Streamed(stream) => Some(stream),
         }
     }
 }

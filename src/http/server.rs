@@ -5,7 +5,11 @@
 //! [`Gauge`] and hands it to the application (for `/metrics`) and to
 //! [`Server::bind`] with the handler; the loops share the handler, the
 //! limits, the gauge's counter and the stopping flag. [`Stopper::stop`]
-//! sets the flag and wakes every loop.
+//! sets the flag and wakes every loop. [`raise_open_file_limit`] lives here
+//! because each connection the server holds needs a descriptor.
+//!
+//! What it does not do: serve connections (each loop does, on its own
+//! thread; the first runs on the caller's).
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -17,7 +21,7 @@ use std::time::Duration;
 use log::{error, warn};
 use mio::Waker;
 
-use super::worker::{Shared, Worker};
+use super::worker::{ServerState, Worker};
 use super::{Handler, Limits};
 
 /// Connections the kernel may hold waiting to be accepted.
@@ -49,8 +53,9 @@ pub struct Server {
 /// Stops a running server from another thread (a signal handler, a test).
 #[derive(Clone)]
 pub struct Stopper {
-    // Only the flag and the wakers: holding `Shared` would keep the handler
-    // (and the store's file lock) alive as long as any stopper exists.
+    // Only the flag and the wakers: holding the `ServerState` would keep
+    // the handler (and the store's file lock) alive as long as any stopper
+    // exists.
     stopping: Arc<AtomicBool>,
     wakers: Arc<[Arc<Waker>]>,
 }
@@ -72,7 +77,7 @@ impl Server {
         let addr = listener.local_addr()?;
         let stopping = Arc::new(AtomicBool::new(false));
         let threads = limits.threads.max(1);
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(ServerState {
             limits,
             handler,
             open: Arc::clone(&gauge.0),

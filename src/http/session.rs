@@ -4,6 +4,8 @@
 //! the event loops and the replay harness, so both serve a connection the
 //! same way. A handler that panics answers 500 (the message and location
 //! are logged by the panic hook, the request here) and the server lives on.
+//! It keeps no state and does no I/O: the driver reads, writes and keeps
+//! time.
 
 use std::net::SocketAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -13,7 +15,7 @@ use std::time::Instant;
 use log::error;
 
 use super::deferred::{Mailbox, Ticket};
-use super::protocol::{Answer, Event, Protocol};
+use super::protocol::{Action, Answer, Protocol};
 use super::request::{Deferral, Request};
 use super::{Handler, Response};
 
@@ -33,7 +35,7 @@ pub(crate) fn drive(
     home: Option<&Home<'_>>,
     now: Instant,
 ) {
-    while protocol.poll(now) != Event::Wait {
+    while protocol.poll(now) != Action::Wait {
         let deferral = home.map(|home| Deferral {
             mailbox: home.mailbox,
             ticket: Ticket {
