@@ -12,7 +12,7 @@
 //!
 //! A streamed body whose pieces another thread makes answers
 //! [`Fill::Pending`](super::Fill::Pending) while it has none; that thread
-//! then calls [`Waker::wake`] (from
+//! then calls [`StreamWaker::wake`] (from
 //! [`Request::waker`](super::Request::waker)) when it has more, and the
 //! wake travels through the same mailbox to make the loop pull the stream
 //! again. Wakes are coalesced: while one is queued and not yet taken by the
@@ -93,7 +93,7 @@ impl std::fmt::Debug for Deferred {
 /// [`Fill::Pending`](super::Fill::Pending). Cheap to clone and to wake,
 /// from any thread, any number of times.
 #[derive(Clone)]
-pub struct Waker {
+pub struct StreamWaker {
     mailbox: Arc<dyn Mailbox>,
     ticket: Ticket,
     /// A wake of this waker (or a clone) is queued and the loop has not
@@ -101,9 +101,9 @@ pub struct Waker {
     queued: Arc<AtomicBool>,
 }
 
-impl Waker {
-    pub(crate) fn new(mailbox: Arc<dyn Mailbox>, ticket: Ticket) -> Waker {
-        Waker {
+impl StreamWaker {
+    pub(crate) fn new(mailbox: Arc<dyn Mailbox>, ticket: Ticket) -> StreamWaker {
+        StreamWaker {
             mailbox,
             ticket,
             queued: Arc::default(),
@@ -130,9 +130,9 @@ pub(crate) fn taken(queued: &AtomicBool) {
     queued.swap(false, Ordering::AcqRel);
 }
 
-impl std::fmt::Debug for Waker {
+impl std::fmt::Debug for StreamWaker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Waker")
+        f.debug_struct("StreamWaker")
             .field("ticket", &self.ticket)
             .finish_non_exhaustive()
     }
@@ -159,14 +159,14 @@ mod tests {
 
     #[test]
     fn wakes_before_the_loop_takes_one_queue_it_once() {
-        is_shareable::<Waker>();
+        is_shareable::<StreamWaker>();
         let mailbox = Arc::new(Recorded::default());
         let ticket = Ticket {
             slot: 3,
             conn: 7,
             request: 2,
         };
-        let waker = Waker::new(Arc::clone(&mailbox) as Arc<dyn Mailbox>, ticket);
+        let waker = StreamWaker::new(Arc::clone(&mailbox) as Arc<dyn Mailbox>, ticket);
         let clone = waker.clone();
         for _ in 0..100 {
             waker.wake();

@@ -16,7 +16,7 @@
 //!
 //! The rest of the crate sees `Server` (with `Limits`, `Gauge` and
 //! `Stopper`) to run the engine, and `Request`, `Response` (with a
-//! `Stream` for a body made as it is sent), `Deferred`, `Waker` and the
+//! `Stream` for a body made as it is sent), `Deferred`, `StreamWaker` and the
 //! `Handler` trait to answer it. Every limit and timeout lives in
 //! `Limits`. What it does not do: TLS, HTTP/2, compression, routing or
 //! anything about plants, or draining an unread body (the connection is
@@ -40,7 +40,7 @@ mod worker;
 use std::time::Duration;
 
 pub use body::BodyError;
-pub use deferred::{Deferred, Waker};
+pub use deferred::{Deferred, StreamWaker};
 pub use request::Request;
 pub use response::{Fill, Response, Stream};
 pub use server::{Gauge, Server, Stopper, raise_open_file_limit};

@@ -15,6 +15,7 @@ use std::time::Instant;
 use super::protocol::Protocol;
 use super::session;
 use super::{BodyError, Handler, Limits, Request, Response};
+use crate::lock::lock;
 
 /// One request as the handler saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +71,7 @@ pub fn exchange(reads: &[&[u8]], limits: Limits) -> Exchange {
     }
     protocol.closed_by_peer();
     step(&mut protocol);
-    let seen = std::mem::take(&mut *recorder.seen.lock().unwrap_or_else(|p| p.into_inner()));
+    let seen = std::mem::take(&mut *lock(&recorder.seen));
     Exchange { seen, output }
 }
 
@@ -103,10 +104,7 @@ impl Handler for Recorder {
             headers: request.header_lines(),
             body,
         };
-        self.seen
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(seen);
+        lock(&self.seen).push(seen);
         response
     }
 }

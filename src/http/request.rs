@@ -17,11 +17,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::body::BodyError;
-use super::deferred::{Deferred, Mailbox, Ticket, Waker};
+use super::deferred::{Deferred, Mailbox, StreamWaker, Ticket};
 use super::head::Head;
 use super::inbox::Inbox;
 
-/// Lets a request hand out a [`Deferred`] and [`Waker`]s for itself.
+/// Lets a request hand out a [`Deferred`] and [`StreamWaker`]s for itself.
 pub(crate) struct Deferral<'a> {
     pub(crate) mailbox: &'a Arc<dyn Mailbox>,
     pub(crate) ticket: Ticket,
@@ -128,13 +128,16 @@ impl<'c> Request<'c> {
 
     /// A waker for the [`Stream`](super::Stream) that will answer this
     /// request, whether returned now or through a `Deferred`: another
-    /// thread calls [`Waker::wake`] when it has more of the body after the
+    /// thread calls [`StreamWaker::wake`] when it has more of the body after the
     /// stream answered [`Fill::Pending`](super::Fill::Pending). `None`
     /// where the engine cannot defer (a stream must then never be
     /// pending).
-    pub fn waker(&self) -> Option<Waker> {
+    pub fn waker(&self) -> Option<StreamWaker> {
         let deferral = self.deferral.as_ref()?;
-        Some(Waker::new(Arc::clone(deferral.mailbox), deferral.ticket))
+        Some(StreamWaker::new(
+            Arc::clone(deferral.mailbox),
+            deferral.ticket,
+        ))
     }
 
     /// Whether the handler deferred its response.

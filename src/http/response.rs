@@ -42,7 +42,7 @@ pub(crate) enum Persist {
 ///
 /// A stream whose pieces are made on another thread (a database worker)
 /// answers [`Fill::Pending`] when it has nothing ready, and that thread
-/// calls the [`Waker`](super::Waker) the handler got from
+/// calls the [`StreamWaker`](super::Waker) the handler got from
 /// [`Request::waker`](super::Request::waker) each time it has made more:
 /// the engine pulls again then, and not before. A wake may find nothing
 /// new (`fill` answers `Pending` again). The stream is dropped when the
@@ -66,7 +66,7 @@ pub enum Fill {
     Failed,
     /// Nothing more for now: what was appended, if anything, is sent, and
     /// the engine pulls again only once the stream's
-    /// [`Waker`](super::Waker) is woken. The write timeout runs on from the
+    /// [`StreamWaker`](super::Waker) is woken. The write timeout runs on from the
     /// last piece that had bytes, so a stream that is never woken is cut
     /// short like a `Failed` one.
     Pending,

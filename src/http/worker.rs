@@ -48,6 +48,7 @@ use super::protocol::Protocol;
 use super::response::{Delimit, Persist, Response};
 use super::session::{self, Home};
 use super::{Handler, Limits};
+use crate::lock::lock;
 
 const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX);
@@ -98,7 +99,7 @@ enum Letter {
 
 impl Postbox {
     fn post(&self, ticket: Ticket, letter: Letter) {
-        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let mut queue = lock(&self.queue);
         queue.push((ticket, letter));
         if queue.len() == 1 {
             // The loop takes the whole queue when woken; wake it only for
@@ -330,8 +331,7 @@ impl Worker {
     /// connections; those for a connection that has gone are dropped (and
     /// its wakers stay quiet: their flag is never cleared).
     fn deliver(&mut self, scratch: &mut [u8], now: Instant) {
-        let letters =
-            std::mem::take(&mut *self.postbox.queue.lock().unwrap_or_else(|p| p.into_inner()));
+        let letters = std::mem::take(&mut *lock(&self.postbox.queue));
         for (ticket, letter) in letters {
             let Some(Some(conn)) = self.conns.get_mut(ticket.slot) else {
                 continue;

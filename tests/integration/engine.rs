@@ -7,7 +7,9 @@ use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use plantstore::http::{Deferred, Fill, Handler, Limits, Request, Response, Server, Stream, Waker};
+use plantstore::http::{
+    Deferred, Fill, Handler, Limits, Request, Response, Server, Stream, StreamWaker,
+};
 
 use crate::support::{AUTH, Client, JSON, TestServer, allow_names_of, config, request};
 
@@ -262,7 +264,7 @@ fn pipelined_requests_behind_a_response_larger_than_the_socket_buffers_are_answe
 /// streamed response to complete it with.
 struct Feed {
     pieces: Sender<Vec<u8>>,
-    waker: Waker,
+    waker: StreamWaker,
     deferred: Option<(Deferred, Response)>,
 }
 
