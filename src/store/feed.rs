@@ -95,7 +95,10 @@ impl Feed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
+    use crate::store::durability_tests::{TempPath, new, plant};
     use std::sync::Arc;
+    use std::thread;
 
     fn collecting() -> (Feed, Arc<Mutex<Vec<u64>>>) {
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -132,5 +135,85 @@ mod tests {
             feed.record(None, id, ChangeKind::Created, None);
         }
         assert_eq!(*lock(&seen), [1, 2, 3, 4, 5]);
+    }
+
+    /// The change hook's record, by number.
+    fn hooked(store: &Store) -> Arc<Mutex<Vec<crate::plant::PlantChange>>> {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let into = Arc::clone(&seen);
+        assert!(store.set_change_hook(Box::new(move |c| into.lock().unwrap().push(c.clone()))));
+        seen
+    }
+
+    #[test]
+    fn the_change_hook_reports_a_journalled_change_only_once_its_record_is_written() {
+        let temp = TempPath::new("hook-durable");
+        let (store, _) = temp.open().unwrap();
+        let seen = hooked(&store);
+        assert!(
+            !store.set_change_hook(Box::new(|_| {})),
+            "one hook per store"
+        );
+        // `--sync always`: nothing writes the record until someone waits for it.
+        let ack = store.create_nowait(new(7, "fern")).unwrap();
+        assert!(!ack.is_done());
+        assert!(seen.lock().unwrap().is_empty(), "reported before written");
+        store.wait(ack).unwrap();
+        let change = seen.lock().unwrap()[0].clone();
+        assert_eq!((change.seq, change.id), (1, 7));
+        assert_eq!(change.kind, crate::plant::ChangeKind::Created);
+        assert_eq!(change.plant, Some(plant("fern", None)));
+        // Through the committer thread, as the event loops acknowledge.
+        let ack = store.delete_nowait(7).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        store.when_acked(ack, move |result| tx.send(result).unwrap());
+        store.flush();
+        rx.recv_timeout(std::time::Duration::from_secs(5))
+            .unwrap()
+            .unwrap();
+        let change = seen.lock().unwrap()[1].clone();
+        assert_eq!((change.seq, change.id, change.plant), (2, 7, None));
+    }
+
+    #[test]
+    fn the_change_hook_numbers_concurrent_changes_in_commit_order_and_replays_to_the_store() {
+        let temp = TempPath::new("hook-order");
+        let (store, _) = temp.open().unwrap();
+        let seen = hooked(&store);
+        let store = Arc::new(store);
+        let writers: Vec<_> = (0..4)
+            .map(|writer| {
+                let store = Arc::clone(&store);
+                thread::spawn(move || {
+                    for round in 0..50 {
+                        // Ids shared between writers: changes to one id race.
+                        let id = round % 10;
+                        let name = format!("w{writer} r{round}");
+                        if store.create(new(id, &name)).is_err() {
+                            match round % 3 {
+                                0 => drop(store.delete(id)),
+                                _ => drop(store.replace(id, plant(&name, Some("t")))),
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        let changes = seen.lock().unwrap().clone();
+        let numbers: Vec<u64> = changes.iter().map(|c| c.seq).collect();
+        assert_eq!(numbers, (1..=changes.len() as u64).collect::<Vec<_>>());
+        let mut replayed = std::collections::BTreeMap::new();
+        for change in &changes {
+            match &change.plant {
+                Some(plant) => replayed.insert(change.id, plant.clone()),
+                None => replayed.remove(&change.id),
+            };
+        }
+        for id in 0..10 {
+            assert_eq!(replayed.get(&id), store.get(id).as_ref(), "plant {id}");
+        }
     }
 }
