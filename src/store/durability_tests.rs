@@ -526,4 +526,3 @@ fn journal_stats_follow_the_file_and_count_compactions() {
     assert_eq!(after.bytes, fs::metadata(&path.0).unwrap().len());
     assert_eq!(Store::new(Capacity::plants(1)).journal_stats(), None);
 }
-
