@@ -370,9 +370,9 @@ fn shutdown_gives_pending_deliveries_a_grace_period_then_drops_them(kind: Kind) 
     let receiver = Receiver::start(&[Answer::Stall]);
     let url = receiver.url();
     let mut server =
-        crate::binary::Running::on(kind, &["--webhook", &url, "--log-level", "info"], Some("t"));
+        crate::process::binary::Running::on(kind, &["--webhook", &url, "--log-level", "info"], Some("t"));
     for id in 1..=3 {
-        assert_eq!(crate::binary::create(server.addr, "t", id), 200);
+        assert_eq!(crate::process::binary::create(server.addr, "t", id), 200);
     }
     receiver.wait_for(1);
     let stopping = Instant::now();
@@ -396,7 +396,7 @@ fn a_malformed_webhook_url_is_a_start_up_error() {
         "http://host:99999/",
         "not a url",
     ] {
-        let out = crate::binary::command()
+        let out = crate::process::binary::command()
             .args(["--addr", "127.0.0.1:0", "--webhook", url])
             .env("PLANTSTORE_TOKEN", "t")
             .output()
@@ -413,7 +413,7 @@ fn sighup_rereads_the_webhook_secret_and_keeps_it_when_the_file_is_refused(kind:
     let file = crate::support::TempFile::new("secret");
     std::fs::write(&file.0, "first key\n").unwrap();
     let path = file.0.to_str().unwrap();
-    let server = crate::binary::Running::on(
+    let server = crate::process::binary::Running::on(
         kind,
         &["--webhook", &url, "--webhook-secret-file", path],
         Some("t"),
@@ -426,28 +426,28 @@ fn sighup_rereads_the_webhook_secret_and_keeps_it_when_the_file_is_refused(kind:
         );
         delivery.header("webhook-signature") == python_signature(key, id, timestamp, &delivery.body)
     };
-    assert_eq!(crate::binary::create(server.addr, "t", 1), 200);
+    assert_eq!(crate::process::binary::create(server.addr, "t", 1), 200);
     assert!(signed_with(1, b"first key"));
 
     std::fs::write(&file.0, "whsec_c2Vjb25kIGtleQ==\n").unwrap(); // "second key"
     server.signal("HUP");
     assert!(
-        crate::reload::logged(&server, "webhook deliveries signed"),
+        crate::process::reload::logged(&server, "webhook deliveries signed"),
         "{:?}",
         server.log()
     );
-    assert_eq!(crate::binary::create(server.addr, "t", 2), 200);
+    assert_eq!(crate::process::binary::create(server.addr, "t", 2), 200);
     assert!(signed_with(2, b"second key"));
 
     // A refused file (not base64 after whsec_) keeps the second key.
     std::fs::write(&file.0, "whsec_!!!\n").unwrap();
     server.signal("HUP");
     assert!(
-        crate::reload::logged(&server, "webhook secret in use stays"),
+        crate::process::reload::logged(&server, "webhook secret in use stays"),
         "{:?}",
         server.log()
     );
-    assert_eq!(crate::binary::create(server.addr, "t", 3), 200);
+    assert_eq!(crate::process::binary::create(server.addr, "t", 3), 200);
     assert!(signed_with(3, b"second key"));
 }
 

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::binary::{Running, server_command};
+use crate::process::binary::{Running, server_command};
 use crate::support::{FreshDatabase, Reply, Turn, request, send_to};
 
 const TOKEN: &str = "cluster-token";

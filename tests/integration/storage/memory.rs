@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::binary::Running;
+use crate::process::binary::Running;
 use crate::support::{Client, JSON, request};
 
 const TOKEN: &str = "m3m0ry";

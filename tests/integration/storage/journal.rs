@@ -7,7 +7,7 @@ use std::fs;
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 
-use crate::binary::Running;
+use crate::process::binary::Running;
 use crate::support::{AUTH, Client, JSON, Reply, TOKEN, TempFile, request};
 
 /// A change as a record holds it.

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::binary::{Running, run_to_exit};
+use crate::process::binary::{Running, run_to_exit};
 use crate::support::{Client, JSON, request};
 
 const TOKEN: &str = "t";

@@ -2,7 +2,7 @@
 //! Content-Security-Policy, revalidated by ETag, and gone with `--no-ui`.
 //! Headless Chromium drives the page itself (`scripts/browser.sh`).
 
-use crate::binary::Running;
+use crate::process::binary::Running;
 use crate::support::{AUTH, Reply, TestServer, config, request, send_to};
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 
 use serde_json::json;
 
-use crate::binary::Running;
+use crate::process::binary::Running;
 use crate::support::{Client, JSON, Kind, Reply, request};
 
 const TOKEN: &str = "n0mb3rs";

@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use crate::binary::BIN;
+use crate::process::binary::BIN;
 use crate::support::{Client, request};
 
 #[test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use plantstore::api::Cors;
 
-use crate::binary::run_to_exit;
+use crate::process::binary::run_to_exit;
 use crate::support::{AUTH, JSON, Kind, Reply, TempFile, TestServer, config, durable_config};
 
 const PAGE: &str = "http://localhost:3000";

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::process::Output;
 use std::time::Duration;
 
-use crate::binary::{Running, command, command_to_exit, create, server_command};
+use crate::process::binary::{Running, command, command_to_exit, create, server_command};
 use crate::support::{TempFile, send_to};
 
 const A: &str = "https://a.example";

@@ -2,7 +2,7 @@
 //! schema and the version recorded in it, the flags that go with it, a
 //! database that is not there, and a seed loaded into an empty table only
 //! and in one transaction. What it has while serving is in
-//! `database_serving`.
+//! `serving`.
 //!
 //! Each test has a database of its own (`FreshDatabase`) and looks at it,
 //! or changes it, from outside with a client of its own.
@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use plantstore::database::ensure_schema;
 
-use crate::binary::{Running, run_to_exit};
+use crate::process::binary::{Running, run_to_exit};
 use crate::support::{AUTH, FreshDatabase, JSON, TOKEN, TempFile, TestServer, config, send_to};
 
 /// The versions `plantstore_schema` records.

@@ -113,8 +113,8 @@ fn a_failed_sync_is_a_500_then_changes_are_refused_and_reads_served() {
 fn a_second_server_on_the_same_file_refuses_to_start() {
     let file = TempFile::new("locked.journal");
     let path = file.0.to_str().unwrap();
-    let _first = crate::binary::Running::start(&["--data", path], Some("t"));
-    let second = crate::binary::command()
+    let _first = crate::process::binary::Running::start(&["--data", path], Some("t"));
+    let second = crate::process::binary::command()
         .args(["--addr", "127.0.0.1:0", "--data", path])
         .env("PLANTSTORE_TOKEN", "t")
         .output()
@@ -140,7 +140,7 @@ fn damage_in_the_middle_refuses_start_up_naming_file_and_record() {
     bytes[second_record + 14] ^= 0xFF; // inside record 2's payload
     std::fs::write(&file.0, &bytes).unwrap();
 
-    let out = crate::binary::command()
+    let out = crate::process::binary::command()
         .args(["--addr", "127.0.0.1:0", "--data", file.0.to_str().unwrap()])
         .env("PLANTSTORE_TOKEN", "t")
         .output()
@@ -165,7 +165,7 @@ fn start_up_reports_what_it_recovered_and_how_long_it_took() {
         assert_eq!(server.create(r#"{"id":2,"name":"q"}"#).status, 200);
         assert_eq!(server.send("DELETE", "/plants/1", &[AUTH], "").status, 204);
     }
-    let running = crate::binary::Running::start(&["--data", path], Some("t"));
+    let running = crate::process::binary::Running::start(&["--data", path], Some("t"));
     let log = running.log().join("\n");
     assert!(
         log.contains("recovered 1 plants from 3 journal records in "),

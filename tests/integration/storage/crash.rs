@@ -18,8 +18,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::binary::Running;
-use crate::journal::{Record, v1_journal};
+use crate::process::binary::Running;
+use crate::storage::journal::{Record, v1_journal};
 use crate::support::TempFile;
 
 const TOKEN: &str = "crash-token";

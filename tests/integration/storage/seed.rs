@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::binary::{Running, run_to_exit};
+use crate::process::binary::{Running, run_to_exit};
 use crate::support::{AUTH, Client, JSON, Kind, TOKEN, TempFile, request, store_args};
 
 fn seed_file(name: &str, contents: &str) -> TempFile {
@@ -266,7 +266,7 @@ fn with_data_a_refused_seed_leaves_the_journal_to_a_corrected_one() {
 
 #[test]
 fn help_documents_the_flag() {
-    let out = crate::binary::command().arg("--help").output().unwrap();
+    let out = crate::process::binary::command().arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("--seed"), "{help}");
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::binary::{Running, create, run_to_exit};
+use crate::process::binary::{Running, create, run_to_exit};
 use crate::support::{JSON, Kind, TempFile, TestServer};
 
 const BODY: &str = r#"{"id": 1, "name": "a"}"#;

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::binary::{Running, create};
+use crate::process::binary::{Running, create};
 use crate::support::Kind;
 use crate::support::{AUTH, Client, JSON, TestServer, allow_names_of, config, request};
 

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::binary::Running;
+use crate::process::binary::Running;
 use crate::support::{Client, JSON, TempFile, request};
 
 /// The status of `GET /plants/1` with `token`.

@@ -4,7 +4,7 @@
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::binary::Running;
+use crate::process::binary::Running;
 use crate::support::Client;
 
 const TOKEN: &str = "logs-token";

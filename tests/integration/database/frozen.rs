@@ -9,7 +9,7 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::binary::Running;
+use crate::process::binary::Running;
 use crate::support::{Client, FreshDatabase, Reply, request};
 
 const TOKEN: &str = "frozen-token";

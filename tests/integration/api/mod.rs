@@ -1,0 +1,11 @@
+//! The Plant Store API, on each store.
+
+mod auth;
+mod cors;
+mod export;
+mod metrics;
+mod numbers;
+mod plants;
+mod resource;
+mod ui;
+mod webhook;

@@ -1,0 +1,6 @@
+//! What only the PostgreSQL store has (the `postgres` feature).
+
+mod cluster;
+mod frozen;
+mod serving;
+mod start;

@@ -1,0 +1,7 @@
+//! The built binary as a process: flags, logs, signals, start-up.
+
+pub mod binary;
+mod flags;
+mod logs;
+pub mod reload;
+mod startup;

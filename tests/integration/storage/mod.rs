@@ -1,0 +1,8 @@
+//! The memory store's bounds, the `--data` journal and `--seed`.
+
+mod crash;
+mod durability;
+pub mod journal;
+mod journal_file;
+mod memory;
+mod seed;
