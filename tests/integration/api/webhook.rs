@@ -369,8 +369,11 @@ fn creates_never_wait_for_the_receiver_and_a_full_queue_drops_the_newest(kind: K
 fn shutdown_gives_pending_deliveries_a_grace_period_then_drops_them(kind: Kind) {
     let receiver = Receiver::start(&[Answer::Stall]);
     let url = receiver.url();
-    let mut server =
-        crate::process::binary::Running::on(kind, &["--webhook", &url, "--log-level", "info"], Some("t"));
+    let mut server = crate::process::binary::Running::on(
+        kind,
+        &["--webhook", &url, "--log-level", "info"],
+        Some("t"),
+    );
     for id in 1..=3 {
         assert_eq!(crate::process::binary::create(server.addr, "t", id), 200);
     }

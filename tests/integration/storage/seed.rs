@@ -266,7 +266,10 @@ fn with_data_a_refused_seed_leaves_the_journal_to_a_corrected_one() {
 
 #[test]
 fn help_documents_the_flag() {
-    let out = crate::process::binary::command().arg("--help").output().unwrap();
+    let out = crate::process::binary::command()
+        .arg("--help")
+        .output()
+        .unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("--seed"), "{help}");
 }
