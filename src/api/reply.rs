@@ -7,9 +7,10 @@
 //! waits for the disk or the database.
 
 use std::sync::Arc;
+use std::time::Instant;
 
-use super::{ApiError, App, Resource, label};
-use crate::http::{Request, Response};
+use super::{ApiError, App, CorsHeaders, Metrics, Resource, label};
+use crate::http::{Deferred, Request, Response};
 use crate::plants::Outcome;
 
 /// Answers `request` with what `respond` makes of `outcome`'s value.
@@ -29,16 +30,33 @@ pub(super) fn reply<T: Send + 'static>(
     let Some(later) = request.defer() else {
         return pending.wait().map_err(ApiError::from).and_then(respond);
     };
-    let metrics = Arc::clone(&app.metrics);
-    let cors = app.cors_headers(request);
-    let started = request.started();
-    pending.then(move |answer| {
-        let response = answer
-            .map_err(ApiError::from)
-            .and_then(respond)
-            .unwrap_or_else(|e| e.to_response());
-        metrics.record(label(Some(resource)), response.status(), started.elapsed());
-        later.complete(cors.apply(response));
-    });
+    let completion = Completion {
+        metrics: Arc::clone(&app.metrics),
+        cors: app.cors_headers(request),
+        started: request.started(),
+        resource,
+        later,
+    };
+    pending.then(move |answer| completion.send(answer.map_err(ApiError::from).and_then(respond)));
     Ok(Response::deferred())
+}
+
+/// What a deferred answer needs when it is sent, whatever the operation
+/// (kept apart from `reply`, which is instantiated per operation).
+struct Completion {
+    metrics: Arc<Metrics>,
+    cors: CorsHeaders,
+    started: Instant,
+    resource: Resource,
+    later: Deferred,
+}
+
+impl Completion {
+    fn send(self, made: Result<Response, ApiError>) {
+        let response = made.unwrap_or_else(|e| e.to_response());
+        let route = label(Some(self.resource));
+        self.metrics
+            .record(route, response.status(), self.started.elapsed());
+        self.later.complete(self.cors.apply(response));
+    }
 }

@@ -10,7 +10,9 @@
 //! pending outcome into a deferred response.
 
 use std::fmt;
-use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+
+use crate::lock::{lock, wait};
 
 use crate::store::StoreError;
 
@@ -93,13 +95,63 @@ impl<T: Send + 'static> Pending<T> {
     /// Blocks this thread until the answer comes (for a caller that cannot
     /// be answered later).
     pub fn wait(self) -> Result<T, Refused> {
-        let (tx, rx) = mpsc::sync_channel(1);
-        self.then(move |answer| {
-            let _ = tx.send(answer);
-        });
-        // A reply dropped unanswered is a broken promise: say so.
-        rx.recv()
-            .unwrap_or(Err(Refused::Unavailable(Unavailable::Stopping)))
+        let slot = Arc::new(Slot::default());
+        let filler = Filler(Some(Arc::clone(&slot)));
+        self.then(move |answer| filler.fill(answer));
+        slot.take()
+    }
+}
+
+/// Where a waiting thread gets its answer. A reply dropped unanswered
+/// (a broken promise) leaves `Stopping`, so the waiter never hangs.
+struct Slot<T> {
+    answer: Mutex<Option<Option<Result<T, Refused>>>>,
+    filled: Condvar,
+}
+
+impl<T> Default for Slot<T> {
+    fn default() -> Slot<T> {
+        Slot {
+            answer: Mutex::new(None),
+            filled: Condvar::new(),
+        }
+    }
+}
+
+impl<T> Slot<T> {
+    fn fill(&self, answer: Option<Result<T, Refused>>) {
+        *lock(&self.answer) = Some(answer);
+        self.filled.notify_one();
+    }
+
+    fn take(&self) -> Result<T, Refused> {
+        let mut answer = lock(&self.answer);
+        loop {
+            match answer.take() {
+                Some(Some(answer)) => return answer,
+                Some(None) => return Err(Refused::Unavailable(Unavailable::Stopping)),
+                None => answer = wait(&self.filled, answer),
+            }
+        }
+    }
+}
+
+/// Fills its slot once: with the answer, or, dropped unanswered, with none.
+struct Filler<T>(Option<Arc<Slot<T>>>);
+
+impl<T> Filler<T> {
+    fn fill(mut self, answer: Result<T, Refused>) {
+        if let Some(slot) = self.0.take() {
+            slot.fill(Some(answer));
+        }
+    }
+}
+
+impl<T> Drop for Filler<T> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.0.take() {
+            slot.fill(None);
+        }
     }
 }
 
@@ -116,7 +168,7 @@ impl<T: Send + 'static> Outcome<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::{Arc, Mutex};
+    use std::sync::mpsc;
     use std::thread;
 
     #[test]

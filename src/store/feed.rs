@@ -18,7 +18,7 @@
 //!
 //! Costs nothing when no hook is set: the store checks one `OnceLock`.
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use crate::lock::lock;
@@ -38,8 +38,9 @@ struct State {
     durable: u64,
     /// The last number reported.
     reported: u64,
-    /// Recorded, not yet reported.
-    waiting: BTreeMap<u64, PlantChange>,
+    /// The changes after `reported`, by number (`reported + 1` first):
+    /// `None` for a number handed out but not yet recorded.
+    waiting: VecDeque<Option<PlantChange>>,
 }
 
 impl Feed {
@@ -66,7 +67,18 @@ impl Feed {
             kind,
             plant,
         };
-        state.waiting.insert(seq, change);
+        // Numbers are handed out under the shard locks and recorded right
+        // after: `seq` is past `reported`, and at most a few past the end.
+        let Some(at) = seq
+            .checked_sub(state.reported + 1)
+            .and_then(|at| usize::try_from(at).ok())
+        else {
+            return;
+        };
+        if state.waiting.len() <= at {
+            state.waiting.resize(at + 1, None);
+        }
+        state.waiting[at] = Some(change);
         self.report(&mut state);
     }
 
@@ -82,12 +94,13 @@ impl Feed {
     /// Reports the waiting changes that are durable and come next, in order.
     fn report(&self, state: &mut State) {
         while state.reported < state.durable {
-            let Some(change) = state.waiting.remove(&(state.reported + 1)) else {
+            let Some(Some(change)) = state.waiting.front() else {
                 // Numbered but not yet recorded: its writer reports it.
                 return;
             };
+            (self.hook)(change);
             state.reported = change.seq;
-            (self.hook)(&change);
+            state.waiting.pop_front();
         }
     }
 }
