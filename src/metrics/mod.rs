@@ -62,6 +62,12 @@ impl Exposition {
     /// One sample of `name` (a family's name, or it with a suffix such as
     /// `_bucket`), with `labels` as `(name, value)` pairs.
     pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl Display) {
+        self.write_sample(name, labels, &value);
+    }
+
+    /// `sample` once for every type of value: the generic wrapper above is
+    /// all that is instantiated per type, which keeps the binary small.
+    fn write_sample(&mut self, name: &str, labels: &[(&str, &str)], value: &dyn Display) {
         self.text.push_str(name);
         if !labels.is_empty() {
             self.text.push('{');
@@ -82,7 +88,7 @@ impl Exposition {
     /// A family of one sample without labels.
     pub fn single(&mut self, name: &str, kind: Kind, help: &str, value: impl Display) {
         self.family(name, kind, help);
-        self.sample(name, &[], value);
+        self.write_sample(name, &[], &value);
     }
 
     /// The text written.
