@@ -83,16 +83,18 @@ impl Reloader {
             match config::read_tokens(path) {
                 Ok((tokens, warnings)) => {
                     for warning in warnings {
-                        warn!("{warning}");
+                        warn!(target: "plantstore", "{warning}");
                     }
                     self.app.set_tokens(tokens);
                     info!(
+                        target: "plantstore",
                         "reloaded {}: {} tokens active",
                         path.display(),
                         self.app.token_count()
                     );
                 }
                 Err(e) => log::error!(
+                    target: "plantstore",
                     "reload refused: {e}; the {} tokens in use stay active",
                     self.app.token_count()
                 ),
@@ -103,15 +105,19 @@ impl Reloader {
                 Ok(key) => {
                     self.app.set_webhook_secret(key);
                     info!(
+                        target: "plantstore",
                         "reloaded {}: webhook deliveries signed with it",
                         path.display()
                     );
                 }
-                Err(e) => log::error!("reload refused: {e}; the webhook secret in use stays"),
+                Err(e) => {
+                    log::error!(target: "plantstore", "reload refused: {e}; the webhook secret in use stays")
+                }
             }
         }
         if self.token_file.is_none() && self.secret_file.is_none() {
             info!(
+                target: "plantstore",
                 "reload: nothing to re-read (no --token-file or --webhook-secret-file); {} tokens active",
                 self.app.token_count()
             );
@@ -216,19 +222,22 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
     limits.max_connections = connection_cap(limits.max_connections);
     let server = Server::bind(config.addr, limits, Arc::clone(&app) as _, &gauge)?;
     match config.token_source {
-        TokenSource::Flag => warn!("--token is visible in the process list; prefer --token-file"),
+        TokenSource::Flag => {
+            warn!(target: "plantstore", "--token is visible in the process list; prefer --token-file")
+        }
         TokenSource::Generated => {
-            warn!("no token configured; generated one for this run (printed above)")
+            warn!(target: "plantstore", "no token configured; generated one for this run (printed above)")
         }
         TokenSource::File | TokenSource::Env => {}
     }
     for warning in &config.warnings {
-        warn!("{warning}");
+        warn!(target: "plantstore", "{warning}");
     }
     let addr = server.local_addr();
     if addr.ip().is_unspecified() {
         // No one can open http://0.0.0.0:8080: say where it can be reached.
         info!(
+            target: "plantstore",
             "plantstore {} listening on every address, port {} ({addr}), storage: {storage}; \
              reachable at {}",
             env!("CARGO_PKG_VERSION"),
@@ -237,12 +246,13 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
         );
     } else {
         info!(
+            target: "plantstore",
             "plantstore {} listening on http://{addr}, storage: {storage}",
             env!("CARGO_PKG_VERSION"),
         );
     }
     for target in &config.webhook.targets {
-        info!("announcing new plants to {}", target.url);
+        info!(target: "plantstore", "announcing new plants to {}", target.url);
     }
     Ok(Instance { server, app })
 }
@@ -265,6 +275,7 @@ fn connection_cap(max_connections: usize) -> usize {
         .max(1);
     if fit < max_connections {
         warn!(
+            target: "plantstore",
             "open-file limit {limit} allows {fit} connections, not --max-connections \
              {max_connections}; serving {fit} (raise LimitNOFILE= in systemd, or ulimit -n)"
         );

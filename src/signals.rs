@@ -39,7 +39,7 @@ impl Signals {
             for signal in incoming.forever() {
                 match (signal, handles.get()) {
                     (SIGHUP, Some((_, reloader))) => {
-                        info!("SIGHUP received; re-reading the token and webhook secret files");
+                        info!(target: "plantstore", "SIGHUP received; re-reading the token and webhook secret files");
                         reloader.reload();
                     }
                     (SIGHUP, None) => {
@@ -51,7 +51,7 @@ impl Signals {
                         }
                     }
                     (_, Some((stopper, _))) => {
-                        info!("signal {signal} received; stopping");
+                        info!(target: "plantstore", "signal {signal} received; stopping");
                         stopper.stop();
                         break;
                     }

@@ -48,6 +48,7 @@ pub fn load_seed(
         .get(0);
     if held {
         info!(
+            target: "plantstore::seed",
             "--seed {}: not loaded: the database already holds plants, and a seed only \
              fills an empty one",
             path.display()

@@ -158,12 +158,14 @@ impl Plants {
                     Store::open(setup.capacity, journal).map_err(SetupError::Journal)?;
                 if recovery.torn_bytes > 0 {
                     warn!(
+                        target: "plantstore",
                         "{}: cut off a torn final record ({} bytes) left by an interrupted write",
                         journal.path.display(),
                         recovery.torn_bytes
                     );
                 }
                 info!(
+                    target: "plantstore",
                     "recovered {} plants from {} journal records in {} ms",
                     store.len(),
                     recovery.records,
@@ -198,7 +200,7 @@ impl Plants {
         drop(client);
         let pool = db::Pool::start(config.clone()).map_err(|e| failed(&e))?;
         if !pool.wait_up(db::CONNECT_TIMEOUT) {
-            warn!("database {at}: no pool connection yet; answering 503 until one is up");
+            warn!(target: "plantstore", "database {at}: no pool connection yet; answering 503 until one is up");
         }
         let announcer = Arc::default();
         Ok(Plants {
@@ -361,7 +363,7 @@ impl Plants {
         match &self.kept {
             Kept::Memory { store, .. } => {
                 if let Err(e) = store.sync() {
-                    log::error!("final sync of the journal failed: {e}");
+                    log::error!(target: "plantstore", "final sync of the journal failed: {e}");
                 }
             }
             #[cfg(feature = "postgres")]
