@@ -52,10 +52,6 @@ impl Announcer {
             });
         }
     }
-
-    fn wants(&self) -> bool {
-        self.hook.get().is_some()
-    }
 }
 
 impl From<database::Unavailable> for Unavailable {
@@ -110,8 +106,7 @@ impl Remote {
         self.run(move |c| match c.replace(id, &plant).map_err(failed)? {
             false => Err(StoreError::NotFound(id).into()),
             true => {
-                let plant = announcer.wants().then_some(plant);
-                announcer.announce(id, ChangeKind::Replaced, plant);
+                announcer.announce(id, ChangeKind::Replaced, Some(plant));
                 Ok(())
             }
         })
