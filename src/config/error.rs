@@ -6,7 +6,7 @@ use std::io;
 use std::path::PathBuf;
 
 use super::body_for;
-use crate::plant::TextLimits;
+use crate::plant::{MAX_TEXT_BYTES, TextLimits};
 
 /// A flag value that cannot be used.
 #[derive(Debug)]
@@ -15,6 +15,8 @@ pub enum ConfigError {
     Addr(String),
     /// A limit or timeout flag is zero.
     Zero(&'static str),
+    /// `--max-body` is over [`MAX_TEXT_BYTES`] (the value given).
+    BodyOverCap(usize),
     /// `--max-name` and `--max-tag` allow plants whose body cannot fit in
     /// `--max-body` (the name and tag limits, the body limit).
     TextOverBody(TextLimits, usize),
@@ -65,6 +67,10 @@ impl fmt::Display for ConfigError {
                 "--addr {a:?} is not a socket address such as 127.0.0.1:8080"
             ),
             ConfigError::Zero(flag) => write!(f, "{flag} must be greater than 0"),
+            ConfigError::BodyOverCap(body) => write!(
+                f,
+                "--max-body {body} is over the most a plant may take, {MAX_TEXT_BYTES} bytes (16 MiB)"
+            ),
             ConfigError::TextOverBody(text, body) => write!(
                 f,
                 "--max-name {} and --max-tag {} allow bodies of up to {} bytes, \

@@ -35,7 +35,7 @@ use log::LevelFilter;
 use crate::api::Cors;
 use crate::http::Limits;
 use crate::logging::Format as LogFormat;
-use crate::plant::TextLimits;
+use crate::plant::{MAX_TEXT_BYTES, TextLimits};
 use crate::store::{Durability, SyncMode};
 use crate::webhook::{Target, WebhookConfig};
 use tokens::tokens;
@@ -131,6 +131,9 @@ impl Config {
             },
             ..Limits::default()
         };
+        if limits.max_body > MAX_TEXT_BYTES {
+            return Err(ConfigError::BodyOverCap(limits.max_body));
+        }
         positive(args.max_plants as u64, "--max-plants")?;
         #[cfg(feature = "postgres")]
         let database = database(&args)?;

@@ -185,6 +185,19 @@ fn text_limits_are_non_zero_and_fit_in_the_body_limit() {
     assert!(matches!(huge, Err(ConfigError::TextOverBody(..))));
 }
 
+/// The journal's format bounds a record by the largest body allowed.
+#[test]
+fn max_body_is_at_most_16_mib() {
+    let with = |extra: &[&str]| Config::from_args(args(extra), Some("t".into()));
+    let at_cap = with(&["--max-body", "16777216"]).unwrap();
+    assert_eq!(at_cap.limits.max_body, 16 << 20);
+    let over = with(&["--max-body", "16777217"]);
+    assert!(matches!(over, Err(ConfigError::BodyOverCap(16_777_217))));
+    let message = over.unwrap_err().to_string();
+    assert!(message.contains("--max-body 16777217"), "{message}");
+    assert!(message.contains("16 MiB"), "{message}");
+}
+
 #[test]
 fn defaults_match_the_spec() {
     let config = Config::from_args(args(&[]), Some("t".into())).unwrap();

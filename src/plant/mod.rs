@@ -72,6 +72,11 @@ impl<'a> PlantRecord<'a> {
     }
 }
 
+/// The most bytes a name and a tag together can ever take, whatever the
+/// flags: `--max-body` is at most this, and a plant's texts fit in its
+/// body. The journal's format leans on it to bound a record's length.
+pub const MAX_TEXT_BYTES: usize = 16 << 20;
+
 /// The longest `name` and `tag` accepted, in characters (Unicode code
 /// points, as JSON Schema's `maxLength` counts them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

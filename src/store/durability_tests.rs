@@ -121,7 +121,7 @@ fn a_cut_anywhere_in_the_last_record_keeps_exactly_the_complete_ones() {
         let scan = scan(&bytes[..cut], |change| ids.push(change.id()))
             .unwrap_or_else(|e| panic!("cut at {cut}: {e:?}"));
         assert_eq!(scan.records, 2, "cut at {cut}");
-        assert_eq!(scan.valid_len, last, "cut at {cut}");
+        assert_eq!(scan.valid_len, last as u64, "cut at {cut}");
         assert_eq!(ids, vec![1, 2]);
     }
 }
@@ -150,7 +150,7 @@ fn a_flipped_bit_is_torn_at_the_end_and_refused_in_the_middle() {
     let (bytes, last) = three_records();
     let mut end = bytes.clone();
     *end.last_mut().unwrap() ^= 1;
-    assert_eq!(scan(&end, |_| {}).unwrap().valid_len, last);
+    assert_eq!(scan(&end, |_| {}).unwrap().valid_len, last as u64);
     let mut middle = bytes.clone();
     middle[HEADER + 14] ^= 1; // inside the first record
     assert_eq!(

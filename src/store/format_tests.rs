@@ -1,5 +1,5 @@
 //! The journal's format as an outsider writes it: records planted in a
-//! plant's name by a client, and journals in the version-1 format. The
+//! plant's name by a client, and journals in the version-1 and -2 formats. The
 //! encoders here follow the documented layout and share no code with the
 //! server's, so a test fails if the two drift apart.
 
@@ -78,6 +78,23 @@ fn v2_record(change: &Change<'_>, salt: [u8; 8]) -> Vec<u8> {
     [&len[..], &check.to_le_bytes(), &payload].concat()
 }
 
+/// A version-3 record of a file salted with `salt`: `len:u32
+/// len_check:u32 check:u64 payload`, the CRC-32C over the salt and `len`,
+/// the CRC-64/XZ over the salt, `len` and the payload.
+fn v3_record(change: &Change<'_>, salt: [u8; 8]) -> Vec<u8> {
+    let payload = payload(change);
+    let len = (payload.len() as u32).to_le_bytes();
+    let len_check = crc32c(&[&salt[..], &len].concat());
+    let check = crc64(&[&salt[..], &len, &payload].concat());
+    [
+        &len[..],
+        &len_check.to_le_bytes(),
+        &check.to_le_bytes(),
+        &payload,
+    ]
+    .concat()
+}
+
 fn v1_journal(changes: &[Change<'_>]) -> Vec<u8> {
     let mut file = b"PLANTSJ1".to_vec();
     for change in changes {
@@ -86,12 +103,16 @@ fn v1_journal(changes: &[Change<'_>]) -> Vec<u8> {
     file
 }
 
-/// `PLANTSJ2`, the salt and the CRC-64/XZ of those 16 bytes.
-fn v2_header(salt: [u8; 8]) -> Vec<u8> {
-    let mut header = [&b"PLANTSJ2"[..], &salt].concat();
+/// `magic`, the salt and the CRC-64/XZ of those 16 bytes.
+fn salted_header(magic: &[u8], salt: [u8; 8]) -> Vec<u8> {
+    let mut header = [magic, &salt].concat();
     let check = crc64(&header);
     header.extend_from_slice(&check.to_le_bytes());
     header
+}
+
+fn v2_header(salt: [u8; 8]) -> Vec<u8> {
+    salted_header(b"PLANTSJ2", salt)
 }
 
 fn v2_journal(salt: [u8; 8], changes: &[Change<'_>]) -> Vec<u8> {
@@ -102,11 +123,23 @@ fn v2_journal(salt: [u8; 8], changes: &[Change<'_>]) -> Vec<u8> {
     file
 }
 
-/// The salt in a version-2 file's header.
+fn v3_journal(salt: [u8; 8], changes: &[Change<'_>]) -> Vec<u8> {
+    let mut file = salted_header(b"PLANTSJ3", salt);
+    for change in changes {
+        file.extend(v3_record(change, salt));
+    }
+    file
+}
+
+/// The salt in a version-3 file's header.
 fn salt_of(file: &[u8]) -> [u8; 8] {
-    assert_eq!(&file[..8], b"PLANTSJ2", "a version-2 journal");
+    assert_eq!(&file[..8], b"PLANTSJ3", "a version-3 journal");
     let salt = file[8..16].try_into().unwrap();
-    assert_eq!(&file[..24], v2_header(salt), "the header's check");
+    assert_eq!(
+        &file[..24],
+        salted_header(b"PLANTSJ3", salt),
+        "the header's check"
+    );
     salt
 }
 
@@ -140,13 +173,17 @@ fn the_outsiders_crcs_match_the_standard_check_values() {
 /// crash or a full disk, made recovery find that record after the tear,
 /// call the tail damage in the middle and refuse to start (for good: every
 /// restart found the same). Planted with the version-1 rules, and with the
-/// version-2 rules under a guessed salt (zero), it must read as what it
-/// is: a torn tail.
+/// version-2 and -3 rules under a guessed salt (zero), it must read as
+/// what it is: a torn tail.
 #[test]
 fn a_record_planted_in_a_name_cannot_make_a_torn_tail_refuse_start_up() {
     const BEFORE: &str = "<";
     const AFTER: &str = "> and some more of the name";
-    for rules in ["version 1", "version 2 under a guessed salt"] {
+    for rules in [
+        "version 1",
+        "version 2 under a guessed salt",
+        "version 3 under a guessed salt",
+    ] {
         let path = TempPath::new("planted");
         let (store, _) = path.open().unwrap();
         store.create(new(1, "fern")).unwrap();
@@ -154,7 +191,8 @@ fn a_record_planted_in_a_name_cannot_make_a_torn_tail_refuse_start_up() {
         let start = fs::metadata(&path.0).unwrap().len() as usize;
         let record = match rules {
             "version 1" => planted(v1_record),
-            _ => planted(|change| v2_record(change, [0; 8])),
+            "version 2 under a guessed salt" => planted(|change| v2_record(change, [0; 8])),
+            _ => planted(|change| v3_record(change, [0; 8])),
         };
         let name = format!("{BEFORE}{record}{AFTER}");
         store.create(new(3, &name)).unwrap();
@@ -191,12 +229,13 @@ fn the_planting_encoders_write_records_the_server_reads() {
     let change = put(7, "fern", Some("green"));
     let v1 = [&b"PLANTSJ1"[..], &v1_record(&change)].concat();
     let v2 = [v2_header([9; 8]), v2_record(&change, [9; 8])].concat();
-    for file in [v1, v2] {
+    let v3 = v3_journal([9; 8], &[change]);
+    for file in [v1, v2, v3] {
         let mut seen = Vec::new();
         let scan = scan(&file, |change| seen.push(change.id())).unwrap();
         assert_eq!(
             (scan.records, scan.valid_len, seen),
-            (1, file.len(), vec![7])
+            (1, file.len() as u64, vec![7])
         );
     }
 }
@@ -212,7 +251,7 @@ fn history() -> Vec<Change<'static>> {
 }
 
 #[test]
-fn a_version_1_journal_is_replayed_then_converted_to_version_2() {
+fn a_version_1_journal_is_replayed_then_converted_to_version_3() {
     let path = TempPath::new("v1");
     let history = history();
     fs::write(&path.0, v1_journal(&history)).unwrap();
@@ -224,7 +263,7 @@ fn a_version_1_journal_is_replayed_then_converted_to_version_2() {
         // Converted before the first append: every record as it was, in
         // the same order, under the new file's salt.
         let bytes = fs::read(&path.0).unwrap();
-        assert_eq!(bytes, v2_journal(salt_of(&bytes), &history));
+        assert_eq!(bytes, v3_journal(salt_of(&bytes), &history));
         store.create(new(4, "after")).unwrap();
     }
     let (store, recovery) = path.open().unwrap();
@@ -232,6 +271,36 @@ fn a_version_1_journal_is_replayed_then_converted_to_version_2() {
     let mut expected = expected;
     expected.push((4, plant("after", None)));
     assert_eq!(contents(&store), expected);
+}
+
+/// Version 2 is read by its own rules, a torn tail cut, then converted
+/// before the first append, as version 1 is.
+#[test]
+fn a_version_2_journal_is_replayed_then_converted_to_version_3() {
+    let history = history();
+    let whole = v2_journal([5; 8], &history);
+    let last = v2_journal([5; 8], &history[..4]).len();
+    for cut in [whole.len(), last + 1, whole.len() - 1] {
+        let path = TempPath::new("v2");
+        fs::write(&path.0, &whole[..cut]).unwrap();
+        let (records, torn) = if cut == whole.len() {
+            (5, 0)
+        } else {
+            (4, (cut - last) as u64)
+        };
+        {
+            let (store, recovery) = path.open().unwrap();
+            assert_eq!((recovery.records, recovery.torn_bytes), (records, torn));
+            let bytes = fs::read(&path.0).unwrap();
+            let salt = salt_of(&bytes);
+            assert_ne!(salt, [5; 8], "a fresh salt");
+            assert_eq!(bytes, v3_journal(salt, &history[..records as usize]));
+            store.create(new(4, "after")).unwrap();
+        }
+        let (store, recovery) = path.open().unwrap();
+        assert_eq!((recovery.records, recovery.torn_bytes), (records + 1, 0));
+        assert_eq!(store.get(4), Some(plant("after", None)));
+    }
 }
 
 #[test]
@@ -249,12 +318,12 @@ fn a_torn_version_1_tail_is_cut_by_the_conversion() {
         );
         assert_eq!(store.get(1), Some(plant("fern", None)), "cut at {cut}");
         let bytes = fs::read(&path.0).unwrap();
-        assert_eq!(bytes, v2_journal(salt_of(&bytes), &history[..4]));
+        assert_eq!(bytes, v3_journal(salt_of(&bytes), &history[..4]));
     }
 }
 
 #[test]
-fn an_empty_version_1_journal_becomes_an_empty_version_2_one() {
+fn an_empty_version_1_journal_becomes_an_empty_version_3_one() {
     let path = TempPath::new("v1-empty");
     fs::write(&path.0, b"PLANTSJ1").unwrap();
     let (store, recovery) = path.open().unwrap();
@@ -263,7 +332,7 @@ fn an_empty_version_1_journal_becomes_an_empty_version_2_one() {
         (0, 0, 0)
     );
     let bytes = fs::read(&path.0).unwrap();
-    assert_eq!(bytes, v2_journal(salt_of(&bytes), &[]));
+    assert_eq!(bytes, v3_journal(salt_of(&bytes), &[]));
 }
 
 #[test]
@@ -289,14 +358,14 @@ fn a_conversion_interrupted_before_its_rename_is_done_again() {
     let history = history();
     fs::write(&path.0, v1_journal(&history)).unwrap();
     // What a crash while writing the converted file leaves next to it.
-    let half = v2_journal([3; 8], &history);
+    let half = v3_journal([3; 8], &history);
     fs::write(journal::compact_path(&path.0), &half[..half.len() / 2]).unwrap();
     let (store, recovery) = path.open().unwrap();
     assert_eq!(recovery.records, 5);
     assert_eq!(store.len(), 2);
     assert!(!journal::compact_path(&path.0).exists());
     let bytes = fs::read(&path.0).unwrap();
-    assert_eq!(bytes, v2_journal(salt_of(&bytes), &history));
+    assert_eq!(bytes, v3_journal(salt_of(&bytes), &history));
 }
 
 #[test]

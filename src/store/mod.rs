@@ -43,8 +43,9 @@ mod packed;
 mod shards;
 
 pub use journal::{
-    Change, Damage, Disk, Durability, HEADER, JournalStats, MAGIC, MAGIC_V1, OpenError, Recovery,
-    Salt, Scan, SyncMode, Version, convert, crc32c, crc64, decode, encode, header, scan, seal,
+    Change, Damage, Disk, Durability, HEADER, JournalStats, MAGIC, MAGIC_V1, MAGIC_V2, MAX_PAYLOAD,
+    OpenError, Recovery, Salt, Scan, ScanError, SyncMode, Version, convert, crc32c, crc64, decode,
+    encode, header, scan, scan_from, seal,
 };
 pub use listing::{AllPlants, Page};
 pub use packed::Packed;

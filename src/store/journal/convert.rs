@@ -1,66 +1,101 @@
-//! Converting a version-1 journal to version 2 at start-up, so that a
-//! version-1 file never takes another append. The protocol is in the
-//! journal's module header, under "Version 1".
+//! Converting a journal of an older version (1 or 2) to version 3 at
+//! start-up, so that an old file never takes another append. The protocol
+//! is in the journal's module header, under "Older versions".
 
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use super::file::Entry;
-use super::format::{HEADER, MAGIC_V1, Salt, Version, decode, encode, fresh_salt, header, seal};
+use super::format::{HEADER, Salt, Version, encode, fresh_salt, header, seal};
+use super::recovery::scan_from;
 use super::rewrite::{compact_path, create_temp, sync_dir};
 
-/// The version-2 image of the whole records at the start of the version-1
-/// image `v1` (its header included), salted with `salt`: the same records
-/// in the same order. Stops at the first record that does not decode, so
-/// a torn tail is left out.
-pub fn convert(v1: &[u8], salt: &Salt) -> Vec<u8> {
-    let mut image = header(salt).to_vec();
-    let mut at = MAGIC_V1.len();
-    while let Some((change, size)) = decode(v1, at, Version::V1) {
-        encode(&mut image, &change);
-        at += size;
-    }
-    seal(&mut image[HEADER..], salt);
+/// The version-3 image of the whole records at the start of the journal
+/// image `old` (its header included), salted with `salt`: the same records
+/// in the same order. Stops where recovery would, so a torn tail is left
+/// out.
+pub fn convert(old: &[u8], salt: &Salt) -> Vec<u8> {
+    let mut image = Vec::new();
+    // Writing to a Vec cannot fail; a damaged `old` yields the records
+    // before the damage.
+    let _ = write_converted(old, salt, &mut image);
     image
 }
 
-/// Converts the version-1 journal at `path` (the real file, which `entry`
-/// names), whose whole records (`records` of them) are the image `v1`, and
-/// logs that it did. The new file is written and synced beside it
-/// (`FILE.compact`, locked, with the journal's owner and mode), renamed over
-/// it through `entry` (so the identity checks follow the new file), and the
-/// directory synced. Returns the new file, open for appending, its salt and
-/// its length. On an error the version-1 file is still in place.
+/// Writes the version-3 image of the journal read from `old` to `out`:
+/// the header for `salt`, then each whole record, sealed for it. Returns
+/// the bytes written and the records.
+fn write_converted(old: impl Read, salt: &Salt, out: impl Write) -> io::Result<(u64, u64)> {
+    let mut out = BufWriter::with_capacity(64 * 1024, out);
+    out.write_all(&header(salt))?;
+    let mut written = (HEADER as u64, 0);
+    let mut record = Vec::new();
+    let mut failed = Ok(());
+    let scanned = scan_from(old, |change| {
+        if failed.is_err() {
+            return;
+        }
+        record.clear();
+        encode(&mut record, &change);
+        seal(&mut record, salt);
+        written.0 += record.len() as u64;
+        written.1 += 1;
+        failed = out.write_all(&record);
+    });
+    failed?;
+    out.flush()?;
+    match scanned {
+        Ok(_) => Ok(written),
+        Err(e) => Err(io::Error::other(format!("{e:?}"))),
+    }
+}
+
+/// Converts the journal `file` of version `from` at `path` (the real
+/// file, which `entry` names), whose first `valid_len` bytes hold
+/// `records` whole records, and logs that it did. The file is read again
+/// as a stream, the new file written and synced beside it (`FILE.compact`,
+/// locked, with the journal's owner and mode), renamed over it through
+/// `entry` (so the identity checks follow the new file), and the
+/// directory synced. Returns the new file, open for appending, its salt
+/// and its length. On an error the old file is still in place.
 pub(super) fn upgrade(
     path: &Path,
     entry: &Entry,
-    v1: &[u8],
+    file: &mut File,
+    from: Version,
+    valid_len: u64,
     records: u64,
-) -> io::Result<(File, Salt, usize)> {
+) -> io::Result<(File, Salt, u64)> {
     let salt = fresh_salt()?;
-    let image = convert(v1, &salt);
     let temp_path = compact_path(path);
     let written = (|| {
         let mut temp = create_temp(path, &temp_path)?;
-        temp.write_all(&image)?;
+        file.seek(SeekFrom::Start(0))?;
+        let (len, converted) = write_converted((&*file).take(valid_len), &salt, &mut temp)?;
+        if converted != records {
+            return Err(io::Error::other(
+                "the journal changed while it was converted",
+            ));
+        }
         temp.sync_data()?;
         entry
             .replace(&temp_path, &temp)
             .map_err(io::Error::other)??;
-        Ok(temp)
+        Ok((temp, len))
     })();
-    let file = match written {
-        Ok(file) => file,
+    let (file, len) = match written {
+        Ok(written) => written,
         Err(e) => {
             let _ = fs::remove_file(&temp_path);
             return Err(e);
         }
     };
     sync_dir(path)?;
+    let old = if from == Version::V1 { 1 } else { 2 };
     log::info!(
-        "{}: journal converted from format version 1 to 2 ({records} records)",
+        "{}: journal converted from format version {old} to 3 ({records} records)",
         path.display()
     );
-    Ok((file, salt, image.len()))
+    Ok((file, salt, len))
 }

@@ -1,26 +1,37 @@
 //! The bytes of the journal: the file header, records (encoding, sealing,
-//! decoding) and the checksums. The layout, and why the check covers what
-//! it covers, is in the journal's module header. Version 1 shares all of
-//! this except its framing and checksum.
+//! decoding) and the checksums. The layout, and why the checks cover what
+//! they cover, is in the journal's module header. Versions 1 and 2 share
+//! all of this except their framing and checks; they are read, never
+//! written.
 
 use std::io::{self, Read};
 
-/// The first eight bytes of a journal in the current format, version 2.
-pub const MAGIC: &[u8; 8] = b"PLANTSJ2";
+use crate::plant::MAX_TEXT_BYTES;
+
+/// The first eight bytes of a journal in the current format, version 3.
+pub const MAGIC: &[u8; 8] = b"PLANTSJ3";
+/// The first eight bytes of a version-2 journal (read, then converted).
+pub const MAGIC_V2: &[u8; 8] = b"PLANTSJ2";
 /// The first eight bytes of a version-1 journal (read, then converted).
 pub const MAGIC_V1: &[u8; 8] = b"PLANTSJ1";
-/// A version-2 header: the magic, the file's salt, the header's check.
+/// A version-2 or -3 header: the magic, the file's salt, the header's
+/// check.
 pub const HEADER: usize = CHECKED + 8;
-/// The bytes of a version-2 header that its check covers: magic and salt.
+/// The bytes of a header that its check covers: magic and salt.
 const CHECKED: usize = MAGIC.len() + 8;
-/// Length and check in front of every version-2 payload.
-const FRAMING: usize = 4 + 8;
+/// Length, length check and check in front of every version-3 payload.
+const FRAMING: usize = 4 + 4 + 8;
+/// The longest payload of any version: a put whose name and tag take
+/// every byte a plant may ([`MAX_TEXT_BYTES`]). A record that claims more
+/// is damage, whatever the flags of the run that wrote it.
+pub const MAX_PAYLOAD: usize = 1 + 8 + 4 + 4 + MAX_TEXT_BYTES;
 const PUT: u8 = 1;
 const DELETE: u8 = 2;
 const NO_TAG: u32 = u32::MAX;
 
-/// The random bytes from the OS that every check in one version-2 file
-/// starts from. Written once, in the header; never shown anywhere else.
+/// The random bytes from the OS that every check in one version-2 or -3
+/// file starts from. Written once, in the header; never shown anywhere
+/// else.
 pub type Salt = [u8; 8];
 
 /// The rules a file's records follow, read from its header.
@@ -31,6 +42,9 @@ pub enum Version {
     /// `PLANTSJ2` with this salt: a CRC-64 over the salt, the length and
     /// the payload.
     V2(Salt),
+    /// `PLANTSJ3` with this salt: as version 2, and a CRC-32C of the salt
+    /// and the length on its own, checked before the length is believed.
+    V3(Salt),
 }
 
 impl Version {
@@ -38,15 +52,16 @@ impl Version {
     pub fn header_len(self) -> usize {
         match self {
             Version::V1 => MAGIC_V1.len(),
-            Version::V2(_) => HEADER,
+            Version::V2(_) | Version::V3(_) => HEADER,
         }
     }
 
-    /// Bytes of length and check in front of each payload.
-    fn framing(self) -> usize {
+    /// Bytes of length and checks in front of each payload.
+    pub fn framing(self) -> usize {
         match self {
             Version::V1 => 4 + 4,
-            Version::V2(_) => FRAMING,
+            Version::V2(_) => 4 + 8,
+            Version::V3(_) => FRAMING,
         }
     }
 }
@@ -57,26 +72,33 @@ impl std::fmt::Debug for Version {
         match self {
             Version::V1 => f.write_str("V1"),
             Version::V2(_) => f.write_str("V2(salt)"),
+            Version::V3(_) => f.write_str("V3(salt)"),
         }
     }
 }
 
-/// The header of a version-2 file salted with `salt`.
+/// The header of a version-3 file salted with `salt`.
 pub fn header(salt: &Salt) -> [u8; HEADER] {
+    salted_header(MAGIC, salt)
+}
+
+/// The header of a file of the version `magic` names, salted with `salt`.
+fn salted_header(magic: &[u8; 8], salt: &Salt) -> [u8; HEADER] {
     let mut header = [0; HEADER];
-    header[..MAGIC.len()].copy_from_slice(MAGIC);
+    header[..MAGIC.len()].copy_from_slice(magic);
     header[MAGIC.len()..CHECKED].copy_from_slice(salt);
     let check = crc64(0, &header[..CHECKED]);
     header[CHECKED..].copy_from_slice(&check.to_le_bytes());
     header
 }
 
-/// The salt of a version-2 header, if the header checks out.
+/// The salt of a version-2 or -3 header, if the header checks out.
 pub fn salt_of(header: &[u8; HEADER]) -> Option<Salt> {
+    let magic = header.first_chunk::<8>().expect("eight bytes");
     let salt = header[MAGIC.len()..CHECKED]
         .try_into()
         .expect("eight bytes");
-    (header == &self::header(&salt)).then_some(salt)
+    (header == &salted_header(magic, &salt)).then_some(salt)
 }
 
 /// A salt for a new file, from the OS's random source.
@@ -120,7 +142,7 @@ impl Change<'_> {
     }
 }
 
-/// Appends the version-2 record of `change` to `buf`, its check not yet
+/// Appends the version-3 record of `change` to `buf`, its checks not yet
 /// filled in: [`seal`] does that once the file it goes to is known.
 pub fn encode(buf: &mut Vec<u8>, change: &Change<'_>) {
     let start = buf.len();
@@ -141,7 +163,7 @@ pub fn encode(buf: &mut Vec<u8>, change: &Change<'_>) {
     buf[start..start + 4].copy_from_slice(&len.to_le_bytes());
 }
 
-/// Fills in the check of every record in `records`, a run of whole
+/// Fills in the checks of every record in `records`, a run of whole
 /// records from [`encode`], for the file salted with `salt`.
 pub fn seal(records: &mut [u8], salt: &Salt) {
     let mut at = 0;
@@ -152,16 +174,23 @@ pub fn seal(records: &mut [u8], salt: &Salt) {
         let Some(record) = records.get_mut(at..end) else {
             return;
         };
+        let len_check = len_check(salt, &record[..4]);
         let check = check(salt, &record[..4], &record[FRAMING..]);
-        record[4..FRAMING].copy_from_slice(&check.to_le_bytes());
+        record[4..8].copy_from_slice(&len_check.to_le_bytes());
+        record[8..FRAMING].copy_from_slice(&check.to_le_bytes());
         at = end;
     }
 }
 
-/// The version-2 check of a record with length bytes `len` and `payload`
-/// in the file salted with `salt`.
+/// The version-2 and -3 check of a record with length bytes `len` and
+/// `payload` in the file salted with `salt`.
 fn check(salt: &Salt, len: &[u8], payload: &[u8]) -> u64 {
     crc64(crc64(crc64(0, salt), len), payload)
+}
+
+/// The version-3 check of a record's length bytes on their own.
+fn len_check(salt: &Salt, len: &[u8]) -> u32 {
+    crc32c(crc32c(0, salt), len)
 }
 
 fn push_text(buf: &mut Vec<u8>, text: Option<&str>) {
@@ -175,24 +204,105 @@ fn push_text(buf: &mut Vec<u8>, text: Option<&str>) {
     }
 }
 
-/// Decodes the record at byte `at` of `file` by the rules of `version`:
-/// the change and the record's size, or `None` if it is incomplete, fails
-/// its check or does not decode.
-pub fn decode(file: &[u8], at: usize, version: Version) -> Option<(Change<'_>, usize)> {
-    let bytes = file.get(at..)?;
-    let len: [u8; 4] = bytes.get(..4)?.try_into().ok()?;
+/// What the bytes at one offset hold, by one version's rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decoded<'a> {
+    /// A whole, valid record: its change and its size.
+    Record(Change<'a>, usize),
+    /// Not a record, whatever bytes follow.
+    Bad,
+    /// Could be a record if this many bytes (in all, from the offset) were
+    /// there: never more than the framing and [`MAX_PAYLOAD`].
+    Short(usize),
+}
+
+/// Decodes the record at the start of `bytes` by the rules of `version`,
+/// adding to `checked` the bytes it ran a checksum over.
+///
+/// The cheap tests come first, so that bytes that are not a record cost
+/// little: the length against [`MAX_PAYLOAD`], in version 3 the length's
+/// own check, then the payload's shape (the kind, and text lengths that
+/// add up); only then the checksum over the payload, then UTF-8.
+pub fn decode_at<'a>(bytes: &'a [u8], version: Version, checked: &mut u64) -> Decoded<'a> {
     let framing = version.framing();
-    let end = framing.checked_add(u32::from_le_bytes(len) as usize)?;
-    let payload = bytes.get(framing..end)?;
-    let stored = &bytes[4..framing];
-    let valid = match version {
-        Version::V1 => crc32c(crc32c(0, &len), payload).to_le_bytes() == stored,
-        Version::V2(salt) => check(&salt, &len, payload).to_le_bytes() == stored,
+    let Some(head) = bytes.get(..framing) else {
+        return Decoded::Short(framing);
     };
-    if !valid {
+    let len = head.first_chunk::<4>().expect("four bytes");
+    if let Version::V3(_) = version {
+        *checked += 4;
+    }
+    let Some(end) = claimed_size(head, version) else {
+        return Decoded::Bad;
+    };
+    let payload_len = end - framing;
+    let Some(payload) = bytes.get(framing..end) else {
+        return Decoded::Short(end);
+    };
+    if !shaped(payload) {
+        return Decoded::Bad;
+    }
+    *checked += (4 + payload_len) as u64;
+    let valid = match version {
+        Version::V1 => crc32c(crc32c(0, len), payload).to_le_bytes() == head[4..],
+        Version::V2(salt) => check(&salt, len, payload).to_le_bytes() == head[4..],
+        Version::V3(salt) => check(&salt, len, payload).to_le_bytes() == head[8..],
+    };
+    match parse(payload) {
+        Some(change) if valid => Decoded::Record(change, end),
+        _ => Decoded::Bad,
+    }
+}
+
+/// The size of the record whose framing `head` holds, if its length is
+/// believable: within [`MAX_PAYLOAD`], and in version 3 passing its own
+/// check. `head` must hold the whole framing.
+pub fn claimed_size(head: &[u8], version: Version) -> Option<usize> {
+    let len = head.first_chunk::<4>()?;
+    let payload_len = u32::from_le_bytes(*len) as usize;
+    if payload_len > MAX_PAYLOAD || head.len() < version.framing() {
         return None;
     }
-    Some((parse(payload)?, end))
+    if let Version::V3(salt) = version
+        && len_check(&salt, len).to_le_bytes() != head[4..8]
+    {
+        return None;
+    }
+    Some(version.framing() + payload_len)
+}
+
+/// Decodes the record at byte `at` of `file` by the rules of `version`:
+/// the change and the record's size, or `None` if it is incomplete, fails
+/// its checks or does not decode.
+pub fn decode(file: &[u8], at: usize, version: Version) -> Option<(Change<'_>, usize)> {
+    match decode_at(file.get(at..)?, version, &mut 0) {
+        Decoded::Record(change, size) => Some((change, size)),
+        Decoded::Bad | Decoded::Short(_) => None,
+    }
+}
+
+/// Whether a payload has the shape of a change (a known kind, and text
+/// lengths that fill it exactly), without looking at the texts.
+fn shaped(payload: &[u8]) -> bool {
+    let text_len = |at: usize| {
+        let len = u32::from_le_bytes(*payload.get(at..)?.first_chunk::<4>()?);
+        Some(if len == NO_TAG { 0 } else { len as usize })
+    };
+    match payload.first() {
+        Some(&DELETE) => payload.len() == 1 + 8,
+        Some(&PUT) => {
+            let Some(name) = text_len(9) else {
+                return false;
+            };
+            // A name cannot be missing: `parse` refuses NO_TAG there.
+            let Some(tag_at) = name.checked_add(13) else {
+                return false;
+            };
+            let tag = text_len(tag_at).and_then(|tag| tag.checked_add(tag_at + 4));
+            tag == Some(payload.len())
+        }
+        _ => false,
+    }
 }
 
 /// The change a payload holds, if it is one.
@@ -308,8 +418,57 @@ mod tests {
             assert_eq!(record.len() as u64, change.size());
             let file = [&header(&SALT)[..], &record].concat();
             assert_eq!(
-                decode(&file, HEADER, Version::V2(SALT)),
+                decode(&file, HEADER, Version::V3(SALT)),
                 Some((change, record.len()))
+            );
+            // Version 2's record is the same without the length's check.
+            let v2 = [&record[..4], &record[8..]].concat();
+            assert_eq!(decode(&v2, 0, Version::V2(SALT)), Some((change, v2.len())));
+        }
+    }
+
+    #[test]
+    fn bytes_that_are_not_a_record_cost_no_checksum_over_what_they_claim() {
+        let mut checked = 0;
+        // A length over the most any record holds: refused on sight.
+        let mut huge = sealed(&Change::Delete(7), &SALT);
+        huge[..4].copy_from_slice(&(MAX_PAYLOAD as u32 + 1).to_le_bytes());
+        huge.resize(MAX_PAYLOAD + 64, 0);
+        for version in [Version::V1, Version::V2(SALT), Version::V3(SALT)] {
+            assert_eq!(decode_at(&huge, version, &mut checked), Decoded::Bad);
+        }
+        assert!(checked <= 4, "{checked}");
+        // A believable length whose own check fails: four bytes checked.
+        let mut bent = sealed(&Change::Delete(7), &SALT);
+        bent[0] = 200;
+        bent.resize(400, 0);
+        checked = 0;
+        assert_eq!(
+            decode_at(&bent, Version::V3(SALT), &mut checked),
+            Decoded::Bad
+        );
+        assert_eq!(checked, 4);
+        // The repeated bytes 00 00 08 00 claim 512 KiB at every offset.
+        let tail: Vec<u8> = [0, 0, 8, 0].repeat(256 * 1024);
+        checked = 0;
+        for at in 0..tail.len() {
+            let _ = decode_at(&tail[at..], Version::V3(SALT), &mut checked);
+            let _ = decode_at(&tail[at..], Version::V2(SALT), &mut checked);
+        }
+        assert!(checked <= 4 * tail.len() as u64, "{checked}");
+    }
+
+    #[test]
+    fn a_record_cut_short_asks_for_the_bytes_it_lacks() {
+        let record = sealed(&Change::Delete(7), &SALT);
+        let mut checked = 0;
+        for cut in 0..record.len() {
+            let need = if cut < 16 { 16 } else { record.len() };
+            let version = Version::V3(SALT);
+            assert_eq!(
+                decode_at(&record[..cut], version, &mut checked),
+                Decoded::Short(need),
+                "cut at {cut}"
             );
         }
     }
@@ -320,10 +479,11 @@ mod tests {
         let mut other = SALT;
         for byte in 0..SALT.len() {
             other[byte] ^= 0x10;
-            assert_eq!(decode(&record, 0, Version::V2(other)), None);
+            assert_eq!(decode(&record, 0, Version::V3(other)), None);
             other = SALT;
         }
         assert_eq!(decode(&record, 0, Version::V1), None);
+        assert_eq!(decode(&record, 0, Version::V2(SALT)), None);
     }
 
     #[test]
@@ -339,5 +499,6 @@ mod tests {
     #[test]
     fn the_salt_stays_out_of_debug_output() {
         assert_eq!(format!("{:?}", Version::V2(*b"SECRET!!")), "V2(salt)");
+        assert_eq!(format!("{:?}", Version::V3(*b"SECRET!!")), "V3(salt)");
     }
 }

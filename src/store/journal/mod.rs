@@ -5,14 +5,15 @@
 //! [`Change`] to a callback, and a compaction asks the store for its live
 //! plants through one.
 //!
-//! # File format (version 2)
+//! # File format (version 3)
 //!
 //! ```text
 //! file    = header record*
-//! header  = "PLANTSJ2" salt hcheck:u64le       24 bytes
+//! header  = "PLANTSJ3" salt hcheck:u64le       24 bytes
 //! salt    = 8 bytes from the OS's random source, drawn for each new file
 //! hcheck  = CRC-64/XZ of the magic and the salt
-//! record  = len:u32le check:u64le payload      12 + len bytes
+//! record  = len:u32le lcheck:u32le check:u64le payload    16 + len bytes
+//! lcheck  = CRC-32C of the salt and the four `len` bytes
 //! check   = CRC-64/XZ of the salt, the four `len` bytes and the payload
 //! payload = 0x01 id:i64le name_len:u32le name tag_len:u32le tag    put
 //!         | 0x02 id:i64le                                          delete
@@ -21,7 +22,9 @@
 //! `put` is a create or a replace (the plant with this id is now this one);
 //! `tag_len` is `0xFFFF_FFFF` when the plant has no tag. Names and tags are
 //! UTF-8. A compacted file is the same format, one `put` per live plant,
-//! under a salt of its own.
+//! under a salt of its own. No payload is longer than `MAX_PAYLOAD`
+//! (16 MiB and 17 bytes): `--max-body` is at most 16 MiB and a plant's
+//! texts fit in its body; a longer `len` is damage whatever the flags.
 //!
 //! # Why the check covers a salt
 //!
@@ -51,12 +54,32 @@
 //! where a check tied to the place would call them a torn tail and cut
 //! them off.
 //!
+//! # Why the length has a check of its own
+//!
+//! The search below tries every offset of what follows damage. Version 2
+//! believed the length found there and ran its check over that many bytes:
+//! a torn megabyte of `00 00 08 00` claims 512 KiB at a quarter of its
+//! offsets, and start-up took minutes (the work grew with the square of
+//! the tail). In version 3 a length is believed only if it is at most
+//! `MAX_PAYLOAD` and its own check (`lcheck`, salted as `check` is, so a
+//! client cannot plant one either) passes, which bytes that are not a
+//! record do with odds of 2^-32. Trying an offset costs a checksum over
+//! four bytes, so recovery is linear in the file: a torn tail of a
+//! megabyte costs a few megabytes of checksums, whatever it holds. The
+//! search still looks at every offset to the end (a limit on how far it
+//! looks would cut off good records after damage in the middle). The
+//! payload's shape (its kind, text lengths that fill it) is looked at
+//! before its checksum too, which is what keeps reading a damaged older
+//! file cheap in the common cases.
+//!
 //! # Recovery
 //!
-//! The header says which rules apply. Records are read in order. At the
-//! first record that is incomplete or fails its check, the rest of the file
-//! is searched, at every byte offset, for any complete, valid record by the
-//! same rule (in version 2: under this file's salt). If none exists the
+//! The header says which rules apply. Records are read in order, as a
+//! stream: the file is never held whole in memory, only a window of about
+//! 64 KiB and the record being read. At the first record that is
+//! incomplete or fails a check, the rest of the file is searched, at
+//! every byte offset, for any complete, valid record by the same rule (in
+//! versions 2 and 3: under this file's salt). If none exists the
 //! damage is a torn tail (a crash during the last write): it is cut off and
 //! start-up logs a warning with the byte count. If one exists the damage is
 //! in the middle of the journal: start-up is refused with an error naming
@@ -67,20 +90,25 @@
 //! again with a fresh header. A header that fails its check with anything
 //! after it refuses start-up, the file untouched.
 //!
-//! # Version 1
+//! # Older versions
 //!
-//! Version 1 (`PLANTSJ1`, an 8-byte header) had no salt: `record =
-//! len:u32le crc:u32le payload`, the CRC-32C over the four `len` bytes and
-//! the payload, the same payloads. Such a file is read by its own rules
-//! (a torn tail cut, damage in the middle refused, as above), then
-//! converted before anything is appended: its records, in order, are
-//! written under a fresh salt to `FILE.compact` (locked), synced, renamed
-//! over `FILE`, and the directory is synced; start-up logs one line saying
-//! how many records were converted. A crash before the rename leaves the
-//! version-1 file, converted again at the next start. A version-1 file
-//! never takes another append. Its rules cannot tell a planted record from
-//! a real one, so a version-1 file whose torn tail holds one is still
-//! refused, as before, until it is cut as the error says.
+//! Version 2 (`PLANTSJ2`) is version 3 without `lcheck`: `record =
+//! len:u32le check:u64le payload`. Version 1 (`PLANTSJ1`, an 8-byte
+//! header) had no salt: `record = len:u32le crc:u32le payload`, the CRC-32C
+//! over the four `len` bytes and the payload, the same payloads. Such a
+//! file is read by its own rules (a torn tail cut, damage in the middle
+//! refused, as above), then converted before anything is appended: its
+//! file is read again, its records, in order, are written under a fresh
+//! salt to `FILE.compact` (locked), synced, renamed over `FILE`, and the
+//! directory is synced; start-up logs one line saying how many records
+//! were converted. A crash before the rename leaves the old file,
+//! converted again at the next start. An old file never takes another
+//! append. Version 1's rules cannot tell a planted record from a real
+//! one, so a version-1 file whose torn tail holds one is still refused,
+//! as before, until it is cut as the error says. Without `lcheck`, the
+//! search in an old file's torn tail can still cost more than linear work
+//! when the tail holds many runs of bytes shaped as records that claim
+//! long lengths; it happens at most once, at the start that converts it.
 //!
 //! # Writing
 //!
@@ -163,13 +191,14 @@ mod rewrite;
 
 pub use convert::convert;
 pub use format::{
-    Change, HEADER, MAGIC, MAGIC_V1, Salt, Version, crc32c, crc64, decode, encode, header, seal,
+    Change, HEADER, MAGIC, MAGIC_V1, MAGIC_V2, MAX_PAYLOAD, Salt, Version, crc32c, crc64, decode,
+    encode, header, seal,
 };
-pub use recovery::{Damage, Scan, scan};
+pub use recovery::{Damage, Scan, ScanError, scan, scan_from};
 pub(super) use rewrite::compact_path;
 
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex};
@@ -425,28 +454,27 @@ impl Journal {
             existed,
             entry,
         } = file::open(path)?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(io_error)?;
-        let scan = scan(&bytes, apply).map_err(|damage| match damage {
-            Damage::NotAJournal => OpenError::NotAJournal(path.clone()),
-            Damage::Header => OpenError::DamagedHeader(path.clone()),
-            Damage::Record { record, offset } => OpenError::Damaged {
+        let scan = scan_from(&file, apply).map_err(|e| match e {
+            ScanError::Io(e) => io_error(e),
+            ScanError::Damage(Damage::NotAJournal) => OpenError::NotAJournal(path.clone()),
+            ScanError::Damage(Damage::Header) => OpenError::DamagedHeader(path.clone()),
+            ScanError::Damage(Damage::Record { record, offset }) => OpenError::Damaged {
                 path: path.clone(),
                 record,
                 offset,
             },
         })?;
-        let torn_bytes = (bytes.len() - scan.valid_len) as u64;
+        let torn_bytes = scan.len - scan.valid_len;
         let (file, salt, len) = match scan.version {
-            Some(Version::V2(salt)) => {
+            Some(Version::V3(salt)) => {
                 if torn_bytes > 0 {
-                    file.set_len(scan.valid_len as u64).map_err(io_error)?;
+                    file.set_len(scan.valid_len).map_err(io_error)?;
                     file.sync_all().map_err(io_error)?;
                 }
                 (file, salt, scan.valid_len)
             }
-            Some(Version::V1) => {
-                convert::upgrade(&real, &entry, &bytes[..scan.valid_len], scan.records)
+            Some(old @ (Version::V1 | Version::V2(_))) => {
+                convert::upgrade(&real, &entry, &mut file, old, scan.valid_len, scan.records)
                     .map_err(io_error)?
             }
             None => {
@@ -458,7 +486,7 @@ impl Journal {
                 if !existed {
                     sync_dir(&real).map_err(io_error)?;
                 }
-                (file, salt, HEADER)
+                (file, salt, HEADER as u64)
             }
         };
         let leftover = compact_path(&real);
@@ -486,7 +514,7 @@ impl Journal {
                 last_batch: 0,
                 last_write: Duration::ZERO,
                 failed: None,
-                len: len as u64,
+                len,
                 compactions: 0,
                 salt,
                 since_snapshot: None,

@@ -1,8 +1,23 @@
 //! Reading a journal back: every complete record in order, handed to the
 //! caller, up to a torn tail; damage in the middle refuses the file. The
 //! rules are in the journal's module header.
+//!
+//! The file is read as a stream through a window that holds the record
+//! being read and little else ([`Window`]): start-up memory is the store
+//! being built plus the largest record, not the file. The work is linear
+//! in the file: a record's length is believed only within
+//! [`MAX_PAYLOAD`](super::format::MAX_PAYLOAD) and, in version 3, once its
+//! own check passes, so the search past damage costs a few bytes of
+//! checksum per offset (see `decode_at`).
 
-use super::format::{Change, HEADER, MAGIC, MAGIC_V1, Version, decode, salt_of};
+use std::io::{self, Read};
+
+use super::format::{
+    Change, Decoded, HEADER, MAGIC, MAGIC_V1, MAGIC_V2, Version, claimed_size, decode_at, salt_of,
+};
+
+/// Bytes read from the file at a time.
+const CHUNK: usize = 64 * 1024;
 
 /// The result of reading a whole journal.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -13,7 +28,14 @@ pub struct Scan {
     /// Complete records read.
     pub records: u64,
     /// Length of the valid prefix; anything after it is a torn tail.
-    pub valid_len: usize,
+    pub valid_len: u64,
+    /// Length of the whole file as read.
+    pub len: u64,
+    /// Bytes of the file that went through a checksum: about the file's
+    /// length, and a few bytes per offset of a torn tail.
+    pub checked: u64,
+    /// The most bytes of the file held in memory at once.
+    pub held: usize,
 }
 
 /// Why a journal is refused.
@@ -21,7 +43,7 @@ pub struct Scan {
 pub enum Damage {
     /// The file does not start with a magic.
     NotAJournal,
-    /// A version-2 header that fails its check, with records after it.
+    /// A version-2 or -3 header that fails its check, with records after it.
     Header,
     /// A damaged record (1-based number, byte offset) with valid ones after.
     Record {
@@ -32,59 +54,360 @@ pub enum Damage {
     },
 }
 
-/// Reads a journal image, handing every complete record's change to
+/// Why a scan stopped short of the end.
+#[derive(Debug)]
+pub enum ScanError {
+    /// The file is damaged.
+    Damage(Damage),
+    /// Reading it failed.
+    Io(io::Error),
+}
+
+/// Reads the journal image `bytes`; see [`scan_from`].
+pub fn scan(bytes: &[u8], apply: impl FnMut(Change<'_>)) -> Result<Scan, Damage> {
+    scan_from(bytes, apply).map_err(|e| match e {
+        ScanError::Damage(damage) => damage,
+        ScanError::Io(_) => unreachable!("reading a slice cannot fail"),
+    })
+}
+
+/// Reads a journal from `file`, handing every complete record's change to
 /// `apply` in file order. Never panics, whatever the bytes. On damage in
 /// the middle, `apply` has seen the records before it; the caller throws
 /// what it built away.
 ///
 /// Whether a later record exists is asked with the same rule that reads
-/// records, salt included: in a version-2 file, bytes a client chose (a
-/// record inside a name) do not pass it.
-pub fn scan(bytes: &[u8], mut apply: impl FnMut(Change<'_>)) -> Result<Scan, Damage> {
+/// records, salt included: in a version-2 or -3 file, bytes a client chose
+/// (a record inside a name) do not pass it.
+pub fn scan_from(file: impl Read, mut apply: impl FnMut(Change<'_>)) -> Result<Scan, ScanError> {
+    let mut window = Window::new(file);
     let mut scan = Scan::default();
-    let Some(version) = version(bytes)? else {
+    let io = ScanError::Io;
+    let head = window.get(0, HEADER + 1).map_err(io)?;
+    let version = version(head).map_err(ScanError::Damage)?;
+    let Some(version) = version else {
+        scan.len = window.len().map_err(io)?;
+        scan.held = window.held;
         return Ok(scan);
     };
     scan.version = Some(version);
-    let mut at = version.header_len();
-    while at < bytes.len() {
-        let Some((change, size)) = decode(bytes, at, version) else {
-            if (at + 1..bytes.len()).any(|from| decode(bytes, from, version).is_some()) {
-                return Err(Damage::Record {
-                    record: scan.records + 1,
-                    offset: at as u64,
-                });
+    let mut at = version.header_len() as u64;
+    loop {
+        match window.decode(at, version, &mut scan.checked).map_err(io)? {
+            Some(Decoded::Record(change, size)) => {
+                apply(change);
+                scan.records += 1;
+                at += size as u64;
+                window.release(at);
             }
-            break;
-        };
-        apply(change);
-        scan.records += 1;
-        at += size;
+            None => break,
+            Some(Decoded::Bad | Decoded::Short(_)) => {
+                if window.any_record_after(at, version, &mut scan.checked)? {
+                    return Err(ScanError::Damage(Damage::Record {
+                        record: scan.records + 1,
+                        offset: at,
+                    }));
+                }
+                break;
+            }
+        }
     }
     scan.valid_len = at;
+    scan.len = window.len().map_err(io)?;
+    scan.held = window.held;
     Ok(scan)
 }
 
-/// The file's version from its header; `None` while the header is not
-/// whole but could still become one, or fails its check with nothing
-/// after it (a new file torn while its header was written: the header is
-/// synced before any record goes behind it).
-fn version(bytes: &[u8]) -> Result<Option<Version>, Damage> {
-    if bytes.starts_with(MAGIC_V1) {
+/// The file's version from the first bytes of its header; `None` while
+/// the header is not whole but could still become one, or fails its check
+/// with nothing after it (a new file torn while its header was written:
+/// the header is synced before any record goes behind it). `head` holds
+/// one byte past a header, if the file has it.
+fn version(head: &[u8]) -> Result<Option<Version>, Damage> {
+    if head.starts_with(MAGIC_V1) {
         return Ok(Some(Version::V1));
     }
-    if bytes.starts_with(MAGIC) {
-        let Some(header) = bytes.first_chunk::<HEADER>() else {
+    if head.starts_with(MAGIC) || head.starts_with(MAGIC_V2) {
+        let Some(header) = head.first_chunk::<HEADER>() else {
             return Ok(None);
         };
         return match salt_of(header) {
+            Some(salt) if head.starts_with(MAGIC) => Ok(Some(Version::V3(salt))),
             Some(salt) => Ok(Some(Version::V2(salt))),
-            None if bytes.len() == HEADER => Ok(None),
+            None if head.len() == HEADER => Ok(None),
             None => Err(Damage::Header),
         };
     }
-    if MAGIC.starts_with(bytes) || MAGIC_V1.starts_with(bytes) {
+    if [MAGIC, MAGIC_V2, MAGIC_V1]
+        .iter()
+        .any(|magic| magic.starts_with(head))
+    {
         return Ok(None);
     }
     Err(Damage::NotAJournal)
+}
+
+/// The part of the file being looked at: bytes from `start` on, read in
+/// chunks as asked for and let go of once passed.
+struct Window<R> {
+    file: R,
+    bytes: Vec<u8>,
+    /// The file offset of `bytes[0]`.
+    start: u64,
+    /// The whole file has been read.
+    ended: bool,
+    /// The most bytes held at once.
+    held: usize,
+}
+
+impl<R: Read> Window<R> {
+    fn new(file: R) -> Window<R> {
+        Window {
+            file,
+            bytes: Vec::new(),
+            start: 0,
+            ended: false,
+            held: 0,
+        }
+    }
+
+    /// The bytes from offset `at` (not yet released), at least `n` of them
+    /// unless the file ends first.
+    fn get(&mut self, at: u64, n: usize) -> io::Result<&[u8]> {
+        let from = (at - self.start) as usize;
+        while self.bytes.len() < from + n && !self.ended {
+            let have = self.bytes.len();
+            let want = (from + n - have).max(CHUNK);
+            self.bytes.resize(have + want, 0);
+            let read = loop {
+                match self.file.read(&mut self.bytes[have..]) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    result => break result,
+                }
+            };
+            let read = read.inspect_err(|_| self.bytes.truncate(have))?;
+            self.bytes.truncate(have + read);
+            self.ended = read == 0;
+            self.held = self.held.max(self.bytes.len());
+        }
+        Ok(&self.bytes[from.min(self.bytes.len())..])
+    }
+
+    /// Lets go of the bytes before `at`, once they are more than a chunk
+    /// and most of what is held (so each byte moves a bounded number of
+    /// times).
+    fn release(&mut self, at: u64) {
+        let done = (at - self.start) as usize;
+        if done >= CHUNK && done * 2 >= self.bytes.len() {
+            self.bytes.drain(..done);
+            self.start = at;
+            if self.bytes.capacity() > 4 * CHUNK.max(self.bytes.len()) {
+                self.bytes.shrink_to(CHUNK.max(self.bytes.len()));
+            }
+        }
+    }
+
+    /// What the bytes at `at` hold, by `version`'s rules, reading as many
+    /// as that takes; `None` at the end of the file, `Short` for a record
+    /// the file ends inside.
+    fn decode(
+        &mut self,
+        at: u64,
+        version: Version,
+        checked: &mut u64,
+    ) -> io::Result<Option<Decoded<'_>>> {
+        let head = self.get(at, version.framing())?;
+        if head.is_empty() {
+            return Ok(None);
+        }
+        if let Some(size) = claimed_size(head, version) {
+            self.get(at, size)?;
+        }
+        let bytes = &self.bytes[(at - self.start) as usize..];
+        Ok(Some(decode_at(bytes, version, checked)))
+    }
+
+    /// Whether a whole, valid record starts at any offset after `at`.
+    fn any_record_after(
+        &mut self,
+        at: u64,
+        version: Version,
+        checked: &mut u64,
+    ) -> Result<bool, ScanError> {
+        let mut from = at + 1;
+        loop {
+            match self.decode(from, version, checked).map_err(ScanError::Io)? {
+                Some(Decoded::Record(..)) => return Ok(true),
+                None => return Ok(false),
+                Some(Decoded::Bad | Decoded::Short(_)) => {}
+            }
+            from += 1;
+            self.release(from);
+        }
+    }
+
+    /// The file's whole length, reading what is left.
+    fn len(&mut self) -> io::Result<u64> {
+        while !self.ended {
+            let end = self.start + self.bytes.len() as u64;
+            self.get(end, CHUNK)?;
+            self.release(self.start + self.bytes.len() as u64);
+        }
+        Ok(self.start + self.bytes.len() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::format::{MAX_PAYLOAD, Salt, encode, header, seal};
+    use super::*;
+
+    const SALT: Salt = *b"the salt";
+    const MIB: usize = 1 << 20;
+
+    /// A version-3 image of `n` puts, each with a name of `name_len` bytes.
+    fn journal(n: i64, name_len: usize) -> Vec<u8> {
+        let mut file = header(&SALT).to_vec();
+        let name = "n".repeat(name_len);
+        for id in 0..n {
+            let tag = Some("t");
+            encode(
+                &mut file,
+                &Change::Put {
+                    id,
+                    name: &name,
+                    tag,
+                },
+            );
+        }
+        seal(&mut file[HEADER..], &SALT);
+        file
+    }
+
+    /// Reads `file` and checks that it holds `records` good ones and then
+    /// a torn tail, read with checksums over at most a few times the
+    /// file's bytes.
+    fn torn_after(file: &[u8], records: u64, good: usize, what: &str) {
+        let mut ids = 0;
+        let scan = scan(file, |_| ids += 1).unwrap_or_else(|e| panic!("{what}: {e:?}"));
+        assert_eq!((scan.records, ids), (records, records), "{what}");
+        assert_eq!(scan.valid_len, good as u64, "{what}");
+        assert_eq!(scan.len, file.len() as u64, "{what}");
+        assert!(
+            scan.checked <= 5 * file.len() as u64,
+            "{what}: {} bytes checksummed for a file of {}",
+            scan.checked,
+            file.len()
+        );
+    }
+
+    /// A few puts, then `tail`.
+    fn with_tail(tail: &[u8]) -> (Vec<u8>, usize) {
+        let mut file = journal(3, 10);
+        let good = file.len();
+        file.extend_from_slice(tail);
+        (file, good)
+    }
+
+    #[test]
+    fn a_megabyte_of_repeated_00_00_08_00_is_a_torn_tail_read_in_linear_work() {
+        let (file, good) = with_tail(&[0, 0, 8, 0].repeat(MIB / 4));
+        torn_after(&file, 3, good, "00 00 08 00");
+    }
+
+    #[test]
+    fn a_megabyte_of_records_with_wrong_checks_is_a_torn_tail_read_in_linear_work() {
+        // Records under another salt: their lengths' checks fail.
+        let mut other = journal(MIB as i64 / 40, 10);
+        seal(&mut other[HEADER..], b"not this");
+        let (file, good) = with_tail(&other[HEADER..]);
+        torn_after(&file, 3, good, "records under another salt");
+        // Records under this salt with a payload byte changed: each
+        // believed length costs one checksum over its record.
+        let mut bent = journal(MIB as i64 / 40, 10);
+        let size = (bent.len() - HEADER) / (MIB / 40);
+        for at in (HEADER + size - 1..bent.len()).step_by(size) {
+            bent[at] ^= 1;
+        }
+        let (file, good) = with_tail(&bent[HEADER..]);
+        torn_after(&file, 3, good, "records with a changed byte");
+    }
+
+    #[test]
+    fn a_torn_megabyte_name_full_of_planted_records_is_a_torn_tail() {
+        // What a client can send: records sealed under a salt it guessed,
+        // back to back, as one name; the crash tears the record holding it.
+        let mut planted = journal(MIB as i64 / 40, 10);
+        seal(&mut planted[HEADER..], &[0; 8]);
+        let name = String::from_utf8_lossy(&planted[HEADER..]).into_owned();
+        let mut file = journal(3, 10);
+        let good = file.len();
+        encode(
+            &mut file,
+            &Change::Put {
+                id: 9,
+                name: &name,
+                tag: None,
+            },
+        );
+        seal(&mut file[good..], &SALT);
+        for cut in [good + 1, good + 20, good + MIB / 2, file.len() - 1] {
+            torn_after(&file[..cut], 3, good, &format!("cut at {cut}"));
+        }
+    }
+
+    #[test]
+    fn a_megabyte_of_random_bytes_is_a_torn_tail_read_in_linear_work() {
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        let random: Vec<u8> = (0..MIB)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        let (file, good) = with_tail(&random);
+        torn_after(&file, 3, good, "random bytes");
+    }
+
+    #[test]
+    fn damage_before_a_good_record_far_behind_is_still_found() {
+        let mut file = journal(3, 10);
+        let damaged = file.len();
+        file.extend_from_slice(&[0, 0, 8, 0].repeat(MIB / 4));
+        let mut last = Vec::new();
+        encode(&mut last, &Change::Delete(1));
+        seal(&mut last, &SALT);
+        file.extend_from_slice(&last);
+        assert_eq!(
+            scan(&file, |_| {}).unwrap_err(),
+            Damage::Record {
+                record: 4,
+                offset: damaged as u64
+            }
+        );
+    }
+
+    #[test]
+    fn the_file_is_read_through_a_window_not_whole() {
+        let file = journal(100_000, 30);
+        assert!(file.len() > 4 * MIB);
+        let scan = scan(&file, |_| {}).unwrap();
+        assert_eq!(scan.records, 100_000);
+        assert!(scan.held <= 3 * CHUNK, "{} bytes held", scan.held);
+    }
+
+    #[test]
+    fn a_length_over_the_most_any_record_holds_is_never_read_for() {
+        let mut file = journal(1, 10);
+        let good = file.len();
+        let mut record = Vec::new();
+        encode(&mut record, &Change::Delete(1));
+        record[..4].copy_from_slice(&(MAX_PAYLOAD as u32 + 1).to_le_bytes());
+        seal(&mut record, &SALT);
+        file.extend_from_slice(&record);
+        file.resize(file.len() + 3 * CHUNK, 7);
+        torn_after(&file, 1, good, "an overlong length");
+    }
 }
