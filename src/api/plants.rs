@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::query::{self, ListQuery};
 use super::reply::reply;
 use super::{ApiError, App, Resource};
-use crate::http::{Request, Response};
+use crate::http::{Fill, Request, Response, Stream};
 use crate::plant::{NewPlant, Plant, PlantRecord};
 use crate::store::StoreError;
 
@@ -41,14 +41,21 @@ pub(super) fn create(app: &App, request: &mut Request<'_>) -> Result<Response, A
 /// in, however large, so paging always advances. 256 KiB holds a default
 /// page (100 plants) of the longest names and tags the default limits
 /// allow, even when every character is escaped as `\u00XX` (about 1.9 KiB
-/// a plant), and bounds what a client that does not read holds per
-/// connection, beside the engine's 64 KiB of pipelined output.
+/// a plant).
 pub const PAGE_BYTES: usize = 256 * 1024;
+
+/// A page's JSON is made at most this many bytes at a time (past the
+/// record that crosses it): a larger page is streamed, a piece each time
+/// the client has taken the last, so one reader never holds its event loop
+/// for longer than a piece takes to encode, and the others on that loop
+/// are served between its pieces. A page that fits is one answer with a
+/// `Content-Length`, as most pages are.
+const PIECE_BYTES: usize = 32 * 1024;
 
 /// `GET /plants`: one page of PlantRecords, ascending by id, with a
 /// `Link: <...>; rel="next"` header while more exist. The page is at most
-/// `limit` plants and at most `PAGE_BYTES` of JSON, written record by
-/// record; the store copies out no more plants than that could hold.
+/// `limit` plants and at most `PAGE_BYTES` of JSON; the store copies out
+/// no more plants than that could hold.
 pub(super) fn list(app: &App, request: &mut Request<'_>) -> Result<Response, ApiError> {
     app.authorize(request)?;
     let query = ListQuery::parse(request.query())?;
@@ -58,55 +65,92 @@ pub(super) fn list(app: &App, request: &mut Request<'_>) -> Result<Response, Api
         .plants
         .page(query.after, query.limit, query.tag.clone(), PAGE_BYTES);
     reply(app, request, Resource::Plants, outcome, move |page| {
-        Ok(page_response(&query, &page.items, page.more))
+        Ok(page_response(&query, page.items, page.more))
     })
 }
 
 /// The page of `items` (ascending ids, at most `query.limit`), with `Link`
 /// to the next one when `more` follow them or not all fit in PAGE_BYTES.
-fn page_response(query: &ListQuery, items: &[(i64, Plant)], more: bool) -> Response {
-    let (body, included) = json_page(items, PAGE_BYTES);
-    let response = Response::bytes(200, "application/json", body);
+/// Where the page ends is settled from the length each record will have,
+/// before any is encoded: the head, with its `Link`, goes first.
+fn page_response(query: &ListQuery, mut items: Vec<(i64, Plant)>, more: bool) -> Response {
+    let (included, bytes) = fitting(&items, PAGE_BYTES);
     let more = included < items.len() || more;
-    match items[..included].last() {
+    items.truncate(included);
+    let link = match items.last() {
         Some((last, _)) if more => {
             let tag = query
                 .tag
                 .as_deref()
                 .map(|t| format!("&tag={}", query::encode(t)));
-            let link = format!(
+            Some(format!(
                 "</plants?after={last}&limit={}{}>; rel=\"next\"",
                 query.limit,
                 tag.unwrap_or_default()
-            );
-            response.with_header("Link", link)
+            ))
         }
-        _ => response,
+        _ => None,
+    };
+    let mut records = Records {
+        items: items.into_iter(),
+        opened: false,
+    };
+    let response = if bytes <= PIECE_BYTES {
+        let mut body = Vec::with_capacity(bytes);
+        records.fill(&mut body, usize::MAX);
+        Response::bytes(200, "application/json", body)
+    } else {
+        Response::stream(200, "application/json", records)
+    };
+    match link {
+        Some(link) => response.with_header("Link", link),
+        None => response,
     }
 }
 
-/// The JSON array of as many leading `items` as fit in `cap` bytes (at
-/// least one), and how many that is. Each record is written into the body
-/// and taken back out if it does not fit.
-fn json_page(items: &[(i64, Plant)], cap: usize) -> (Vec<u8>, usize) {
-    let mut body = vec![b'['];
-    let mut included = 0;
-    for (id, plant) in items {
-        let mark = body.len();
-        if included > 0 {
-            body.push(b',');
+/// How many leading `items` fit in `cap` bytes of JSON array (at least
+/// one), and the length of that array.
+fn fitting(items: &[(i64, Plant)], cap: usize) -> (usize, usize) {
+    // The brackets, then each record and the comma before it.
+    let mut bytes = 2;
+    for (included, (id, plant)) in items.iter().enumerate() {
+        let record = PlantRecord::new(*id, plant).json_len() + usize::from(included > 0);
+        if included > 0 && bytes + record > cap {
+            return (included, bytes);
         }
-        // Our own plain record into a Vec: serialising cannot fail; the
-        // closing bracket must fit after it.
-        let written = serde_json::to_writer(&mut body, &PlantRecord::new(*id, plant));
-        if written.is_err() || (included > 0 && body.len() + 1 > cap) {
-            body.truncate(mark);
-            break;
-        }
-        included += 1;
+        bytes += record;
     }
-    body.push(b']');
-    (body, included)
+    (items.len(), bytes)
+}
+
+/// A page's body: the JSON array of its records, made a piece at a time.
+struct Records {
+    items: std::vec::IntoIter<(i64, Plant)>,
+    /// The opening bracket is written.
+    opened: bool,
+}
+
+impl Stream for Records {
+    fn fill(&mut self, out: &mut Vec<u8>, want: usize) -> Fill {
+        let start = out.len();
+        if !self.opened {
+            out.push(b'[');
+        }
+        while let Some((id, plant)) = self.items.next() {
+            if self.opened {
+                out.push(b',');
+            }
+            self.opened = true;
+            // Our own plain record into a Vec: serialising cannot fail.
+            let _ = serde_json::to_writer(&mut *out, &PlantRecord::new(id, &plant));
+            if out.len() - start >= want && self.items.len() > 0 {
+                return Fill::More;
+            }
+        }
+        self.opened = true;
+        out.push(b']');
+        Fill::Done
+    }
 }
 
 /// `GET /plants/{id}`: the PlantRecord.
@@ -198,6 +242,31 @@ mod tests {
     fn ids(body: &[u8]) -> Vec<i64> {
         let records: Vec<serde_json::Value> = serde_json::from_slice(body).expect("a JSON array");
         records.iter().map(|r| r["id"].as_i64().unwrap()).collect()
+    }
+
+    /// The page `page_response` would send for `items` and a `cap`, made
+    /// in pieces of `piece` bytes, and how many records it holds; the
+    /// length settled beforehand must be the length made.
+    fn json_page(items: &[(i64, Plant)], cap: usize) -> (Vec<u8>, usize) {
+        let (included, bytes) = fitting(items, cap);
+        let whole = |piece: usize| {
+            let mut records = Records {
+                items: Vec::from(&items[..included]).into_iter(),
+                opened: false,
+            };
+            let mut body = Vec::new();
+            let mut pieces = 1;
+            while records.fill(&mut body, piece) == Fill::More {
+                pieces += 1;
+            }
+            (body, pieces)
+        };
+        let (body, one) = whole(usize::MAX);
+        assert_eq!((body.len(), one), (bytes, 1));
+        let (pieced, pieces) = whole(100);
+        assert_eq!(pieced, body);
+        assert!(included < 2 || pieces > 1);
+        (body, included)
     }
 
     #[test]

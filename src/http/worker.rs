@@ -60,8 +60,10 @@ const MAX_ROUNDS: usize = 16;
 /// Unsent bytes the kernel may hold for a connection before it stops
 /// taking more (`TCP_NOTSENT_LOWAT`).
 const NOTSENT_LOWAT: u32 = 64 * 1024;
-/// Bytes written to one connection before the others get their turn.
-const WRITE_SHARE: usize = 256 * 1024;
+/// Bytes written to one connection before the others get their turn:
+/// one streamed piece (`protocol::CHUNK`), so a large page or an export,
+/// made as it leaves, costs its loop about two pieces of work per turn.
+const WRITE_SHARE: usize = 32 * 1024;
 /// Size of the loop's read buffer (each connection's own input buffer
 /// holds only what a read leaves unparsed).
 const READ_SIZE: usize = 16 * 1024;

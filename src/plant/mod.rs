@@ -70,6 +70,33 @@ impl<'a> PlantRecord<'a> {
             tag: plant.tag.as_deref(),
         }
     }
+
+    /// The length of this record as `serde_json` writes it (compact), found
+    /// without writing it: a page's end is settled before it is encoded.
+    pub fn json_len(&self) -> usize {
+        let digits = self
+            .id
+            .unsigned_abs()
+            .checked_ilog10()
+            .map_or(1, |d| d as usize + 1);
+        let sign = usize::from(self.id < 0);
+        // {"id":N,"name":"..."} and ,"tag":"..."
+        let tag = self.tag.map_or(0, |tag| 9 + escaped_len(tag));
+        17 + sign + digits + escaped_len(self.name) + tag
+    }
+}
+
+/// The length of `text` as a JSON string's contents, escaped as `serde_json`
+/// escapes: `"` and `\` and the five short control escapes take two bytes,
+/// other control characters six (`\u00XX`), everything else itself.
+fn escaped_len(text: &str) -> usize {
+    text.bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | 0x08 | 0x09 | 0x0A | 0x0C | 0x0D => 2,
+            0x00..=0x1F => 6,
+            _ => 1,
+        })
+        .sum()
 }
 
 /// The most bytes a name and a tag together can ever take, whatever the
@@ -313,6 +340,28 @@ mod tests {
             LIMITS,
         )
         .map(|p| p.id)
+    }
+
+    #[test]
+    fn a_records_length_is_what_serde_json_writes() {
+        let every_ascii: String = (0u8..0x80).map(char::from).collect();
+        let texts = [
+            "",
+            "plant 7",
+            "\"\\/",
+            "é漢🌱",
+            &every_ascii,
+            "\u{7f}\u{80}\u{2028}",
+        ];
+        for id in [0, 7, 10, -1, -10, 99, 100, i64::MAX, i64::MIN] {
+            for name in texts {
+                for tag in [None, Some(""), Some("t"), Some(every_ascii.as_str())] {
+                    let record = PlantRecord { id, name, tag };
+                    let written = serde_json::to_vec(&record).unwrap().len();
+                    assert_eq!(record.json_len(), written, "{id} {name:?} {tag:?}");
+                }
+            }
+        }
     }
 
     #[test]
