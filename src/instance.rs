@@ -66,10 +66,12 @@ impl Instance {
 }
 
 /// Re-reads `--token-file` and `--webhook-secret-file` while the server
-/// runs (on SIGHUP), checked exactly as at start-up. A file that reads and
-/// checks cleanly replaces what was in use; one that does not changes
-/// nothing, and the log says why. Never stops the server: the plants, the
-/// connections and every other setting stay as they are.
+/// runs (on SIGHUP), checked exactly as at start-up (a regular file of at
+/// most 16 MiB: a FIFO or a device is refused, never read, so a reload
+/// cannot hang or fill memory). A file that reads and checks cleanly
+/// replaces what was in use; one that does not changes nothing, and the
+/// log says why. Never stops the server: the plants, the connections and
+/// every other setting stay as they are.
 pub struct Reloader {
     app: Arc<App>,
     token_file: Option<std::path::PathBuf>,

@@ -1,7 +1,13 @@
 //! Small questions to the operating system that several layers ask:
-//! random bytes for tokens and webhook ids, and the open-file limit.
+//! random bytes for tokens and webhook ids, the open-file limit, and the
+//! text of a file a flag names, read so that it cannot hang or bloat
+//! ([`read_text`], in `file.rs`).
 //!
 //! A leaf: imports nothing of the crate, keeps no state.
+
+mod file;
+
+pub use file::{FileError, MAX_FILE_BYTES, read_text};
 
 use std::io::{self, Read};
 

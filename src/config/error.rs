@@ -6,6 +6,7 @@ use std::io;
 use std::path::PathBuf;
 
 use super::body_for;
+use crate::os::FileError;
 use crate::plant::{MAX_TEXT_BYTES, TextLimits};
 
 /// A flag value that cannot be used.
@@ -32,8 +33,9 @@ pub enum ConfigError {
     /// A token in the token file cannot be used (the file, its 1-based line
     /// number, why).
     BadTokenLine(PathBuf, usize, &'static str),
-    /// The token file cannot be read.
-    TokenFile(PathBuf, io::Error),
+    /// The token file cannot be read (not a regular file, over 16 MiB,
+    /// not text, or an I/O error).
+    TokenFile(PathBuf, FileError),
     /// The token file has no token in it.
     NoTokenInFile(PathBuf),
     /// The OS random source failed.
@@ -44,7 +46,8 @@ pub enum ConfigError {
     NeedsData(&'static str),
     /// A `--webhook` URL that cannot be used (the URL, why).
     Webhook(String, String),
-    /// The webhook secret file cannot be read or holds no key.
+    /// The webhook secret file cannot be read (as for `TokenFile`) or
+    /// holds no key.
     WebhookSecret(PathBuf, String),
     /// A `--cors-origin` that no browser would send (the value, why).
     CorsOrigin(String, &'static str),
@@ -119,7 +122,8 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ConfigError::TokenFile(_, e) | ConfigError::Random(e) => Some(e),
+            ConfigError::TokenFile(_, e) => Some(e),
+            ConfigError::Random(e) => Some(e),
             _ => None,
         }
     }

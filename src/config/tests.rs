@@ -115,6 +115,17 @@ fn a_repeated_token_is_kept_once_with_a_warning_naming_the_lines() {
 }
 
 #[test]
+fn a_token_file_of_100_000_tokens_loads_and_one_over_16_mib_is_refused() {
+    let many: String = (0..100_000).map(|n| format!("{n:064x}\n")).collect();
+    let set = token_file("many", many.as_bytes()).unwrap();
+    assert_eq!(set.accepted.len(), 100_000);
+    let huge = vec![b'#'; (crate::os::MAX_FILE_BYTES + 1) as usize];
+    let e = token_file("huge", &huge).unwrap_err();
+    assert!(e.starts_with("cannot read token file "), "{e}");
+    assert!(e.ends_with("-huge: it is larger than 16 MiB"), "{e}");
+}
+
+#[test]
 fn bad_values_are_errors() {
     let zero = Config::from_args(args(&["--max-connections", "0"]), Some("t".into()));
     assert!(matches!(zero, Err(ConfigError::Zero("--max-connections"))));

@@ -13,17 +13,21 @@
 //! repeated in the file is harmless but likely a mistake: it becomes a
 //! warning in `Config::warnings`, for the caller to log. The same readers
 //! serve a reload (`read_tokens`, `read_webhook_secret`).
+//!
+//! Both files are read by `os::read_text`: a regular file only (a FIFO, a
+//! device or a directory is refused before it is opened, so a read never
+//! hangs), at most 16 MiB (a file of 100,000 tokens fits).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::{ConfigError, TokenSource};
-use crate::webhook;
+use crate::{os, webhook};
 
 /// The key in a `--webhook-secret-file`, checked as at start-up (for a
 /// reload).
 pub fn read_webhook_secret(path: &Path) -> Result<Vec<u8>, ConfigError> {
-    let text = std::fs::read_to_string(path)
+    let text = os::read_text(path)
         .map_err(|e| ConfigError::WebhookSecret(path.to_path_buf(), e.to_string()))?;
     webhook::read_secret(&text).map_err(|why| ConfigError::WebhookSecret(path.to_path_buf(), why))
 }
@@ -106,8 +110,7 @@ pub(super) fn tokens(
 /// byte order mark skipped. A repeated token is kept once, with a warning
 /// naming both lines.
 pub(super) fn read_token_file(path: PathBuf) -> Result<TokenSet, ConfigError> {
-    let text =
-        std::fs::read_to_string(&path).map_err(|e| ConfigError::TokenFile(path.clone(), e))?;
+    let text = os::read_text(&path).map_err(|e| ConfigError::TokenFile(path.clone(), e))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     // The first line of each token. A map keeps a file of many tokens
     // n log n (a linear search took 26 s for 100,000); the tree costs less
@@ -147,5 +150,5 @@ pub(super) fn read_token_file(path: PathBuf) -> Result<TokenSet, ConfigError> {
 
 /// 256 random bits from the OS, as 64 hex digits.
 fn random_token() -> Result<String, ConfigError> {
-    crate::os::random_hex(32).map_err(ConfigError::Random)
+    os::random_hex(32).map_err(ConfigError::Random)
 }
