@@ -5,12 +5,19 @@
 //! kill; so the handlers are installed before the server starts. Until it
 //! is [`ready`](Signals::ready), SIGTERM or SIGINT ends the process at
 //! once (as their default would) and a SIGHUP is held, then acted on once
-//! ready (whichever side sees both takes it). Top layer: it drives an
-//! `Instance`'s handles and is driven by `main`.
+//! ready.
+//!
+//! The reload runs on a thread of its own, never on the one that handles
+//! SIGTERM: whatever a reload meets (a file that is slow to read), the
+//! server can always be stopped. The signal thread only marks a reload as
+//! pending and wakes the reload thread; SIGHUPs that arrive while a reload
+//! runs are folded into one more reload after it, which reads the files
+//! afresh and so sees every change.
+//!
+//! Top layer: it drives an `Instance`'s handles and is driven by `main`.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread;
 
 use log::info;
@@ -19,57 +26,89 @@ use signal_hook::iterator::Signals as Incoming;
 
 use crate::http::Stopper;
 use crate::instance::Reloader;
+use crate::lock::{lock, wait};
 
 /// The signal thread's view of the server.
 pub struct Signals {
-    ready: Arc<OnceLock<(Stopper, Reloader)>>,
-    held: Arc<AtomicBool>,
+    stopper: Arc<OnceLock<Stopper>>,
+    reload: Arc<Reload>,
+}
+
+/// What the reload thread waits for: a SIGHUP, and a server to reload.
+#[derive(Default)]
+struct Reload {
+    /// Whether a SIGHUP came since the last reload started.
+    pending: Mutex<bool>,
+    /// Signalled when `pending` is set or the reloader arrives.
+    wake: Condvar,
+    /// Set once, when the server runs.
+    reloader: OnceLock<Reloader>,
+}
+
+impl Reload {
+    /// Marks a reload as pending and wakes the reload thread.
+    fn request(&self) {
+        *lock(&self.pending) = true;
+        self.wake.notify_one();
+    }
+
+    /// The reload thread: each pending SIGHUP once the server runs, one
+    /// reload for all that came meanwhile.
+    fn serve(&self) {
+        loop {
+            let mut pending = lock(&self.pending);
+            while !*pending || self.reloader.get().is_none() {
+                pending = wait(&self.wake, pending);
+            }
+            *pending = false;
+            drop(pending);
+            if let Some(reloader) = self.reloader.get() {
+                info!(target: "plantstore", "SIGHUP received; re-reading the token and webhook secret files");
+                reloader.reload();
+            }
+        }
+    }
 }
 
 impl Signals {
-    /// Installs the handlers and starts the thread that acts on them.
+    /// Installs the handlers and starts the threads that act on them.
     pub fn install() -> io::Result<Signals> {
         let mut incoming = Incoming::new([SIGINT, SIGTERM, SIGHUP])?;
         let signals = Signals {
-            ready: Arc::default(),
-            held: Arc::default(),
+            stopper: Arc::default(),
+            reload: Arc::default(),
         };
-        let (handles, hup) = (Arc::clone(&signals.ready), Arc::clone(&signals.held));
-        thread::spawn(move || {
-            for signal in incoming.forever() {
-                match (signal, handles.get()) {
-                    (SIGHUP, Some((_, reloader))) => {
-                        info!(target: "plantstore", "SIGHUP received; re-reading the token and webhook secret files");
-                        reloader.reload();
-                    }
-                    (SIGHUP, None) => {
-                        hup.store(true, Ordering::SeqCst);
-                        if let Some((_, reloader)) = handles.get()
-                            && hup.swap(false, Ordering::SeqCst)
-                        {
-                            reloader.reload();
+        let reload = Arc::clone(&signals.reload);
+        thread::Builder::new()
+            .name("reload".into())
+            .spawn(move || reload.serve())?;
+        let (stopper, reload) = (Arc::clone(&signals.stopper), Arc::clone(&signals.reload));
+        thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                for signal in incoming.forever() {
+                    match (signal, stopper.get()) {
+                        (SIGHUP, _) => reload.request(),
+                        (_, Some(stopper)) => {
+                            info!(target: "plantstore", "signal {signal} received; stopping");
+                            stopper.stop();
+                            break;
                         }
+                        (_, None) => std::process::exit(128 + signal),
                     }
-                    (_, Some((stopper, _))) => {
-                        info!(target: "plantstore", "signal {signal} received; stopping");
-                        stopper.stop();
-                        break;
-                    }
-                    (_, None) => std::process::exit(128 + signal),
                 }
-            }
-        });
+            })?;
         Ok(signals)
     }
 
     /// The server runs: signals act on it from now on (a SIGHUP held
-    /// meanwhile reloads now).
+    /// meanwhile reloads now, on the reload thread).
     pub fn ready(&self, stopper: Stopper, reloader: Reloader) {
-        let _ = self.ready.set((stopper, reloader));
-        if let Some((_, reloader)) = self.ready.get()
-            && self.held.swap(false, Ordering::SeqCst)
-        {
-            reloader.reload();
-        }
+        let _ = self.stopper.set(stopper);
+        let _ = self.reload.reloader.set(reloader);
+        // Under the lock, so the reload thread is either before its check
+        // (and sees the reloader) or waiting (and is woken).
+        let _pending = lock(&self.reload.pending);
+        self.reload.wake.notify_one();
     }
 }
