@@ -416,7 +416,7 @@ fn sighup_rereads_the_webhook_secret_and_keeps_it_when_the_file_is_refused(kind:
     let file = crate::support::TempFile::new("secret");
     std::fs::write(&file.0, "first key\n").unwrap();
     let path = file.0.to_str().unwrap();
-    let server = crate::process::binary::Running::on(
+    let mut server = crate::process::binary::Running::on(
         kind,
         &["--webhook", &url, "--webhook-secret-file", path],
         Some("t"),
@@ -452,6 +452,32 @@ fn sighup_rereads_the_webhook_secret_and_keeps_it_when_the_file_is_refused(kind:
     );
     assert_eq!(crate::process::binary::create(server.addr, "t", 3), 200);
     assert!(signed_with(3, b"second key"));
+
+    // So does one that is not a regular file, refused without reading it
+    // (a FIFO blocked the reload for good, /dev/zero never ended).
+    let mut n = 3;
+    for bad in crate::process::files::Bad::ALL {
+        std::fs::remove_file(&file.0).unwrap();
+        bad.make(&file.0);
+        server.signal("HUP");
+        let refused = format!("{path}: {}", bad.reason());
+        assert!(
+            crate::process::reload::logged(&server, &refused),
+            "{bad:?}: {:?}",
+            server.log()
+        );
+        n += 1;
+        assert_eq!(
+            crate::process::binary::create(server.addr, "t", n as i64),
+            200
+        );
+        assert!(signed_with(n, b"second key"), "{bad:?}");
+        bad.remove(&file.0);
+        std::fs::write(&file.0, "second key\n").unwrap();
+    }
+    // And SIGTERM still stops it.
+    server.signal("TERM");
+    assert!(server.wait(Duration::from_secs(7)).success());
 }
 
 crate::on_each_store!(

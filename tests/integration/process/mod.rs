@@ -1,6 +1,7 @@
 //! The built binary as a process: flags, logs, signals, start-up.
 
 pub mod binary;
+pub mod files;
 mod flags;
 mod logs;
 pub mod reload;

@@ -291,12 +291,16 @@ pub fn durable_config(path: &std::path::Path) -> Config {
 /// `.compact`) is removed when dropped.
 pub struct TempFile(pub PathBuf);
 
+/// A path in the temp directory that no other test uses.
+fn temp_path(name: &str) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("plantstore-test-{}-{n}-{name}", std::process::id()))
+}
+
 impl TempFile {
     pub fn new(name: &str) -> TempFile {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path =
-            std::env::temp_dir().join(format!("plantstore-test-{}-{n}-{name}", std::process::id()));
+        let path = temp_path(name);
         let _ = std::fs::remove_file(&path);
         TempFile(path)
     }
@@ -308,6 +312,29 @@ impl Drop for TempFile {
         let mut compact = self.0.clone().into_os_string();
         compact.push(".compact");
         let _ = std::fs::remove_file(compact);
+    }
+}
+
+/// A fresh directory in the temp directory; removed with all it holds
+/// (FIFOs, links, directories) when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        let path = temp_path(name);
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
