@@ -1,11 +1,18 @@
 //! Journal recovery fed arbitrary files, checked against a decoder written
 //! here from the documented formats:
 //!
-//! - version 2: `PLANTSJ2`, an 8-byte salt and a CRC-64/XZ of those 16
-//!   bytes as a u64; then `len:u32 check:u64 payload` records, the check a
-//!   CRC-64/XZ over the salt, `len` and the payload;
+//! - version 3: `PLANTSJ3`, an 8-byte salt and a CRC-64/XZ of those 16
+//!   bytes as a u64; then `len:u32 lcheck:u32 check:u64 payload` records,
+//!   lcheck a CRC-32C over the salt and `len`, the check a CRC-64/XZ over
+//!   the salt, `len` and the payload;
+//! - version 2: the same with `PLANTSJ2` and no lcheck; read, then
+//!   converted to version 3;
 //! - version 1: `PLANTSJ1`, then `len:u32 crc:u32 payload` records,
-//!   CRC-32C over `len` and the payload; read, then converted to version 2.
+//!   CRC-32C over `len` and the payload; read, then converted to version 3.
+//!
+//! (A length over the format's maximum, 16 MiB and 17 bytes, is not a
+//! record either; no input here is that long, so the reference leaves it
+//! out.)
 //!
 //! Two modes, chosen by the first byte:
 //!
@@ -14,13 +21,13 @@
 //!   and the map they replay to, where a torn tail starts (it holds no
 //!   whole record at any offset), or the refusal (a damaged header, or a
 //!   bad record with a whole one somewhere after it). An accepted version-1
-//!   file, converted by the server, must be exactly the reference's
-//!   version-2 image of the same records, and read back the same.
+//!   or -2 file, converted by the server, must be exactly the reference's
+//!   version-3 image of the same records, and read back the same.
 //! - A journal written here, of either version, from a list of changes,
-//!   then cut short or with one byte changed. In a version-2 journal the
-//!   last put's name may hold planted records, whole and valid UTF-8, by
-//!   the version-1 rules and by the version-2 rules under a wrong salt:
-//!   what a client can send. The server's own writer must produce the same
+//!   then cut short or with one byte changed. In a version-2 or -3 journal
+//!   the last put's name may hold planted records, whole and valid UTF-8,
+//!   by the version-1 rules and by the version-2 and -3 rules under a wrong
+//!   salt: what a client can send. The server's own writer must produce the same
 //!   bytes as the reference. Recovery must yield exactly the changes
 //!   written whole before the damage (never a record that was not written
 //!   whole, never a planted one), and refuse only when the damage has real
@@ -36,6 +43,7 @@ use plantstore::store::{self, Damage, Scan, Version};
 
 const MAGIC_V1: &[u8] = b"PLANTSJ1";
 const MAGIC_V2: &[u8] = b"PLANTSJ2";
+const MAGIC_V3: &[u8] = b"PLANTSJ3";
 /// Magic, salt and the header's own check.
 const HEADER_V2: usize = 24;
 const NO_TAG: u32 = u32::MAX;
@@ -55,6 +63,7 @@ enum Change {
 enum Rules {
     V1,
     V2([u8; 8]),
+    V3([u8; 8]),
 }
 
 /// What recovery of a file must come to.
@@ -92,17 +101,17 @@ fn arbitrary_file(file: &[u8]) {
     converted(file, &found);
 }
 
-/// If `file` read as a version-1 journal: the server's conversion of what
-/// was read is the reference's version-2 image of the same records, and
-/// reads back the same.
+/// If `file` read as a version-1 or -2 journal: the server's conversion
+/// of what was read is the reference's version-3 image of the same
+/// records, and reads back the same.
 fn converted(file: &[u8], found: &Outcome) {
-    let Outcome::Read(Some(Rules::V1), changes, end) = found else {
+    let Outcome::Read(Some(Rules::V1 | Rules::V2(_)), changes, end) = found else {
         return;
     };
     let image = store::convert(&file[..*end], &CONVERSION_SALT);
-    let mut expected = header(CONVERSION_SALT);
+    let mut expected = header(MAGIC_V3, CONVERSION_SALT);
     for change in changes {
-        v2_record(&mut expected, change, CONVERSION_SALT);
+        v3_record(&mut expected, change, CONVERSION_SALT);
     }
     assert_eq!(
         image, expected,
@@ -110,7 +119,7 @@ fn converted(file: &[u8], found: &Outcome) {
     );
     let (read, _) = recover(&image);
     let whole = Outcome::Read(
-        Some(Rules::V2(CONVERSION_SALT)),
+        Some(Rules::V3(CONVERSION_SALT)),
         changes.clone(),
         image.len(),
     );
@@ -130,17 +139,17 @@ fn damaged_journal(input: &[u8]) {
     let Some((damage, ops)) = rest.split_first_chunk::<3>() else {
         return;
     };
-    let rules = if flags & 1 == 1 {
-        Rules::V1
-    } else {
-        Rules::V2(*salt)
+    let rules = match flags & 5 {
+        1 | 5 => Rules::V1,
+        4 => Rules::V2(*salt),
+        _ => Rules::V3(*salt),
     };
     let mut changes = changes(ops);
-    if let (Rules::V2(salt), true) = (rules, flags & 2 == 2) {
+    if let (Rules::V2(salt) | Rules::V3(salt), true) = (rules, flags & 2 == 2) {
         plant(&mut changes, salt, *guess);
     }
     let (mut file, ends) = journal(rules, &changes);
-    if let Rules::V2(salt) = rules {
+    if let Rules::V3(salt) = rules {
         assert_eq!(server_image(salt, &changes), file, "the server's writer");
     }
     let start = header_len(rules);
@@ -225,22 +234,23 @@ fn changes(mut ops: &[u8]) -> Vec<Change> {
 
 /// Puts records a client could send into the last change's name (a put
 /// is added if the last change is not one): one by the version-1 rules
-/// and one by the version-2 rules under `guess`, made wrong if it happens
-/// to be `salt`.
+/// and one each by the version-2 and -3 rules under `guess`, made wrong if
+/// it happens to be `salt`.
 fn plant(changes: &mut Vec<Change>, salt: [u8; 8], mut guess: [u8; 8]) {
     if guess == salt {
         guess[0] ^= 1;
     }
     let v1 = utf8_record(|change, out| v1_record(out, change));
     let v2 = utf8_record(|change, out| v2_record(out, change, guess));
-    let (Some(v1), Some(v2)) = (v1, v2) else {
+    let v3 = utf8_record(|change, out| v3_record(out, change, guess));
+    let (Some(v1), Some(v2), Some(v3)) = (v1, v2, v3) else {
         return;
     };
     if !matches!(changes.last(), Some(Change::Put(..))) {
         changes.push(Change::Put(-4, String::new(), None));
     }
     if let Some(Change::Put(_, name, _)) = changes.last_mut() {
-        *name = format!("{name}{v1}|{v2}.");
+        *name = format!("{name}{v1}|{v2}|{v3}.");
     }
 }
 
@@ -261,13 +271,15 @@ fn utf8_record(make: impl Fn(&Change, &mut Vec<u8>)) -> Option<String> {
 fn journal(rules: Rules, changes: &[Change]) -> (Vec<u8>, Vec<usize>) {
     let mut file = match rules {
         Rules::V1 => MAGIC_V1.to_vec(),
-        Rules::V2(salt) => header(salt),
+        Rules::V2(salt) => header(MAGIC_V2, salt),
+        Rules::V3(salt) => header(MAGIC_V3, salt),
     };
     let mut ends = Vec::new();
     for change in changes {
         match rules {
             Rules::V1 => v1_record(&mut file, change),
             Rules::V2(salt) => v2_record(&mut file, change, salt),
+            Rules::V3(salt) => v3_record(&mut file, change, salt),
         }
         ends.push(file.len());
     }
@@ -292,8 +304,8 @@ fn server_image(salt: [u8; 8], changes: &[Change]) -> Vec<u8> {
     image
 }
 
-fn header(salt: [u8; 8]) -> Vec<u8> {
-    let mut header = [MAGIC_V2, &salt].concat();
+fn header(magic: &[u8], salt: [u8; 8]) -> Vec<u8> {
+    let mut header = [magic, &salt].concat();
     let check = crc64(&header);
     header.extend_from_slice(&check.to_le_bytes());
     header
@@ -302,7 +314,7 @@ fn header(salt: [u8; 8]) -> Vec<u8> {
 fn header_len(rules: Rules) -> usize {
     match rules {
         Rules::V1 => MAGIC_V1.len(),
-        Rules::V2(_) => HEADER_V2,
+        Rules::V2(_) | Rules::V3(_) => HEADER_V2,
     }
 }
 
@@ -346,6 +358,15 @@ fn v2_record(file: &mut Vec<u8>, change: &Change, salt: [u8; 8]) {
     file.extend_from_slice(&payload);
 }
 
+fn v3_record(file: &mut Vec<u8>, change: &Change, salt: [u8; 8]) {
+    let payload = payload(change);
+    let len = (payload.len() as u32).to_le_bytes();
+    file.extend_from_slice(&len);
+    file.extend_from_slice(&crc32c(&[&salt[..], &len].concat()).to_le_bytes());
+    file.extend_from_slice(&crc64(&[&salt[..], &len, &payload].concat()).to_le_bytes());
+    file.extend_from_slice(&payload);
+}
+
 /// The reference's reading of a whole file.
 fn reference(file: &[u8]) -> Outcome {
     let rules = match rules(file) {
@@ -364,18 +385,25 @@ fn reference(file: &[u8]) -> Outcome {
 }
 
 /// The rules from the header: `None` while no whole header is there (or
-/// a version-2 header fails its check with nothing after it).
+/// a version-2 or -3 header fails its check with nothing after it).
 fn rules(file: &[u8]) -> Result<Option<Rules>, Outcome> {
     if file.starts_with(MAGIC_V1) {
         return Ok(Some(Rules::V1));
     }
-    if file.starts_with(MAGIC_V2) {
+    if let Some(magic) = [MAGIC_V2, MAGIC_V3]
+        .into_iter()
+        .find(|m| file.starts_with(m))
+    {
         let Some(head) = file.get(..HEADER_V2) else {
             return Ok(None);
         };
         let salt: [u8; 8] = head[8..16].try_into().unwrap();
-        if header(salt) == head {
-            return Ok(Some(Rules::V2(salt)));
+        if header(magic, salt) == head {
+            return Ok(Some(if magic == MAGIC_V2 {
+                Rules::V2(salt)
+            } else {
+                Rules::V3(salt)
+            }));
         }
         return if file.len() == HEADER_V2 {
             Ok(None)
@@ -383,7 +411,10 @@ fn rules(file: &[u8]) -> Result<Option<Rules>, Outcome> {
             Err(Outcome::Header)
         };
     }
-    if MAGIC_V1.starts_with(file) || MAGIC_V2.starts_with(file) {
+    if [MAGIC_V1, MAGIC_V2, MAGIC_V3]
+        .iter()
+        .any(|magic| magic.starts_with(file))
+    {
         return Ok(None);
     }
     Err(Outcome::NotAJournal)
@@ -407,12 +438,17 @@ fn record_at(file: &[u8], at: usize, rules: Rules) -> Option<(Change, usize)> {
     let framing: usize = match rules {
         Rules::V1 => 8,
         Rules::V2(_) => 12,
+        Rules::V3(_) => 16,
     };
     let payload = bytes.get(framing..framing.checked_add(len)?)?;
     let covered = [&bytes[..4], payload].concat();
     let valid = match rules {
         Rules::V1 => crc32c(&covered).to_le_bytes() == bytes[4..8],
         Rules::V2(salt) => crc64(&[&salt[..], &covered].concat()).to_le_bytes() == bytes[4..12],
+        Rules::V3(salt) => {
+            crc32c(&[&salt[..], &bytes[..4]].concat()).to_le_bytes() == bytes[4..8]
+                && crc64(&[&salt[..], &covered].concat()).to_le_bytes() == bytes[8..16]
+        }
     };
     if !valid {
         return None;
@@ -479,13 +515,15 @@ fn recover(file: &[u8]) -> (Outcome, Plants) {
             version,
             records,
             valid_len,
+            ..
         }) => {
             assert_eq!(records, changes.len() as u64);
             let rules = version.map(|version| match version {
                 Version::V1 => Rules::V1,
                 Version::V2(salt) => Rules::V2(salt),
+                Version::V3(salt) => Rules::V3(salt),
             });
-            Outcome::Read(rules, changes, valid_len)
+            Outcome::Read(rules, changes, valid_len as usize)
         }
         Err(Damage::NotAJournal) => Outcome::NotAJournal,
         Err(Damage::Header) => Outcome::Header,
