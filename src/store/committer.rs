@@ -92,7 +92,11 @@ pub(super) fn commit_on_request(committer: &Committer, store: &Weak<Core>) {
         // Records are numbered in append order: writing up to the highest
         // writes them all.
         let last = batch.iter().map(|(seq, _)| *seq).max();
-        let result = shared.commit(last, false);
+        // Gathering: each event loop kicks at the end of its own turn, so
+        // with several loops one kick is not the whole load; records that
+        // arrive while it waits are written with this batch, and their
+        // callbacks, queued behind it, find them durable.
+        let result = shared.commit(last, true);
         drop(shared);
         for (_, done) in batch {
             done(result.clone());

@@ -50,8 +50,9 @@ impl Journal {
     /// always`), writing a batch itself if no one else is. `live_bytes` is
     /// the current size of the live data, for the compaction trigger.
     /// `gather`: a leader waits a moment for more writers first (see
-    /// `gather`); the committer thread does not, its batches are already
-    /// whole (everything an event loop queued in one turn).
+    /// `gather`), as the committer thread does: its batch is what one event
+    /// loop queued in one turn, and the other loops' turns end a moment
+    /// later.
     pub(in crate::store) fn commit(
         &self,
         seq: u64,
