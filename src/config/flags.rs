@@ -35,7 +35,6 @@
 //! start-up warning: a misspelt name is then seen, and a variable meant for
 //! something else (a test harness's) costs nothing more than a log line.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 
 use argh::{EarlyExit, FromArgs};
@@ -166,8 +165,9 @@ fn environment(
     env: impl IntoIterator<Item = (OsString, OsString)>,
     given: &[&str],
 ) -> Result<Layer, String> {
-    // Sorted, so that the first bad variable named is always the same one.
-    let mut vars: BTreeMap<String, OsString> = env
+    // A list, not a map: a handful of variables, and a map of them (with
+    // the sort that builds it) costs about 10 KiB of binary.
+    let mut vars: Vec<(String, OsString)> = env
         .into_iter()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value)))
         .filter(|(name, _)| name.starts_with(PREFIX))
@@ -175,7 +175,7 @@ fn environment(
     let mut layer = Layer::default();
     for &(flag, kind) in FLAGS {
         let name = variable(flag);
-        let Some(value) = vars.remove(&name) else {
+        let Some(value) = take(&mut vars, &name) else {
             continue;
         };
         match kind {
@@ -206,12 +206,33 @@ fn environment(
         }
         layer.flags.extend(flags);
     }
-    for name in vars.into_keys() {
+    // In order of name, once each, whatever the environment's order.
+    let mut unknown: Vec<String> = Vec::new();
+    for (name, _) in vars {
+        if let Err(at) = unknown.binary_search(&name) {
+            unknown.insert(at, name);
+        }
+    }
+    for name in unknown {
         layer
             .warnings
             .push(format!("{name} is not a plantstore setting; ignored"));
     }
     Ok(layer)
+}
+
+/// The value of the variable `name` (the last one, should the environment
+/// hold it twice), taken out of `vars` with every other entry of it.
+fn take(vars: &mut Vec<(String, OsString)>, name: &str) -> Option<OsString> {
+    let mut value = None;
+    vars.retain_mut(|(n, v)| {
+        let keep = n != name;
+        if !keep {
+            value = Some(std::mem::take(v));
+        }
+        keep
+    });
+    value
 }
 
 /// Whether the command line gave `flag` or a flag that excludes it.
@@ -433,6 +454,29 @@ mod tests {
             [
                 "PLANTSTORE_VERSION is ignored: --version is for the command line only",
                 "PLANTSTORE_DATABSE is not a plantstore setting; ignored",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_variable_set_twice_counts_once_and_unknown_ones_come_sorted() {
+        let flags = gather(
+            &[],
+            &[
+                ("PLANTSTORE_ZZ", "1"),
+                ("PLANTSTORE_MAX_NAME", "5"),
+                ("PLANTSTORE_AA", "1"),
+                ("PLANTSTORE_MAX_NAME", "7"),
+                ("PLANTSTORE_ZZ", "2"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(flags.args.max_name, 7, "the last one, as a map keeps");
+        assert_eq!(
+            flags.warnings,
+            [
+                "PLANTSTORE_AA is not a plantstore setting; ignored",
+                "PLANTSTORE_ZZ is not a plantstore setting; ignored",
             ]
         );
     }
