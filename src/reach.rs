@@ -16,22 +16,35 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 /// loopback first.
 pub fn urls(addr: SocketAddr) -> Vec<String> {
     let text = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
-    let mut ips: Vec<IpAddr> = ipv4_local(&text("/proc/net/fib_trie"))
+    let mut found: Vec<IpAddr> = ipv4_local(&text("/proc/net/fib_trie"))
         .into_iter()
         .map(IpAddr::V4)
         .collect();
     if addr.is_ipv6() {
-        ips.extend(
+        found.extend(
             ipv6_local(&text("/proc/net/if_inet6"))
                 .into_iter()
                 .map(IpAddr::V6),
         );
     }
-    ips.sort_by_key(|ip| (!ip.is_loopback(), ip.is_ipv6(), *ip));
-    ips.dedup();
-    ips.into_iter()
+    in_order(found)
+        .into_iter()
         .map(|ip| format!("http://{}", SocketAddr::new(ip, addr.port())))
         .collect()
+}
+
+/// `found` once each, loopback first, then IPv4 before IPv6, each in
+/// address order. Sorted by insertion: a host has a few addresses, and
+/// std's sort for them costs about 4 KiB of binary.
+fn in_order(found: Vec<IpAddr>) -> Vec<IpAddr> {
+    let order = |ip: &IpAddr| (!ip.is_loopback(), ip.is_ipv6(), *ip);
+    let mut ips: Vec<IpAddr> = Vec::with_capacity(found.len());
+    for ip in found {
+        if let Err(at) = ips.binary_search_by_key(&order(&ip), order) {
+            ips.insert(at, ip);
+        }
+    }
+    ips
 }
 
 /// The addresses of `/proc/net/fib_trie` marked `/32 host LOCAL` (the
@@ -129,6 +142,25 @@ mod tests {
             .map(|ip| ip.parse().unwrap())
             .collect();
         assert_eq!(ipv6_local(table), want);
+    }
+
+    #[test]
+    fn addresses_come_once_each_loopback_first_then_ipv4() {
+        let ips =
+            |list: &[&str]| -> Vec<IpAddr> { list.iter().map(|ip| ip.parse().unwrap()).collect() };
+        let found = ips(&[
+            "fd00::2",
+            "192.0.2.9",
+            "127.0.0.1",
+            "10.0.0.1",
+            "::1",
+            "192.0.2.9",
+            "127.0.0.1",
+        ]);
+        assert_eq!(
+            in_order(found),
+            ips(&["127.0.0.1", "::1", "10.0.0.1", "192.0.2.9", "fd00::2"])
+        );
     }
 
     #[test]
