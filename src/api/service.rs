@@ -56,9 +56,20 @@ pub(super) fn health(app: &App) -> Response {
         None => Response::bytes(200, "application/json", br#"{"status":"ok"}"#.to_vec()),
         Some(reason) => Response::json(
             503,
-            &serde_json::json!({ "status": "failing", "reason": &*reason }),
+            &Failing {
+                reason: &reason,
+                status: "failing",
+            },
         ),
     }
+}
+
+/// The body of a failing `/healthz`: `{"reason":...,"status":"failing"}`,
+/// the keys in the order `json!` gave them (it sorted them).
+#[derive(serde::Serialize)]
+struct Failing<'a> {
+    reason: &'a str,
+    status: &'static str,
 }
 
 /// `GET /metrics` (bearer auth): Prometheus text exposition.
@@ -142,5 +153,19 @@ mod tests {
                 value.into();
         }
         assert_eq!(patched, original);
+    }
+
+    #[test]
+    fn a_failing_health_body_is_what_json_made() {
+        let reason = "the journal cannot be written: \"disk\" full";
+        let body = Failing {
+            reason,
+            status: "failing",
+        };
+        assert_eq!(
+            serde_json::to_vec(&body).unwrap(),
+            serde_json::to_vec(&serde_json::json!({ "status": "failing", "reason": reason }))
+                .unwrap()
+        );
     }
 }

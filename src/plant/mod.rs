@@ -20,14 +20,15 @@ use std::fmt;
 
 use serde::Serialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
-use serde_json::Value;
 use serde_json::value::RawValue;
 
 mod change;
 mod decimal;
+mod text;
 
 pub use change::{ChangeHook, ChangeKind, PlantChange};
 pub use decimal::int64_text;
+use text::Text;
 
 /// A plant as stored and as answered by `POST /plants`: `name` and an
 /// optional `tag`, never an `id` (the seed's Plant has none).
@@ -184,13 +185,14 @@ impl Plant {
     }
 }
 
-/// The known top-level fields of a body, as JSON values; the `id` as its
-/// text, borrowed from the body, so that no digit of it is lost.
+/// The known top-level fields of a body: `name` and `tag` as far as
+/// [`Text`] reads them; the `id` as its text, borrowed from the body, so
+/// that no digit of it is lost.
 #[derive(Default)]
 struct Fields<'de> {
     id: Option<&'de RawValue>,
-    name: Option<Value>,
-    tag: Option<Value>,
+    name: Option<Text>,
+    tag: Option<Text>,
     duplicate: Option<String>,
 }
 
@@ -221,12 +223,12 @@ impl<'de> Fields<'de> {
     fn into_plant(self, limits: TextLimits) -> Result<Plant, InvalidBody> {
         let name = match self.name {
             None => return Err(InvalidBody::Missing("name")),
-            Some(Value::String(s)) => within("name", s, limits.name)?,
+            Some(Text::String(s)) => within("name", s, limits.name)?,
             Some(_) => return Err(InvalidBody::WrongType("name", "a string")),
         };
         let tag = match self.tag {
             None => None,
-            Some(Value::String(s)) => Some(within("tag", s, limits.tag)?),
+            Some(Text::String(s)) => Some(within("tag", s, limits.tag)?),
             Some(_) => return Err(InvalidBody::WrongType("tag", "a string when present")),
         };
         Ok(Plant { name, tag })
