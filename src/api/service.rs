@@ -1,8 +1,9 @@
 //! The service endpoints: the OpenAPI document, health and metrics.
 //!
 //! The OpenAPI 3.1 document is a file written by hand for this server
-//! (`openapi.json`, compiled in) and checked against the running server by
-//! the conformance script; `/openapi.json` and `/healthz` need no token.
+//! (`openapi.json`, compiled in without the whitespace between its tokens
+//! by `build.rs`) and checked against the running server by the
+//! conformance script; `/openapi.json` and `/healthz` need no token.
 //! The file declares the default name and tag limits; the document served
 //! is made once at start-up with the configured ones (`document`).
 
@@ -11,19 +12,19 @@ use crate::http::{Request, Response};
 use crate::metrics::Exposition;
 use crate::plant::TextLimits;
 
-/// The server's own OpenAPI 3.1 document, as written: with the default
-/// `TextLimits` as the `maxLength` of every name and tag.
-pub const OPENAPI: &str = include_str!("openapi.json");
+/// The server's own OpenAPI 3.1 document, as written but compact: with
+/// the default `TextLimits` as the `maxLength` of every name and tag.
+pub const OPENAPI: &str = include_str!(concat!(env!("OUT_DIR"), "/openapi.json"));
 
 /// `OPENAPI` with the `maxLength` of every name and tag set to `limits`.
 ///
 /// The file is patched as text, so the document keeps its order and
-/// layout: in one pass, each `"maxLength": <default name limit>` becomes
+/// layout: in one pass, each `"maxLength":<default name limit>` becomes
 /// the name limit and each `"maxLength": <default tag limit>` the tag
 /// limit (a unit test checks that those are exactly the name and tag
 /// schemas).
 pub fn document(limits: TextLimits) -> Vec<u8> {
-    const KEY: &str = "\"maxLength\": ";
+    const KEY: &str = "\"maxLength\":";
     let defaults = TextLimits::default();
     let mut out = String::with_capacity(OPENAPI.len() + 64);
     let mut rest = OPENAPI;
@@ -153,6 +154,14 @@ mod tests {
                 value.into();
         }
         assert_eq!(patched, original);
+    }
+
+    #[test]
+    fn the_compiled_document_is_the_file_without_its_layout() {
+        let file: Value = serde_json::from_str(include_str!("openapi.json")).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(OPENAPI).unwrap(), file);
+        assert!(!OPENAPI.contains('\n'));
+        assert!(OPENAPI.len() < include_str!("openapi.json").len() * 2 / 3);
     }
 
     #[test]
