@@ -28,6 +28,7 @@ pub use error::ApiError;
 pub use metrics::Metrics;
 pub use plants::PAGE_BYTES;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,7 +46,7 @@ pub struct App {
     webhooks: Arc<Webhooks>,
     metrics: Arc<Metrics>,
     text_limits: TextLimits,
-    openapi: Box<[u8]>,
+    openapi: Cow<'static, [u8]>,
     cors: Cors,
     ui: Option<ui::Ui>,
 }
@@ -70,7 +71,7 @@ impl App {
             webhooks: Arc::new(webhooks),
             metrics: Arc::new(Metrics::new(gauge)),
             text_limits,
-            openapi: service::document(text_limits).into_boxed_slice(),
+            openapi: service::document(text_limits),
             cors,
             ui: ui.then(ui::Ui::new),
         }
