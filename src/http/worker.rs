@@ -68,6 +68,21 @@ const WRITE_SHARE: usize = 32 * 1024;
 /// holds only what a read leaves unparsed).
 const READ_SIZE: usize = 16 * 1024;
 
+/// The loop's read buffer, made at its first read: a loop that has read
+/// nothing yet (an idle server's) holds none. Zeroed, so resident once
+/// made: 16 KiB of idle RSS for each loop.
+#[derive(Default)]
+struct Scratch(Box<[u8]>);
+
+impl Scratch {
+    fn get(&mut self) -> &mut [u8] {
+        if self.0.is_empty() {
+            self.0 = vec![0u8; READ_SIZE].into_boxed_slice();
+        }
+        &mut self.0
+    }
+}
+
 /// What every event loop of one server shares: the limits, the handler,
 /// the count of open connections and the stopping flag.
 pub(crate) struct ServerState {
@@ -197,7 +212,7 @@ impl Worker {
     /// open at the end.
     pub(crate) fn run(mut self, grace: Duration) -> usize {
         let mut events = Events::with_capacity(1024);
-        let mut scratch = vec![0u8; READ_SIZE].into_boxed_slice();
+        let mut scratch = Scratch::default();
         let mut next_sweep = Instant::now() + SWEEP;
         let mut stop_by: Option<Instant> = None;
         loop {
@@ -252,7 +267,7 @@ impl Worker {
         self.conns.len() - self.free.len()
     }
 
-    fn begin_stop(&mut self, scratch: &mut [u8], now: Instant) {
+    fn begin_stop(&mut self, scratch: &mut Scratch, now: Instant) {
         if let Some(mut listener) = self.listener.take() {
             let _ = self.poll.registry().deregister(&mut listener);
         }
@@ -332,7 +347,7 @@ impl Worker {
     /// Hands completed deferred responses and stream wakes to their
     /// connections; those for a connection that has gone are dropped (and
     /// its wakers stay quiet: their flag is never cleared).
-    fn deliver(&mut self, scratch: &mut [u8], now: Instant) {
+    fn deliver(&mut self, scratch: &mut Scratch, now: Instant) {
         let letters = std::mem::take(&mut *lock(&self.postbox.queue));
         for (ticket, letter) in letters {
             let Some(Some(conn)) = self.conns.get_mut(ticket.slot) else {
@@ -355,7 +370,7 @@ impl Worker {
     }
 
     /// Serves every connection whose deadline has passed.
-    fn sweep(&mut self, scratch: &mut [u8], now: Instant) {
+    fn sweep(&mut self, scratch: &mut Scratch, now: Instant) {
         if self.accept_retry.is_some() {
             self.accept(now);
         }
@@ -370,7 +385,7 @@ impl Worker {
         }
     }
 
-    fn serve(&mut self, slot: usize, scratch: &mut [u8], now: Instant) {
+    fn serve(&mut self, slot: usize, scratch: &mut Scratch, now: Instant) {
         let Some(Some(conn)) = self.conns.get_mut(slot) else {
             return;
         };
@@ -410,7 +425,7 @@ fn serve(
     conn: &mut Conn,
     shared: &ServerState,
     home: &Home<'_>,
-    scratch: &mut [u8],
+    scratch: &mut Scratch,
     now: Instant,
 ) -> Left {
     let mut rounds = 0;
@@ -459,7 +474,8 @@ fn serve(
         if !read {
             continue;
         }
-        match conn.socket.read(scratch) {
+        let buffer = scratch.get();
+        match conn.socket.read(buffer) {
             Ok(0) => {
                 conn.readable = false;
                 conn.protocol.closed_by_peer();
@@ -468,8 +484,8 @@ fn serve(
                 // A short read emptied the socket: more data will come
                 // with a new edge, so skip the read that would only say
                 // `WouldBlock` (one syscall per request saved).
-                conn.readable = n == scratch.len();
-                conn.protocol.received(&scratch[..n], now);
+                conn.readable = n == buffer.len();
+                conn.protocol.received(&buffer[..n], now);
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => conn.readable = false,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
