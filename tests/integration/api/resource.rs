@@ -350,13 +350,10 @@ fn metrics_count_requests_plants_and_connections(kind: Kind) {
     // not have finished yet on a loaded machine: ask until only this one
     // is counted (bounded; the assertion below still requires it).
     let mut reply = server.send("GET", "/metrics", &[AUTH], "");
-    for _ in 0..100 {
-        if reply.text().contains("\nplantstore_connections_open 1\n") {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    crate::support::eventually(|| {
         reply = server.send("GET", "/metrics", &[AUTH], "");
-    }
+        reply.text().contains("\nplantstore_connections_open 1\n")
+    });
     assert_eq!(reply.status, 200);
     assert!(
         reply

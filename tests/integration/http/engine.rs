@@ -246,6 +246,8 @@ fn pipelined_requests_behind_a_response_larger_than_the_socket_buffers_are_answe
     bytes.extend(request("GET", "/plants?limit=100", &[AUTH], ""));
     bytes.extend(request("GET", "/healthz", &[], ""));
     client.send(&bytes);
+    // The client reads late (part of what is tested): by then the server
+    // has filled the buffers and waits on them.
     std::thread::sleep(Duration::from_millis(300));
     for _ in 0..2 {
         let reply = client.reply();

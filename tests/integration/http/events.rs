@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use crate::process::binary::{Running, create};
 use crate::support::Kind;
-use crate::support::{AUTH, Client, JSON, TestServer, allow_names_of, config, request};
+use crate::support::{
+    AUTH, Client, JSON, TestServer, allow_names_of, config, eventually, open_connections, request,
+};
 
 /// What one bounded read produced.
 enum Got {
@@ -425,17 +427,16 @@ fn sigterm_with_a_stalled_webhook_and_a_slow_client_exits_0_within_7_s(kind: Kin
     let url = format!("http://{}/hook", hook.addr);
     let mut server = Running::on(kind, &["--webhook", &url], Some("t0k3n"));
     assert_eq!(create(server.addr, "t0k3n", 1), 200);
-    thread::sleep(Duration::from_millis(300));
-    let until = Instant::now() + Duration::from_secs(5);
-    while hook.accepted.load(Ordering::Relaxed) == 0 {
-        assert!(
-            Instant::now() < until,
-            "the webhook delivery never reached the receiver"
-        );
-        thread::sleep(Duration::from_millis(20));
-    }
-    let slow = trickle(server.addr);
-    thread::sleep(Duration::from_millis(700));
+    assert!(
+        eventually(|| hook.accepted.load(Ordering::Relaxed) > 0),
+        "the webhook delivery never reached the receiver"
+    );
+    // The slow client is connected and under way once the server counts
+    // it beside the one asking.
+    let addr = server.addr;
+    assert!(eventually(|| open_connections(addr, "t0k3n") == 1));
+    let slow = trickle(addr);
+    assert!(eventually(|| open_connections(addr, "t0k3n") == 2));
 
     let signalled = Instant::now();
     server.signal("TERM");

@@ -5,7 +5,12 @@ use std::io::Write;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::support::{AUTH, Client, JSON, TestServer, config, request};
+use crate::support::{AUTH, Client, JSON, TestServer, config, eventually, request};
+
+/// "At once", for an answer that takes milliseconds: a bound with room for
+/// a loaded machine that still tells it from a wait for a timeout (the
+/// body and head timeouts are 10 s) or a hang.
+const AT_ONCE: Duration = Duration::from_secs(5);
 
 fn still_serves(server: &TestServer) {
     let reply = server.send(
@@ -45,10 +50,7 @@ fn huge_content_length_without_body_is_answered_not_read() {
         let reply = client.reply();
         assert_eq!(reply.status, status);
         assert_eq!(reply.header("connection"), Some("close"));
-        assert!(
-            started.elapsed() < Duration::from_secs(2),
-            "answered at once"
-        );
+        assert!(started.elapsed() < AT_ONCE, "answered at once");
         assert!(client.closed());
     }
     still_serves(&server);
@@ -56,6 +58,10 @@ fn huge_content_length_without_body_is_answered_not_read() {
 
 #[test]
 fn slow_head_is_cut_off_after_the_head_timeout_while_others_are_served() {
+    // Seen by the client a write or two after the 2 s timeout: later than
+    // this is too late, with room for a loaded machine; the default 10 s
+    // timeout would be later still.
+    const LATE: Duration = Duration::from_secs(8);
     let mut config = config();
     config.limits.head_timeout = Duration::from_secs(2);
     let server = TestServer::with(config);
@@ -70,8 +76,9 @@ fn slow_head_is_cut_off_after_the_head_timeout_while_others_are_served() {
         }
         // Other clients are served normally meanwhile.
         still_serves(&server);
+        // The slow client's pace: part of what is tested.
         thread::sleep(Duration::from_millis(300));
-        if started.elapsed() > Duration::from_secs(5) {
+        if started.elapsed() > LATE {
             break;
         }
     }
@@ -82,10 +89,7 @@ fn slow_head_is_cut_off_after_the_head_timeout_while_others_are_served() {
         elapsed >= Duration::from_secs(2),
         "not before the timeout: {elapsed:?}"
     );
-    assert!(
-        elapsed < Duration::from_secs(5),
-        "cut off promptly: {elapsed:?}"
-    );
+    assert!(elapsed < LATE, "cut off promptly: {elapsed:?}");
     still_serves(&server);
 }
 
@@ -114,24 +118,16 @@ fn idle_connections_past_the_cap_get_a_prompt_503() {
     reply.assert_error(503, "limit");
     assert_eq!(reply.header("retry-after"), Some("1"));
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < AT_ONCE,
         "prompt: {:?}",
         started.elapsed()
     );
     drop(idle);
     // Once the idle clients leave, new ones are served again.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let reply = server.create(r#"{"id":2,"name":"b"}"#);
-        if reply.status == 200 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "still refused after the idle clients left"
-        );
-        thread::sleep(Duration::from_millis(50));
-    }
+    assert!(
+        eventually(|| server.create(r#"{"id":2,"name":"b"}"#).status == 200),
+        "still refused after the idle clients left"
+    );
 }
 
 #[test]
@@ -142,7 +138,7 @@ fn idle_connections_under_the_cap_do_not_block_a_new_client() {
     let reply = server.create(r#"{"id":1,"name":"a"}"#);
     assert_eq!(reply.status, 200);
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < AT_ONCE,
         "prompt: {:?}",
         started.elapsed()
     );

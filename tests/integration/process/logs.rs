@@ -1,11 +1,10 @@
 //! The binary's log: a timestamp on every line, `--log-format json`, and
 //! request paths escaped in both formats.
 
-use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::process::binary::Running;
-use crate::support::Client;
+use crate::support::{Client, eventually};
 
 const TOKEN: &str = "logs-token";
 
@@ -31,14 +30,8 @@ fn log_of(args: &[&str]) -> Vec<String> {
     server.signal("TERM");
     assert!(server.wait(Duration::from_secs(7)).success());
     // The reader thread may still be taking the last lines from the pipe.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let log = server.log();
-        if log.last().is_some_and(|l| l.contains("stopped")) || Instant::now() > deadline {
-            return log;
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
+    eventually(|| server.log().last().is_some_and(|l| l.contains("stopped")));
+    server.log()
 }
 
 /// Days from 1970-01-01 to a proleptic Gregorian date.

@@ -3,11 +3,10 @@
 //! out changes nothing; the process never exits and keeps its plants.
 
 use std::net::SocketAddr;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::process::binary::Running;
-use crate::support::{Client, JSON, TempFile, request};
+use crate::support::{Client, JSON, TempFile, eventually, request};
 
 /// The status of `GET /plants/1` with `token`.
 fn status_with(addr: SocketAddr, token: &str) -> u16 {
@@ -23,28 +22,19 @@ fn status_with(addr: SocketAddr, token: &str) -> u16 {
 }
 
 /// Waits (signals are handled on their own thread) until `token` gets
-/// `want`, for at most 5 s; the status last seen.
-fn eventually(addr: SocketAddr, token: &str, want: u16) -> u16 {
-    let until = Instant::now() + Duration::from_secs(5);
-    loop {
-        let status = status_with(addr, token);
-        if status == want || Instant::now() > until {
-            return status;
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
+/// `want`, within the tests' patience; the status last seen.
+fn status_eventually(addr: SocketAddr, token: &str, want: u16) -> u16 {
+    let mut status = 0;
+    eventually(|| {
+        status = status_with(addr, token);
+        status == want
+    });
+    status
 }
 
-/// Waits (at most 5 s) until a log line contains `needle`.
+/// Waits (within the tests' patience) until a log line contains `needle`.
 pub(crate) fn logged(server: &Running, needle: &str) -> bool {
-    let until = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < until {
-        if server.log().iter().any(|line| line.contains(needle)) {
-            return true;
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    false
+    eventually(|| server.log().iter().any(|line| line.contains(needle)))
 }
 
 #[test]
@@ -69,7 +59,7 @@ fn sighup_rotates_the_tokens_keeps_the_plants_and_survives_a_broken_file() {
     std::fs::write(&file.0, "# rotated\nnew-token\nspare-token\n").unwrap();
     server.signal("HUP");
     assert_eq!(
-        eventually(addr, "new-token", 200),
+        status_eventually(addr, "new-token", 200),
         200,
         "the new token works"
     );
@@ -98,10 +88,7 @@ fn sighup_rotates_the_tokens_keeps_the_plants_and_survives_a_broken_file() {
             .filter(|l| l.contains("reload refused"))
             .count()
     };
-    let until = Instant::now() + Duration::from_secs(5);
-    while refusals() < 2 && Instant::now() < until {
-        thread::sleep(Duration::from_millis(20));
-    }
+    eventually(|| refusals() >= 2);
     assert_eq!(refusals(), 2, "{:?}", server.log());
     assert_eq!(status_with(addr, "new-token"), 200);
 

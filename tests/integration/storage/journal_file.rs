@@ -12,7 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::process::binary::{Running, run_to_exit};
-use crate::support::{Client, JSON, request};
+use crate::support::{Client, JSON, eventually, request};
 
 const TOKEN: &str = "t";
 const AUTH: (&str, &str) = ("Authorization", "Bearer t");
@@ -70,15 +70,11 @@ fn create(client: &mut Client, id: i64, name: &str) -> u16 {
 
 /// Waits until a log line contains `needle`.
 fn wait_for_log(server: &Running, needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !server.log().iter().any(|line| line.contains(needle)) {
-        assert!(
-            Instant::now() < deadline,
-            "no log line with {needle:?}: {:#?}",
-            server.log()
-        );
-        thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        eventually(|| server.log().iter().any(|line| line.contains(needle))),
+        "no log line with {needle:?}: {:#?}",
+        server.log()
+    );
 }
 
 /// Grows the journal of a server with `--compact-min 4096` past twice its
@@ -223,10 +219,7 @@ fn assert_refuses_changes(server: &Running, journal: &Path, reason: &str, health
         log.iter()
             .any(|l| l.contains("ERROR") && l.contains(text(&named)) && l.contains(reason))
     };
-    let until = Instant::now() + Duration::from_secs(5);
-    while !names(&server.log()) && Instant::now() < until {
-        thread::sleep(Duration::from_millis(20));
-    }
+    eventually(|| names(&server.log()));
     let log = server.log();
     assert!(names(&log), "{log:#?}");
 }

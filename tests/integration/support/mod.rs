@@ -22,6 +22,28 @@ use plantstore::{Instance, StartError};
 
 pub const TOKEN: &str = "test-token";
 
+/// How long a test waits for something the code does in the background
+/// (a log line, a closed connection, a counter): milliseconds on an idle
+/// machine, so the bound only says when to give up, generous enough for a
+/// loaded one. How fast things happen is measured by bench/run.sh.
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Polls `done` every 10 ms until it holds or `PATIENCE` has passed;
+/// whether it held. Used in place of a fixed sleep wherever a test waits
+/// for something to happen: `assert!(eventually(|| ...), "what did not")`.
+pub fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// A configuration for tests: port 0, one known token.
 pub fn config() -> Config {
     Config {
@@ -396,7 +418,7 @@ impl TestServer {
         self.stop();
         // Connection threads drop their handle on the store just after the
         // server returns; until then the journal's lock is still held.
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + PATIENCE;
         let server = loop {
             match plantstore::start(&self.config) {
                 Err(StartError::Store(OpenError::Locked(_))) if Instant::now() < deadline => {
@@ -455,6 +477,19 @@ pub fn send_to(
     let mut client = Client::connect(addr);
     client.send(&request(method, path, headers, body));
     client.reply()
+}
+
+/// `plantstore_connections_open` from the server's `/metrics`, which
+/// counts the connection that asks: 1 when no other client is connected.
+pub fn open_connections(addr: SocketAddr, token: &str) -> u64 {
+    let auth = format!("Bearer {token}");
+    let reply = send_to(addr, "GET", "/metrics", &[("Authorization", &auth)], "");
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let text = reply.text();
+    text.lines()
+        .find_map(|l| l.strip_prefix("plantstore_connections_open "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no plantstore_connections_open in {text}"))
 }
 
 pub const AUTH: (&str, &str) = ("Authorization", "Bearer test-token");
