@@ -38,13 +38,15 @@ fn read_some(stream: &mut TcpStream, buf: &mut [u8]) -> Got {
     }
 }
 
-/// `GET /healthz` on a fresh connection answers 200 within a second.
+/// `GET /healthz` on a fresh connection answers 200 within 2 s: it takes
+/// milliseconds, and a loop held up by the slow reader would take its
+/// write timeout (4 s).
 fn healthz_is_prompt(server: &TestServer) {
     let asked = Instant::now();
     let reply = server.send("GET", "/healthz", &[], "");
     assert_eq!(reply.status, 200);
     assert!(
-        asked.elapsed() < Duration::from_secs(1),
+        asked.elapsed() < Duration::from_secs(2),
         "/healthz took {:?} while a slow reader was connected",
         asked.elapsed()
     );
@@ -62,7 +64,7 @@ fn healthz_is_prompt(server: &TestServer) {
 #[test]
 fn slow_reader_is_cut_off_at_the_response_deadline_while_others_are_served() {
     let mut config = config();
-    config.limits.write_timeout = Duration::from_secs(2);
+    config.limits.write_timeout = Duration::from_secs(4);
     // One plant of 18 MB: a listing page holds its first plant whole.
     allow_names_of(&mut config, 18_000_000);
     let server = TestServer::with(config);
@@ -70,16 +72,14 @@ fn slow_reader_is_cut_off_at_the_response_deadline_while_others_are_served() {
     let mut loader = server.client();
     let body = format!(r#"{{"id":1,"name":"{name}"}}"#);
     loader.send(&request("POST", "/plants", &[AUTH, JSON], &body));
-    // Only the status: the answer repeats the 18 MB, under the 2 s limit.
+    // Only the status: the answer repeats the 18 MB, under the 4 s limit.
     assert_eq!(loader.reply_head().status, 200);
     drop(loader);
     let list = request("GET", "/plants?limit=300", &[AUTH], "");
-    let mut fast = server.client();
-    fast.send(&list);
-    let one = fast.reply();
-    assert_eq!(one.status, 200);
-    let everything = 3 * one.body.len();
-    drop(fast);
+    // Less than the three listings' bodies, each of which holds the name.
+    // (Not measured by reading one: on a loaded machine even a fast reader
+    // may take longer than the write timeout for 18 MB.)
+    let everything = 3 * name.len();
 
     let mut slow = server.client();
     slow.stream
@@ -111,7 +111,7 @@ fn slow_reader_is_cut_off_at_the_response_deadline_while_others_are_served() {
     let Some(closed_at) = closed_at else {
         panic!(
             "slow reader still connected 12 s after its requests; it read {received} bytes \
-             of the {everything} in the three listings' bodies"
+             of the more than {everything} in the three listings' bodies"
         );
     };
     assert!(
