@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::support::{Client, Keep, Kind, eventually, request, store_args};
+use crate::support::{Client, Keep, Kind, PATIENCE, eventually, request, store_args};
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_plantstore");
 
@@ -85,7 +85,7 @@ pub(crate) struct Running {
 
 impl Running {
     pub(crate) fn start(args: &[&str], token: Option<&str>) -> Running {
-        Running::start_within(args, token, Duration::from_secs(10))
+        Running::start_within(args, token, PATIENCE)
     }
 
     /// As `start`, on `kind`'s store (a fresh database of its own for
@@ -207,7 +207,7 @@ fn generated_token_is_printed_once_works_and_is_never_logged() {
         "start-up line names the storage"
     );
     server.signal("TERM");
-    assert!(server.wait(Duration::from_secs(7)).success());
+    assert!(server.wait(PATIENCE).success());
     let log = server.log();
     assert!(
         log.iter().any(|l| l.contains("POST /plants 200")),
@@ -295,7 +295,7 @@ fn sigterm_finishes_the_request_in_flight_then_exits_0() {
         Some("close"),
         "stopping: no more requests here"
     );
-    assert!(server.wait(Duration::from_secs(7)).success());
+    assert!(server.wait(PATIENCE).success());
 }
 
 #[test]

@@ -1,10 +1,10 @@
 //! The binary's log: a timestamp on every line, `--log-format json`, and
 //! request paths escaped in both formats.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::process::binary::Running;
-use crate::support::{Client, eventually};
+use crate::support::{Client, PATIENCE, eventually};
 
 const TOKEN: &str = "logs-token";
 
@@ -28,7 +28,7 @@ fn log_of(args: &[&str]) -> Vec<String> {
     refused.send(b"GET /a\x01b HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(refused.reply().status, 400);
     server.signal("TERM");
-    assert!(server.wait(Duration::from_secs(7)).success());
+    assert!(server.wait(PATIENCE).success());
     // The reader thread may still be taking the last lines from the pipe.
     eventually(|| server.log().last().is_some_and(|l| l.contains("stopped")));
     server.log()

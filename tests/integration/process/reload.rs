@@ -3,10 +3,9 @@
 //! out changes nothing; the process never exits and keeps its plants.
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use crate::process::binary::Running;
-use crate::support::{Client, JSON, TempFile, eventually, request};
+use crate::support::{Client, JSON, PATIENCE, TempFile, eventually, request};
 
 /// The status of `GET /plants/1` with `token`.
 fn status_with(addr: SocketAddr, token: &str) -> u16 {
@@ -112,5 +111,5 @@ fn sighup_without_files_to_reload_is_harmless() {
     assert_eq!(status_with(server.addr, "env-token"), 404);
     assert!(server.child.try_wait().unwrap().is_none(), "still running");
     server.signal("TERM");
-    assert!(server.wait(Duration::from_secs(10)).success());
+    assert!(server.wait(PATIENCE).success());
 }

@@ -41,7 +41,7 @@ fn send(addr: SocketAddr, method: &str, path: &str, body: &str) -> u16 {
 
 fn stop(mut server: Running) -> Vec<String> {
     server.signal("TERM");
-    assert!(server.wait(Duration::from_secs(7)).success());
+    assert!(server.wait(crate::support::PATIENCE).success());
     server.log()
 }
 

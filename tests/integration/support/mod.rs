@@ -562,11 +562,11 @@ pub struct Client {
 }
 
 impl Client {
+    /// Reads wait up to `PATIENCE`: a test that expects nothing to come
+    /// sets a shorter timeout of its own.
     pub fn connect(addr: SocketAddr) -> Client {
         let stream = TcpStream::connect(addr).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
         Client {
             stream,
             buf: Vec::new(),
