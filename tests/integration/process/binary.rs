@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::thread;
+use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::support::{Client, Keep, Kind, PATIENCE, eventually, request, store_args};
@@ -79,6 +79,9 @@ pub(crate) struct Running {
     pub(crate) child: Child,
     pub(crate) addr: SocketAddr,
     lines: Arc<Mutex<Vec<String>>>,
+    /// The thread collecting `lines`: it ends at the end of stderr, once
+    /// the binary has exited.
+    reader: Option<JoinHandle<()>>,
     /// Its store's database, if any: dropped after the binary is killed.
     keep: Option<Keep>,
 }
@@ -117,7 +120,7 @@ impl Running {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = mpsc::channel();
         let collected = Arc::clone(&lines);
-        thread::spawn(move || {
+        let reader = thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 let addr = line
                     .split("listening on http://")
@@ -134,6 +137,7 @@ impl Running {
             child,
             addr: addr.parse().expect("start-up line shows a real address"),
             lines,
+            reader: Some(reader),
             keep: None,
         }
     }
@@ -149,14 +153,31 @@ impl Running {
         assert!(status.unwrap().success());
     }
 
+    /// Waits up to `limit` for the binary to exit; its log is then whole.
     pub(crate) fn wait(&mut self, limit: Duration) -> ExitStatus {
         let until = Instant::now() + limit;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
+                self.take_the_last_lines();
                 return status;
             }
             assert!(Instant::now() < until, "did not exit within {limit:?}");
             thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGKILL, and the log up to the kill.
+    pub(crate) fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.take_the_last_lines();
+    }
+
+    /// Lines the binary wrote just before it exited may still be in the
+    /// pipe: the reader has them all when it ends.
+    fn take_the_last_lines(&mut self) {
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
         }
     }
 

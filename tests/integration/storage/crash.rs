@@ -248,8 +248,7 @@ fn crash_loop(file: &TempFile, seeded: &BTreeMap<i64, String>) {
             })
             .collect();
         thread::sleep(Duration::from_millis(20 + rng.below(180)));
-        let _ = server.child.kill(); // SIGKILL
-        let _ = server.child.wait();
+        server.kill();
         for worker in workers {
             let (model, acked) = worker.join().expect("worker");
             acknowledged += acked;
