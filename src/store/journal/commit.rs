@@ -40,7 +40,9 @@ impl Journal {
             copy.extend_from_slice(&pending[start..]);
         }
         state.appended += 1;
-        if state.gathering {
+        // The gathering leader wants a batch as large as the last: woken
+        // once, when it is there (or by its deadline), not for each record.
+        if state.gathering && state.appended - state.taken == state.last_batch {
             self.arrived.notify_one();
         }
         Ok(state.appended)
