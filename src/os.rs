@@ -7,7 +7,34 @@
 
 mod file;
 
-pub use file::{FileError, MAX_FILE_BYTES, read_text};
+pub use file::{FileError, MAX_FILE_BYTES, kind_of, read_text};
+
+/// A fresh directory for a unit test, removed with its contents when
+/// dropped (the path is canonical: links in the temporary directory's own
+/// path are resolved).
+#[cfg(test)]
+pub(crate) struct ScratchDir(pub(crate) std::path::PathBuf);
+
+#[cfg(test)]
+impl ScratchDir {
+    pub(crate) fn new(name: &str) -> ScratchDir {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("plantstore-unit-{}-{n}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        ScratchDir(std::fs::canonicalize(path).unwrap())
+    }
+}
+
+#[cfg(test)]
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
 
 use std::io::{self, Read};
 

@@ -108,7 +108,7 @@ fn regular(kind: FileType) -> Result<(), FileError> {
 }
 
 /// What a file of type `kind`, not a regular one, is in words ("a FIFO").
-fn kind_of(kind: FileType) -> &'static str {
+pub fn kind_of(kind: FileType) -> &'static str {
     if kind.is_dir() {
         "a directory"
     } else if kind.is_fifo() {
@@ -127,31 +127,9 @@ fn kind_of(kind: FileType) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::os::ScratchDir;
     use std::fs::File;
-    use std::path::PathBuf;
     use std::process::Command;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    /// A fresh directory, removed with its contents when dropped.
-    struct Dir(PathBuf);
-
-    impl Dir {
-        fn new(name: &str) -> Dir {
-            static NEXT: AtomicUsize = AtomicUsize::new(0);
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let path = std::env::temp_dir()
-                .join(format!("plantstore-os-{}-{n}-{name}", std::process::id()));
-            let _ = fs::remove_dir_all(&path);
-            fs::create_dir_all(&path).unwrap();
-            Dir(path)
-        }
-    }
-
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
 
     fn refused_as(path: &Path) -> &'static str {
         match read_text(path) {
@@ -162,7 +140,7 @@ mod tests {
 
     #[test]
     fn a_regular_file_is_read_through_links() {
-        let dir = Dir::new("regular");
+        let dir = ScratchDir::new("regular");
         let file = dir.0.join("tokens");
         fs::write(&file, "a\nb\n").unwrap();
         let link = dir.0.join("link");
@@ -175,7 +153,7 @@ mod tests {
 
     #[test]
     fn a_fifo_a_device_or_a_directory_is_refused_by_kind_without_reading() {
-        let dir = Dir::new("kinds");
+        let dir = ScratchDir::new("kinds");
         let fifo = dir.0.join("fifo");
         assert!(
             Command::new("mkfifo")
@@ -198,7 +176,7 @@ mod tests {
 
     #[test]
     fn a_file_over_the_cap_is_refused_and_one_at_it_is_read() {
-        let dir = Dir::new("cap");
+        let dir = ScratchDir::new("cap");
         let path = dir.0.join("big");
         let file = File::create(&path).unwrap();
         file.set_len(MAX_FILE_BYTES).unwrap();
@@ -210,7 +188,7 @@ mod tests {
 
     #[test]
     fn missing_or_not_text_is_an_error_not_a_panic() {
-        let dir = Dir::new("other");
+        let dir = ScratchDir::new("other");
         let missing = dir.0.join("missing");
         let e = read_text(&missing).unwrap_err();
         assert!(matches!(&e, FileError::Io(io) if io.kind() == io::ErrorKind::NotFound));

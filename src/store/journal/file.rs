@@ -39,7 +39,7 @@ use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -154,19 +154,7 @@ fn regular(given: &Path, real: &Path, meta: &fs::Metadata) -> Result<(), OpenErr
     if kind.is_file() {
         return Ok(());
     }
-    let kind = if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_dir() {
-        "a directory"
-    } else if kind.is_char_device() {
-        "a character device"
-    } else if kind.is_block_device() {
-        "a block device"
-    } else if kind.is_socket() {
-        "a socket"
-    } else {
-        "something else"
-    };
+    let kind = crate::os::kind_of(kind);
     Err(OpenError::NotAFile {
         path: given.to_path_buf(),
         real: (real != given).then(|| real.to_path_buf()),
@@ -343,33 +331,12 @@ pub(super) fn available(path: &Path) -> io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::os::ScratchDir;
     use std::process::Command;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    /// A fresh directory, removed with its contents when dropped.
-    struct Dir(PathBuf);
-
-    impl Dir {
-        fn new(name: &str) -> Dir {
-            static NEXT: AtomicUsize = AtomicUsize::new(0);
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let path = std::env::temp_dir()
-                .join(format!("plantstore-unit-{}-{n}-{name}", std::process::id()));
-            let _ = fs::remove_dir_all(&path);
-            fs::create_dir_all(&path).unwrap();
-            Dir(fs::canonicalize(path).unwrap())
-        }
-    }
-
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
 
     #[test]
     fn links_resolve_to_the_real_file_even_before_it_exists() {
-        let dir = Dir::new("resolve");
+        let dir = ScratchDir::new("resolve");
         fs::create_dir(dir.0.join("real")).unwrap();
         let link = dir.0.join("link");
         std::os::unix::fs::symlink("real/j", &link).unwrap();
@@ -393,7 +360,7 @@ mod tests {
 
     #[test]
     fn opening_locks_the_real_file_and_refuses_what_is_not_one() {
-        let dir = Dir::new("open");
+        let dir = ScratchDir::new("open");
         let real = dir.0.join("j");
         let link = dir.0.join("link");
         std::os::unix::fs::symlink(&real, &link).unwrap();
@@ -433,7 +400,7 @@ mod tests {
 
     #[test]
     fn the_entry_notices_a_deleted_or_replaced_file_and_follows_a_rename() {
-        let dir = Dir::new("entry");
+        let dir = ScratchDir::new("entry");
         let path = dir.0.join("j");
         let opened = open(&path).unwrap();
         let entry = &opened.entry;
@@ -463,7 +430,7 @@ mod tests {
 
     #[test]
     fn a_file_moved_away_is_noticed_at_its_path_not_by_its_links() {
-        let dir = Dir::new("moved");
+        let dir = ScratchDir::new("moved");
         let path = dir.0.join("j");
         let opened = open(&path).unwrap();
         fs::rename(&path, dir.0.join("elsewhere")).unwrap();
@@ -473,7 +440,7 @@ mod tests {
 
     #[test]
     fn available_space_is_reported_for_a_directory_that_exists() {
-        let dir = Dir::new("space");
+        let dir = ScratchDir::new("space");
         let free = available(&dir.0).unwrap();
         assert!(free > 0);
         assert!(available(&dir.0.join("missing/dir")).is_err());
