@@ -27,6 +27,14 @@ impl ScratchDir {
         std::fs::create_dir_all(&path).unwrap();
         ScratchDir(std::fs::canonicalize(path).unwrap())
     }
+
+    /// A FIFO made in it, named `name`.
+    pub(crate) fn fifo(&self, name: &str) -> std::path::PathBuf {
+        let fifo = self.0.join(name);
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", fifo.display());
+        fifo
+    }
 }
 
 #[cfg(test)]

@@ -129,7 +129,6 @@ mod tests {
     use super::*;
     use crate::os::ScratchDir;
     use std::fs::File;
-    use std::process::Command;
 
     fn refused_as(path: &Path) -> &'static str {
         match read_text(path) {
@@ -154,14 +153,7 @@ mod tests {
     #[test]
     fn a_fifo_a_device_or_a_directory_is_refused_by_kind_without_reading() {
         let dir = ScratchDir::new("kinds");
-        let fifo = dir.0.join("fifo");
-        assert!(
-            Command::new("mkfifo")
-                .arg(&fifo)
-                .status()
-                .unwrap()
-                .success()
-        );
+        let fifo = dir.fifo("fifo");
         // Opening the FIFO for reading would wait for a writer: the test
         // returning at all shows it was not opened.
         assert_eq!(refused_as(&fifo), "a FIFO");

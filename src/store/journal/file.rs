@@ -332,7 +332,6 @@ pub(super) fn available(path: &Path) -> io::Result<u64> {
 mod tests {
     use super::*;
     use crate::os::ScratchDir;
-    use std::process::Command;
 
     #[test]
     fn links_resolve_to_the_real_file_even_before_it_exists() {
@@ -373,14 +372,7 @@ mod tests {
         assert!(matches!(open(&real), Err(OpenError::Locked(_))));
         drop(opened);
 
-        let fifo = dir.0.join("fifo");
-        assert!(
-            Command::new("mkfifo")
-                .arg(&fifo)
-                .status()
-                .unwrap()
-                .success()
-        );
+        let fifo = dir.fifo("fifo");
         let refused = open(&fifo).err().expect("a FIFO is refused");
         let message = refused.to_string();
         assert!(
