@@ -378,6 +378,11 @@ mod tests {
         assert_eq!(id("9007199254740994.0"), Ok((1 << 53) + 2));
         assert_eq!(id("9223372036854775807.0"), Ok(i64::MAX));
         assert_eq!(id("-9223372036854775808e0"), Ok(i64::MIN));
+        // The exact value, not serde_json's f64 of it (99000000003999.98):
+        // the fuzz regression fuzz/regressions/validation/crash-f23cb206...
+        let long = format!("99000000004000.{}", "0".repeat(70));
+        assert_eq!(id(&long), Ok(99_000_000_004_000));
+        assert!(id(&format!("{long}1")).is_err());
         for bad in [
             "7.5",
             "9223372036854775808",
