@@ -110,7 +110,17 @@ impl Nginx {
 }
 
 impl Drop for Nginx {
+    /// SIGTERM, nginx's fast shutdown: the master stops its workers and
+    /// then exits (a SIGKILL would leave the workers running). SIGKILL only
+    /// if it has not exited within 10 s.
     fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-s", "TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.prefix);
