@@ -69,6 +69,14 @@ impl DatabaseConfig {
         Connection::open(&self.client)
     }
 
+    /// The heartbeat's client, named apart from the workers' in
+    /// `pg_stat_activity`.
+    pub(super) fn connect_health(&self) -> Result<postgres::Client, DbError> {
+        let mut config = self.client.clone();
+        config.application_name("plantstore-health");
+        Ok(config.connect(postgres::NoTls)?)
+    }
+
     /// A plain client, for start-up work (the schema, the seed).
     pub fn connect_client(&self) -> Result<postgres::Client, DbError> {
         Ok(self.client.connect(postgres::NoTls)?)

@@ -3,18 +3,20 @@
 //! none of this).
 //!
 //! The event loops never talk to the database. The door (`crate::plants`)
-//! hands each operation to [`Pool::submit`] as a job; one of
-//! `--database-pool` worker threads, each with its own connection
-//! ([`Connection`]), runs it and gives the answer. A job is always
-//! answered: run on a connection, or refused with an [`Unavailable`]
-//! reason (the API answers 503 with `Retry-After`). Nothing here knows
-//! HTTP or the API; nothing outside this module speaks SQL.
+//! hands each read to [`Pool::submit`] as a job and each change (create,
+//! replace, delete) to [`JobSender::change`]; one of `--database-pool`
+//! worker threads, each with its own connection ([`Connection`]), runs a
+//! job, or every change waiting as one batch (group commit, `batch`), and
+//! gives the answers. A job or change is always answered: run on a
+//! connection, or refused with an [`Unavailable`] reason (the API answers
+//! 503 with `Retry-After`). Nothing here knows HTTP or the API; nothing
+//! outside this module speaks SQL.
 //!
-//! Files: `config` (the URL), `pool` (jobs, shared state, metrics),
-//! `worker`, `watchdog`, `sql` (the statements and schema), `seed` (the
-//! `--seed` file into the table).
+//! Files: `config` (the URL), `pool` (the queues, shared state, metrics),
+//! `batch` (group commit), `worker`, `watchdog`, `sql` (the statements and
+//! schema), `seed` (the `--seed` file into the table).
 //!
-//! Bounds. At most [`QUEUE`] jobs wait; past that a request is refused at
+//! Bounds. At most [`QUEUE`] jobs and changes wait; past that a request is refused at
 //! once. A job that waited [`MAX_WAIT`] is refused (by the worker that
 //! reaches it, or by the watchdog), every statement has
 //! [`STATEMENT_TIMEOUT`], and the TCP connection gives up on an
@@ -25,20 +27,28 @@
 //!
 //! Failure and recovery. A worker whose connection is lost (PostgreSQL
 //! stopped, restarted, or the network cut) connects again, waiting
-//! [`BACKOFF_MIN`] doubling to [`BACKOFF_MAX`] between attempts. An idle
-//! worker checks its connection every [`PING`], so the instance notices a
-//! lost database within about that even with no traffic. While no worker
-//! is connected, requests are refused at once with the last error as the
-//! reason (also what `/healthz` says), and so are the jobs that were
-//! waiting.
+//! [`BACKOFF_MIN`] doubling to [`BACKOFF_MAX`] between attempts (cut short
+//! when the heartbeat sees the database answer again). An idle worker
+//! checks its connection every [`PING`]. The heartbeat (`health`) asks on
+//! a connection of its own every `health::BEAT` and calls the database
+//! unreachable when no answer comes within `health::ANSWER`, whatever the
+//! load. While it is unreachable, or no worker is connected, requests are
+//! refused at once with the last error as the reason (also what
+//! `/healthz` says), the jobs and changes that were waiting are refused,
+//! and the watchdog gives up on those running: a request held by a
+//! database that stopped answering is answered 503 within about
+//! `BEAT + ANSWER` and a watchdog round, under a second.
 
+mod batch;
 mod config;
+mod health;
 mod pool;
 mod seed;
 mod sql;
 mod watchdog;
 mod worker;
 
+pub use batch::{Answer, Change};
 pub use config::DatabaseConfig;
 pub use pool::{JobSender, Pool};
 pub use seed::load_seed;
@@ -48,8 +58,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Jobs that may wait for a worker, over all workers. Each holds one
-/// parsed request (a plant at most as large as the name and tag limits
+/// Jobs and changes that may wait for a worker, over all workers. Each
+/// holds one parsed request (a plant at most as large as the name and tag limits
 /// allow), so this bounds the memory they take.
 pub const QUEUE: usize = 1024;
 /// A job that waited this long is refused (503) rather than run late.

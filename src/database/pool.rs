@@ -1,8 +1,8 @@
-//! The worker pool: jobs queued (at most `QUEUE`), answered exactly once
-//! (run on a worker's connection, or refused with an `Unavailable`
-//! reason), the pool's state that workers and the watchdog share, its
-//! metrics, and shutdown. The workers are `worker.rs`, the watchdog
-//! `watchdog.rs`.
+//! The worker pool: jobs and changes queued (at most `QUEUE` together),
+//! answered exactly once (run on a worker's connection, or refused with an
+//! `Unavailable` reason), the pool's state that workers and the watchdog
+//! share, its metrics, and shutdown. The workers are `worker.rs`, the
+//! watchdog `watchdog.rs`, the batches of changes `batch.rs`.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -10,6 +10,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use super::batch::{self, Answer, Change, Queued, Waiting};
+use super::health::beat;
 use super::watchdog::watch;
 use super::worker::spawn_worker;
 use super::{Connection, DatabaseConfig, PING, QUEUE, STUCK, Unavailable};
@@ -20,7 +22,9 @@ use crate::metrics::{Exposition, Histogram, Kind};
 /// exactly once: by the worker after the statements, or through `refuse`
 /// with the reason they did not run (or, from the watchdog, did not end).
 pub(super) struct Job {
-    pub(super) queued: Instant,
+    /// When it was queued; `None` for a batch, whose changes' waits were
+    /// counted when it was taken.
+    pub(super) queued: Option<Instant>,
     pub(super) run: Box<dyn FnOnce(&mut Connection) + Send>,
     pub(super) refuse: Refuse,
 }
@@ -48,20 +52,41 @@ pub struct JobSender(Arc<PoolState>);
 
 pub(super) struct PoolState {
     pub(super) config: DatabaseConfig,
-    pub(super) queue: Mutex<VecDeque<Job>>,
+    pub(super) queue: Mutex<Queues>,
     pub(super) ready: Condvar,
     pub(super) stopping: AtomicBool,
     /// Workers connected now.
     pub(super) up: AtomicUsize,
+    /// Whether the heartbeat's last question was answered in time.
+    pub(super) answering: AtomicBool,
+    /// Counts the heartbeat's returns to answering (workers waiting to
+    /// connect again try at once).
+    pub(super) back: AtomicU64,
     /// Why the last connection failed or was lost.
     pub(super) failure: Mutex<Arc<str>>,
     pub(super) stats: Stats,
     /// The workers' places (not those the watchdog gave up on).
     pub(super) slots: Mutex<Vec<Arc<Slot>>>,
-    /// Workers the watchdog gave up on; at most `pool` are replaced.
+    /// Workers the watchdog gave up on that are still running (held by
+    /// the database); a worker given up on is replaced while fewer than
+    /// `pool` are.
     pub(super) abandoned: AtomicUsize,
     /// Every thread started, the watchdog's included.
     pub(super) threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// What waits for a worker: jobs (reads) in arrival order, and changes,
+/// taken a batch at a time.
+#[derive(Default)]
+pub(super) struct Queues {
+    pub(super) jobs: VecDeque<Job>,
+    pub(super) changes: Waiting,
+}
+
+impl Queues {
+    fn len(&self) -> usize {
+        self.jobs.len() + self.changes.len()
+    }
 }
 
 /// What `/metrics` reports of the pool.
@@ -75,16 +100,21 @@ pub(super) struct Stats {
     pub(super) refused: [AtomicU64; 4],
     /// Connections made after the first of each worker.
     pub(super) reconnects: AtomicU64,
+    /// Batches of changes committed, and the changes in them.
+    pub(super) batches: AtomicU64,
+    pub(super) batched: AtomicU64,
 }
 
 impl Pool {
     /// Starts `config.pool` workers; each connects on its own.
     pub fn start(config: DatabaseConfig) -> std::io::Result<Pool> {
         let shared = Arc::new(PoolState {
-            queue: Mutex::new(VecDeque::new()),
+            queue: Mutex::new(Queues::default()),
             ready: Condvar::new(),
             stopping: AtomicBool::new(false),
             up: AtomicUsize::new(0),
+            answering: AtomicBool::new(true),
+            back: AtomicU64::new(0),
             failure: Mutex::new("not connected yet".into()),
             stats: Stats::default(),
             slots: Mutex::new(Vec::new()),
@@ -100,6 +130,11 @@ impl Pool {
             .name("database-watchdog".into())
             .spawn(move || watch(&watched))?;
         lock(&shared.threads).push(watchdog);
+        let beating = Arc::clone(&shared);
+        let heartbeat = thread::Builder::new()
+            .name("database-health".into())
+            .spawn(move || beat(&beating))?;
+        lock(&shared.threads).push(heartbeat);
         Ok(Pool { shared })
     }
 
@@ -148,7 +183,7 @@ impl JobSender {
             }
         });
         let job = Job {
-            queued: Instant::now(),
+            queued: Some(Instant::now()),
             run: Box::new(move |connection| {
                 let made = work(connection);
                 if let Some(answer) = lock(&given).take() {
@@ -157,23 +192,23 @@ impl JobSender {
             }),
             refuse,
         };
-        let shared = &self.0;
-        let refused = if shared.stopping.load(Ordering::Acquire) {
-            Unavailable::Stopping
-        } else if shared.up.load(Ordering::Acquire) == 0 {
-            Unavailable::Down(shared.failure())
-        } else {
-            let mut queue = shared.lock_queue();
-            if queue.len() < QUEUE {
-                queue.push_back(job);
-                drop(queue);
-                shared.ready.notify_one();
-                return;
-            }
-            Unavailable::Busy
+        let push = |queues: &mut Queues, job| {
+            queues.jobs.push_back(job);
+            true
         };
-        shared.stats.refuse(&refused);
-        (job.refuse)(refused);
+        if let Err((job, why)) = self.0.enqueue(job, push) {
+            (job.refuse)(why);
+        }
+    }
+
+    /// Applies `change` to the plant `id` in the next batch and calls
+    /// `answer` with whether it was applied (see [`Answer`]) once that
+    /// batch committed, or with why it was not: exactly once.
+    pub fn change(&self, id: i64, change: Change, answer: Answer) {
+        let queued = Queued::new(id, change, answer);
+        if let Err((queued, why)) = self.0.enqueue(queued, |queues, c| queues.changes.push(c)) {
+            queued.refuse(why);
+        }
     }
 }
 
@@ -184,9 +219,10 @@ impl Pool {
         format!("{} (pool {})", config.describe(), config.pool)
     }
 
-    /// `None` while a worker is connected, else why none is.
+    /// `None` while the database answers and a worker is connected, else
+    /// why not.
     pub fn failure(&self) -> Option<Arc<str>> {
-        (self.shared.up.load(Ordering::Acquire) == 0).then(|| self.shared.failure())
+        self.shared.down()
     }
 
     /// `Ok` while a worker is connected, else the refusal to answer with,
@@ -252,6 +288,18 @@ impl Pool {
                 "Connections made again after one was lost or refused.",
                 stats.reconnects.load(Ordering::Relaxed),
             ),
+            (
+                "plantstore_database_batches_total",
+                Kind::Counter,
+                "Batches of changes committed, each one statement.",
+                stats.batches.load(Ordering::Relaxed),
+            ),
+            (
+                "plantstore_database_batched_changes_total",
+                Kind::Counter,
+                "Changes committed in those batches.",
+                stats.batched.load(Ordering::Relaxed),
+            ),
         ] {
             out.single(name, kind, help, value);
         }
@@ -296,8 +344,43 @@ impl Drop for Pool {
 }
 
 impl PoolState {
-    pub(super) fn lock_queue(&self) -> MutexGuard<'_, VecDeque<Job>> {
+    pub(super) fn lock_queue(&self) -> MutexGuard<'_, Queues> {
         lock(&self.queue)
+    }
+
+    /// Queues `item` with `push`, which says whether a worker may take
+    /// work now (a worker is woken), or gives it back with why it cannot
+    /// wait (counted).
+    fn enqueue<T>(
+        &self,
+        item: T,
+        push: impl FnOnce(&mut Queues, T) -> bool,
+    ) -> Result<(), (T, Unavailable)> {
+        let refused = if self.is_stopping() {
+            Unavailable::Stopping
+        } else if let Some(why) = self.down() {
+            Unavailable::Down(why)
+        } else {
+            let mut queues = self.lock_queue();
+            if queues.len() < QUEUE {
+                let wake = push(&mut queues, item);
+                drop(queues);
+                if wake {
+                    self.ready.notify_one();
+                }
+                return Ok(());
+            }
+            Unavailable::Busy
+        };
+        self.stats.refuse(&refused);
+        Err((item, refused))
+    }
+
+    /// Why requests cannot be served now: the database does not answer
+    /// the heartbeat, or no worker is connected.
+    pub(super) fn down(&self) -> Option<Arc<str>> {
+        let answering = self.answering.load(Ordering::Acquire);
+        (!answering || self.up.load(Ordering::Acquire) == 0).then(|| self.failure())
     }
 
     pub(super) fn failure(&self) -> Arc<str> {
@@ -312,23 +395,40 @@ impl PoolState {
         self.stopping.load(Ordering::Acquire)
     }
 
-    /// Refuses every queued job.
+    /// Refuses every queued job and change.
     pub(super) fn refuse_all(&self, why: Unavailable) {
-        let jobs = std::mem::take(&mut *self.lock_queue());
+        let (jobs, changes) = {
+            let mut queues = self.lock_queue();
+            (std::mem::take(&mut queues.jobs), queues.changes.drain())
+        };
         for job in jobs {
             self.stats.refuse(&why);
             (job.refuse)(why.clone());
         }
+        for change in changes {
+            self.stats.refuse(&why);
+            change.refuse(why.clone());
+        }
     }
 
-    /// The next job, waiting up to `PING` for one; `None` on a timeout
-    /// or when stopping with nothing queued.
-    pub(super) fn next(&self) -> Option<Job> {
-        let mut queue = self.lock_queue();
-        if queue.is_empty() && !self.is_stopping() {
-            queue = wait_timeout(&self.ready, queue, PING).0;
+    /// The next job: a batch of the changes waiting when one may run,
+    /// else the first job, waiting up to `PING` for either; `None` on a
+    /// timeout or when stopping with nothing queued.
+    pub(super) fn next(self: &Arc<Self>) -> Option<Job> {
+        let mut queues = self.lock_queue();
+        for round in 0..2 {
+            if let Some(batch) = queues.changes.take() {
+                drop(queues);
+                return Some(batch::job(self, batch));
+            }
+            if let Some(job) = queues.jobs.pop_front() {
+                return Some(job);
+            }
+            if round == 0 && !self.is_stopping() {
+                queues = wait_timeout(&self.ready, queues, PING).0;
+            }
         }
-        queue.pop_front()
+        None
     }
 }
 
@@ -347,9 +447,10 @@ impl Stats {
         self.refused[index].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Counts a request whose statement failed (it answered 503 itself).
-    pub(super) fn failed(&self) {
-        self.refused[FAILED].fetch_add(1, Ordering::Relaxed);
+    /// Counts requests whose statements failed (they answered 503
+    /// themselves).
+    pub(super) fn failed(&self, requests: u64) {
+        self.refused[FAILED].fetch_add(requests, Ordering::Relaxed);
     }
 }
 

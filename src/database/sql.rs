@@ -6,18 +6,64 @@
 //! the API must take every name the in-memory store takes. (In `psql`,
 //! `convert_from(name, 'UTF8')` shows them as text.)
 //!
-//! Every statement is prepared once per connection, and every change is
-//! one statement in its own transaction, so it has committed when
-//! `execute` returns: the answer that follows is never ahead of the
-//! database. A create that meets an existing id does nothing (`ON CONFLICT
-//! DO NOTHING`) and reports it, which is the 409; the primary key decides
-//! between instances racing for one id.
+//! Every statement is prepared once per connection. A batch of changes is
+//! one statement (one change alone the plain one-row statement, creates
+//! alone [`CREATE_MANY`], else [`APPLY`]), so one transaction: it has
+//! committed, all of it, when the statement returns, and the answers that
+//! follow are never ahead of the database. Each kind of change is
+//! set-based over arrays (`unnest`, `= ANY`), each id at most once per
+//! batch, and the statement returns the ids it changed: a create that meets an existing id does
+//! nothing (`ON CONFLICT DO NOTHING`) and is not returned, which is the
+//! 409; a replace or delete of an absent id is the 404. The primary key
+//! decides between instances racing for one id. Rows are taken in id
+//! order; two instances' batches that still lock rows in opposite orders
+//! meet PostgreSQL's deadlock detection, and the one it cancels is run
+//! again (nothing of it committed).
 
 use std::fmt;
 
+use postgres::error::SqlState;
 use postgres::{Client, NoTls, Row, Statement};
 
+use super::Change;
 use crate::plant::Plant;
+
+/// A batch of creates only ($1-$3: ids, names, tags, in id order): the
+/// ids it stored.
+const CREATE_MANY: &str = "
+INSERT INTO plants (id, name, tag)
+SELECT id, name, tag
+FROM unnest($1::bigint[], $2::bytea[], $3::bytea[]) AS c (id, name, tag)
+ORDER BY id
+ON CONFLICT (id) DO NOTHING
+RETURNING id
+";
+
+/// A batch of changes in one statement: creates ($1-$3: ids, names,
+/// tags), replaces ($4-$6) and deletes ($7), each array in id order; it
+/// returns the ids it changed.
+const APPLY: &str = "
+WITH created AS (
+    INSERT INTO plants (id, name, tag)
+    SELECT id, name, tag
+    FROM unnest($1::bigint[], $2::bytea[], $3::bytea[]) AS c (id, name, tag)
+    ORDER BY id
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id
+), replaced AS (
+    UPDATE plants SET name = r.name, tag = r.tag
+    FROM unnest($4::bigint[], $5::bytea[], $6::bytea[]) AS r (id, name, tag)
+    WHERE plants.id = r.id
+    RETURNING plants.id
+), deleted AS (
+    DELETE FROM plants WHERE id = ANY($7::bigint[])
+    RETURNING id
+)
+SELECT id FROM created UNION ALL SELECT id FROM replaced UNION ALL SELECT id FROM deleted
+";
+
+/// How often a batch cancelled by deadlock detection is run again.
+const DEADLOCK_TRIES: usize = 3;
 
 /// The schema version this build creates and understands.
 pub const SCHEMA_VERSION: i32 = 1;
@@ -123,9 +169,11 @@ pub fn ensure_schema(client: &mut Client) -> Result<(), SchemaError> {
 pub struct Connection {
     client: Client,
     create: Statement,
-    get: Statement,
     replace: Statement,
     delete: Statement,
+    create_many: Statement,
+    apply: Statement,
+    get: Statement,
     page: Statement,
     page_tagged: Statement,
     /// Statements that failed on this connection.
@@ -141,9 +189,11 @@ impl Connection {
             create: prepare(
                 "INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
             )?,
-            get: prepare("SELECT name, tag FROM plants WHERE id = $1")?,
             replace: prepare("UPDATE plants SET name = $2, tag = $3 WHERE id = $1")?,
             delete: prepare("DELETE FROM plants WHERE id = $1")?,
+            create_many: prepare(CREATE_MANY)?,
+            apply: prepare(APPLY)?,
+            get: prepare("SELECT name, tag FROM plants WHERE id = $1")?,
             page: prepare("SELECT id, name, tag FROM plants WHERE id >= $1 ORDER BY id LIMIT $2")?,
             page_tagged: prepare(
                 "SELECT id, name, tag FROM plants WHERE tag = $3 AND id >= $1 ORDER BY id LIMIT $2",
@@ -153,15 +203,25 @@ impl Connection {
         })
     }
 
-    /// Statements that failed on this connection so far.
+    /// Requests whose statements failed on this connection so far.
     pub fn errors(&self) -> u64 {
         self.errors
     }
 
     /// `result` as the API sees it, counting a failure.
     fn counted<T>(&mut self, result: Result<T, postgres::Error>) -> Result<T, DbError> {
+        self.counted_for(1, result)
+    }
+
+    /// `result` of a statement made for `requests`, counting a failure
+    /// for each.
+    fn counted_for<T>(
+        &mut self,
+        requests: usize,
+        result: Result<T, postgres::Error>,
+    ) -> Result<T, DbError> {
         result.map_err(|e| {
-            self.errors += 1;
+            self.errors += requests as u64;
             e.into()
         })
     }
@@ -176,34 +236,79 @@ impl Connection {
         self.client.is_closed()
     }
 
-    /// Stores a new plant; `false` if the id is taken.
-    pub fn create(&mut self, id: i64, plant: &Plant) -> Result<bool, DbError> {
-        let tag = plant.tag.as_deref().map(str::as_bytes);
-        let rows = self
-            .client
-            .execute(&self.create, &[&id, &plant.name.as_bytes(), &tag]);
-        Ok(self.counted(rows)? == 1)
+    /// Applies a batch of changes, each id at most once, in one
+    /// statement: for each change, in order, whether it was applied
+    /// (`false`: the create's id was taken, the replaced or deleted plant
+    /// absent). A change alone takes the plain one-row statement, a batch
+    /// of creates the `INSERT` alone, any other batch `APPLY`.
+    pub fn apply(&mut self, changes: &[(i64, Change)]) -> Result<Vec<bool>, DbError> {
+        let mut tries = 0;
+        let applied = loop {
+            tries += 1;
+            match self.try_apply(changes) {
+                Err(e) if tries < DEADLOCK_TRIES && is_deadlock(&e) => continue,
+                applied => break self.counted_for(changes.len(), applied)?,
+            }
+        };
+        Ok(applied)
+    }
+
+    fn try_apply(&mut self, changes: &[(i64, Change)]) -> Result<Vec<bool>, postgres::Error> {
+        if let [(id, change)] = changes {
+            let rows = match change {
+                Change::Create(plant) | Change::Replace(plant) => {
+                    let statement = match change {
+                        Change::Create(_) => &self.create,
+                        _ => &self.replace,
+                    };
+                    let tag = plant.tag.as_deref().map(str::as_bytes);
+                    let name = plant.name.as_bytes();
+                    self.client.execute(statement, &[id, &name, &tag])?
+                }
+                Change::Delete => self.client.execute(&self.delete, &[id])?,
+            };
+            return Ok(vec![rows == 1]);
+        }
+        let mut order: Vec<&(i64, Change)> = changes.iter().collect();
+        order.sort_unstable_by_key(|(id, _)| *id);
+        let (mut created, mut replaced) = (Columns::default(), Columns::default());
+        let mut deleted = Vec::new();
+        for (id, change) in order {
+            match change {
+                Change::Create(plant) => created.push(*id, plant),
+                Change::Replace(plant) => replaced.push(*id, plant),
+                Change::Delete => deleted.push(*id),
+            }
+        }
+        let rows = if created.ids.len() == changes.len() {
+            let columns: [&(dyn postgres::types::ToSql + Sync); 3] =
+                [&created.ids, &created.names, &created.tags];
+            self.client.query(&self.create_many, &columns)?
+        } else {
+            self.client.query(
+                &self.apply,
+                &[
+                    &created.ids,
+                    &created.names,
+                    &created.tags,
+                    &replaced.ids,
+                    &replaced.names,
+                    &replaced.tags,
+                    &deleted,
+                ],
+            )?
+        };
+        let mut done = std::collections::HashSet::with_capacity(rows.len());
+        for row in &rows {
+            done.insert(row.try_get::<_, i64>(0)?);
+        }
+        Ok(changes.iter().map(|(id, _)| done.contains(id)).collect())
     }
 
     /// The plant with this id.
     pub fn get(&mut self, id: i64) -> Result<Option<Plant>, DbError> {
         let row = self.client.query_opt(&self.get, &[&id]);
         self.counted(row)?.map(|row| plant(&row, 0)).transpose()
-    }
-
-    /// Replaces name and tag; `false` if there is no such plant.
-    pub fn replace(&mut self, id: i64, plant: &Plant) -> Result<bool, DbError> {
-        let tag = plant.tag.as_deref().map(str::as_bytes);
-        let rows = self
-            .client
-            .execute(&self.replace, &[&id, &plant.name.as_bytes(), &tag]);
-        Ok(self.counted(rows)? == 1)
-    }
-
-    /// Deletes; `false` if there was no such plant.
-    pub fn delete(&mut self, id: i64) -> Result<bool, DbError> {
-        let rows = self.client.execute(&self.delete, &[&id]);
-        Ok(self.counted(rows)? == 1)
     }
 
     /// Up to `limit` plants with ids above `after` (all with `None`),
@@ -248,4 +353,29 @@ fn plant(row: &Row, at: usize) -> Result<Plant, DbError> {
         name: text(row.try_get::<_, &[u8]>(at)?),
         tag: row.try_get::<_, Option<&[u8]>>(at + 1)?.map(text),
     })
+}
+
+/// Plants of one kind of change as the statement's arrays.
+#[derive(Default)]
+struct Columns<'a> {
+    ids: Vec<i64>,
+    names: Vec<&'a [u8]>,
+    tags: Vec<Option<&'a [u8]>>,
+}
+
+impl<'a> Columns<'a> {
+    fn push(&mut self, id: i64, plant: &'a Plant) {
+        self.ids.push(id);
+        self.names.push(plant.name.as_bytes());
+        self.tags.push(plant.tag.as_deref().map(str::as_bytes));
+    }
+}
+
+/// Whether PostgreSQL cancelled the statement to end a deadlock (or a
+/// serialization failure): nothing of it committed, and it may run again.
+fn is_deadlock(e: &postgres::Error) -> bool {
+    matches!(
+        e.code(),
+        Some(&SqlState::T_R_DEADLOCK_DETECTED | &SqlState::T_R_SERIALIZATION_FAILURE)
+    )
 }

@@ -8,39 +8,52 @@ use std::thread;
 
 use log::warn;
 
+use super::health::ANSWER;
 use super::pool::{Job, PoolState, Refuse, Slot};
 use super::worker::{spawn_worker, went_down};
 use super::{MAX_WAIT, STUCK, Unavailable, WATCH};
 use crate::lock::lock;
 
-/// The watchdog: every `WATCH`, refuses jobs that waited `MAX_WAIT` (when
-/// every worker is held, none would reach them) and gives up on a worker
-/// whose job has run `STUCK`. A server that stops answering without
+/// The watchdog: every `WATCH`, refuses jobs and changes that waited
+/// `MAX_WAIT` (when every worker is held, none would reach them) and gives
+/// up on a worker whose job has run `STUCK`, or `ANSWER` while the
+/// heartbeat gets no answer. A server that stops answering without
 /// closing the connection (frozen, or its machine gone with no reset) is
 /// met by no timeout of the client's own: its request is answered 503,
-/// the worker counted down, and another started in its place (up to
-/// `pool` of them over the pool's life).
+/// the worker counted down, and another started in its place while fewer
+/// than `pool` given-up workers are still held.
 pub(super) fn watch(shared: &Arc<PoolState>) {
     while !shared.is_stopping() {
         thread::sleep(WATCH);
-        let expired: Vec<Job> = {
-            let mut queue = shared.lock_queue();
-            let old = queue
+        let (expired, changes): (Vec<Job>, _) = {
+            let mut queues = shared.lock_queue();
+            let old = queues
+                .jobs
                 .iter()
-                .take_while(|job| job.queued.elapsed() > MAX_WAIT)
+                .take_while(|job| job.queued.is_some_and(|q| q.elapsed() > MAX_WAIT))
                 .count();
-            queue.drain(..old).collect()
+            (queues.jobs.drain(..old).collect(), queues.changes.expired())
         };
         for job in expired {
             shared.stats.refuse(&Unavailable::Expired);
             (job.refuse)(Unavailable::Expired);
         }
+        for change in changes {
+            shared.stats.refuse(&Unavailable::Expired);
+            change.refuse(Unavailable::Expired);
+        }
+        // While the heartbeat gets no answer, a job running longer than an
+        // answer may take is held by the database too.
+        let limit = match shared.answering.load(Ordering::Acquire) {
+            true => STUCK,
+            false => ANSWER,
+        };
         let stuck: Vec<(Arc<Slot>, Refuse)> = lock(&shared.slots)
             .iter()
             .filter_map(|slot| {
                 let mut current = lock(&slot.current);
                 match &*current {
-                    Some((since, _)) if since.elapsed() > STUCK => {
+                    Some((since, _)) if since.elapsed() > limit => {
                         current.take().map(|(_, refuse)| (Arc::clone(slot), refuse))
                     }
                     _ => None,

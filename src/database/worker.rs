@@ -29,7 +29,7 @@ pub(super) fn spawn_worker(shared: &Arc<PoolState>) -> std::io::Result<()> {
 
 /// A worker: connect (again, with backoff, whenever the connection is
 /// lost), then run jobs until stopped, or until the watchdog gave up on it.
-fn work(shared: &PoolState, slot: &Slot) {
+fn work(shared: &Arc<PoolState>, slot: &Slot) {
     let mut backoff = BACKOFF_MIN;
     let mut connected_before = false;
     while !shared.is_stopping() && !slot.abandoned.load(Ordering::Acquire) {
@@ -57,6 +57,7 @@ fn work(shared: &PoolState, slot: &Slot) {
         let why = serve(shared, slot, &mut connection);
         if slot.abandoned.load(Ordering::Acquire) {
             // The watchdog counted it down and started another.
+            shared.abandoned.fetch_sub(1, Ordering::AcqRel);
             return;
         }
         let left = shared.up.fetch_sub(1, Ordering::AcqRel) - 1;
@@ -83,7 +84,7 @@ pub(super) fn went_down(shared: &PoolState, why: String, left: usize) {
 
 /// Runs jobs on `connection` until it is lost (then says why), the pool
 /// stops, or the watchdog gives up on this worker.
-fn serve(shared: &PoolState, slot: &Slot, connection: &mut Connection) -> String {
+fn serve(shared: &Arc<PoolState>, slot: &Slot, connection: &mut Connection) -> String {
     loop {
         let Some(job) = shared.next() else {
             if shared.is_stopping() {
@@ -95,12 +96,14 @@ fn serve(shared: &PoolState, slot: &Slot, connection: &mut Connection) -> String
             }
             continue;
         };
-        let waited = job.queued.elapsed();
-        shared.stats.wait.observe(waited);
-        if waited > MAX_WAIT {
-            shared.stats.refuse(&Unavailable::Expired);
-            (job.refuse)(Unavailable::Expired);
-            continue;
+        if let Some(queued) = job.queued {
+            let waited = queued.elapsed();
+            shared.stats.wait.observe(waited);
+            if waited > MAX_WAIT {
+                shared.stats.refuse(&Unavailable::Expired);
+                (job.refuse)(Unavailable::Expired);
+                continue;
+            }
         }
         let (started, errors) = (Instant::now(), connection.errors());
         *lock(&slot.current) = Some((started, Arc::clone(&job.refuse)));
@@ -116,19 +119,19 @@ fn serve(shared: &PoolState, slot: &Slot, connection: &mut Connection) -> String
         if given_up {
             return "the database stopped answering".into();
         }
-        if connection.errors() > errors {
-            shared.stats.failed();
-        }
+        shared.stats.failed(connection.errors() - errors);
         if connection.is_closed() {
             return "connection lost".into();
         }
     }
 }
 
-/// Sleeps `wait`, or less if the pool stops.
+/// Sleeps `wait`, or less if the pool stops or the heartbeat sees the
+/// database answer again.
 fn pause(shared: &PoolState, wait: Duration) {
     let deadline = Instant::now() + wait;
-    while !shared.is_stopping() {
+    let back = shared.back.load(Ordering::Acquire);
+    while !shared.is_stopping() && shared.back.load(Ordering::Acquire) == back {
         let now = Instant::now();
         if now >= deadline {
             return;

@@ -1,11 +1,12 @@
-//! The door's side of the PostgreSQL store: each operation as a job for a
-//! pool worker, its answer a pending [`Outcome`], and the export as a
-//! keyset cursor read a piece at a time.
+//! The door's side of the PostgreSQL store: each read as a job for a pool
+//! worker, each change queued for the next batch (group commit), the
+//! answer a pending [`Outcome`], and the export as a keyset cursor read a
+//! piece at a time.
 //!
-//! What only this store needs to say is said here: a statement's
-//! `false` (no row) becomes `Exists` or `NotFound`, a database error is
-//! logged and becomes `Unavailable`, and each change that committed is
-//! reported to the change hook (see [`Announcer`]).
+//! What only this store needs to say is said here: a change not applied
+//! becomes `Exists` or `NotFound`, a database error is logged and becomes
+//! `Unavailable`, and each change that committed is reported to the
+//! change hook (see [`Announcer`]).
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -13,7 +14,7 @@ use log::warn;
 
 use super::outcome::{Outcome, Pending, Refused, Unavailable};
 use super::{Piece, Wake};
-use crate::database::{self, Connection, DbError, JobSender};
+use crate::database::{self, Change, Connection, DbError, JobSender};
 use crate::lock::lock;
 use crate::plant::{ChangeHook, ChangeKind, Plant, PlantChange};
 use crate::store::{Page, StoreError};
@@ -37,6 +38,11 @@ pub(super) struct Announcer {
 impl Announcer {
     pub(super) fn set(&self, hook: ChangeHook) -> bool {
         self.hook.set(hook).is_ok()
+    }
+
+    /// Whether anyone listens (a change's plant is kept for it).
+    fn listened(&self) -> bool {
+        self.hook.get().is_some()
     }
 
     fn announce(&self, id: i64, kind: ChangeKind, plant: Option<Plant>) {
@@ -86,15 +92,34 @@ impl Remote {
         }))
     }
 
-    pub(super) fn create(&self, id: i64, plant: Plant) -> Outcome<()> {
+    /// Queues `change` for the next batch; not applied is `unapplied`.
+    fn change(&self, id: i64, change: Change, unapplied: StoreError) -> Outcome<()> {
+        let queue = self.pool.queue();
         let announcer = Arc::clone(&self.announcer);
-        self.run(move |c| match c.create(id, &plant).map_err(failed)? {
-            false => Err(StoreError::Exists(id).into()),
-            true => {
-                announcer.announce(id, ChangeKind::Created, Some(plant));
-                Ok(())
-            }
-        })
+        Outcome::Pending(Pending::new(move |reply| {
+            let (kind, plant) = match &change {
+                Change::Create(plant) => (ChangeKind::Created, Some(plant)),
+                Change::Replace(plant) => (ChangeKind::Replaced, Some(plant)),
+                Change::Delete => (ChangeKind::Deleted, None),
+            };
+            // Kept for the change hook, only where there is one.
+            let plant = plant.filter(|_| announcer.listened()).cloned();
+            let answer = move |applied: Result<bool, database::Unavailable>| {
+                reply(match applied {
+                    Ok(true) => {
+                        announcer.announce(id, kind, plant);
+                        Ok(())
+                    }
+                    Ok(false) => Err(unapplied.into()),
+                    Err(why) => Err(Unavailable::from(why).into()),
+                })
+            };
+            queue.change(id, change, Box::new(answer));
+        }))
+    }
+
+    pub(super) fn create(&self, id: i64, plant: Plant) -> Outcome<()> {
+        self.change(id, Change::Create(plant), StoreError::Exists(id))
     }
 
     pub(super) fn get(&self, id: i64) -> Outcome<Option<Plant>> {
@@ -102,25 +127,11 @@ impl Remote {
     }
 
     pub(super) fn replace(&self, id: i64, plant: Plant) -> Outcome<()> {
-        let announcer = Arc::clone(&self.announcer);
-        self.run(move |c| match c.replace(id, &plant).map_err(failed)? {
-            false => Err(StoreError::NotFound(id).into()),
-            true => {
-                announcer.announce(id, ChangeKind::Replaced, Some(plant));
-                Ok(())
-            }
-        })
+        self.change(id, Change::Replace(plant), StoreError::NotFound(id))
     }
 
     pub(super) fn delete(&self, id: i64) -> Outcome<()> {
-        let announcer = Arc::clone(&self.announcer);
-        self.run(move |c| match c.delete(id).map_err(failed)? {
-            false => Err(StoreError::NotFound(id).into()),
-            true => {
-                announcer.announce(id, ChangeKind::Deleted, None);
-                Ok(())
-            }
-        })
+        self.change(id, Change::Delete, StoreError::NotFound(id))
     }
 
     pub(super) fn page(
