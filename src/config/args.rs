@@ -101,6 +101,10 @@ pub struct Args {
     #[cfg(feature = "postgres")]
     #[argh(option)]
     pub database: Option<String>,
+    /// a file holding the --database URL on one line (# comments and blank lines ignored), to keep its password out of the process list and the unit; readable by this server's user only
+    #[cfg(feature = "postgres")]
+    #[argh(option)]
+    pub database_file: Option<PathBuf>,
     /// with --database: connections to it, one per worker thread (default 8)
     #[cfg(feature = "postgres")]
     #[argh(option)]
@@ -160,10 +164,16 @@ pub const FLAGS: &[(&str, FlagKind)] = &[
     #[cfg(feature = "postgres")]
     ("database", FlagKind::Option),
     #[cfg(feature = "postgres")]
+    ("database-file", FlagKind::Option),
+    #[cfg(feature = "postgres")]
     ("database-pool", FlagKind::Option),
 ];
 
 /// Flags that exclude each other: the command line giving one of them
 /// keeps the variables of all of them out, so that the command line wins
 /// instead of clashing (`--token` with `PLANTSTORE_TOKEN_FILE` set).
-pub const ALTERNATIVES: &[&[&str]] = &[&["token", "token-file"]];
+pub const ALTERNATIVES: &[&[&str]] = &[
+    &["token", "token-file"],
+    #[cfg(feature = "postgres")]
+    &["database", "database-file"],
+];

@@ -57,6 +57,12 @@ pub enum ConfigError {
     /// A flag that needs `--database` without it.
     #[cfg(feature = "postgres")]
     NeedsDatabase(&'static str),
+    /// `--database-file` cannot be used (the file, why; never its text).
+    #[cfg(feature = "postgres")]
+    DatabaseFile(PathBuf, String),
+    /// `--database` with `--database-file`.
+    #[cfg(feature = "postgres")]
+    TwoDatabaseSources,
     /// `--database` with `--data`.
     #[cfg(feature = "postgres")]
     DataAndDatabase,
@@ -108,6 +114,12 @@ impl fmt::Display for ConfigError {
             ConfigError::CorsOrigin(origin, why) => write!(f, "--cors-origin {origin:?} {why}"),
             #[cfg(feature = "postgres")]
             ConfigError::Database(why) => write!(f, "--database: {why}"),
+            #[cfg(feature = "postgres")]
+            ConfigError::DatabaseFile(p, why) => write!(f, "database file {}: {why}", p.display()),
+            #[cfg(feature = "postgres")]
+            ConfigError::TwoDatabaseSources => {
+                f.write_str("give --database or --database-file, not both")
+            }
             #[cfg(feature = "postgres")]
             ConfigError::NeedsDatabase(flag) => write!(f, "{flag} needs --database URL"),
             #[cfg(feature = "postgres")]

@@ -136,12 +136,20 @@ impl Config {
         }
         positive(args.max_plants as u64, "--max-plants")?;
         #[cfg(feature = "postgres")]
-        let database = database(&args)?;
+        let (database, database_warning) = database(&args)?;
         let text_limits = text_limits(&args, limits.max_body)?;
         positive(args.max_data, "--max-data")?;
         let token_file = args.token_file.clone();
         let webhook_secret_file = args.webhook_secret_file.clone();
         let tokens = tokens(args.token_file, args.token, env_token)?;
+        #[cfg(feature = "postgres")]
+        let warnings = tokens
+            .warnings
+            .into_iter()
+            .chain(database_warning)
+            .collect();
+        #[cfg(not(feature = "postgres"))]
+        let warnings = tokens.warnings;
         let data = durability(args.data, args.sync, args.compact_min)?;
         positive(args.webhook_queue as u64, "--webhook-queue")?;
         let webhook = webhook_config(args.webhook, args.webhook_secret_file, args.webhook_queue)?;
@@ -157,7 +165,7 @@ impl Config {
             token_source: tokens.source,
             token_file,
             webhook_secret_file,
-            warnings: tokens.warnings,
+            warnings,
             log_level,
             log_format,
             data,
@@ -171,27 +179,67 @@ impl Config {
     }
 }
 
-/// `--database` and `--database-pool`, and that `--data` is not given too.
+/// `--database` (or `--database-file`) and `--database-pool`, and that
+/// `--data` is not given too; with a warning when the file is readable by
+/// others than its owner.
 #[cfg(feature = "postgres")]
-fn database(args: &Args) -> Result<Option<crate::database::DatabaseConfig>, ConfigError> {
+fn database(
+    args: &Args,
+) -> Result<(Option<crate::database::DatabaseConfig>, Option<String>), ConfigError> {
     let pool = match args.database_pool {
         Some(0) => return Err(ConfigError::Zero("--database-pool")),
         Some(n) => Some(n),
         None => None,
     };
-    let Some(url) = &args.database else {
-        return match pool {
-            Some(_) => Err(ConfigError::NeedsDatabase("--database-pool")),
-            None => Ok(None),
-        };
+    let (url, warning) = match (&args.database, &args.database_file) {
+        (Some(_), Some(_)) => return Err(ConfigError::TwoDatabaseSources),
+        (Some(url), None) => (url.clone(), None),
+        (None, Some(path)) => database_file(path)?,
+        (None, None) => {
+            return match pool {
+                Some(_) => Err(ConfigError::NeedsDatabase("--database-pool")),
+                None => Ok((None, None)),
+            };
+        }
     };
     let pool = pool.unwrap_or(crate::database::DEFAULT_POOL);
     let database =
-        crate::database::DatabaseConfig::parse(url, pool).map_err(ConfigError::Database)?;
+        crate::database::DatabaseConfig::parse(&url, pool).map_err(ConfigError::Database)?;
     if args.data.is_some() {
         return Err(ConfigError::DataAndDatabase);
     }
-    Ok(Some(database))
+    Ok((Some(database), warning))
+}
+
+/// The URL in `--database-file`: its one line that is neither blank nor a
+/// `#` comment, read as every file taken at start (a regular file, at
+/// most 16 MiB); and a warning when group or others may read it.
+#[cfg(feature = "postgres")]
+fn database_file(path: &std::path::Path) -> Result<(String, Option<String>), ConfigError> {
+    use std::os::unix::fs::PermissionsExt;
+    let refused = |why: String| ConfigError::DatabaseFile(path.to_path_buf(), why);
+    let text = crate::os::read_text(path).map_err(|e| refused(e.to_string()))?;
+    let mut lines = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'));
+    let url = match (lines.next(), lines.next()) {
+        (Some(url), None) => url.to_string(),
+        (None, _) => return Err(refused("holds no URL".into())),
+        (Some(_), Some(_)) => {
+            return Err(refused("holds more than one line besides comments".into()));
+        }
+    };
+    let mode = std::fs::metadata(path).map_or(0, |m| m.permissions().mode());
+    let warning = (mode & 0o077 != 0).then(|| {
+        format!(
+            "database file {} may be read by others (mode {:o}); chmod 600 it, since it holds \
+             the database password",
+            path.display(),
+            mode & 0o777
+        )
+    });
+    Ok((url, warning))
 }
 
 /// Bytes of JSON object around a name and a tag in the largest body:

@@ -275,3 +275,96 @@ fn a_seed_refused_part_way_leaves_the_table_empty() {
         "{log:?}"
     );
 }
+
+/// `--database-file`: the URL with its password in a file rather than on
+/// the command line. A FIFO, a device, a directory, an oversized file, an
+/// empty one or one of two URLs is exit 2 naming the file and never its
+/// text; a good file is used, with a warning when others may read it, and
+/// `PLANTSTORE_DATABASE_FILE` works the same way.
+#[test]
+fn a_database_file_is_read_as_a_regular_file_of_one_url_and_refused_otherwise() {
+    use std::os::unix::fs::PermissionsExt;
+
+    use crate::process::files::Bad;
+    use crate::support::TempDir;
+
+    let dir = TempDir::new("database-file");
+    let write = |name: &str, text: &str, mode: u32| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        path
+    };
+    const URL: &str = "postgres://plantstore:hunter2-secret@127.0.0.1:5432/plants";
+    let mut cases = vec![
+        (
+            write("empty", "# only a comment\n\n", 0o600),
+            "holds no URL".to_string(),
+        ),
+        (
+            write("two", &format!("{URL}\n{URL}\n"), 0o600),
+            "more than one line".to_string(),
+        ),
+    ];
+    let large = dir.join("large");
+    std::fs::File::create(&large)
+        .unwrap()
+        .set_len(17 << 20)
+        .unwrap();
+    cases.push((large, "larger than".to_string()));
+    for bad in Bad::ALL {
+        let path = dir.join(&format!("{bad:?}"));
+        bad.make(&path);
+        cases.push((path, bad.reason().to_string()));
+    }
+    for (path, needle) in &cases {
+        let path = path.to_str().unwrap();
+        let started = Instant::now();
+        let (code, stderr) = run_to_exit(
+            &["--database-file", path],
+            Some(TOKEN),
+            Duration::from_secs(10),
+        );
+        assert_eq!(code, Some(2), "{path}: {stderr}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{path}: at once"
+        );
+        assert!(stderr.contains(path), "{path}: {stderr}");
+        assert!(stderr.contains(needle.as_str()), "{path}: {stderr}");
+        assert!(!stderr.contains("hunter2"), "{path}: {stderr}");
+    }
+    let both = write("both", URL, 0o600);
+    let (code, stderr) = run_to_exit(
+        &["--database", URL, "--database-file", both.to_str().unwrap()],
+        Some(TOKEN),
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("not both"), "{stderr}");
+
+    // A good file, readable by others: used, with a warning.
+    let database = FreshDatabase::new();
+    let open = write("open", &format!("# the plants\n{}\n", database.url), 0o644);
+    let server = Running::start(&["--database-file", open.to_str().unwrap()], Some(TOKEN));
+    let created = send_to(
+        server.addr,
+        "POST",
+        "/plants",
+        &[AUTH, JSON],
+        r#"{"id":1,"name":"from a file"}"#,
+    );
+    assert_eq!(created.status, 200, "{}", created.text());
+    let log = stop(server).join("\n");
+    assert!(log.contains("may be read by others (mode 644)"), "{log}");
+    assert!(!log.contains(password(&database.url)), "{log}");
+    // From the environment, private: no warning.
+    let private = write("private", &database.url, 0o600);
+    let mut command = crate::process::binary::server_command(&[], Some(TOKEN));
+    command.env("PLANTSTORE_DATABASE_FILE", &private);
+    let server = Running::spawn(command, Duration::from_secs(10));
+    let read = send_to(server.addr, "GET", "/plants/1", &[AUTH], "");
+    assert_eq!(read.status, 200, "{}", read.text());
+    let log = stop(server).join("\n");
+    assert!(!log.contains("may be read by others"), "{log}");
+}
