@@ -59,7 +59,6 @@ pub(super) fn beat(shared: &Arc<PoolState>) {
                 }
             }
             Err(e) => {
-                client = None;
                 shared.set_failure(e.clone());
                 if shared.answering.swap(false, Ordering::AcqRel) {
                     warn!(
@@ -68,6 +67,9 @@ pub(super) fn beat(shared: &Arc<PoolState>) {
                     );
                 }
                 shared.refuse_all(Unavailable::Down(shared.failure()));
+                // Only now: closing a client waits for the server to end
+                // the connection, which a frozen one does when it thaws.
+                drop(client.take());
             }
         }
         let next = started + BEAT;

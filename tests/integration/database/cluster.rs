@@ -220,6 +220,23 @@ fn clients_racing_for_the_same_ids_get_one_200_each() {
     assert_eq!(count, 1000);
 }
 
+/// Polls `/healthz` at `addr` every 20 ms until it answers `status`, for
+/// at most 5 s from `since`.
+fn health_turns(addr: SocketAddr, status: u16, since: Instant) -> Reply {
+    loop {
+        if let Some(reply) = call(addr, "GET", "/healthz", "")
+            && reply.status == status
+        {
+            return reply;
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(5),
+            "/healthz at {addr} not {status} 5 s on"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A create's id, status (0: no answer), when it came, and its
 /// `Retry-After`.
 type Seen = (i64, u16, Instant, Option<String>);
@@ -291,15 +308,20 @@ fn postgres_stopped_mid_run_gives_503_within_a_second_then_service_again() {
     };
     sh(&stop_pg);
     let stopped = Instant::now();
-    thread::sleep(Duration::from_millis(2000));
-    // Both instances say why on /healthz.
+    // Both instances say why on /healthz: within 1 s is the goal (the
+    // benchmark reports it), 5 s the bound here.
     for instance in &cluster.instances {
-        let health = call(instance.addr, "GET", "/healthz", "").unwrap();
-        assert_eq!(health.status, 503, "{}", health.text());
+        let health = health_turns(instance.addr, 503, stopped);
         assert!(health.text().contains("database"), "{}", health.text());
     }
+    let down = stopped.elapsed();
+    thread::sleep(Duration::from_millis(1000));
     sh(&start_pg);
     let started = Instant::now();
+    for instance in &cluster.instances {
+        health_turns(instance.addr, 200, started);
+    }
+    let up = started.elapsed();
     // Service again: a create through the balancer succeeds.
     let deadline = Instant::now() + Duration::from_secs(15);
     let mut probe = 9_000_000;
@@ -343,7 +365,10 @@ fn postgres_stopped_mid_run_gives_503_within_a_second_then_service_again() {
         first_503 < Duration::from_secs(1),
         "first 503 {first_503:?} after the stop"
     );
-    eprintln!("first 503 {first_503:?} after the stop; service {recovered:?} after the start");
+    eprintln!(
+        "first 503 {first_503:?} after the stop, /healthz 503 on both within {down:?}; \
+         /healthz 200 on both {up:?} and service {recovered:?} after the start"
+    );
     let mut client = cluster.database.client();
     for id in acknowledged {
         let row = client
