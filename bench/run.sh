@@ -49,11 +49,17 @@
 #              in memory, --data --sync always, and the postgres build with
 #              --database, one instance and two behind nginx
 #              (contrib/nginx-plantstore.conf); each instance on its own CPU
-#              where there are 4 or more; $ROUNDS rounds. CPU seconds of
-#              each process over the POST runs, and PostgreSQL's commit
-#              time on one connection ($COMMITS autocommit INSERTs, default
-#              1000). $PG_ARGS: more flags for the --database instances
-#              (e.g. "--database-pool 16")
+#              where there are 4 or more; $ROUNDS rounds, each with pgbench
+#              running plantstore's own single-row INSERT at the same
+#              connections on the same cluster, and a one-connection POST
+#              run of the PostgreSQL instance. CPU seconds of each process
+#              over the POST runs (per request and per stored plant),
+#              PostgreSQL's commit time on one connection ($COMMITS
+#              autocommit INSERTs, default 1000), and how long /healthz
+#              takes to turn 503 and back when PostgreSQL is stopped and
+#              started, and frozen (SIGSTOP) and thawed. $PG_ARGS: more
+#              flags for the --database instances (e.g. "--database-pool
+#              16")
 #
 # Each wrk run lasts $DURATION (default 10s) after a 2 s warm-up. Figures
 # drift by about 30% between runs on a small shared machine: compare rows
@@ -219,10 +225,11 @@ stop_server() {
 # ERRORS and REQUESTS. With MEASURE set (a command), `$MEASURE start` and
 # `$MEASURE stop` run just before and after the measured run.
 post() {
-  local conns=$1 script=${2:-bench/post.lua} result
-  PLANTSTORE_TOKEN=$TOKEN wrk -t2 -c"$conns" -d2s -s "$script" "http://$ADDR" >/dev/null
+  local conns=$1 script=${2:-bench/post.lua} result threads=2
+  [ "$conns" -ge 2 ] || threads=1
+  PLANTSTORE_TOKEN=$TOKEN wrk -t$threads -c"$conns" -d2s -s "$script" "http://$ADDR" >/dev/null
   [ -z "${MEASURE:-}" ] || $MEASURE start
-  result=$(PLANTSTORE_TOKEN=$TOKEN wrk -t2 -c"$conns" -d"$DURATION" -s "$script" \
+  result=$(PLANTSTORE_TOKEN=$TOKEN wrk -t$threads -c"$conns" -d"$DURATION" -s "$script" \
     "http://$ADDR" | grep '^RESULT')
   [ -z "${MEASURE:-}" ] || $MEASURE stop
   read -r _ RPS P50 P99 ERRORS REQUESTS MAX <<<"$result"
@@ -1109,6 +1116,7 @@ pg_cpu() {
     return
   fi
   local wrk wall used ticks nginx=- pg=- busy instances=()
+  CPU_FIRST_TICKS= CPU_PG_TICKS=
   child_ticks
   wrk=$((CHILD_TICKS - CPU_AT[wrk]))
   wall=$(awk "BEGIN{print ($(date +%s%N) - $CPU_STARTED) / 1e9}")
@@ -1116,10 +1124,16 @@ pg_cpu() {
   for pid in "${EXTRA_PIDS[@]}"; do
     ticks=$(($(tree_ticks "$pid") - CPU_AT[$pid]))
     used=$((used + ticks))
-    if [ "$pid" = "${PROXY_PID:-}" ]; then nginx=$(secs "$ticks"); else instances+=("$(secs "$ticks")"); fi
+    if [ "$pid" = "${PROXY_PID:-}" ]; then
+      nginx=$(secs "$ticks")
+    else
+      instances+=("$(secs "$ticks")")
+      CPU_FIRST_TICKS=${CPU_FIRST_TICKS:-$ticks}
+    fi
   done
   if [ -n "$PG_MEASURED" ]; then
     pg=$(($(pg_ticks) - CPU_AT[pg]))
+    CPU_PG_TICKS=$pg
     used=$((used + pg))
     pg=$(secs "$pg")
   fi
@@ -1137,9 +1151,122 @@ pg_setup() {
   MEASURE=pg_cpu post "$PG_CONNS"
   PG_ROWS+=("| $round | $name | POST /plants | $RPS | $P50 | $P99 | $ERRORS |")
   PG_CPU_ROWS+=("| $round | $name | $CPU_ROW")
+  if [ "$name" = "PostgreSQL, 1 instance" ]; then
+    # Per request: plantstore's CPU, and PostgreSQL's per stored plant.
+    add pg.one.rps "$RPS"
+    add pg.one.requests "$REQUESTS"
+    add pg.one.cpu "$CPU_FIRST_TICKS"
+    add pg.one.pgcpu "$CPU_PG_TICKS"
+    # One connection: the latency a lone client sees.
+    post 1
+    PG_ROWS+=("| $round | $name | POST /plants, 1 connection | $RPS | $P50 | $P99 | $ERRORS |")
+    add pg.c1.p50 "$P50"
+    add pg.c1.p99 "$P99"
+  fi
   GET_PATH="/plants?limit=100" post "$PG_CONNS" bench/get.lua
   PG_ROWS+=("| $round | $name | GET /plants?limit=100 | $RPS | $P50 | $P99 | $ERRORS |")
   stop_extra
+}
+
+# per_request KEY: SUM[KEY] (clock ticks over the PostgreSQL, 1 instance
+# POST runs) in µs per request of those runs.
+per_request() {
+  awk "BEGIN{printf \"%.1f\", ${SUM[$1]:-0} / $CLK_TCK * 1e6 / ${SUM[pg.one.requests]}}"
+}
+
+# dur_secs: $DURATION (10s, 2m) in seconds, for pgbench -T.
+dur_secs() {
+  case $DURATION in
+    *m) echo $((${DURATION%m} * 60)) ;;
+    *s) echo "${DURATION%s}" ;;
+    *) echo "$DURATION" ;;
+  esac
+}
+
+# pgbench_run ROUND: pgbench running plantstore's own single-row INSERT at
+# $PG_CONNS connections on a fresh database with plantstore's schema
+# (made by a plantstore started and stopped on it), after a 2 s warm-up;
+# adds the row to PGBENCH_ROWS and its transactions/s to SUM[pgbench.tps].
+pgbench_run() {
+  local round=$1 out tps count before pg
+  pg_db
+  start_instance "" --database "$PG_URL"
+  stop_extra
+  printf '%s\n' '\set id random(1, 4000000000000000000)' \
+    "INSERT INTO plants (id, name, tag) VALUES (:id, 'plant', 'bench') ON CONFLICT (id) DO NOTHING;" \
+    >"$WORK/insert.sql"
+  local bench=(pgbench -n -M prepared -c "$PG_CONNS" -j 2 -f "$WORK/insert.sql")
+  "${bench[@]}" -T 2 "$PG_URL" >/dev/null 2>&1
+  before=$(pg_ticks)
+  out=$("${bench[@]}" -T "$(dur_secs)" "$PG_URL" 2>&1)
+  pg=$(($(pg_ticks) - before))
+  tps=$(awk '/^tps = /{printf "%.0f", $3}' <<<"$out")
+  count=$(awk -F': ' '/actually processed/{print $2}' <<<"$out")
+  [ -n "$tps" ] && [ -n "$count" ] || { echo "pgbench failed: $out" >&2; exit 1; }
+  add pgbench.tps "$tps"
+  PGBENCH_ROWS+=("| $round | $tps | $(awk "BEGIN{printf \"%.1f\", $pg / $CLK_TCK * 1e6 / $count}") |")
+}
+
+# health_ms STATUS SINCE: polls the instance's /healthz (at ADDR) every
+# 10 ms until it answers STATUS, for at most 10 s; prints the ms since
+# SINCE (date +%s%N), or 10001 if it did not.
+health_ms() {
+  local status=$1 since=$2 got
+  for _ in $(seq 1 1000); do
+    got=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://$ADDR/healthz" || true)
+    if [ "$got" = "$status" ]; then
+      echo $((($(date +%s%N) - since) / 1000000))
+      return
+    fi
+    sleep 0.01
+  done
+  echo 10001
+}
+
+# health_flips: how long /healthz takes to say 503 once PostgreSQL is gone
+# and 200 once it is back: stopped (pg_ctl stop -m fast) and started
+# again, and frozen (SIGSTOP to the postmaster and every child, as a hung
+# host looks) and thawed. Needs the stop and start commands of
+# scripts/with-postgres.sh. Sets HEALTH_MAX (ms).
+health_flips() {
+  if [ -z "${PLANTSTORE_TEST_PG_STOP:-}" ] || [ -z "${PLANTSTORE_TEST_PG_START:-}" ]; then
+    echo "Health flips not measured: run through scripts/with-postgres.sh."
+    echo
+    return
+  fi
+  local since down up pids rows=()
+  pg_db
+  start_instance "" --database "$PG_URL"
+  sleep 1
+  since=$(date +%s%N)
+  sh -c "$PLANTSTORE_TEST_PG_STOP"
+  down=$(health_ms 503 "$since")
+  sleep 1
+  sh -c "$PLANTSTORE_TEST_PG_START"
+  up=$(health_ms 200 "$(date +%s%N)")
+  rows+=("| stopped (pg_ctl stop -m fast; from the stop command), started again (from pg_ctl start's return) | $down | $up |")
+  HEALTH_MAX=$(printf '%s\n' "$down" "$up" | sort -n | tail -1)
+  PG_POSTMASTER=$(head -n 1 "$(pg_setting data_directory)/postmaster.pid")
+  sleep 1
+  pids="$(pgrep -P "$PG_POSTMASTER" | tr '\n' ' ')$PG_POSTMASTER"
+  since=$(date +%s%N)
+  # shellcheck disable=SC2086 # one pid a word
+  kill -STOP $pids
+  down=$(health_ms 503 "$since")
+  sleep 1
+  since=$(date +%s%N)
+  # shellcheck disable=SC2086
+  kill -CONT $pids
+  up=$(health_ms 200 "$since")
+  rows+=("| frozen (SIGSTOP to every PostgreSQL process), thawed | $down | $up |")
+  HEALTH_MAX=$(printf '%s\n' "$HEALTH_MAX" "$down" "$up" | sort -n | tail -1)
+  stop_extra
+  echo "/healthz of one instance while PostgreSQL goes away and comes back (polled every 10 ms):"
+  echo
+  echo "| PostgreSQL | ms until 503 | ms until 200 again (10001: not within 10 s) |"
+  echo "|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+  echo
 }
 
 # commit_ms: per autocommit INSERT into commit_probe on one connection,
@@ -1179,7 +1306,7 @@ instance, the rest for wrk, nginx and PostgreSQL), so every process shares every
   echo "two instances share one database behind nginx (contrib/nginx-plantstore.conf)."
   echo "$pinning"
   echo
-  PG_ROWS=() PG_CPU_ROWS=()
+  PG_ROWS=() PG_CPU_ROWS=() PGBENCH_ROWS=()
   local round a
   for round in $(seq 1 "$ROUNDS"); do
     PG_MEASURED=
@@ -1192,6 +1319,7 @@ instance, the rest for wrk, nginx and PostgreSQL), so every process shares every
     pg_db
     start_instance "$cpu_a" --database "$PG_URL" ${args[@]+"${args[@]}"}
     pg_setup "$round" "PostgreSQL, 1 instance"
+    pgbench_run "$round"
     pg_db
     start_instance "$cpu_a" --database "$PG_URL" ${args[@]+"${args[@]}"}
     a=$ADDR
@@ -1211,6 +1339,22 @@ instance, the rest for wrk, nginx and PostgreSQL), so every process shares every
   echo "|---|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${PG_CPU_ROWS[@]}"
   echo
+  PG_ONE_CPU_US=$(per_request pg.one.cpu) PG_ONE_PG_US=$(per_request pg.one.pgcpu)
+  PG_RATIO=$(ratio "${SUM[pg.one.rps]}" "${SUM[pgbench.tps]}")
+  PG_C1_P50=$(mean pg.c1.p50) PG_C1_P99=$(mean pg.c1.p99)
+  echo "pgbench on the same cluster, in the same rounds: plantstore's own single-row"
+  echo "INSERT (\`pgbench -n -M prepared -c $PG_CONNS -j 2\`, ids at random, \`ON CONFLICT (id)"
+  echo 'DO NOTHING`), into a fresh database with the schema plantstore makes.'
+  echo
+  echo "| round | pgbench transactions/s | PostgreSQL CPU per INSERT, µs |"
+  echo "|---|---|---|"
+  printf '%s\n' "${PGBENCH_ROWS[@]}"
+  echo
+  echo "PostgreSQL, 1 instance, mean of rounds: $(mean pg.one.rps 0) POST/s, $PG_RATIO x pgbench;"
+  echo "plantstore CPU $PG_ONE_CPU_US µs a request, PostgreSQL CPU $PG_ONE_PG_US µs a stored"
+  echo "plant; one connection: p50 $PG_C1_P50 ms, p99 $PG_C1_P99 ms."
+  echo
+  health_flips
   local on off
   pg_db
   psql -q -X -d "$PG_URL" -c "CREATE TABLE commit_probe (n integer)"
@@ -1255,6 +1399,13 @@ section_budgets() {
       echo "| published x86_64 binary, plain build <= 600 KiB (614400 bytes) | $SIZE bytes ($HOST build) | not judged (not x86_64) |"
     fi
   fi
+  if [ -n "${PG_RATIO:-}" ]; then
+    echo "| PostgreSQL store at $PG_CONNS connections >= 2.5x pgbench running its single-row INSERT (mean of rounds) | ${PG_RATIO}x | $(met "$PG_RATIO >= 2.5") |"
+    echo "| plantstore CPU per request on PostgreSQL <= 15 µs | $PG_ONE_CPU_US µs | $(met "$PG_ONE_CPU_US <= 15") |"
+    echo "| PostgreSQL CPU per stored plant <= 20 µs | $PG_ONE_PG_US µs | $(met "$PG_ONE_PG_US <= 20") |"
+  fi
+  [ -n "${HEALTH_MAX:-}" ] &&
+    echo "| /healthz turns 503 and back within 1 s, stopped or frozen (slowest) | $HEALTH_MAX ms | $(met "$HEALTH_MAX <= 1000") |"
   [ -n "${DURABLE_RATIO:-}" ] &&
     echo "| --sync always at 64 connections >= 0.8x in memory | ${DURABLE_RATIO}x | $(met "$DURABLE_RATIO >= 0.8") |"
   [ -n "${STARTUP_MAX:-}" ] &&

@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
-# Checks contrib/plantstore.service with `systemd-analyze verify` (from
-# Debian's systemd package, installed if missing). verify wants the
-# ExecStart binary to exist, so the release build is linked at
-# /usr/local/bin/plantstore for the check when nothing is there (and the
-# link removed after). Any output from verify is a failure.
+# Checks contrib/plantstore.service and contrib/plantstore-postgres.service
+# with `systemd-analyze verify` (from Debian's systemd package, installed
+# if missing). Any output from verify is a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,16 +11,22 @@ if ! command -v systemd-analyze >/dev/null; then
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends systemd >/dev/null
 fi
 cargo build --release --quiet --bin plantstore
-linked=
-if [ ! -e /usr/local/bin/plantstore ]; then
-  $SUDO ln -s "$PWD/target/release/plantstore" /usr/local/bin/plantstore
-  linked=yes
-fi
-out=$(systemd-analyze verify contrib/plantstore.service 2>&1) && rc=0 || rc=$?
-[ -n "$linked" ] && $SUDO rm -f /usr/local/bin/plantstore
+# verify wants each ExecStart binary to exist: the release build is linked
+# at both names where nothing is (the check is about the units, not the
+# build), and the links removed after.
+linked=()
+for name in plantstore plantstore-postgres; do
+  if [ ! -e "/usr/local/bin/$name" ]; then
+    $SUDO ln -s "$PWD/target/release/plantstore" "/usr/local/bin/$name"
+    linked+=("/usr/local/bin/$name")
+  fi
+done
+out=$(systemd-analyze verify contrib/plantstore.service contrib/plantstore-postgres.service 2>&1) &&
+  rc=0 || rc=$?
+[ ${#linked[@]} -eq 0 ] || $SUDO rm -f "${linked[@]}"
 if [ "$rc" -ne 0 ] || [ -n "$out" ]; then
   echo "systemd-analyze verify: exit $rc" >&2
   echo "$out" >&2
   exit 1
 fi
-echo "contrib/plantstore.service: systemd-analyze verify clean"
+echo "contrib/plantstore.service, contrib/plantstore-postgres.service: systemd-analyze verify clean"
