@@ -1116,9 +1116,10 @@ pg_cpu() {
     return
   fi
   local wrk wall used ticks nginx=- pg=- busy instances=()
-  CPU_FIRST_TICKS= CPU_PG_TICKS=
+  CPU_FIRST_TICKS= CPU_PG_TICKS= CPU_WRK_TICKS=
   child_ticks
   wrk=$((CHILD_TICKS - CPU_AT[wrk]))
+  CPU_WRK_TICKS=$wrk
   wall=$(awk "BEGIN{print ($(date +%s%N) - $CPU_STARTED) / 1e9}")
   used=$wrk
   for pid in "${EXTRA_PIDS[@]}"; do
@@ -1157,6 +1158,7 @@ pg_setup() {
     add pg.one.requests "$REQUESTS"
     add pg.one.cpu "$CPU_FIRST_TICKS"
     add pg.one.pgcpu "$CPU_PG_TICKS"
+    add pg.one.wrkcpu "$CPU_WRK_TICKS"
     # One connection: the latency a lone client sees.
     post 1
     PG_ROWS+=("| $round | $name | POST /plants, 1 connection | $RPS | $P50 | $P99 | $ERRORS |")
@@ -1351,8 +1353,8 @@ instance, the rest for wrk, nginx and PostgreSQL), so every process shares every
   printf '%s\n' "${PGBENCH_ROWS[@]}"
   echo
   echo "PostgreSQL, 1 instance, mean of rounds: $(mean pg.one.rps 0) POST/s, $PG_RATIO x pgbench;"
-  echo "plantstore CPU $PG_ONE_CPU_US µs a request, PostgreSQL CPU $PG_ONE_PG_US µs a stored"
-  echo "plant; one connection: p50 $PG_C1_P50 ms, p99 $PG_C1_P99 ms."
+  echo "CPU per request: plantstore $PG_ONE_CPU_US µs, PostgreSQL $PG_ONE_PG_US µs (a stored plant),"
+  echo "wrk $(per_request pg.one.wrkcpu) µs; one connection: p50 $PG_C1_P50 ms, p99 $PG_C1_P99 ms."
   echo
   health_flips
   local on off
