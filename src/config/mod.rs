@@ -194,7 +194,13 @@ fn database(
     let (url, warning) = match (&args.database, &args.database_file) {
         (Some(_), Some(_)) => return Err(ConfigError::TwoDatabaseSources),
         (Some(url), None) => (url.clone(), None),
-        (None, Some(path)) => database_file(path)?,
+        (None, Some(path)) => {
+            let (url, warning) = database_file(path)?;
+            let pool = pool.unwrap_or(crate::database::DEFAULT_POOL);
+            crate::database::DatabaseConfig::parse(&url, pool)
+                .map_err(|why| ConfigError::DatabaseFile(path.clone(), why))?;
+            (url, warning)
+        }
         (None, None) => {
             return match pool {
                 Some(_) => Err(ConfigError::NeedsDatabase("--database-pool")),

@@ -19,14 +19,20 @@
 //! A batch is answered as a whole: each change by what the statement
 //! returned (applied, or not: the id taken, or absent), or all of them
 //! with why the statement did not commit. Since it is one statement, the
-//! database holds all of it or none.
+//! database holds all of it or none. Its ids are released once the
+//! statement has ended and the answers are given, so the next batch, and
+//! the change hook, follow it. A batch the watchdog gives up on is
+//! answered 503 and lets the next batch start, but keeps its ids until its
+//! statement ends, since that may still commit: a later change to one of
+//! them waits (at most `MAX_WAIT`) rather than overtake it.
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
-use log::warn;
+use log::{error, warn};
 
 use super::pool::{Job, PoolState, Refuse};
 use super::{Connection, MAX_WAIT, Unavailable};
@@ -161,21 +167,118 @@ impl Waiting {
         Some(self.queue.drain(..count).collect())
     }
 
-    /// A batch taken by [`take`](Self::take) was answered.
-    fn finish(&mut self, ids: &[i64]) {
+    /// A batch taken by [`take`](Self::take) no longer counts as running
+    /// (it ended, or was given up on): another may start.
+    fn free_slot(&mut self) {
         self.batches -= 1;
+    }
+
+    /// The ids of a batch whose statement has ended: later changes to them
+    /// may run.
+    fn release(&mut self, ids: &[i64]) {
         for id in ids {
             self.running.remove(id);
         }
+    }
+
+    #[cfg(test)]
+    fn finish(&mut self, ids: &[i64]) {
+        self.free_slot();
+        self.release(ids);
     }
 }
 
 /// The changes of a batch as the statement takes them.
 pub(super) type Changes = Vec<(i64, Change)>;
 
-/// `batch` as a job for the worker that took it: its statement, and its
-/// answers given once, by the worker or through `refuse` (the watchdog
-/// or shutdown). Either way its ids are released afterwards.
+/// What the worker running a batch and whoever refuses it (the watchdog,
+/// shutdown) share.
+struct Batch {
+    shared: Weak<PoolState>,
+    /// The answers, until given (once).
+    answers: Mutex<Option<Vec<Answer>>>,
+    /// Whether the batch still counts against `BATCHES`.
+    holds_slot: AtomicBool,
+}
+
+impl Batch {
+    /// Gives every answer from `made` (one result per change, or one for
+    /// all), unless they were given already.
+    fn answer(&self, made: Result<Vec<bool>, Unavailable>) {
+        let Some(answers) = lock(&self.answers).take() else {
+            return;
+        };
+        match made {
+            Ok(applied) => {
+                for (answer, applied) in answers.into_iter().zip(applied) {
+                    give(answer, Ok(applied));
+                }
+            }
+            Err(why) => {
+                for answer in answers {
+                    give(answer, Err(why.clone()));
+                }
+            }
+        }
+    }
+
+    /// Answers `why` to every change and lets another batch start. The
+    /// ids stay taken until the statement has ended, since it may still
+    /// commit: a later change to one of them must not overtake it.
+    fn refuse(&self, why: Unavailable) {
+        self.answer(Err(why));
+        if self.holds_slot.swap(false, Ordering::AcqRel)
+            && let Some(shared) = self.shared.upgrade()
+        {
+            lock(&shared.queue).changes.free_slot();
+            // The worker running it is held: another may take the next.
+            shared.ready.notify_one();
+        }
+    }
+}
+
+/// One answer, a panic in it contained: the other changes of the batch
+/// are still answered.
+fn give(answer: Answer, result: Result<bool, Unavailable>) {
+    if catch_unwind(AssertUnwindSafe(|| answer(result))).is_err() {
+        error!("answering a database change panicked");
+    }
+}
+
+/// Releases a batch's ids (and its slot, if still held) when its
+/// statement has ended: dropped after the answers, or while unwinding
+/// from a panic.
+struct Release {
+    batch: Arc<Batch>,
+    ids: Vec<i64>,
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        let Some(shared) = self.batch.shared.upgrade() else {
+            return;
+        };
+        let held = self.batch.holds_slot.swap(false, Ordering::AcqRel);
+        let mut queues = lock(&shared.queue);
+        if held {
+            queues.changes.free_slot();
+        }
+        queues.changes.release(&self.ids);
+        let waiting = queues.changes.len() > 0;
+        drop(queues);
+        if !held && waiting {
+            // Given up on earlier: changes to these ids wait, and this
+            // worker may not be the one to take them.
+            shared.ready.notify_one();
+        }
+    }
+}
+
+/// `batch` as a job for the worker that took it: its statement, then its
+/// answers, given once, by the worker or through `refuse` (the watchdog
+/// or shutdown). Its ids are released when the statement has ended and
+/// after the answers, so the next batch (and the change hook it feeds)
+/// follows this one.
 pub(super) fn job(shared: &Arc<PoolState>, batch: Vec<Queued>) -> Job {
     let ids: Vec<i64> = batch.iter().map(|c| c.id).collect();
     let mut changes: Changes = Vec::with_capacity(batch.len());
@@ -185,52 +288,30 @@ pub(super) fn job(shared: &Arc<PoolState>, batch: Vec<Queued>) -> Job {
         changes.push((change.id, change.change));
         answers.push(change.answer);
     }
-    let pending = Arc::new(Mutex::new(Some((ids, answers))));
-    let weak = Arc::downgrade(shared);
-    // Gives every answer from `made` (one result per change, or one for
-    // all), once, then releases the ids. The worker that ran the batch
-    // goes on to take the next one; refused from elsewhere, it may not,
-    // so another worker is woken.
-    let answer_all = move |made: Result<Vec<bool>, Unavailable>, wake: bool| {
-        let Some((ids, answers)) = lock(&pending).take() else {
-            return;
-        };
-        if let Some(shared) = weak.upgrade() {
-            lock(&shared.queue).changes.finish(&ids);
-            if wake {
-                shared.ready.notify_one();
-            }
-        }
-        match made {
-            Ok(applied) => {
-                for (answer, applied) in answers.into_iter().zip(applied) {
-                    answer(Ok(applied));
-                }
-            }
-            Err(why) => answers
-                .into_iter()
-                .for_each(|answer| answer(Err(why.clone()))),
-        }
-    };
-    let answer_all = Arc::new(answer_all);
-    let refuse: Refuse = {
-        let answer_all = Arc::clone(&answer_all);
-        Arc::new(move |why| answer_all(Err(why), true))
-    };
-    let stats = Arc::downgrade(shared);
+    let state = Arc::new(Batch {
+        shared: Arc::downgrade(shared),
+        answers: Mutex::new(Some(answers)),
+        holds_slot: AtomicBool::new(true),
+    });
+    let refused = Arc::clone(&state);
+    let refuse: Refuse = Arc::new(move |why| refused.refuse(why));
     Job {
         queued: None,
         run: Box::new(move |connection: &mut Connection| {
+            let _release = Release {
+                batch: Arc::clone(&state),
+                ids,
+            };
             let made = connection.apply(&changes).map_err(|e| {
                 warn!("database: a batch of {} changes: {e}", changes.len());
                 Unavailable::from(e)
             });
-            if let (Ok(_), Some(shared)) = (&made, stats.upgrade()) {
+            if let (Ok(_), Some(shared)) = (&made, state.shared.upgrade()) {
                 shared.stats.batches.fetch_add(1, Ordering::Relaxed);
                 let n = changes.len() as u64;
                 shared.stats.batched.fetch_add(n, Ordering::Relaxed);
             }
-            answer_all(made, false);
+            state.answer(made);
         }),
         refuse,
     }

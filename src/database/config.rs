@@ -19,7 +19,13 @@ impl DatabaseConfig {
     /// Parses a `postgres://user:pass@host:port/db` URL (or a libpq
     /// `key=value` string); the client's timeouts are set here.
     pub fn parse(url: &str, pool: usize) -> Result<DatabaseConfig, String> {
-        let mut client = postgres::Config::from_str(url).map_err(|e| e.to_string())?;
+        // The parser's own words may quote part of the text, password
+        // included: never shown.
+        let mut client = postgres::Config::from_str(url).map_err(|_| {
+            "cannot be read as postgres://user:password@host:port/dbname or as key=value \
+             settings (the text is not shown: it may hold the password)"
+                .to_string()
+        })?;
         if client.get_hosts().is_empty() {
             return Err("no host in it".into());
         }
@@ -29,7 +35,8 @@ impl DatabaseConfig {
             postgres::config::Host::Tcp(name) => name.contains('@'),
             postgres::config::Host::Unix(_) => false,
         });
-        if at_in_host {
+        let at_in_name = client.get_dbname().is_some_and(|name| name.contains('@'));
+        if at_in_host || at_in_name {
             return Err("an @ in the password must be written %40".into());
         }
         let timeout = format!("-c statement_timeout={}", STATEMENT_TIMEOUT.as_millis());
@@ -105,12 +112,18 @@ mod tests {
         assert_eq!(config.pool, 3);
         assert!(!format!("{config:?}").contains("s3cret"));
         for bad in [
-            "postgres://ann:p@ss@db/x",
-            "postgres://ann@db:notaport/x",
+            "postgres://qqu:pw1@xq@db/x",
+            "postgres://qqu:pw2@zq/w@db/x",
+            "postgres://qqu@db:notaport/x",
             "mysql://x",
             "host=/tmp user=",
+            "host=db password=se cret=1",
         ] {
-            assert!(DatabaseConfig::parse(bad, 1).is_err(), "{bad}");
+            let why = DatabaseConfig::parse(bad, 1).expect_err(bad);
+            // No part of the text, the password's included, in the message.
+            for part in ["xq", "zq", "qqu", "cret", "notaport", "mysql"] {
+                assert!(!why.contains(part), "{bad}: {why}");
+            }
         }
     }
 }

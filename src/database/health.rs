@@ -67,9 +67,14 @@ pub(super) fn beat(shared: &Arc<PoolState>) {
                     );
                 }
                 shared.refuse_all(Unavailable::Down(shared.failure()));
-                // Only now: closing a client waits for the server to end
-                // the connection, which a frozen one does when it thaws.
-                drop(client.take());
+                // A client that timed out is kept and asked again (its late
+                // answer is passed over): closing it would wait for a
+                // frozen server to end the connection, and connecting again
+                // takes a connection slot the server may not have to give.
+                // One the server closed is made again.
+                if client.as_ref().is_some_and(postgres::Client::is_closed) {
+                    client = None;
+                }
             }
         }
         let next = started + BEAT;

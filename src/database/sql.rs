@@ -15,10 +15,12 @@
 //! batch, and the statement returns the ids it changed: a create that meets an existing id does
 //! nothing (`ON CONFLICT DO NOTHING`) and is not returned, which is the
 //! 409; a replace or delete of an absent id is the 404. The primary key
-//! decides between instances racing for one id. Rows are taken in id
-//! order; two instances' batches that still lock rows in opposite orders
-//! meet PostgreSQL's deadlock detection, and the one it cancels is run
-//! again (nothing of it committed).
+//! decides between instances racing for one id. Within each kind of
+//! change rows are taken in id order (the plan runs the creates, then the
+//! replaces, then the deletes); two instances' batches can still lock
+//! rows in opposite orders, and PostgreSQL's deadlock detection (after
+//! `deadlock_timeout`, 1 s by default) cancels one, which is run again
+//! (nothing of it committed).
 
 use std::fmt;
 

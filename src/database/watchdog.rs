@@ -10,7 +10,7 @@ use log::warn;
 
 use super::health::ANSWER;
 use super::pool::{Job, PoolState, Refuse, Slot};
-use super::worker::{spawn_worker, went_down};
+use super::worker::{start_worker, went_down};
 use super::{MAX_WAIT, STUCK, Unavailable, WATCH};
 use crate::lock::lock;
 
@@ -48,28 +48,43 @@ pub(super) fn watch(shared: &Arc<PoolState>) {
             true => STUCK,
             false => ANSWER,
         };
-        let stuck: Vec<(Arc<Slot>, Refuse)> = lock(&shared.slots)
-            .iter()
-            .filter_map(|slot| {
+        // A stuck job is taken from its worker's place, and the worker
+        // marked given up on, under the place's lock: the worker, taking
+        // its job back under the same lock, finds both or neither. The
+        // places of replacements are made under the places' lock too, so
+        // a given-up worker coming back counts them.
+        let (stuck, replacements): (Vec<Refuse>, Vec<Arc<Slot>>) = {
+            let mut slots = lock(&shared.slots);
+            let (mut stuck, mut replacements) = (Vec::new(), Vec::new());
+            slots.retain(|slot| {
                 let mut current = lock(&slot.current);
                 match &*current {
                     Some((since, _)) if since.elapsed() > limit => {
-                        current.take().map(|(_, refuse)| (Arc::clone(slot), refuse))
+                        slot.abandoned.store(true, Ordering::Release);
+                        stuck.extend(current.take().map(|(_, refuse)| refuse));
+                        // A replacement while fewer than `pool` given-up
+                        // workers are held; past that, each comes back in
+                        // a place of its own when its job ends.
+                        if shared.abandoned.fetch_add(1, Ordering::AcqRel) < shared.config.pool {
+                            replacements.push(Arc::new(Slot::default()));
+                        }
+                        false
                     }
-                    _ => None,
+                    _ => true,
                 }
-            })
-            .collect();
-        for (slot, refuse) in stuck {
-            slot.abandoned.store(true, Ordering::Release);
-            lock(&shared.slots).retain(|s| !Arc::ptr_eq(s, &slot));
+            });
+            slots.extend(replacements.iter().cloned());
+            (stuck, replacements)
+        };
+        for refuse in stuck {
             let why = Unavailable::Failed("no answer from the database".into());
             shared.stats.refuse(&why);
             refuse(why);
             let left = shared.up.fetch_sub(1, Ordering::AcqRel) - 1;
             went_down(shared, "the database stopped answering".into(), left);
-            let replaced = shared.abandoned.fetch_add(1, Ordering::AcqRel) < shared.config.pool;
-            if replaced && let Err(e) = spawn_worker(shared) {
+        }
+        for slot in replacements {
+            if let Err(e) = start_worker(shared, slot) {
                 warn!("database: cannot start a worker: {e}");
             }
         }

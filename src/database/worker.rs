@@ -19,20 +19,46 @@ use crate::lock::lock;
 pub(super) fn spawn_worker(shared: &Arc<PoolState>) -> std::io::Result<()> {
     let slot = Arc::new(Slot::default());
     lock(&shared.slots).push(Arc::clone(&slot));
-    let worker = Arc::clone(shared);
+    start_worker(shared, slot)
+}
+
+/// Starts a worker in `slot`, already among the pool's places (taken out
+/// again if the thread cannot start).
+pub(super) fn start_worker(shared: &Arc<PoolState>, slot: Arc<Slot>) -> std::io::Result<()> {
+    let (worker, place) = (Arc::clone(shared), Arc::clone(&slot));
     let thread = thread::Builder::new()
         .name("database".into())
-        .spawn(move || work(&worker, &slot))?;
-    lock(&shared.threads).push(thread);
+        .spawn(move || work(&worker, place));
+    let thread = match thread {
+        Ok(thread) => thread,
+        Err(e) => {
+            lock(&shared.slots).retain(|s| !Arc::ptr_eq(s, &slot));
+            return Err(e);
+        }
+    };
+    let mut threads = lock(&shared.threads);
+    // Workers given up on that have since ended: nothing to keep.
+    threads.retain(|t| !t.is_finished());
+    threads.push(thread);
     Ok(())
 }
 
+/// How a worker's run on one connection ended.
+enum Ended {
+    /// The connection was lost (or the pool stops): why.
+    Lost(String),
+    /// The watchdog gave up on its job and counted it down.
+    GivenUp,
+}
+
 /// A worker: connect (again, with backoff, whenever the connection is
-/// lost), then run jobs until stopped, or until the watchdog gave up on it.
-fn work(shared: &Arc<PoolState>, slot: &Slot) {
+/// lost), then run jobs until stopped. One the watchdog gave up on comes
+/// back when its job ends: it takes a new place if the pool is short of
+/// workers (none was started for it), else it ends.
+fn work(shared: &Arc<PoolState>, mut slot: Arc<Slot>) {
     let mut backoff = BACKOFF_MIN;
     let mut connected_before = false;
-    while !shared.is_stopping() && !slot.abandoned.load(Ordering::Acquire) {
+    while !shared.is_stopping() {
         let mut connection = match shared.config.connect() {
             Ok(connection) => connection,
             Err(e) => {
@@ -54,17 +80,27 @@ fn work(shared: &Arc<PoolState>, slot: &Slot) {
         if shared.up.fetch_add(1, Ordering::AcqRel) == 0 {
             info!("database {}: connected", shared.config.describe());
         }
-        let why = serve(shared, slot, &mut connection);
-        if slot.abandoned.load(Ordering::Acquire) {
-            // The watchdog counted it down and started another.
-            shared.abandoned.fetch_sub(1, Ordering::AcqRel);
-            return;
-        }
+        let why = match serve(shared, &slot, &mut connection) {
+            Ended::Lost(why) => why,
+            Ended::GivenUp => {
+                shared.abandoned.fetch_sub(1, Ordering::AcqRel);
+                drop(connection);
+                let mut slots = lock(&shared.slots);
+                if shared.is_stopping() || slots.len() >= shared.config.pool {
+                    return;
+                }
+                slot = Arc::new(Slot::default());
+                slots.push(Arc::clone(&slot));
+                continue;
+            }
+        };
         let left = shared.up.fetch_sub(1, Ordering::AcqRel) - 1;
         if shared.is_stopping() {
             return;
         }
         went_down(shared, why, left);
+        // What waits may have been left for this worker to take.
+        shared.ready.notify_one();
     }
 }
 
@@ -84,15 +120,15 @@ pub(super) fn went_down(shared: &PoolState, why: String, left: usize) {
 
 /// Runs jobs on `connection` until it is lost (then says why), the pool
 /// stops, or the watchdog gives up on this worker.
-fn serve(shared: &Arc<PoolState>, slot: &Slot, connection: &mut Connection) -> String {
+fn serve(shared: &Arc<PoolState>, slot: &Slot, connection: &mut Connection) -> Ended {
     loop {
         let Some(job) = shared.next() else {
             if shared.is_stopping() {
-                return "stopping".into();
+                return Ended::Lost("stopping".into());
             }
             // Idle: is the database still there?
             if let Err(e) = connection.client().is_valid(PING) {
-                return format!("connection lost: {}", DbError::from(e));
+                return Ended::Lost(format!("connection lost: {}", DbError::from(e)));
             }
             continue;
         };
@@ -108,20 +144,22 @@ fn serve(shared: &Arc<PoolState>, slot: &Slot, connection: &mut Connection) -> S
         let (started, errors) = (Instant::now(), connection.errors());
         *lock(&slot.current) = Some((started, Arc::clone(&job.refuse)));
         let ran = catch_unwind(AssertUnwindSafe(|| (job.run)(connection)));
+        // Taken by the watchdog, it also marked this worker given up on,
+        // under the same lock.
         let given_up = lock(&slot.current).take().is_none();
         shared.stats.run.observe(started.elapsed());
+        if given_up {
+            return Ended::GivenUp;
+        }
         if ran.is_err() {
             // A bug, not the database: answer, and start afresh.
             error!("a database job panicked; its connection is closed");
             (job.refuse)(Unavailable::Failed("a job panicked".into()));
-            return "a job panicked".into();
-        }
-        if given_up {
-            return "the database stopped answering".into();
+            return Ended::Lost("a job panicked".into());
         }
         shared.stats.failed(connection.errors() - errors);
         if connection.is_closed() {
-            return "connection lost".into();
+            return Ended::Lost("connection lost".into());
         }
     }
 }
