@@ -135,36 +135,55 @@ impl Waiting {
         self.queue.drain(..old).collect()
     }
 
-    /// The next batch, if one may run now: the changes from the front up
-    /// to the first whose id is taken (by a running batch or this one) or
-    /// past the bounds. Its ids count as running until [`finish`].
-    ///
-    /// [`finish`]: Self::finish
+    /// The next batch, if one may run now: the changes in arrival order,
+    /// passing over each whose id may not go (in a batch whose statement
+    /// has not ended, or in this one already) and every later change to
+    /// that id, up to the count bound or the first change past the byte
+    /// bound. Its ids count as running until [`release`](Self::release).
     pub(super) fn take(&mut self) -> Option<Vec<Queued>> {
         if self.batches >= BATCHES {
             return None;
         }
-        let mut ids = HashSet::new();
+        let mut in_batch = HashSet::new();
+        let mut passed = HashSet::new();
+        let mut chosen = Vec::new();
         let mut bytes = 0;
-        let mut count = 0;
-        for change in &self.queue {
+        for (at, change) in self.queue.iter().enumerate() {
+            if chosen.len() == BATCH_CHANGES {
+                break;
+            }
+            let id = change.id;
+            if self.running.contains(&id) || in_batch.contains(&id) || passed.contains(&id) {
+                passed.insert(id);
+                continue;
+            }
             let size = change.change.bytes();
-            if count == BATCH_CHANGES
-                || (count > 0 && bytes + size > BATCH_BYTES)
-                || self.running.contains(&change.id)
-                || !ids.insert(change.id)
-            {
+            if !chosen.is_empty() && bytes + size > BATCH_BYTES {
                 break;
             }
             bytes += size;
-            count += 1;
+            in_batch.insert(id);
+            chosen.push(at);
         }
-        if count == 0 {
-            return None;
-        }
+        let last = *chosen.last()?;
         self.batches += 1;
-        self.running.extend(ids);
-        Some(self.queue.drain(..count).collect())
+        self.running.extend(in_batch);
+        if last + 1 == chosen.len() {
+            // The front of the queue, as nearly always.
+            return Some(self.queue.drain(..chosen.len()).collect());
+        }
+        let mut batch = Vec::with_capacity(chosen.len());
+        let mut rest = VecDeque::with_capacity(self.queue.len() - chosen.len());
+        let mut next = chosen.into_iter().peekable();
+        for (at, change) in self.queue.drain(..).enumerate() {
+            if next.next_if_eq(&at).is_some() {
+                batch.push(change);
+            } else {
+                rest.push_back(change);
+            }
+        }
+        self.queue = rest;
+        Some(batch)
     }
 
     /// A batch taken by [`take`](Self::take) no longer counts as running
@@ -247,7 +266,7 @@ fn give(answer: Answer, result: Result<bool, Unavailable>) {
 
 /// Releases a batch's ids (and its slot, if still held) when its
 /// statement has ended: dropped after the answers, or while unwinding
-/// from a panic.
+/// from a panic (then answering 503 to what was not answered).
 struct Release {
     batch: Arc<Batch>,
     ids: Vec<i64>,
@@ -255,6 +274,10 @@ struct Release {
 
 impl Drop for Release {
     fn drop(&mut self) {
+        // Answered already unless the job panicked or never ran.
+        self.batch.answer(Err(Unavailable::Failed(
+            "the batch did not complete".into(),
+        )));
         let Some(shared) = self.batch.shared.upgrade() else {
             return;
         };
@@ -295,13 +318,16 @@ pub(super) fn job(shared: &Arc<PoolState>, batch: Vec<Queued>) -> Job {
     });
     let refused = Arc::clone(&state);
     let refuse: Refuse = Arc::new(move |why| refused.refuse(why));
+    // Made now and moved into the job, so that a job dropped unrun would
+    // release its ids too.
+    let release = Release {
+        batch: Arc::clone(&state),
+        ids,
+    };
     Job {
         queued: None,
         run: Box::new(move |connection: &mut Connection| {
-            let _release = Release {
-                batch: Arc::clone(&state),
-                ids,
-            };
+            let _release = release;
             let made = connection.apply(&changes).map_err(|e| {
                 warn!("database: a batch of {} changes: {e}", changes.len());
                 Unavailable::from(e)
@@ -337,26 +363,54 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_stops_at_a_second_change_to_one_id_which_waits_for_the_first_batch() {
+    fn a_second_change_to_one_id_waits_for_the_next_batch_and_other_ids_go_on() {
         let mut waiting = Waiting::default();
         for (id, change) in [
             (1, Change::Create(plant("a"))),
             (2, Change::Create(plant("b"))),
             (1, Change::Create(plant("again"))),
             (3, Change::Delete),
+            (1, Change::Delete),
         ] {
             waiting.push(queued(id, change));
         }
         let first = waiting.take().expect("a batch");
-        assert_eq!(ids(&first), [1, 2]);
-        // Id 1 still runs: the second create of it waits, and so does
-        // what came after it.
+        assert_eq!(ids(&first), [1, 2, 3]);
+        assert!(matches!(&first[0].change, Change::Create(p) if p.name == "a"));
+        // The first batch still runs: nothing else does.
         assert!(waiting.take().is_none());
-        assert_eq!(waiting.len(), 2);
         waiting.finish(&ids(&first));
+        // Id 1's other changes, in their order, one a batch.
         let second = waiting.take().expect("a batch");
-        assert_eq!(ids(&second), [1, 3]);
-        assert!(matches!(&second[0].change, Change::Create(p) if p.name == "again"));
+        assert!(
+            matches!(&second[..], [c] if matches!(&c.change, Change::Create(p) if p.name == "again"))
+        );
+        waiting.finish(&ids(&second));
+        let third = waiting.take().expect("a batch");
+        assert!(matches!(&third[..], [c] if c.id == 1 && matches!(c.change, Change::Delete)));
+        waiting.finish(&ids(&third));
+        assert!(waiting.take().is_none());
+        assert_eq!(waiting.len(), 0);
+    }
+
+    #[test]
+    fn ids_of_a_batch_given_up_on_hold_back_only_their_own_changes() {
+        let mut waiting = Waiting::default();
+        waiting.push(queued(7, Change::Delete));
+        let given_up = waiting.take().unwrap();
+        // Its turn is freed, its statement not ended: id 7 stays taken.
+        waiting.free_slot();
+        waiting.push(queued(7, Change::Create(plant("retry"))));
+        waiting.push(queued(8, Change::Delete));
+        waiting.push(queued(7, Change::Delete));
+        waiting.push(queued(9, Change::Delete));
+        let batch = waiting.take().expect("the other ids go on");
+        assert_eq!(ids(&batch), [8, 9]);
+        waiting.finish(&ids(&batch));
+        assert!(waiting.take().is_none(), "id 7 waits for its statement");
+        waiting.release(&ids(&given_up));
+        let next = waiting.take().unwrap();
+        assert!(matches!(&next[..], [c] if c.id == 7 && matches!(c.change, Change::Create(_))));
     }
 
     #[test]

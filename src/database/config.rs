@@ -49,7 +49,9 @@ impl DatabaseConfig {
             .application_name("plantstore")
             .connect_timeout(CONNECT_TIMEOUT)
             .tcp_user_timeout(TCP_TIMEOUT)
-            .keepalives_idle(Duration::from_secs(10));
+            .keepalives_idle(Duration::from_secs(10))
+            .keepalives_interval(Duration::from_secs(2))
+            .keepalives_retries(3);
         Ok(DatabaseConfig { client, pool })
     }
 

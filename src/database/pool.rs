@@ -32,12 +32,13 @@ pub(super) struct Job {
 /// Answers a job with why it did not run; later calls do nothing.
 pub(super) type Refuse = Arc<dyn Fn(Unavailable) + Send + Sync>;
 
-/// A worker's place, which the watchdog reads: the job it runs, since
-/// when, and whether the watchdog gave up on it.
+/// A worker's place, which the watchdog reads: the job it runs, and since
+/// when. The watchdog gives up on a job by taking it from here (and the
+/// place out of the pool's); the worker takes it back when the job ends,
+/// and finding it gone knows it was given up on.
 #[derive(Default)]
 pub(super) struct Slot {
     pub(super) current: Mutex<Option<(Instant, Refuse)>>,
-    pub(super) abandoned: AtomicBool,
 }
 
 /// The worker pool over one database.

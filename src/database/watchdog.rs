@@ -60,7 +60,6 @@ pub(super) fn watch(shared: &Arc<PoolState>) {
                 let mut current = lock(&slot.current);
                 match &*current {
                     Some((since, _)) if since.elapsed() > limit => {
-                        slot.abandoned.store(true, Ordering::Release);
                         stuck.extend(current.take().map(|(_, refuse)| refuse));
                         // A replacement while fewer than `pool` given-up
                         // workers are held; past that, each comes back in

@@ -87,6 +87,9 @@ fn work(shared: &Arc<PoolState>, mut slot: Arc<Slot>) {
                 drop(connection);
                 let mut slots = lock(&shared.slots);
                 if shared.is_stopping() || slots.len() >= shared.config.pool {
+                    drop(slots);
+                    // Changes behind its batch may have been left to it.
+                    shared.ready.notify_one();
                     return;
                 }
                 slot = Arc::new(Slot::default());
