@@ -8,6 +8,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::serving::metric;
 use crate::support::{AUTH, Client, FreshDatabase, JSON, Reply, TestServer, Turn, config, request};
 
 /// One change a client sent: what, its status, when it was sent and when
@@ -34,16 +35,6 @@ fn next(state: &mut u64) -> u64 {
     *state ^= *state >> 7;
     *state ^= *state << 17;
     *state
-}
-
-fn metric(server: &TestServer, name: &str) -> u64 {
-    let text = server.send("GET", "/metrics", &[AUTH], "").text();
-    let prefix = format!("{name} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .unwrap_or_else(|| panic!("no {name} in {text}"))
-        .parse()
-        .unwrap()
 }
 
 const ID: i64 = 7;

@@ -140,7 +140,7 @@ fn assert_unavailable(reply: &Reply, what: &str) {
 }
 
 /// One line's value in `/metrics`.
-fn metric(server: &TestServer, line: &str) -> u64 {
+pub(super) fn metric(server: &TestServer, line: &str) -> u64 {
     let text = server.send("GET", "/metrics", &[AUTH], "").text();
     let prefix = format!("{line} ");
     text.lines()
