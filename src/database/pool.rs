@@ -226,8 +226,9 @@ impl Pool {
         self.shared.down()
     }
 
-    /// `Ok` while a worker is connected, else the refusal to answer with,
-    /// counted as one (for a request that would not reach `submit`).
+    /// `Ok` while the database answers and a worker is connected, else the
+    /// refusal to answer with, counted as one (for a request that would
+    /// not reach `submit`).
     pub fn check(&self) -> Result<(), Unavailable> {
         match self.failure() {
             None => Ok(()),

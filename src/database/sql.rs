@@ -30,29 +30,30 @@ use postgres::{Client, NoTls, Row, Statement};
 use super::Change;
 use crate::plant::Plant;
 
-/// A batch of creates only ($1-$3: ids, names, tags, in id order): the
-/// ids it stored.
-const CREATE_MANY: &str = "
-INSERT INTO plants (id, name, tag)
+/// The creates of a batch ($1-$3: ids, names, tags, in id order): the
+/// ids it stored. A statement of its own for a batch of creates only, and
+/// the first part of [`APPLY`].
+macro_rules! create_many {
+    () => {
+        "INSERT INTO plants (id, name, tag)
 SELECT id, name, tag
 FROM unnest($1::bigint[], $2::bytea[], $3::bytea[]) AS c (id, name, tag)
 ORDER BY id
 ON CONFLICT (id) DO NOTHING
-RETURNING id
-";
+RETURNING id"
+    };
+}
+
+/// A batch of creates only.
+const CREATE_MANY: &str = create_many!();
 
 /// A batch of changes in one statement: creates ($1-$3: ids, names,
 /// tags), replaces ($4-$6) and deletes ($7), each array in id order; it
 /// returns the ids it changed.
-const APPLY: &str = "
-WITH created AS (
-    INSERT INTO plants (id, name, tag)
-    SELECT id, name, tag
-    FROM unnest($1::bigint[], $2::bytea[], $3::bytea[]) AS c (id, name, tag)
-    ORDER BY id
-    ON CONFLICT (id) DO NOTHING
-    RETURNING id
-), replaced AS (
+const APPLY: &str = concat!(
+    "WITH created AS (",
+    create_many!(),
+    "), replaced AS (
     UPDATE plants SET name = r.name, tag = r.tag
     FROM unnest($4::bigint[], $5::bytea[], $6::bytea[]) AS r (id, name, tag)
     WHERE plants.id = r.id
@@ -61,8 +62,8 @@ WITH created AS (
     DELETE FROM plants WHERE id = ANY($7::bigint[])
     RETURNING id
 )
-SELECT id FROM created UNION ALL SELECT id FROM replaced UNION ALL SELECT id FROM deleted
-";
+SELECT id FROM created UNION ALL SELECT id FROM replaced UNION ALL SELECT id FROM deleted"
+);
 
 /// How often a batch cancelled by deadlock detection is run again.
 const DEADLOCK_TRIES: usize = 3;
