@@ -8,6 +8,11 @@
 #
 #   scripts/release-build.sh TARGET...    e.g. x86_64-unknown-linux-gnu
 #   FEATURES=postgres scripts/release-build.sh TARGET...
+#   FEATURES=plain scripts/release-build.sh TARGET...
+#
+# The default build serves HTTPS (the `tls` feature). FEATURES=plain makes
+# the plain build (--no-default-features: HTTP only, the smallest; published
+# as plantstore-plain) in target/plain.
 #
 # FEATURES (cargo features, comma-separated) builds in a target directory of
 # its own, target/FEATURES (commas as dashes), so the default build beside
@@ -55,7 +60,10 @@ BS=(-Z build-std=std,panic_abort -Z build-std-features=panic-unwind)
 FEATURES=${FEATURES:-}
 dir=target
 WITH=()
-if [ -n "$FEATURES" ]; then
+if [ "$FEATURES" = plain ]; then
+  dir=target/plain
+  WITH=(--no-default-features --target-dir "$dir")
+elif [ -n "$FEATURES" ]; then
   dir=target/${FEATURES//,/-}
   WITH=(--features "$FEATURES" --target-dir "$dir")
 fi

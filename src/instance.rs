@@ -34,6 +34,9 @@ pub const WEBHOOK_GRACE: Duration = Duration::from_secs(2);
 pub struct Instance {
     server: Server,
     app: Arc<App>,
+    /// With HTTPS: the certificate served, which a reload replaces.
+    #[cfg(feature = "tls")]
+    https: Option<Arc<http::Https>>,
 }
 
 impl Instance {
@@ -53,6 +56,12 @@ impl Instance {
             app: Arc::clone(&self.app),
             token_file: config.token_file.clone(),
             secret_file: config.webhook_secret_file.clone(),
+            #[cfg(feature = "tls")]
+            tls: config
+                .tls
+                .as_ref()
+                .map(|(files, _)| files.clone())
+                .zip(self.https.clone()),
         }
     }
 
@@ -76,6 +85,8 @@ pub struct Reloader {
     app: Arc<App>,
     token_file: Option<std::path::PathBuf>,
     secret_file: Option<std::path::PathBuf>,
+    #[cfg(feature = "tls")]
+    tls: Option<(crate::tls::TlsFiles, Arc<http::Https>)>,
 }
 
 impl Reloader {
@@ -117,10 +128,32 @@ impl Reloader {
                 }
             }
         }
-        if self.token_file.is_none() && self.secret_file.is_none() {
+        #[cfg(feature = "tls")]
+        let certificate = self.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        let certificate = false;
+        #[cfg(feature = "tls")]
+        if let Some((files, https)) = &self.tls {
+            match crate::tls::load(files) {
+                Ok(config) => {
+                    https.replace(config);
+                    info!(
+                        target: "plantstore",
+                        "reloaded {}: new connections get this certificate",
+                        files.cert.display()
+                    );
+                }
+                Err(e) => log::error!(
+                    target: "plantstore",
+                    "reload refused: {e}; the certificate in use stays"
+                ),
+            }
+        }
+        if self.token_file.is_none() && self.secret_file.is_none() && !certificate {
             info!(
                 target: "plantstore",
-                "reload: nothing to re-read (no --token-file or --webhook-secret-file); {} tokens active",
+                "reload: nothing to re-read (no --token-file, --webhook-secret-file or \
+                 --tls-cert); {} tokens active",
                 self.app.token_count()
             );
         }
@@ -222,7 +255,25 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
     ));
     let mut limits = config.limits.clone();
     limits.max_connections = connection_cap(limits.max_connections);
+    #[cfg(feature = "tls")]
+    let https = config
+        .tls
+        .as_ref()
+        .map(|(_, served)| Arc::new(http::Https::new(Arc::clone(served))));
+    #[cfg(feature = "tls")]
+    let server = Server::bind_https(
+        config.addr,
+        limits,
+        Arc::clone(&app) as _,
+        &gauge,
+        https.clone(),
+    )?;
+    #[cfg(not(feature = "tls"))]
     let server = Server::bind(config.addr, limits, Arc::clone(&app) as _, &gauge)?;
+    #[cfg(feature = "tls")]
+    let scheme = if https.is_some() { "https" } else { "http" };
+    #[cfg(not(feature = "tls"))]
+    let scheme = "http";
     match config.token_source {
         TokenSource::Flag => {
             warn!(target: "plantstore", "--token is visible in the process list; prefer --token-file")
@@ -244,19 +295,24 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
              reachable at {}",
             env!("CARGO_PKG_VERSION"),
             addr.port(),
-            reach::urls(addr).join(", "),
+            reach::urls(scheme, addr).join(", "),
         );
     } else {
         info!(
             target: "plantstore",
-            "plantstore {} listening on http://{addr}, storage: {storage}",
+            "plantstore {} listening on {scheme}://{addr}, storage: {storage}",
             env!("CARGO_PKG_VERSION"),
         );
     }
     for target in &config.webhook.targets {
         info!(target: "plantstore", "announcing new plants to {}", target.url);
     }
-    Ok(Instance { server, app })
+    Ok(Instance {
+        server,
+        app,
+        #[cfg(feature = "tls")]
+        https,
+    })
 }
 
 /// Descriptors kept free of connections: the listener, the journal, the

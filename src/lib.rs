@@ -37,6 +37,8 @@ mod reach;
 pub mod seed;
 pub mod signals;
 pub mod store;
+#[cfg(feature = "tls")]
+pub mod tls;
 pub mod webhook;
 
 pub use instance::{Instance, Reloader, StartError, WEBHOOK_GRACE, serve, start};

@@ -12,9 +12,9 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-/// The URLs a server listening on `addr` (unspecified) can be reached at,
-/// loopback first.
-pub fn urls(addr: SocketAddr) -> Vec<String> {
+/// The URLs (with `scheme`, `http` or `https`) a server listening on
+/// `addr` (unspecified) can be reached at, loopback first.
+pub fn urls(scheme: &str, addr: SocketAddr) -> Vec<String> {
     let text = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
     let mut found: Vec<IpAddr> = ipv4_local(&text("/proc/net/fib_trie"))
         .into_iter()
@@ -29,7 +29,7 @@ pub fn urls(addr: SocketAddr) -> Vec<String> {
     }
     in_order(found)
         .into_iter()
-        .map(|ip| format!("http://{}", SocketAddr::new(ip, addr.port())))
+        .map(|ip| format!("{scheme}://{}", SocketAddr::new(ip, addr.port())))
         .collect()
 }
 
@@ -165,7 +165,7 @@ mod tests {
 
     #[test]
     fn urls_put_loopback_first_and_keep_the_port() {
-        let urls = urls("0.0.0.0:8080".parse().unwrap());
+        let urls = urls("http", "0.0.0.0:8080".parse().unwrap());
         // Every Linux host has 127.0.0.1.
         assert_eq!(
             urls.first().map(String::as_str),

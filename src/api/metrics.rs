@@ -128,6 +128,13 @@ impl Metrics {
             "Connections open.",
             self.connections.open_connections(),
         );
+        #[cfg(feature = "tls")]
+        out.single(
+            "plantstore_tls_handshake_failures_total",
+            Kind::Counter,
+            "TLS handshakes that failed (with HTTPS).",
+            self.connections.failed_handshakes(),
+        );
         // Uptime to the millisecond, formatted with integers.
         let uptime = self.started.elapsed();
         out.single(

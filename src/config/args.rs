@@ -109,6 +109,14 @@ pub struct Args {
     #[cfg(feature = "postgres")]
     #[argh(option)]
     pub database_pool: Option<usize>,
+    /// serve HTTPS with this certificate chain (PEM, the server's certificate first; with --tls-key); read again on SIGHUP
+    #[cfg(feature = "tls")]
+    #[argh(option)]
+    pub tls_cert: Option<PathBuf>,
+    /// the private key of --tls-cert (PEM: PKCS#8, RSA or EC); read again on SIGHUP
+    #[cfg(feature = "tls")]
+    #[argh(option)]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// How a flag takes its value, on the command line and from its
@@ -167,6 +175,10 @@ pub const FLAGS: &[(&str, FlagKind)] = &[
     ("database-file", FlagKind::Option),
     #[cfg(feature = "postgres")]
     ("database-pool", FlagKind::Option),
+    #[cfg(feature = "tls")]
+    ("tls-cert", FlagKind::Option),
+    #[cfg(feature = "tls")]
+    ("tls-key", FlagKind::Option),
 ];
 
 /// Flags that exclude each other: the command line giving one of them

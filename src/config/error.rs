@@ -60,6 +60,12 @@ pub enum ConfigError {
     /// `--database-file` cannot be used (the file, why; never its text).
     #[cfg(feature = "postgres")]
     DatabaseFile(PathBuf, String),
+    /// A flag given without the one it needs (the flag, the one missing).
+    #[cfg(feature = "tls")]
+    NeedsBoth(&'static str, &'static str),
+    /// The certificate or key cannot be served.
+    #[cfg(feature = "tls")]
+    Tls(crate::tls::TlsError),
     /// `--database` with `--database-file`.
     #[cfg(feature = "postgres")]
     TwoDatabaseSources,
@@ -116,6 +122,10 @@ impl fmt::Display for ConfigError {
             ConfigError::Database(why) => write!(f, "--database: {why}"),
             #[cfg(feature = "postgres")]
             ConfigError::DatabaseFile(p, why) => write!(f, "database file {}: {why}", p.display()),
+            #[cfg(feature = "tls")]
+            ConfigError::NeedsBoth(flag, missing) => write!(f, "{flag} needs {missing} too"),
+            #[cfg(feature = "tls")]
+            ConfigError::Tls(e) => write!(f, "cannot serve HTTPS: {e}"),
             #[cfg(feature = "postgres")]
             ConfigError::TwoDatabaseSources => {
                 f.write_str("give --database or --database-file, not both")

@@ -94,6 +94,10 @@ pub struct Config {
     /// The PostgreSQL store, with `--database`.
     #[cfg(feature = "postgres")]
     pub database: Option<crate::database::DatabaseConfig>,
+    /// HTTPS, with `--tls-cert` and `--tls-key`: the files (read again on
+    /// SIGHUP) and what they made at start.
+    #[cfg(feature = "tls")]
+    pub tls: Option<(crate::tls::TlsFiles, std::sync::Arc<rustls::ServerConfig>)>,
 }
 
 impl Config {
@@ -155,6 +159,8 @@ impl Config {
         let webhook = webhook_config(args.webhook, args.webhook_secret_file, args.webhook_queue)?;
         let cors = Cors::parse(&args.cors_origin)
             .map_err(|(origin, why)| ConfigError::CorsOrigin(origin, why))?;
+        #[cfg(feature = "tls")]
+        let tls = tls(args.tls_cert, args.tls_key)?;
         Ok(Config {
             addr,
             limits,
@@ -175,8 +181,28 @@ impl Config {
             ui: !args.no_ui,
             #[cfg(feature = "postgres")]
             database,
+            #[cfg(feature = "tls")]
+            tls,
         })
     }
+}
+
+/// `--tls-cert` with `--tls-key` (one without the other is refused), read
+/// and checked now, so that a file that cannot be served stops the start.
+#[cfg(feature = "tls")]
+#[allow(clippy::type_complexity)]
+fn tls(
+    cert: Option<std::path::PathBuf>,
+    key: Option<std::path::PathBuf>,
+) -> Result<Option<(crate::tls::TlsFiles, std::sync::Arc<rustls::ServerConfig>)>, ConfigError> {
+    let files = match (cert, key) {
+        (None, None) => return Ok(None),
+        (Some(cert), Some(key)) => crate::tls::TlsFiles { cert, key },
+        (Some(_), None) => return Err(ConfigError::NeedsBoth("--tls-cert", "--tls-key")),
+        (None, Some(_)) => return Err(ConfigError::NeedsBoth("--tls-key", "--tls-cert")),
+    };
+    let config = crate::tls::load(&files).map_err(ConfigError::Tls)?;
+    Ok(Some((files, config)))
 }
 
 /// `--database` (or `--database-file`) and `--database-pool`, and that

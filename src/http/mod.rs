@@ -35,6 +35,8 @@ mod request;
 mod response;
 mod server;
 mod session;
+#[cfg(feature = "tls")]
+mod tls;
 mod worker;
 
 use std::time::Duration;
@@ -44,6 +46,8 @@ pub use deferred::{Deferred, StreamWaker};
 pub use request::Request;
 pub use response::{Fill, Response, Stream};
 pub use server::{Gauge, Server, Stopper, raise_open_file_limit};
+#[cfg(feature = "tls")]
+pub use tls::Https;
 
 /// The application side of the engine: one response for each request.
 pub trait Handler: Send + Sync + 'static {

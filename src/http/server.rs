@@ -14,22 +14,28 @@
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
 use log::{error, warn};
 use mio::Waker;
 
+#[cfg(feature = "tls")]
+use super::tls::Https;
 use super::worker::{ServerState, Worker};
 use super::{Handler, Limits};
 
 /// Connections the kernel may hold waiting to be accepted.
 const BACKLOG: i32 = 1024;
 
-/// Reads how many connections are open, for `/metrics`.
+/// Reads how many connections are open (and, with HTTPS, how many
+/// handshakes failed), for `/metrics`.
 #[derive(Clone, Default, Debug)]
-pub struct Gauge(Arc<AtomicUsize>);
+pub struct Gauge {
+    open: Arc<AtomicUsize>,
+    failed_handshakes: Arc<AtomicU64>,
+}
 
 impl Gauge {
     /// A gauge no server counts into yet (reads 0).
@@ -39,7 +45,12 @@ impl Gauge {
 
     /// Connections open right now.
     pub fn open_connections(&self) -> usize {
-        self.0.load(Ordering::Relaxed)
+        self.open.load(Ordering::Relaxed)
+    }
+
+    /// TLS handshakes that failed since start.
+    pub fn failed_handshakes(&self) -> u64 {
+        self.failed_handshakes.load(Ordering::Relaxed)
     }
 }
 
@@ -69,6 +80,30 @@ impl Server {
         handler: Arc<dyn Handler>,
         gauge: &Gauge,
     ) -> io::Result<Server> {
+        Server::bind_with(addr, limits, handler, gauge, None)
+    }
+
+    /// As [`bind`](Self::bind), serving HTTPS with the certificate `https`
+    /// holds (`None`: plain HTTP).
+    #[cfg(feature = "tls")]
+    pub fn bind_https(
+        addr: SocketAddr,
+        limits: Limits,
+        handler: Arc<dyn Handler>,
+        gauge: &Gauge,
+        https: Option<Arc<Https>>,
+    ) -> io::Result<Server> {
+        Server::bind_with(addr, limits, handler, gauge, https)
+    }
+
+    fn bind_with(
+        addr: SocketAddr,
+        limits: Limits,
+        handler: Arc<dyn Handler>,
+        gauge: &Gauge,
+        #[cfg(feature = "tls")] https: Option<Arc<Https>>,
+        #[cfg(not(feature = "tls"))] _https: Option<std::convert::Infallible>,
+    ) -> io::Result<Server> {
         let listener = TcpListener::bind(addr)?;
         // A deeper accept queue than the standard library's 128: a burst of
         // new connections waits there for a loop instead of being refused
@@ -80,8 +115,11 @@ impl Server {
         let shared = Arc::new(ServerState {
             limits,
             handler,
-            open: Arc::clone(&gauge.0),
+            open: Arc::clone(&gauge.open),
+            failed_handshakes: Arc::clone(&gauge.failed_handshakes),
             stopping: Arc::clone(&stopping),
+            #[cfg(feature = "tls")]
+            https,
         });
         let workers = (0..threads)
             .map(|_| Worker::new(listener.try_clone()?, Arc::clone(&shared)))

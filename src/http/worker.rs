@@ -34,7 +34,7 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -90,7 +90,13 @@ pub(crate) struct ServerState {
     pub(crate) handler: Arc<dyn Handler>,
     /// Connections open over all loops.
     pub(crate) open: Arc<AtomicUsize>,
+    /// TLS handshakes that failed, for `/metrics`.
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
+    pub(crate) failed_handshakes: Arc<AtomicU64>,
     pub(crate) stopping: Arc<AtomicBool>,
+    /// With HTTPS: the certificate new connections are served.
+    #[cfg(feature = "tls")]
+    pub(crate) https: Option<Arc<super::tls::Https>>,
 }
 
 impl ServerState {
@@ -145,6 +151,9 @@ struct Conn {
     /// known until a call says `WouldBlock`).
     readable: bool,
     writable: bool,
+    /// With HTTPS: the connection's TLS state, between socket and protocol.
+    #[cfg(feature = "tls")]
+    tls: Option<Box<super::tls::Tls>>,
 }
 
 /// One event loop, built by the server before it runs.
@@ -333,6 +342,20 @@ impl Worker {
         // and a streamed body's write timeout measures what the client
         // takes, not how fast the kernel's buffer drains.
         let _ = socket2::SockRef::from(&socket).set_tcp_notsent_lowat(NOTSENT_LOWAT);
+        #[cfg(feature = "tls")]
+        let tls = match &shared.https {
+            None => None,
+            Some(https) => match super::tls::Tls::new(https.current()) {
+                Some(tls) => Some(Box::new(tls)),
+                None => {
+                    warn!("cannot set up TLS for a new connection");
+                    let _ = self.poll.registry().deregister(&mut socket);
+                    self.free.push(slot);
+                    shared.open.fetch_sub(1, Ordering::Relaxed);
+                    return;
+                }
+            },
+        };
         self.next_id += 1;
         self.conns[slot] = Some(Conn {
             socket,
@@ -341,6 +364,8 @@ impl Worker {
             id: self.next_id,
             readable: false,
             writable: false,
+            #[cfg(feature = "tls")]
+            tls,
         });
     }
 
@@ -442,11 +467,21 @@ fn serve(
         // a stopping connection close): the protocol gets another turn even
         // with nothing new to read.
         let mut drained = false;
+        #[cfg(feature = "tls")]
+        if conn.writable
+            && let Some(tls) = &mut conn.tls
+        {
+            match tls.flush(&mut conn.socket) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => conn.writable = false,
+                Err(_) => return Left::Closed,
+            }
+        }
         while conn.writable && !conn.protocol.output().is_empty() {
             if written >= WRITE_SHARE {
                 return Left::Busy;
             }
-            match conn.socket.write(conn.protocol.output()) {
+            match conn.write_out() {
                 Ok(n) => {
                     written += n;
                     conn.protocol.sent(n, now);
@@ -457,8 +492,14 @@ fn serve(
                 Err(_) => return Left::Closed,
             }
         }
+        // Encrypted output still waiting for the socket: nothing more
+        // (reading, a shutdown, a close) until it has left.
+        #[cfg(feature = "tls")]
+        if !conn.writable && conn.tls.as_ref().is_some_and(|tls| tls.has_output()) {
+            return Left::Open;
+        }
         if conn.protocol.take_shutdown() {
-            let _ = conn.socket.shutdown(Shutdown::Write);
+            conn.shut_down();
         }
         if conn.protocol.is_closed() {
             return Left::Closed;
@@ -475,6 +516,29 @@ fn serve(
             continue;
         }
         let buffer = scratch.get();
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &mut conn.tls {
+            match tls.read(
+                &mut conn.socket,
+                buffer,
+                &conn.peer,
+                &shared.failed_handshakes,
+            ) {
+                super::tls::Read::Bytes(n) => conn.protocol.received(&buffer[..n], now),
+                super::tls::Read::Blocked => conn.readable = false,
+                super::tls::Read::Closed => {
+                    conn.readable = false;
+                    conn.protocol.closed_by_peer();
+                }
+                super::tls::Read::PlainHttp => {
+                    let _ = conn.socket.write(super::tls::PLAIN_HTTP);
+                    let _ = conn.socket.shutdown(Shutdown::Write);
+                    return Left::Closed;
+                }
+                super::tls::Read::Failed => return Left::Closed,
+            }
+            continue;
+        }
         match conn.socket.read(buffer) {
             Ok(0) => {
                 conn.readable = false;
@@ -491,6 +555,29 @@ fn serve(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => return Left::Closed,
         }
+    }
+}
+
+impl Conn {
+    /// Writes of the protocol's output what the socket (through TLS, with
+    /// HTTPS) takes now.
+    fn write_out(&mut self) -> io::Result<usize> {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &mut self.tls {
+            return tls.write(&mut self.socket, self.protocol.output());
+        }
+        self.socket.write(self.protocol.output())
+    }
+
+    /// Ends the sending side: with HTTPS, a close_notify first (sent as far
+    /// as the socket takes it now).
+    fn shut_down(&mut self) {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &mut self.tls {
+            tls.close();
+            let _ = tls.flush(&mut self.socket);
+        }
+        let _ = self.socket.shutdown(Shutdown::Write);
     }
 }
 

@@ -122,10 +122,12 @@ impl Running {
         let collected = Arc::clone(&lines);
         let reader = thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let addr = line
-                    .split("listening on http://")
-                    .nth(1)
-                    .map(|rest| rest.split(',').next().unwrap_or_default().to_string());
+                let addr = line.split("listening on ").nth(1).and_then(|rest| {
+                    let rest = rest
+                        .strip_prefix("http://")
+                        .or(rest.strip_prefix("https://"))?;
+                    Some(rest.split(',').next().unwrap_or_default().to_string())
+                });
                 collected.lock().unwrap().push(line);
                 if let Some(addr) = addr {
                     let _ = tx.send(addr);

@@ -3,6 +3,8 @@
 pub mod binary;
 pub mod files;
 mod flags;
+#[cfg(feature = "tls")]
+mod https;
 mod logs;
 pub mod reload;
 mod startup;

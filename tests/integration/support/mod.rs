@@ -66,6 +66,8 @@ pub fn config() -> Config {
         ui: true,
         #[cfg(feature = "postgres")]
         database: None,
+        #[cfg(feature = "tls")]
+        tls: None,
     }
 }
 

@@ -1,0 +1,218 @@
+//! HTTPS on the event loop: a connection's TLS state (a rustls
+//! `ServerConnection`, sans-I/O like the protocol) sits between its socket
+//! and its protocol, in the loop that owns the connection. No thread per
+//! connection, no async runtime: the loop reads ciphertext when the socket
+//! is readable, rustls turns it into plaintext for the protocol, and the
+//! protocol's output goes out encrypted when the socket is writable.
+//!
+//! Budgets hold as for plain HTTP: the protocol's head deadline runs from
+//! the accept, and the protocol gets no byte before the handshake is done,
+//! so a client that stalls its handshake is closed like a slow header.
+//! rustls buffers at most `BUFFERED` bytes of output per connection (what
+//! the protocol offers beyond that waits in the protocol, bounded there),
+//! and at most 16 KiB of plaintext read ahead.
+//!
+//! A plain-HTTP request on the TLS port (a first byte that is an ASCII
+//! letter, where a TLS client sends a handshake record, 0x16) is answered
+//! with a 400 that says to use https, then closed, as nginx does. Other
+//! bytes that are no TLS are closed on (after an alert, where rustls sends
+//! one). A failed handshake is one line in the log (level info: a scanner
+//! can make many) and counted in `plantstore_tls_handshake_failures_total`.
+
+use std::io::{self, Read as _, Write as _};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use mio::net::TcpStream;
+use rustls::{ServerConfig, ServerConnection};
+
+/// Bytes of encrypted output rustls may hold for one connection.
+const BUFFERED: usize = 64 * 1024;
+
+/// The first byte of a TLS handshake record.
+const HANDSHAKE: u8 = 0x16;
+
+/// What a read from a TLS connection gave.
+pub(crate) enum Read {
+    /// Plaintext, this many bytes, in the buffer.
+    Bytes(usize),
+    /// Nothing now: wait for the socket.
+    Blocked,
+    /// The client closed (cleanly or not).
+    Closed,
+    /// The client speaks plain HTTP: answer it `PLAIN_HTTP`, then close.
+    PlainHttp,
+    /// The connection failed (the handshake, a bad record, the socket).
+    Failed,
+}
+
+/// The answer to plain HTTP on the TLS port.
+pub(crate) const PLAIN_HTTP: &[u8] = b"HTTP/1.1 400 Bad Request\r\n\
+Content-Type: text/plain; charset=utf-8\r\n\
+Content-Length: 50\r\n\
+Connection: close\r\n\
+\r\n\
+This port speaks HTTPS: use an https:// address.\r\n";
+
+/// One connection's TLS state.
+pub(crate) struct Tls {
+    conn: ServerConnection,
+    /// No byte read yet: the first says whether the client speaks TLS.
+    fresh: bool,
+}
+
+impl Tls {
+    pub(crate) fn new(config: Arc<ServerConfig>) -> Option<Tls> {
+        let mut conn = ServerConnection::new(config).ok()?;
+        conn.set_buffer_limit(Some(BUFFERED));
+        Some(Tls { conn, fresh: true })
+    }
+
+    /// Reads plaintext into `buf`: what rustls holds, else what the socket
+    /// has, decrypted (answering the handshake on the way).
+    pub(crate) fn read(
+        &mut self,
+        socket: &mut TcpStream,
+        buf: &mut [u8],
+        peer: &dyn std::fmt::Display,
+        failures: &AtomicU64,
+    ) -> Read {
+        let failed = |why: &str| {
+            failures.fetch_add(1, Ordering::Relaxed);
+            log::info!(target: "plantstore::tls", "TLS handshake with {peer} failed: {why}");
+            Read::Failed
+        };
+        loop {
+            match self.conn.reader().read(buf) {
+                Ok(0) => return Read::Closed,
+                Ok(n) => return Read::Bytes(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // A TCP close without close_notify: what most HTTP clients do.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Read::Closed,
+                Err(_) => return Read::Failed,
+            }
+            if self.fresh {
+                let mut first = [0u8; 1];
+                match socket.peek(&mut first) {
+                    Ok(0) => return Read::Closed,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return blocked_or_failed(&e),
+                }
+                self.fresh = false;
+                if first[0] != HANDSHAKE {
+                    if first[0].is_ascii_alphabetic() {
+                        return Read::PlainHttp;
+                    }
+                    return failed("not a TLS handshake");
+                }
+            }
+            match self.conn.read_tls(socket) {
+                Ok(0) => {
+                    // The socket ended: rustls says how (clean or not).
+                    return match self.conn.process_new_packets() {
+                        Ok(_) if self.conn.is_handshaking() => {
+                            failed("closed during the handshake")
+                        }
+                        Ok(_) => match self.conn.reader().read(buf) {
+                            Ok(n) if n > 0 => Read::Bytes(n),
+                            _ => Read::Closed,
+                        },
+                        Err(e) => failed(&e.to_string()),
+                    };
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return blocked_or_failed(&e),
+            }
+            if let Err(e) = self.conn.process_new_packets() {
+                // Sends the alert rustls queued, if the socket takes it.
+                let _ = self.flush(socket);
+                let handshaking = self.conn.is_handshaking();
+                return if handshaking {
+                    failed(&e.to_string())
+                } else {
+                    Read::Failed
+                };
+            }
+            // Handshake messages to send back, as far as the socket takes
+            // them now (the rest when it is writable).
+            if let Err(e) = self.flush(socket)
+                && e.kind() != io::ErrorKind::WouldBlock
+            {
+                return Read::Failed;
+            }
+        }
+    }
+
+    /// Takes as much of `out` as rustls may buffer, encrypted, and writes
+    /// what it holds to the socket. `Ok(0)` with `out` not empty: full
+    /// until the socket drains. Before the handshake is done, nothing is
+    /// taken (the protocol's output waits in the protocol).
+    pub(crate) fn write(&mut self, socket: &mut TcpStream, out: &[u8]) -> io::Result<usize> {
+        self.flush(socket)?;
+        if self.conn.is_handshaking() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let taken = self.conn.writer().write(out)?;
+        match self.flush(socket) {
+            Err(e) if e.kind() != io::ErrorKind::WouldBlock => Err(e),
+            _ if taken == 0 => Err(io::ErrorKind::WouldBlock.into()),
+            _ => Ok(taken),
+        }
+    }
+
+    /// Writes what rustls holds (handshake messages, alerts, encrypted
+    /// output) until it holds nothing or the socket would block.
+    pub(crate) fn flush(&mut self, socket: &mut TcpStream) -> io::Result<()> {
+        while self.conn.wants_write() {
+            match self.conn.write_tls(socket) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether encrypted output waits for the socket.
+    pub(crate) fn has_output(&self) -> bool {
+        self.conn.wants_write()
+    }
+
+    /// Queues a close_notify (sent by the next `flush`).
+    pub(crate) fn close(&mut self) {
+        self.conn.send_close_notify();
+    }
+}
+
+fn blocked_or_failed(e: &io::Error) -> Read {
+    match e.kind() {
+        io::ErrorKind::WouldBlock => Read::Blocked,
+        _ => Read::Failed,
+    }
+}
+
+/// The certificate served to new connections; a reload replaces it (a
+/// connection keeps the one it started with).
+pub struct Https {
+    config: std::sync::Mutex<Arc<ServerConfig>>,
+}
+
+impl Https {
+    pub fn new(config: Arc<ServerConfig>) -> Https {
+        Https {
+            config: std::sync::Mutex::new(config),
+        }
+    }
+
+    /// Serves `config` to connections accepted from now on.
+    pub fn replace(&self, config: Arc<ServerConfig>) {
+        *crate::lock::lock(&self.config) = config;
+    }
+
+    pub(crate) fn current(&self) -> Arc<ServerConfig> {
+        Arc::clone(&crate::lock::lock(&self.config))
+    }
+}

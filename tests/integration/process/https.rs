@@ -1,0 +1,502 @@
+//! HTTPS (`--tls-cert`, `--tls-key`): the built binary with certificates
+//! made here by `openssl` from a test CA, spoken to by real TLS clients
+//! (curl and Python's `ssl`), TLS 1.2 and 1.3; what a plain-HTTP client,
+//! garbage bytes and a stalled handshake get; a certificate swapped by
+//! SIGHUP; files that cannot be served.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use crate::process::binary::{Running, run_to_exit};
+use crate::process::reload::logged;
+use crate::support::{PATIENCE, TempDir};
+
+const TOKEN: &str = "tls-test-token";
+
+/// A test CA and a certificate it signed for `localhost` and 127.0.0.1.
+struct Certs {
+    dir: TempDir,
+    ca: PathBuf,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("openssl runs");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `openssl req` arguments that make a new key of `kind`.
+fn new_key(kind: &str) -> Vec<&str> {
+    match kind {
+        "rsa" => vec!["-newkey", "rsa:2048"],
+        "ec" => vec!["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"],
+        "ed25519" => vec!["-newkey", "ed25519"],
+        _ => unreachable!("{kind}"),
+    }
+}
+
+impl Certs {
+    /// A CA, and a `kind` key (rsa, ec, ed25519) with a certificate from it.
+    fn new(name: &str, kind: &str) -> Certs {
+        let dir = TempDir::new(name);
+        let d = &dir.0;
+        let mut ca = vec!["req", "-x509", "-nodes", "-days", "2"];
+        ca.extend(new_key("ec"));
+        ca.extend([
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-subj",
+            "/CN=plantstore test CA",
+        ]);
+        openssl(d, &ca);
+        std::fs::write(
+            d.join("ext"),
+            "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+        )
+        .unwrap();
+        let certs = Certs {
+            ca: d.join("ca.pem"),
+            cert: d.join("cert.pem"),
+            key: d.join("key.pem"),
+            dir,
+        };
+        certs.issue(kind, "cert.pem", "key.pem", 1);
+        certs
+    }
+
+    /// Issues a new `kind` certificate with serial `serial` into `cert`,
+    /// its key into `key`.
+    fn issue(&self, kind: &str, cert: &str, key: &str, serial: u32) {
+        let d = &self.dir.0;
+        let mut req = vec!["req", "-nodes"];
+        req.extend(new_key(kind));
+        req.extend([
+            "-keyout",
+            key,
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=localhost",
+        ]);
+        openssl(d, &req);
+        let serial = serial.to_string();
+        openssl(
+            d,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                "server.csr",
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-set_serial",
+                &serial,
+                "-days",
+                "2",
+                "-extfile",
+                "ext",
+                "-out",
+                cert,
+            ],
+        );
+    }
+
+    fn args(&self) -> Vec<String> {
+        vec![
+            "--tls-cert".into(),
+            self.cert.display().to_string(),
+            "--tls-key".into(),
+            self.key.display().to_string(),
+        ]
+    }
+
+    fn start(&self, extra: &[&str]) -> Running {
+        let mut args = self.args();
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let server = Running::start(&args, Some(TOKEN));
+        assert!(
+            server
+                .log()
+                .iter()
+                .any(|l| l.contains("listening on https://")),
+            "{:?}",
+            server.log()
+        );
+        server
+    }
+}
+
+/// curl at `https://localhost:PORT{path}`, trusting the test CA, with
+/// `extra` arguments: (exit code, status, body).
+fn curl<S: AsRef<std::ffi::OsStr>>(
+    certs: &Certs,
+    addr: SocketAddr,
+    path: &str,
+    extra: &[S],
+) -> (i32, String, String) {
+    let url = format!("https://localhost:{}{path}", addr.port());
+    let resolve = format!("localhost:{}:127.0.0.1", addr.port());
+    let ca = certs.ca.display().to_string();
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "--max-time",
+            "10",
+            "--resolve",
+            &resolve,
+            "--cacert",
+            &ca,
+        ])
+        .args(["-H", &format!("Authorization: Bearer {TOKEN}")])
+        .args(["-w", "\n%{http_code}"])
+        .args(extra)
+        .arg(&url)
+        .output()
+        .expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, status) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (
+        out.status.code().unwrap_or(-1),
+        status.to_string(),
+        body.to_string(),
+    )
+}
+
+#[test]
+fn curl_makes_every_api_call_over_tls_1_2_and_1_3() {
+    let certs = Certs::new("tls-curl", "ec");
+    let server = certs.start(&[]);
+    let addr = server.addr;
+    for (version, id) in [("1.2", 1), ("1.3", 2)] {
+        let pin = [
+            format!("--tlsv{version}"),
+            "--tls-max".into(),
+            version.into(),
+        ];
+        let pin: Vec<&str> = pin.iter().map(String::as_str).collect();
+        let with = |more: &[&str]| -> Vec<String> {
+            pin.iter().chain(more).map(|a| a.to_string()).collect()
+        };
+        let json = "Content-Type: application/json";
+        let body = format!(r#"{{"id":{id},"name":"fern over {version}"}}"#);
+        let made = curl(&certs, addr, "/plants", &with(&["-H", json, "-d", &body]));
+        assert_eq!(
+            (made.0, made.1.as_str()),
+            (0, "200"),
+            "create over {version}: {made:?}"
+        );
+        let path = format!("/plants/{id}");
+        let read = curl(&certs, addr, &path, &with(&[]));
+        assert_eq!(read.1, "200", "{read:?}");
+        assert!(read.2.contains(&format!("fern over {version}")), "{read:?}");
+        let put = format!(r#"{{"id":{id},"name":"palm","tag":"tls"}}"#);
+        let replaced = curl(
+            &certs,
+            addr,
+            &path,
+            &with(&["-X", "PUT", "-H", json, "-d", &put]),
+        );
+        assert_eq!(replaced.1, "200", "{replaced:?}");
+        let listed = curl(&certs, addr, "/plants?tag=tls", &with(&[]));
+        assert!(listed.2.contains("palm"), "{listed:?}");
+        let deleted = curl(&certs, addr, &path, &with(&["-X", "DELETE"]));
+        assert_eq!(deleted.1, "204", "{deleted:?}");
+        assert_eq!(curl(&certs, addr, &path, &with(&[])).1, "404");
+        // The protocol negotiated is the one asked for, with ALPN http/1.1.
+        let verbose = Command::new("curl")
+            .args(["-sv", "-o", "/dev/null", "--cacert"])
+            .arg(&certs.ca)
+            .args(&pin)
+            .arg(format!("https://127.0.0.1:{}/healthz", addr.port()))
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&verbose.stderr);
+        assert!(said.contains(&format!("TLSv{version}")), "{said}");
+        assert!(said.contains("ALPN: server accepted http/1.1"), "{said}");
+    }
+}
+
+/// Python's `ssl` client: every API call over one kept-alive connection,
+/// with TLS pinned to `version`; prints the statuses.
+const PYTHON_CLIENT: &str = r#"
+import http.client, json, ssl, sys
+port, ca, token, version = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+context = ssl.create_default_context(cafile=ca)
+pinned = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}[version]
+context.minimum_version = context.maximum_version = pinned
+conn = http.client.HTTPSConnection("localhost", port, context=context, timeout=10)
+auth = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+out = []
+def call(method, path, body=None):
+    conn.request(method, path, body=None if body is None else json.dumps(body), headers=auth)
+    reply = conn.getresponse()
+    data = reply.read()
+    out.append(f"{method} {path} {reply.status}")
+    return data
+call("POST", "/plants", {"id": 7, "name": "ivy"})
+assert json.loads(call("GET", "/plants/7"))["name"] == "ivy"
+call("PUT", "/plants/7", {"id": 7, "name": "ivy", "tag": "python"})
+assert json.loads(call("GET", "/plants?tag=python"))[0]["id"] == 7
+call("DELETE", "/plants/7")
+call("GET", "/plants/7")
+out.append(conn.sock.version())
+print(" | ".join(out))
+"#;
+
+#[test]
+fn pythons_ssl_client_makes_every_api_call_over_tls_1_2_and_1_3() {
+    let certs = Certs::new("tls-python", "rsa");
+    let server = certs.start(&[]);
+    for (version, name) in [("1.2", "TLSv1.2"), ("1.3", "TLSv1.3")] {
+        let out = Command::new("python3")
+            .args(["-c", PYTHON_CLIENT, &server.addr.port().to_string()])
+            .arg(&certs.ca)
+            .args([TOKEN, version])
+            .output()
+            .expect("python3 runs");
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{said} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            said.trim(),
+            format!(
+                "POST /plants 200 | GET /plants/7 200 | PUT /plants/7 200 | \
+                 GET /plants?tag=python 200 | DELETE /plants/7 204 | GET /plants/7 404 | {name}"
+            )
+        );
+    }
+}
+
+#[test]
+fn rsa_ec_and_ed25519_keys_are_served() {
+    for kind in ["rsa", "ec", "ed25519"] {
+        let certs = Certs::new(&format!("tls-{kind}"), kind);
+        let server = certs.start(&[]);
+        let (code, status, _) = curl(&certs, server.addr, "/healthz", &[] as &[&str]);
+        assert_eq!((code, status.as_str()), (0, "200"), "{kind}");
+    }
+}
+
+#[test]
+fn untrusted_and_wrong_name_certificates_are_refused_by_the_client() {
+    let certs = Certs::new("tls-refused", "ec");
+    let server = certs.start(&[]);
+    let port = server.addr.port();
+    // No trust in the test CA: curl refuses the certificate (exit 60).
+    let out = Command::new("curl")
+        .args(["-sS", "-o", "/dev/null", "--max-time", "10"])
+        .arg(format!("https://127.0.0.1:{port}/healthz"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(60), "{out:?}");
+    // A name the certificate does not hold (whatever the SNI, the one
+    // certificate is served): refused by the client, exit 60.
+    let resolve = format!("wrong.example:{port}:127.0.0.1");
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            "--max-time",
+            "10",
+            "--resolve",
+            &resolve,
+        ])
+        .arg("--cacert")
+        .arg(&certs.ca)
+        .arg(format!("https://wrong.example:{port}/healthz"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(60), "{out:?}");
+    // The server counts the refused handshake and logs it once.
+    assert!(
+        logged(&server, "TLS handshake with 127.0.0.1"),
+        "{:?}",
+        server.log()
+    );
+    let (_, _, metrics) = curl(&certs, server.addr, "/metrics", &[] as &[&str]);
+    let failures = metric(&metrics, "plantstore_tls_handshake_failures_total");
+    assert!(failures >= 1, "{metrics}");
+}
+
+fn metric(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("{name} in {text}"))
+}
+
+/// Reads what the server sends until it closes (or resets) the
+/// connection; panics after `within`.
+fn until_closed(stream: &mut TcpStream, within: Duration) -> Vec<u8> {
+    stream.set_read_timeout(Some(within)).unwrap();
+    let started = Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return got,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return got,
+            Err(e) => panic!("not closed after {:?}: {e}", started.elapsed()),
+        }
+    }
+}
+
+#[test]
+fn plain_http_on_the_tls_port_is_told_to_use_https_and_garbage_is_closed() {
+    let certs = Certs::new("tls-plain", "ec");
+    let server = certs.start(&[]);
+    let mut plain = TcpStream::connect(server.addr).unwrap();
+    plain
+        .write_all(b"GET /plants HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let answer = String::from_utf8(until_closed(&mut plain, PATIENCE)).unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+        "{answer}"
+    );
+    assert!(answer.contains("Connection: close"), "{answer}");
+    assert!(answer.ends_with("use an https:// address.\r\n"), "{answer}");
+
+    // Bytes that are neither TLS nor HTTP: closed, nothing but an alert.
+    for garbage in [
+        &[0x01u8, 0x02, 0x03, 0xff, 0x00][..],
+        &[0x16, 0x03, 0x01, 0x00, 0x05, 1, 2, 3, 4, 5],
+    ] {
+        let mut stream = TcpStream::connect(server.addr).unwrap();
+        stream.write_all(garbage).unwrap();
+        let got = until_closed(&mut stream, PATIENCE);
+        assert!(
+            got.len() < 64 && got.first().is_none_or(|&b| b == 0x15),
+            "{got:?}"
+        );
+    }
+    // The server still serves.
+    assert_eq!(
+        curl(&certs, server.addr, "/healthz", &[] as &[&str]).1,
+        "200"
+    );
+}
+
+#[test]
+fn a_stalled_handshake_is_closed_by_the_head_deadline() {
+    let certs = Certs::new("tls-stall", "ec");
+    let server = certs.start(&["--head-timeout", "1"]);
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    // The start of a ClientHello record, and then nothing.
+    stream
+        .write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01])
+        .unwrap();
+    let started = Instant::now();
+    until_closed(&mut stream, PATIENCE);
+    // Goal: 1 s (the deadline) plus a sweep; bound: several times that.
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "closed after {took:?}");
+    assert!(took >= Duration::from_millis(900), "closed after {took:?}");
+}
+
+#[test]
+fn sighup_serves_a_renewed_certificate_to_new_connections() {
+    let certs = Certs::new("tls-renew", "ec");
+    let server = certs.start(&[]);
+    let serial = |server: &Running| served_serial(&certs, server.addr);
+    assert_eq!(serial(&server), "01");
+    // Renewed in place (as certbot does), then a reload.
+    certs.issue("ec", "cert.pem", "key.pem", 2);
+    server.signal("HUP");
+    assert!(
+        logged(&server, "new connections get this certificate"),
+        "{:?}",
+        server.log()
+    );
+    assert_eq!(serial(&server), "02");
+    // A broken key keeps the certificate in use.
+    std::fs::write(&certs.key, "not a key\n").unwrap();
+    server.signal("HUP");
+    assert!(logged(&server, "reload refused"), "{:?}", server.log());
+    assert_eq!(serial(&server), "02");
+    assert_eq!(
+        curl(&certs, server.addr, "/healthz", &[] as &[&str]).1,
+        "200"
+    );
+}
+
+/// The serial number of the certificate a new connection is served, as
+/// openssl prints it.
+fn served_serial(certs: &Certs, addr: SocketAddr) -> String {
+    let out: Output = Command::new("python3")
+        .args([
+            "-c",
+            "import ssl, sys; print(ssl.get_server_certificate(('localhost', int(sys.argv[1])), ca_certs=sys.argv[2]))",
+            &addr.port().to_string(),
+        ])
+        .arg(&certs.ca)
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success(), "{out:?}");
+    let pem = certs.dir.join("served.pem");
+    std::fs::write(&pem, &out.stdout).unwrap();
+    let out = Command::new("openssl")
+        .args(["x509", "-noout", "-serial", "-in"])
+        .arg(&pem)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim().trim_start_matches("serial=").to_string()
+}
+
+#[test]
+fn certificate_files_that_cannot_be_served_stop_the_start() {
+    let certs = Certs::new("tls-bad", "ec");
+    let other = Certs::new("tls-other", "ec");
+    let cert = certs.cert.display().to_string();
+    let key = certs.key.display().to_string();
+    let other_key = other.key.display().to_string();
+    let empty = certs.dir.join("empty.pem");
+    std::fs::write(&empty, "").unwrap();
+    let empty = empty.display().to_string();
+    let dir = certs.dir.0.display().to_string();
+    let cases: [(&[&str], &str); 6] = [
+        (&["--tls-cert", &cert], "--tls-cert needs --tls-key"),
+        (&["--tls-key", &key], "--tls-key needs --tls-cert"),
+        (
+            &["--tls-cert", &cert, "--tls-key", &other_key],
+            "cannot serve this certificate and key",
+        ),
+        (
+            &["--tls-cert", &empty, "--tls-key", &key],
+            "holds no PEM certificate",
+        ),
+        (
+            &["--tls-cert", &cert, "--tls-key", &cert],
+            "holds no PEM private key",
+        ),
+        (&["--tls-cert", &dir, "--tls-key", &key], "directory"),
+    ];
+    for (args, want) in cases {
+        let (code, stderr) = run_to_exit(args, Some(TOKEN), PATIENCE);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert!(!stderr.contains("PRIVATE KEY"), "{stderr}");
+    }
+}
