@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds plantstore for ARM and drives real requests against each binary
-# under qemu-user: create (200), duplicate (409), bad token (401), bad body
-# (400), list (200, holding the plant). Prints each binary's stripped size.
+# under qemu-user, over HTTP and then over HTTPS (a certificate made here
+# by openssl, trusted by the client): create (200), duplicate (409), bad
+# token (401), bad body (400), list (200, holding the plant). Prints each
+# binary's stripped size.
 #
 #   scripts/cross-smoke.sh [TARGET...]
 #
@@ -47,26 +49,35 @@ free_port() {
 
 PID=
 LOG=$(mktemp)
+CERTS=$(mktemp -d)
 cleanup() {
   [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-  rm -f "$LOG"
+  rm -rf "$LOG" "$CERTS"
 }
 trap cleanup EXIT
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+  -keyout "$CERTS/key.pem" -out "$CERTS/cert.pem" -subj /CN=localhost \
+  -addext subjectAltName=DNS:localhost 2>/dev/null
 
 declare -A SIZES
 for target in "${TARGETS[@]}"; do
   bin=target/$target/release/plantstore
   SIZES[$target]=$(stat -c %s "$bin")
 
-  echo "== $target: smoke test under $(runner "$target" | cut -d' ' -f1)" >&2
+  for scheme in http https; do
+  echo "== $target: smoke test over $scheme under $(runner "$target" | cut -d' ' -f1)" >&2
   port=$(free_port)
+  tls=()
+  [ $scheme = http ] || tls=(--tls-cert "$CERTS/cert.pem" --tls-key "$CERTS/key.pem")
   # shellcheck disable=SC2046
-  PLANTSTORE_TOKEN=smoke $(runner "$target") "$bin" --addr "127.0.0.1:$port" 2>"$LOG" &
+  PLANTSTORE_TOKEN=smoke $(runner "$target") "$bin" --addr "127.0.0.1:$port" ${tls[@]+"${tls[@]}"} 2>"$LOG" &
   PID=$!
-  python3 - "$port" <<'PY' || { cat "$LOG" >&2; exit 1; }
-import json, sys, time, urllib.error, urllib.request
+  python3 - "$port" "$scheme" "$CERTS/cert.pem" <<'PY' || { cat "$LOG" >&2; exit 1; }
+import json, ssl, sys, time, urllib.error, urllib.request
 
-base = f"http://127.0.0.1:{sys.argv[1]}"
+scheme = sys.argv[2]
+base = f"{scheme}://localhost:{sys.argv[1]}"
+context = ssl.create_default_context(cafile=sys.argv[3]) if scheme == "https" else None
 
 def call(method, path, body=None, token="smoke"):
     req = urllib.request.Request(base + path, method=method,
@@ -75,14 +86,14 @@ def call(method, path, body=None, token="smoke"):
     if body is not None:
         req.add_header("Content-Type", "application/json")
     try:
-        with urllib.request.urlopen(req, timeout=10) as r:
+        with urllib.request.urlopen(req, timeout=10, context=context) as r:
             return r.status, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()
 
 for _ in range(300):  # up to 30 s for qemu to start the binary
     try:
-        urllib.request.urlopen(base + "/healthz", timeout=1)
+        urllib.request.urlopen(base + "/healthz", timeout=1, context=context)
         break
     except OSError:
         time.sleep(0.1)
@@ -107,6 +118,7 @@ sys.exit(1 if failed else 0)
 PY
   kill "$PID" && wait "$PID" 2>/dev/null || true
   PID=
+  done
 done
 
 echo "| target | stripped binary bytes | KiB |"
