@@ -109,3 +109,68 @@ fn config(
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
+
+/// Where the system's CA certificates are, by distribution; the first
+/// that exists is read (`SSL_CERT_FILE`, when set, instead).
+const SYSTEM_ROOTS: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt", // Debian, Raspberry Pi OS, Ubuntu, Alpine
+    "/etc/pki/tls/certs/ca-bundle.crt",   // Fedora, RHEL
+    "/etc/ssl/ca-bundle.pem",             // openSUSE
+    "/etc/ssl/cert.pem",                  // Alpine, others
+];
+
+/// The client side, for https webhooks: server certificates verified
+/// (chain and host name) against the system's CA certificates and those
+/// in `extra` (`--webhook-ca`, a private CA). With none at all, every
+/// delivery fails verification: the warning returned says so. There is no
+/// way to turn verification off.
+pub fn client_config(
+    extra: Option<&Path>,
+) -> Result<(Arc<rustls::ClientConfig>, Option<String>), TlsError> {
+    let mut roots = rustls::RootCertStore::empty();
+    let system = std::env::var_os("SSL_CERT_FILE")
+        .map(PathBuf::from)
+        .or_else(|| SYSTEM_ROOTS.iter().map(PathBuf::from).find(|p| p.is_file()));
+    let mut warning = None;
+    if let Some(bundle) = &system {
+        let text = crate::os::read_text(bundle).map_err(|e| in_file(bundle, e.to_string()))?;
+        // A certificate the bundle holds that does not parse is left out,
+        // as other TLS clients do.
+        let certs = CertificateDer::pem_slice_iter(text.as_bytes()).filter_map(Result::ok);
+        roots.add_parsable_certificates(certs);
+    }
+    if let Some(ca) = extra {
+        let text = crate::os::read_text(ca).map_err(|e| in_file(ca, e.to_string()))?;
+        let certs = CertificateDer::pem_slice_iter(text.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| in_file(ca, format!("not PEM certificates: {e}")))?;
+        if certs.is_empty() {
+            return Err(in_file(
+                ca,
+                "holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+            ));
+        }
+        for cert in certs {
+            roots.add(cert).map_err(|e| {
+                in_file(ca, format!("holds a certificate that cannot be used: {e}"))
+            })?;
+        }
+    }
+    if roots.is_empty() {
+        warning = Some(format!(
+            "no CA certificates found ({}, or SSL_CERT_FILE): https webhooks will fail \
+             verification; give --webhook-ca or install ca-certificates",
+            SYSTEM_ROOTS[0]
+        ));
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|e| TlsError {
+            file: None,
+            why: e.to_string(),
+        })?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok((Arc::new(config), warning))
+}

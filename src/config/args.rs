@@ -117,6 +117,10 @@ pub struct Args {
     #[cfg(feature = "tls")]
     #[argh(option)]
     pub tls_key: Option<PathBuf>,
+    /// CA certificates (PEM) trusted for https webhooks besides the system's (a private CA)
+    #[cfg(feature = "tls")]
+    #[argh(option)]
+    pub webhook_ca: Option<PathBuf>,
 }
 
 /// How a flag takes its value, on the command line and from its
@@ -179,6 +183,8 @@ pub const FLAGS: &[(&str, FlagKind)] = &[
     ("tls-cert", FlagKind::Option),
     #[cfg(feature = "tls")]
     ("tls-key", FlagKind::Option),
+    #[cfg(feature = "tls")]
+    ("webhook-ca", FlagKind::Option),
 ];
 
 /// Flags that exclude each other: the command line giving one of them

@@ -66,6 +66,9 @@ pub enum ConfigError {
     /// The certificate or key cannot be served.
     #[cfg(feature = "tls")]
     Tls(crate::tls::TlsError),
+    /// The CA certificates for https webhooks cannot be read.
+    #[cfg(feature = "tls")]
+    WebhookTls(crate::tls::TlsError),
     /// `--database` with `--database-file`.
     #[cfg(feature = "postgres")]
     TwoDatabaseSources,
@@ -126,6 +129,8 @@ impl fmt::Display for ConfigError {
             ConfigError::NeedsBoth(flag, missing) => write!(f, "{flag} needs {missing} too"),
             #[cfg(feature = "tls")]
             ConfigError::Tls(e) => write!(f, "cannot serve HTTPS: {e}"),
+            #[cfg(feature = "tls")]
+            ConfigError::WebhookTls(e) => write!(f, "https webhooks: {e}"),
             #[cfg(feature = "postgres")]
             ConfigError::TwoDatabaseSources => {
                 f.write_str("give --database or --database-file, not both")

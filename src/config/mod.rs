@@ -146,17 +146,22 @@ impl Config {
         let token_file = args.token_file.clone();
         let webhook_secret_file = args.webhook_secret_file.clone();
         let tokens = tokens(args.token_file, args.token, env_token)?;
+        #[cfg_attr(not(feature = "tls"), allow(unused_mut))]
+        let mut warnings = tokens.warnings;
         #[cfg(feature = "postgres")]
-        let warnings = tokens
-            .warnings
-            .into_iter()
-            .chain(database_warning)
-            .collect();
-        #[cfg(not(feature = "postgres"))]
-        let warnings = tokens.warnings;
+        warnings.extend(database_warning);
         let data = durability(args.data, args.sync, args.compact_min)?;
         positive(args.webhook_queue as u64, "--webhook-queue")?;
-        let webhook = webhook_config(args.webhook, args.webhook_secret_file, args.webhook_queue)?;
+        #[cfg_attr(not(feature = "tls"), allow(unused_mut))]
+        let mut webhook =
+            webhook_config(args.webhook, args.webhook_secret_file, args.webhook_queue)?;
+        #[cfg(feature = "tls")]
+        if webhook.targets.iter().any(Target::is_https) || args.webhook_ca.is_some() {
+            let (client, warning) = crate::tls::client_config(args.webhook_ca.as_deref())
+                .map_err(ConfigError::WebhookTls)?;
+            webhook.tls = Some(client);
+            warnings.extend(warning);
+        }
         let cors = Cors::parse(&args.cors_origin)
             .map_err(|(origin, why)| ConfigError::CorsOrigin(origin, why))?;
         #[cfg(feature = "tls")]

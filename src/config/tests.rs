@@ -141,7 +141,7 @@ fn bad_values_are_errors() {
     assert!(matches!(both, Err(ConfigError::TwoTokenSources)));
     let sync = Config::from_args(args(&["--data", "f", "--sync", "maybe"]), None);
     assert!(matches!(sync, Err(ConfigError::Sync(_))));
-    let hook = Config::from_args(args(&["--webhook", "https://x/"]), Some("t".into()));
+    let hook = Config::from_args(args(&["--webhook", "ftp://x/"]), Some("t".into()));
     assert!(matches!(hook, Err(ConfigError::Webhook(..))));
     let alone = Config::from_args(args(&["--sync", "never"]), None);
     assert!(matches!(alone, Err(ConfigError::NeedsData("--sync"))));

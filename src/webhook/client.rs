@@ -1,21 +1,23 @@
-//! One delivery attempt: a blocking HTTP/1.1 POST over a fresh connection,
+//! One delivery attempt: a blocking HTTP/1.1 POST over a fresh connection
+//! (TLS for an `https://` target, the certificate and host name verified),
 //! its response status read with `httparse`, all within one deadline.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use super::Target;
+use super::{Target, WebhookConfig};
 
 /// Largest response head read; the body is never read.
 const MAX_HEAD: usize = 16 * 1024;
 
 /// POSTs `body` with `headers` (name, value) to `target`; the response
-/// status, or why there is none. Everything (connect, write, read) must fit
-/// in `timeout`. Name resolution uses the system resolver and is not
-/// bounded by it.
+/// status, or why there is none. Everything (connect, the TLS handshake,
+/// write, read) must fit in `timeout`. Name resolution uses the system
+/// resolver and is not bounded by it.
 pub(super) fn post(
     target: &Target,
+    #[cfg_attr(not(feature = "tls"), allow(unused_variables))] config: &WebhookConfig,
     headers: &[(&str, &str)],
     body: &[u8],
     timeout: Duration,
@@ -38,7 +40,26 @@ pub(super) fn post(
             Err(e) => last_error = e,
         }
     }
-    let mut stream = stream.ok_or(last_error)?;
+    let stream = stream.ok_or(last_error)?;
+    let request = request(target, headers, body);
+    #[cfg(feature = "tls")]
+    if target.https {
+        let tls = config
+            .tls
+            .clone()
+            .ok_or_else(|| io::Error::other("no TLS client configuration"))?;
+        let name = rustls::pki_types::ServerName::try_from(target.host.clone())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "not a TLS server name"))?;
+        let conn = rustls::ClientConnection::new(tls, name).map_err(io::Error::other)?;
+        let mut tls = rustls::StreamOwned::new(conn, stream);
+        return exchange(&mut tls, &request, &left, |s, d| timeouts(&s.sock, d));
+    }
+    let mut stream = stream;
+    exchange(&mut stream, &request, &left, timeouts)
+}
+
+/// The request's bytes: head and body.
+fn request(target: &Target, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
     let mut request = format!(
         "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nConnection: close\r\n",
@@ -55,8 +76,25 @@ pub(super) fn post(
     request.push_str("\r\n");
     let mut bytes = request.into_bytes();
     bytes.extend_from_slice(body);
-    stream.set_write_timeout(Some(left()?))?;
-    stream.write_all(&bytes)?;
+    bytes
+}
+
+fn timeouts(socket: &TcpStream, left: Duration) -> io::Result<()> {
+    socket.set_write_timeout(Some(left))?;
+    socket.set_read_timeout(Some(left))
+}
+
+/// Sends `request` on `stream` and reads the response's status, each step
+/// within what `left` says remains (set on the socket by `limit`).
+fn exchange<S: Read + Write>(
+    stream: &mut S,
+    request: &[u8],
+    left: &dyn Fn() -> io::Result<Duration>,
+    limit: impl Fn(&S, Duration) -> io::Result<()>,
+) -> io::Result<u16> {
+    limit(stream, left()?)?;
+    stream.write_all(request)?;
+    stream.flush()?;
 
     let mut head = Vec::with_capacity(512);
     let mut chunk = [0u8; 1024];
@@ -82,7 +120,7 @@ pub(super) fn post(
             }
             Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
         }
-        stream.set_read_timeout(Some(left()?))?;
+        limit(stream, left()?)?;
         let n = stream.read(&mut chunk)?;
         if n == 0 {
             return Err(io::Error::new(

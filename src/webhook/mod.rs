@@ -41,7 +41,8 @@ use hmac::{Hmac, Mac};
 use log::{info, warn};
 use sha2::Sha256;
 
-/// A subscriber URL: `http://host[:port][/path]`.
+/// A subscriber URL: `http://host[:port][/path]`, or `https://` (the HTTPS
+/// build only).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
     /// The URL as given.
@@ -52,14 +53,25 @@ pub struct Target {
     authority: String,
     /// Path and query, starting with `/`.
     path: String,
+    /// `https://`: deliveries over TLS, the certificate verified.
+    https: bool,
 }
 
 impl Target {
-    /// Parses an `http://` URL; the error says what is wrong.
+    /// Whether deliveries go over TLS (`https://`).
+    pub fn is_https(&self) -> bool {
+        self.https
+    }
+
+    /// Parses an `http://` (or `https://`) URL; the error says what is
+    /// wrong.
     pub fn parse(url: &str) -> Result<Target, String> {
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or("must start with http:// (https is not supported)")?;
+        let (rest, https) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+            (Some(rest), _) => (rest, false),
+            (_, Some(rest)) if cfg!(feature = "tls") => (rest, true),
+            (_, Some(_)) => return Err("is https, which this plain build cannot send".into()),
+            _ => return Err("must start with http:// or https://".into()),
+        };
         let (authority, path) = match rest.find(['/', '?']) {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, "/"),
@@ -75,7 +87,7 @@ impl Target {
                 let port = port.parse::<u16>().ok().filter(|p| *p > 0);
                 (host, port.ok_or("has a port that is not 1 to 65535")?)
             }
-            _ => (authority, 80),
+            _ => (authority, if https { 443 } else { 80 }),
         };
         let host = host
             .strip_prefix('[')
@@ -91,6 +103,7 @@ impl Target {
             port,
             authority: authority.to_string(),
             path: path.to_string(),
+            https,
         })
     }
 }
@@ -110,6 +123,10 @@ pub struct WebhookConfig {
     pub backoff: Duration,
     /// Attempts per event and URL.
     pub attempts: u32,
+    /// How https targets are verified (`--webhook-ca` and the system's CA
+    /// certificates); `None` when no target is https.
+    #[cfg(feature = "tls")]
+    pub tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl WebhookConfig {
@@ -122,6 +139,8 @@ impl WebhookConfig {
             timeout: Duration::from_secs(5),
             backoff: Duration::from_secs(1),
             attempts: 5,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -417,7 +436,7 @@ fn deliver(endpoint: &Endpoint, config: &WebhookConfig, counters: &Counters, sec
                 .min(until.saturating_duration_since(Instant::now())),
             None => config.timeout,
         };
-        let outcome = client::post(&endpoint.target, &headers, &event.body, timeout);
+        let outcome = client::post(&endpoint.target, config, &headers, &event.body, timeout);
         let url = &endpoint.target.url;
         let why = match outcome {
             Ok(status) if (200..300).contains(&status) => {
@@ -491,8 +510,21 @@ mod tests {
         assert_eq!((t.port, t.path.as_str()), (80, "/"));
         let t = Target::parse("http://[::1]:8081/x").unwrap();
         assert_eq!((t.host.as_str(), t.port), ("::1", 8081));
+        // https: port 443 unless given; only in the HTTPS build.
+        let https = Target::parse("https://hooks.example/new");
+        if cfg!(feature = "tls") {
+            let t = https.unwrap();
+            assert_eq!(
+                (t.host.as_str(), t.port, t.https),
+                ("hooks.example", 443, true)
+            );
+            assert!(!Target::parse("http://a/").unwrap().https);
+        } else {
+            assert!(https.unwrap_err().contains("plain build"));
+        }
         for bad in [
-            "https://example.com/",
+            "https://",
+            "https://user@host/",
             "ftp://x",
             "http://",
             "http://host:0/",

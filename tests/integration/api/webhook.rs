@@ -395,7 +395,7 @@ fn shutdown_gives_pending_deliveries_a_grace_period_then_drops_them(kind: Kind) 
 #[test]
 fn a_malformed_webhook_url_is_a_start_up_error() {
     for url in [
-        "https://example.com/hook",
+        "https://user@example.com/hook",
         "http://host:99999/",
         "not a url",
     ] {
