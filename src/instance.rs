@@ -135,13 +135,14 @@ impl Reloader {
         #[cfg(feature = "tls")]
         if let Some((files, https)) = &self.tls {
             match crate::tls::load(files) {
-                Ok(config) => {
-                    https.replace(config);
+                Ok(served) => {
+                    https.replace(served.config, served.validity.map(|v| v.not_after));
                     info!(
                         target: "plantstore",
                         "reloaded {}: new connections get this certificate",
                         files.cert.display()
                     );
+                    validity_warning(served.validity);
                 }
                 Err(e) => log::error!(
                     target: "plantstore",
@@ -157,6 +158,18 @@ impl Reloader {
                 self.app.token_count()
             );
         }
+    }
+}
+
+/// Warns when the served certificate is expired, not yet valid, or near
+/// its expiry.
+#[cfg(feature = "tls")]
+fn validity_warning(validity: Option<crate::tls::Validity>) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    if let Some(warning) = validity.and_then(|v| v.warning(now)) {
+        warn!(target: "plantstore", "{warning}");
     }
 }
 
@@ -256,10 +269,10 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
     let mut limits = config.limits.clone();
     limits.max_connections = connection_cap(limits.max_connections);
     #[cfg(feature = "tls")]
-    let https = config
-        .tls
-        .as_ref()
-        .map(|(_, served)| Arc::new(http::Https::new(Arc::clone(served))));
+    let https = config.tls.as_ref().map(|(_, served)| {
+        let expires = served.validity.map(|v| v.not_after);
+        Arc::new(http::Https::new(Arc::clone(&served.config), expires))
+    });
     #[cfg(feature = "tls")]
     let server = Server::bind_https(
         config.addr,
@@ -285,6 +298,10 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
     }
     for warning in &config.warnings {
         warn!(target: "plantstore", "{warning}");
+    }
+    #[cfg(feature = "tls")]
+    if let Some((_, served)) = &config.tls {
+        validity_warning(served.validity);
     }
     let addr = server.local_addr();
     if addr.ip().is_unspecified() {

@@ -135,6 +135,18 @@ impl Metrics {
             "TLS handshakes that failed (with HTTPS).",
             self.connections.failed_handshakes(),
         );
+        #[cfg(feature = "tls")]
+        if let Some(expires) = self.connections.certificate_expires() {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            out.single(
+                "plantstore_tls_certificate_expiry_seconds",
+                Kind::Gauge,
+                "Seconds until the served certificate expires (negative: expired).",
+                expires - now,
+            );
+        }
         // Uptime to the millisecond, formatted with integers.
         let uptime = self.started.elapsed();
         out.single(

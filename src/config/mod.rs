@@ -97,7 +97,7 @@ pub struct Config {
     /// HTTPS, with `--tls-cert` and `--tls-key`: the files (read again on
     /// SIGHUP) and what they made at start.
     #[cfg(feature = "tls")]
-    pub tls: Option<(crate::tls::TlsFiles, std::sync::Arc<rustls::ServerConfig>)>,
+    pub tls: Option<(crate::tls::TlsFiles, crate::tls::Served)>,
 }
 
 impl Config {
@@ -199,15 +199,15 @@ impl Config {
 fn tls(
     cert: Option<std::path::PathBuf>,
     key: Option<std::path::PathBuf>,
-) -> Result<Option<(crate::tls::TlsFiles, std::sync::Arc<rustls::ServerConfig>)>, ConfigError> {
+) -> Result<Option<(crate::tls::TlsFiles, crate::tls::Served)>, ConfigError> {
     let files = match (cert, key) {
         (None, None) => return Ok(None),
         (Some(cert), Some(key)) => crate::tls::TlsFiles { cert, key },
         (Some(_), None) => return Err(ConfigError::NeedsBoth("--tls-cert", "--tls-key")),
         (None, Some(_)) => return Err(ConfigError::NeedsBoth("--tls-key", "--tls-cert")),
     };
-    let config = crate::tls::load(&files).map_err(ConfigError::Tls)?;
-    Ok(Some((files, config)))
+    let served = crate::tls::load(&files).map_err(ConfigError::Tls)?;
+    Ok(Some((files, served)))
 }
 
 /// `--database` (or `--database-file`) and `--database-pool`, and that

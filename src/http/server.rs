@@ -35,6 +35,9 @@ const BACKLOG: i32 = 1024;
 pub struct Gauge {
     open: Arc<AtomicUsize>,
     failed_handshakes: Arc<AtomicU64>,
+    /// With HTTPS: the certificate served (for its expiry).
+    #[cfg(feature = "tls")]
+    https: Arc<std::sync::OnceLock<Arc<Https>>>,
 }
 
 impl Gauge {
@@ -51,6 +54,12 @@ impl Gauge {
     /// TLS handshakes that failed since start.
     pub fn failed_handshakes(&self) -> u64 {
         self.failed_handshakes.load(Ordering::Relaxed)
+    }
+
+    /// With HTTPS: when the certificate served expires (Unix seconds).
+    #[cfg(feature = "tls")]
+    pub fn certificate_expires(&self) -> Option<i64> {
+        self.https.get().and_then(|https| https.expires())
     }
 }
 
@@ -93,6 +102,9 @@ impl Server {
         gauge: &Gauge,
         https: Option<Arc<Https>>,
     ) -> io::Result<Server> {
+        if let Some(https) = &https {
+            let _ = gauge.https.set(Arc::clone(https));
+        }
         Server::bind_with(addr, limits, handler, gauge, https)
     }
 

@@ -21,7 +21,7 @@
 
 use std::io::{self, Read as _, Write as _};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use mio::net::TcpStream;
 use rustls::{ServerConfig, ServerConnection};
@@ -195,21 +195,40 @@ fn blocked_or_failed(e: &io::Error) -> Read {
 }
 
 /// The certificate served to new connections; a reload replaces it (a
-/// connection keeps the one it started with).
+/// connection keeps the one it started with). With it, when its
+/// certificate expires (Unix seconds; `i64::MIN`: not known), for
+/// `/metrics`.
 pub struct Https {
     config: std::sync::Mutex<Arc<ServerConfig>>,
+    expires: AtomicI64,
+}
+
+impl std::fmt::Debug for Https {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Https")
+            .field("expires", &self.expires())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Https {
-    pub fn new(config: Arc<ServerConfig>) -> Https {
+    pub fn new(config: Arc<ServerConfig>, expires: Option<i64>) -> Https {
         Https {
             config: std::sync::Mutex::new(config),
+            expires: AtomicI64::new(expires.unwrap_or(i64::MIN)),
         }
     }
 
     /// Serves `config` to connections accepted from now on.
-    pub fn replace(&self, config: Arc<ServerConfig>) {
+    pub fn replace(&self, config: Arc<ServerConfig>, expires: Option<i64>) {
         *crate::lock::lock(&self.config) = config;
+        self.expires
+            .store(expires.unwrap_or(i64::MIN), Ordering::Relaxed);
+    }
+
+    /// When the certificate served expires, in Unix seconds.
+    pub fn expires(&self) -> Option<i64> {
+        Some(self.expires.load(Ordering::Relaxed)).filter(|&at| at != i64::MIN)
     }
 
     pub(crate) fn current(&self) -> Arc<ServerConfig> {

@@ -639,3 +639,116 @@ fn a_webhook_ca_file_that_holds_no_certificate_stops_the_start() {
         "{stderr}"
     );
 }
+
+impl Certs {
+    /// Issues, into `cert.pem` (its key into `key.pem`), a certificate
+    /// valid from `start` to `end` (`YYYYMMDDHHMMSSZ`), with `openssl ca`.
+    fn issue_dated(&self, start: &str, end: &str) {
+        let d = &self.dir.0;
+        std::fs::write(
+            d.join("ca.cnf"),
+            "[ca]\ndefault_ca = test\n[test]\ndatabase = index.txt\nnew_certs_dir = .\n\
+             serial = serial\ndefault_md = sha256\npolicy = any\ncopy_extensions = copy\n\
+             [any]\ncommonName = supplied\n",
+        )
+        .unwrap();
+        std::fs::write(d.join("index.txt"), "").unwrap();
+        std::fs::write(d.join("serial"), "20\n").unwrap();
+        let mut req = vec!["req", "-nodes"];
+        req.extend(new_key("ec"));
+        req.extend([
+            "-keyout",
+            "key.pem",
+            "-out",
+            "dated.csr",
+            "-subj",
+            "/CN=localhost",
+        ]);
+        req.extend(["-addext", "subjectAltName=DNS:localhost"]);
+        openssl(d, &req);
+        openssl(
+            d,
+            &[
+                "ca",
+                "-batch",
+                "-config",
+                "ca.cnf",
+                "-cert",
+                "ca.pem",
+                "-keyfile",
+                "ca.key",
+                "-in",
+                "dated.csr",
+                "-out",
+                "cert.pem",
+                "-notext",
+                "-startdate",
+                start,
+                "-enddate",
+                end,
+            ],
+        );
+    }
+}
+
+fn expiry_seconds(certs: &Certs, server: &Running, extra: &[&str]) -> i64 {
+    let (_, _, metrics) = curl(certs, server.addr, "/metrics", extra);
+    let name = "plantstore_tls_certificate_expiry_seconds ";
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.parse().ok())
+        .unwrap_or_else(|| panic!("{name} in {metrics}"))
+}
+
+#[test]
+fn the_expiry_gauge_counts_down_and_a_dated_certificate_loads_with_a_warning() {
+    let certs = Certs::new("tls-dated", "ec");
+    let server = certs.start(&[]);
+    // Issued for 2 days: the gauge says so, within a minute.
+    let left = expiry_seconds(&certs, &server, &[]);
+    assert!((2 * 86_400 - 60..=2 * 86_400).contains(&left), "{left}");
+    drop(server);
+
+    // Expired: served (a client refuses it, as a browser would), warned
+    // about at start, and the gauge is negative.
+    certs.issue_dated("20200101000000Z", "20200201000000Z");
+    let server = certs.start(&[]);
+    assert!(
+        logged(&server, "the certificate expired on 2020-02-01"),
+        "{:?}",
+        server.log()
+    );
+    let (code, _, _) = curl(&certs, server.addr, "/healthz", &[] as &[&str]);
+    assert_eq!(code, 60, "curl refuses an expired certificate");
+    assert!(expiry_seconds(&certs, &server, &["-k"]) < -86_400 * 365);
+    drop(server);
+
+    // Not valid yet: the same.
+    certs.issue_dated("20990101000000Z", "20990201000000Z");
+    let server = certs.start(&[]);
+    assert!(
+        logged(&server, "not valid yet (from 2099-01-01)"),
+        "{:?}",
+        server.log()
+    );
+    let (code, _, _) = curl(&certs, server.addr, "/healthz", &[] as &[&str]);
+    assert_eq!(code, 60, "curl refuses a certificate not valid yet");
+
+    // Near its expiry (10 days left): a warning that says to renew.
+    let soon = |days: u64| {
+        let at = std::time::SystemTime::now() + Duration::from_secs(days * 86_400);
+        let secs = at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+        let out = Command::new("date")
+            .args(["-u", "-d", &format!("@{secs}"), "+%Y%m%d%H%M%SZ"])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    certs.issue_dated("20200101000000Z", &soon(10));
+    let server = certs.start(&[]);
+    assert!(logged(&server, "renew it and reload"), "{:?}", server.log());
+    assert_eq!(
+        curl(&certs, server.addr, "/healthz", &[] as &[&str]).1,
+        "200"
+    );
+}
