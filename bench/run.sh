@@ -43,6 +43,14 @@
 #              per request; then RSS with $IDLE_CONNS (default 10000) idle
 #              keep-alive connections open (bench/hold.py) and a fresh
 #              client's latency meanwhile
+#   https      one core each (server on CPU 0, clients on CPU 1), the same
+#              certificate: plantstore over TLS vs nginx with TLS 1.3 in
+#              front of a canned 200: keep-alive POST at 64 connections
+#              (wrk over https), new TLS 1.3 connections per second with
+#              full handshakes and with session resumption (4 openssl
+#              s_time clients), server CPU per request and per connection,
+#              $ROUNDS rounds; then what $TLS_IDLE (default 1000) idle TLS
+#              connections add to plantstore's RSS (bench/hold_tls.py)
 #   budgets    every budget of the spec, met or not, from the figures above
 #   postgres   (only when named; run it through scripts/with-postgres.sh,
 #              which sets PLANTSTORE_TEST_DATABASE) POST /plants, then GET
@@ -113,7 +121,7 @@ WORST+=" /plants?after=$((PLANTS - 1001))&limit=1000"
 read -ra LISTINGS <<<"${LISTINGS:-$WORST}"
 SECTIONS=("$@")
 [ ${#SECTIONS[@]} -eq 0 ] &&
-  SECTIONS=(reference footprint durable startup restart writers compaction export pinned budgets)
+  SECTIONS=(reference footprint durable startup restart writers compaction export pinned https budgets)
 
 if [[ " ${SECTIONS[*]} " == *" postgres "* ]] && [ -z "${PLANTSTORE_TEST_DATABASE:-}" ]; then
   echo "the postgres section needs PLANTSTORE_TEST_DATABASE: run it through scripts/with-postgres.sh" >&2
@@ -750,6 +758,7 @@ start_pinned() {
     old) local BIN=$OLD_BIN && start_server "${args[@]}" "$@" ;;
     reference) start_reference ;;
     nginx) start_nginx ;;
+    nginx-tls) start_nginx_tls ;;
   esac
   PIN=()
 }
@@ -800,6 +809,37 @@ start_nginx() {
   wait_port "$started"
 }
 
+# start_nginx_tls: as start_nginx, over TLS 1.3 only with $TLS_DIR's
+# certificate (the one plantstore gets in the https section); session
+# tickets on (nginx's default), so a client may resume.
+start_nginx_tls() {
+  free_port
+  local dir=$WORK/nginx-tls started
+  mkdir -p "$dir"
+  nginx_conf "$dir" "
+  keepalive_requests 1000000;
+  keepalive_timeout 600s;
+  server {
+    listen $ADDR ssl;
+    ssl_certificate $TLS_DIR/cert.pem;
+    ssl_certificate_key $TLS_DIR/key.pem;
+    ssl_protocols TLSv1.3;
+    location = /plants {
+      default_type application/json;
+      return 200 '{\"name\":\"plant 1\",\"tag\":\"bench\"}';
+    }
+    location = /healthz {
+      default_type application/json;
+      return 200 '{\"status\":\"ok\"}';
+    }
+  }"
+  started=$(date +%s%N)
+  "${PIN[@]}" "$NGINX" -p "$dir/" -c "$dir/nginx.conf" -e "$dir/error.log" \
+    2>"$WORK/server.log" &
+  SERVER_PID=$!
+  wait_port "$started"
+}
+
 # server_pids: the server process and its children (none today).
 server_pids() { echo "$SERVER_PID"; pgrep -P "$SERVER_PID" || true; }
 
@@ -822,18 +862,19 @@ ctx_switches() {
   done | awk '/^Pid:/{tid=$2} /_ctxt_switches:/{n[tid]+=$2} END{for (t in n) print t, n[t]}' >"$1"
 }
 
-# pinned_run CONNS: wrk -t1 on CPU 1 with bench/post.lua, a 2 s warm-up,
+# pinned_run CONNS: wrk -t1 on CPU 1 with bench/post.lua (over $SCHEME,
+# default http), a 2 s warm-up,
 # then $DURATION measured; sets RPS, P50, P99 (ms), ERRORS, REQUESTS,
 # CPU_US (server CPU µs per request) and CTX (server context switches per
 # request), both over the measured run only.
 pinned_run() {
   local conns=$1 ticks switches result
   PLANTSTORE_TOKEN=$TOKEN taskset -c 1 wrk -t1 -c"$conns" -d2s -s bench/post.lua \
-    "http://$ADDR" >/dev/null
+    "${SCHEME:-http}://$ADDR" >/dev/null
   ctx_switches "$WORK/ctx.before"
   ticks=$(cpu_ticks)
   result=$(PLANTSTORE_TOKEN=$TOKEN taskset -c 1 wrk -t1 -c"$conns" -d"$DURATION" \
-    -s bench/post.lua "http://$ADDR" | grep '^RESULT')
+    -s bench/post.lua "${SCHEME:-http}://$ADDR" | grep '^RESULT')
   ticks=$(($(cpu_ticks) - ticks))
   ctx_switches "$WORK/ctx.after"
   switches=$(awk 'NR == FNR {b[$1] = $2; next} {d += $2 - b[$1]} END{print d + 0}' \
@@ -1389,6 +1430,110 @@ met_at_scale() {
   if [ "$PLANTS" = 1000000 ]; then met "$1"; else echo "not judged ($PLANTS plants)"; fi
 }
 
+# new_connections SECONDS MODE: 4 `openssl s_time` clients at once on
+# CPU 1 against $ADDR, each making a new TLS 1.3 connection per request
+# (GET /healthz over HTTP/1.0) for SECONDS; MODE -new (full handshakes) or
+# -reuse (session resumption). Sets CONN_RATE (connections/s over the
+# wall time) and CONN_CPU_US (server CPU µs per connection).
+new_connections() {
+  local seconds=$1 mode=$2 ticks started pids=() i total=0 n
+  ticks=$(cpu_ticks)
+  started=$(date +%s%N)
+  for i in 1 2 3 4; do
+    taskset -c 1 openssl s_time -connect "$ADDR" "$mode" -tls1_3 -time "$seconds" \
+      -www /healthz >"$WORK/s_time.$i" 2>&1 &
+    pids+=($!)
+  done
+  wait "${pids[@]}" || true
+  local wall=$(( $(date +%s%N) - started ))
+  ticks=$(($(cpu_ticks) - ticks))
+  for i in 1 2 3 4; do
+    n=$(awk '/connections in .* real seconds/{print $1}' "$WORK/s_time.$i" | tail -1)
+    total=$((total + ${n:-0}))
+  done
+  [ "$total" -gt 0 ] || total=1
+  CONN_RATE=$(awk "BEGIN{printf \"%d\", $total * 1e9 / $wall}")
+  CONN_CPU_US=$(awk "BEGIN{printf \"%.1f\", $ticks * 1000000 / $CLK_TCK / $total}")
+}
+
+section_https() {
+  need_nginx
+  CLK_TCK=$(getconf CLK_TCK)
+  TLS_DIR=$WORK/tls
+  mkdir -p "$TLS_DIR"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -keyout "$TLS_DIR/key.pem" -out "$TLS_DIR/cert.pem" -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 2>/dev/null
+  local tls=(--tls-cert "$TLS_DIR/cert.pem" --tls-key "$TLS_DIR/key.pem")
+  local seconds=${DURATION%s}
+  echo "## HTTPS on one core: server on CPU 0, clients on CPU 1 ($DURATION, $ROUNDS rounds)"
+  echo
+  echo "The same ECDSA P-256 certificate for both; nginx: one process, TLS 1.3 only, a"
+  echo "canned 200; plantstore: \`${PINNED_ARGS:-(none)}\` and the certificate. Keep-alive:"
+  echo "wrk -t1 -c64 POST /plants over https. New connections: 4 \`openssl s_time -tls1_3\`"
+  echo "clients at once, one GET /healthz per connection, full handshakes (-new) and"
+  echo "session resumption (-reuse). Server CPU per request or connection."
+  echo
+  local server negotiated
+  for server in plantstore nginx-tls; do
+    if [ $server = plantstore ]; then start_pinned plantstore "${tls[@]}"; else start_pinned nginx-tls; fi
+    negotiated=$(openssl s_client -connect "$ADDR" </dev/null 2>/dev/null | awk '/^New,/{print $2, $5}')
+    echo "- $server negotiates: ${negotiated:-?}"
+    stop_server
+  done
+  echo
+  echo "| round | server | keep-alive POST c64 req/s | p99 ms | CPU µs/request | new connections/s (full) | CPU µs/connection | new connections/s (resumed) | CPU µs/connection |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  local round
+  for round in $(seq 1 "$ROUNDS"); do
+    for server in plantstore nginx-tls; do
+      if [ $server = plantstore ]; then start_pinned plantstore "${tls[@]}"; else start_pinned nginx-tls; fi
+      SCHEME=https pinned_run 64
+      local row="| $round | $server | $RPS | $P99 | $CPU_US"
+      add "https.$server.keepalive" "$RPS"
+      new_connections "$seconds" -new
+      row="$row | $CONN_RATE | $CONN_CPU_US"
+      add "https.$server.new" "$CONN_RATE"
+      new_connections "$seconds" -reuse
+      row="$row | $CONN_RATE | $CONN_CPU_US |"
+      add "https.$server.reuse" "$CONN_RATE"
+      stop_server
+      echo "$row"
+    done
+  done
+  echo
+  HTTPS_KEEPALIVE=$(ratio "$(mean https.plantstore.keepalive)" "$(mean https.nginx-tls.keepalive)")
+  HTTPS_NEW=$(ratio "$(mean https.plantstore.new)" "$(mean https.nginx-tls.new)")
+  HTTPS_REUSE=$(ratio "$(mean https.plantstore.reuse)" "$(mean https.nginx-tls.reuse)")
+  echo "plantstore / nginx (means of rounds): keep-alive ${HTTPS_KEEPALIVE}x, new connections ${HTTPS_NEW}x (full), ${HTTPS_REUSE}x (resumed)."
+  echo
+
+  # Idle TLS connections: what 1,000 of them add to the server's RSS.
+  local held=${TLS_IDLE:-1000} before with ready
+  start_pinned plantstore "${tls[@]}" --idle-timeout 600
+  sleep 0.5
+  before=$(rss_kib)
+  taskset -c 1 python3 bench/hold_tls.py "$ADDR" "$held" "$TLS_DIR/cert.pem" >"$WORK/hold_tls.out" &
+  HOLD_PID=$!
+  for _ in $(seq 1 1200); do
+    grep -q '^ready' "$WORK/hold_tls.out" && break
+    kill -0 "$HOLD_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  ready=$(grep '^ready' "$WORK/hold_tls.out" || echo "ready 0 $held")
+  sleep 1
+  with=$(rss_kib)
+  kill "$HOLD_PID" 2>/dev/null || true
+  wait "$HOLD_PID" || true
+  HOLD_PID=
+  stop_server
+  TLS_IDLE_GROWTH=$((with - before))
+  echo "| idle TLS connections (bench/hold_tls.py: one GET /healthz each, then idle) | held, failed | RSS before, KiB | with them open, KiB | growth, KiB |"
+  echo "|---|---|---|---|---|"
+  echo "| $held | $(echo "$ready" | awk '{print $2", "$3}') | $before | $with | $TLS_IDLE_GROWTH |"
+  echo
+}
+
 section_budgets() {
   echo "## Budgets (this run)"
   echo
@@ -1414,6 +1559,12 @@ section_budgets() {
     else
       echo "| published x86_64 binary, plain build <= 600 KiB (614400 bytes) | $SIZE bytes ($HOST build) | not judged (not x86_64) |"
     fi
+  fi
+  if [ -n "${HTTPS_KEEPALIVE:-}" ]; then
+    echo "| HTTPS keep-alive POST at 64 connections >= 1.0x nginx with TLS 1.3, the same certificate (one core each, mean of rounds) | ${HTTPS_KEEPALIVE}x | $(met "$HTTPS_KEEPALIVE >= 1.0") |"
+    echo "| a new TLS 1.3 connection per request >= 0.8x nginx, full handshakes | ${HTTPS_NEW}x | $(met "$HTTPS_NEW >= 0.8") |"
+    echo "| a new TLS 1.3 connection per request >= 0.8x nginx, session resumption | ${HTTPS_REUSE}x | $(met "$HTTPS_REUSE >= 0.8") |"
+    echo "| 1,000 idle TLS connections add <= 32 MiB (32768 KiB) | $TLS_IDLE_GROWTH KiB | $(met "$TLS_IDLE_GROWTH <= 32768") |"
   fi
   if [ -n "${PG_RATIO:-}" ]; then
     echo "| PostgreSQL store at $PG_CONNS connections >= 2.5x pgbench running its single-row INSERT (mean of rounds) | ${PG_RATIO}x | $(met "$PG_RATIO >= 2.5") |"

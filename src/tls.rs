@@ -14,7 +14,7 @@
 //! provider (it builds for every release target with the cross gcc and zig
 //! the release already uses; aws-lc-rs would need CMake and bindgen for
 //! 32-bit ARM); ALPN `http/1.1`; one certificate whatever the SNI;
-//! session resumption by rustls' in-memory cache (stateful, 256 sessions).
+//! session resumption by stateless tickets (see `config`).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -120,6 +120,14 @@ fn config(
         .with_single_cert(chain, key)
         .map_err(|e| format!("cannot serve this certificate and key: {e}"))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // Stateless tickets (ChaCha20-Poly1305, random keys rotated every 6
+    // hours, in memory only): a client resumes with any ticket it holds,
+    // as many times as it likes within its life, and the server keeps no
+    // state per session. (rustls' stateful cache honours each TLS 1.3
+    // ticket once.) A reload makes a new ticketer: sessions from before it
+    // make full handshakes.
+    config.ticketer = rustls::crypto::ring::Ticketer::new()
+        .map_err(|e| format!("cannot make session tickets: {e}"))?;
     Ok(Arc::new(config))
 }
 

@@ -502,6 +502,7 @@ fn serve(
             conn.shut_down();
         }
         if conn.protocol.is_closed() {
+            conn.close_notify();
             return Left::Closed;
         }
         let read = conn.readable && conn.protocol.wants_input();
@@ -567,6 +568,21 @@ impl Conn {
             return tls.write(&mut self.socket, self.protocol.output());
         }
         self.socket.write(self.protocol.output())
+    }
+
+    /// With HTTPS, a connection that closes having sent all it owed says
+    /// so with a close_notify (as far as the socket takes it now): a
+    /// client that sees the TCP close without one may take the response
+    /// for cut short, and OpenSSL then drops the session instead of
+    /// resuming it.
+    fn close_notify(&mut self) {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &mut self.tls
+            && !self.protocol.cut_short()
+        {
+            tls.close();
+            let _ = tls.flush(&mut self.socket);
+        }
     }
 
     /// Ends the sending side: with HTTPS, a close_notify first (sent as far
