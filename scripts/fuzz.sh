@@ -5,7 +5,7 @@
 # fuzz/target/corpus/TARGET, crashes to fuzz/artifacts/TARGET; any crash,
 # hang (over 5 s for one input) or failed invariant makes this exit non-zero.
 #
-#   scripts/fuzz.sh SECONDS [TARGET...]     targets: engine validation journal
+#   scripts/fuzz.sh SECONDS [TARGET...]     targets: engine validation journal tls
 #
 # Needs the nightly toolchain; installs cargo-fuzz if it is missing.
 set -euo pipefail
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../fuzz"
 seconds=${1:?usage: scripts/fuzz.sh SECONDS [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(engine validation journal)
+[ ${#targets[@]} -gt 0 ] || targets=(engine validation journal tls)
 
 if ! cargo +nightly --version >/dev/null 2>&1; then
     echo "fuzz.sh: the nightly toolchain is required (cargo +nightly)" >&2

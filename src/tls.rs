@@ -76,34 +76,52 @@ pub fn load(files: &TlsFiles) -> Result<Served, TlsError> {
         crate::os::read_text(&files.cert).map_err(|e| in_file(&files.cert, e.to_string()))?;
     let key_text =
         crate::os::read_text(&files.key).map_err(|e| in_file(&files.key, e.to_string()))?;
-    let chain = CertificateDer::pem_slice_iter(cert_text.as_bytes())
+    from_pem(&cert_text, &key_text).map_err(|(part, why)| match part {
+        Part::Cert => in_file(&files.cert, why),
+        Part::Key => in_file(&files.key, why),
+        Part::Both => TlsError {
+            file: None,
+            why: format!(
+                "{} with {}: {why}",
+                files.cert.display(),
+                files.key.display()
+            ),
+        },
+    })
+}
+
+/// Which of the two texts an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Cert,
+    Key,
+    /// The pair: a key that does not match the certificate.
+    Both,
+}
+
+/// The configuration to serve a PEM certificate chain with a PEM key;
+/// an error names the text at fault and never quotes the key.
+pub fn from_pem(cert: &str, key: &str) -> Result<Served, (Part, String)> {
+    let chain = CertificateDer::pem_slice_iter(cert.as_bytes())
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| in_file(&files.cert, format!("not a PEM certificate chain: {e}")))?;
+        .map_err(|e| (Part::Cert, format!("not a PEM certificate chain: {e}")))?;
     if chain.is_empty() {
-        return Err(in_file(
-            &files.cert,
-            "holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+        return Err((
+            Part::Cert,
+            "holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into(),
         ));
     }
-    // The error of a key that does not parse never shows the key's bytes.
-    let key = PrivateKeyDer::from_pem_slice(key_text.as_bytes()).map_err(|e| {
+    let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).map_err(|e| {
         let why = match e {
             rustls::pki_types::pem::Error::NoItemsFound => {
-                "holds no PEM private key (PKCS#8, RSA or EC)".to_string()
+                "holds no PEM private key (PKCS#8, RSA or EC)"
             }
-            _ => "not a readable PEM private key".to_string(),
+            _ => "not a readable PEM private key",
         };
-        in_file(&files.key, why)
+        (Part::Key, why.to_string())
     })?;
     let validity = Validity::of(&chain[0]);
-    let config = config(chain, key).map_err(|why| TlsError {
-        file: None,
-        why: format!(
-            "{} with {}: {why}",
-            files.cert.display(),
-            files.key.display()
-        ),
-    })?;
+    let config = config(chain, key).map_err(|why| (Part::Both, why))?;
     Ok(Served { config, validity })
 }
 

@@ -20,6 +20,9 @@ use libfuzzer_sys::fuzz_target;
 use plantstore::http::Limits;
 use plantstore::http::replay::{Seen, exchange};
 
+mod reads;
+use reads::cut;
+
 fuzz_target!(|data: &[u8]| {
     let Some((&control, stream)) = data.split_first() else {
         return;
@@ -54,24 +57,6 @@ fn limits(control: u8) -> Limits {
         limits.max_body = 64;
     }
     limits
-}
-
-/// Cuts `stream` into reads whose lengths follow a small generator seeded
-/// by `control`.
-fn cut(stream: &[u8], control: u8) -> Vec<&[u8]> {
-    let mut state = u32::from(control) | 0x100;
-    let mut reads = Vec::new();
-    let mut rest = stream;
-    while !rest.is_empty() {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        let n = (state as usize % 17 + 1).min(rest.len());
-        let (read, tail) = rest.split_at(n);
-        reads.push(read);
-        rest = tail;
-    }
-    reads
 }
 
 fn check_responses(mut output: &[u8], seen: &[Seen]) {

@@ -54,6 +54,19 @@ Connection: close\r\n\
 \r\n\
 This port speaks HTTPS: use an https:// address.\r\n";
 
+/// What a connection's TLS state reads from and writes to: its socket (or,
+/// in the replay harness, a script).
+pub(crate) trait Wire: io::Read + io::Write {
+    /// Reads without taking the bytes.
+    fn peek(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+}
+
+impl Wire for TcpStream {
+    fn peek(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        TcpStream::peek(self, buf)
+    }
+}
+
 /// One connection's TLS state.
 pub(crate) struct Tls {
     conn: ServerConnection,
@@ -72,7 +85,7 @@ impl Tls {
     /// has, decrypted (answering the handshake on the way).
     pub(crate) fn read(
         &mut self,
-        socket: &mut TcpStream,
+        socket: &mut impl Wire,
         buf: &mut [u8],
         peer: &dyn std::fmt::Display,
         failures: &AtomicU64,
@@ -149,7 +162,7 @@ impl Tls {
     /// what it holds to the socket. `Ok(0)` with `out` not empty: full
     /// until the socket drains. Before the handshake is done, nothing is
     /// taken (the protocol's output waits in the protocol).
-    pub(crate) fn write(&mut self, socket: &mut TcpStream, out: &[u8]) -> io::Result<usize> {
+    pub(crate) fn write(&mut self, socket: &mut impl Wire, out: &[u8]) -> io::Result<usize> {
         self.flush(socket)?;
         if self.conn.is_handshaking() {
             return Err(io::ErrorKind::WouldBlock.into());
@@ -164,7 +177,7 @@ impl Tls {
 
     /// Writes what rustls holds (handshake messages, alerts, encrypted
     /// output) until it holds nothing or the socket would block.
-    pub(crate) fn flush(&mut self, socket: &mut TcpStream) -> io::Result<()> {
+    pub(crate) fn flush(&mut self, socket: &mut impl Wire) -> io::Result<()> {
         while self.conn.wants_write() {
             match self.conn.write_tls(socket) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
