@@ -1,10 +1,12 @@
 """Headless Chromium against plantstore, driven by Selenium (see browser.sh).
 
-Usage: browser.py STATIC CORS_API PLAIN_API TOKEN SHOTS_DIR
+Usage: browser.py STATIC CORS_API PLAIN_API TOKEN SHOTS_DIR HTTPS_API SPKI
 
 STATIC serves tests/browser/ (another origin than either server);
 CORS_API is a server started with --cors-origin STATIC (and --data);
-PLAIN_API one started without it, whose built-in page is driven here.
+PLAIN_API one started without it, whose built-in page is driven here;
+HTTPS_API one serving HTTPS with a self-signed certificate whose public
+key's SHA-256 (base64) is SPKI.
 Checks, failing with a non-zero exit on the first that does not hold:
 
 1. A page from STATIC calls CORS_API with fetch() (Authorization and
@@ -17,7 +19,11 @@ Checks, failing with a non-zero exit on the first that does not hold:
    messages. No console error but the expected failed loads (those 401 and
    409 answers), no CSP violation, no horizontal scrolling on a phone; an
    inline style injected at the end must be refused and seen by both.
-3. Screenshots at 1280x800 and 390x844 go to SHOTS_DIR.
+3. Over HTTPS: a browser that does not trust the certificate gets no
+   page; one told to trust its key (Chromium's
+   --ignore-certificate-errors-spki-list) loads the page in a secure
+   context, with no console error, and adds a plant through it.
+4. Screenshots at 1280x800 and 390x844 go to SHOTS_DIR.
 
 Selenium is given the driver and browser paths, so it never downloads
 anything (SE_OFFLINE is set too, by browser.sh).
@@ -73,7 +79,7 @@ def api(base, token, method, path, body=None):
         return e.code, json.loads(e.read() or b"null")
 
 
-def chromium():
+def chromium(extra=()):
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
     for flag in [
@@ -83,6 +89,7 @@ def chromium():
         "--disable-gpu",
         "--no-first-run",
         "--window-size=1280,800",
+        *extra,
     ]:
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
@@ -334,10 +341,37 @@ def screenshot(driver, shots, name):
     print(f"browser: screenshot {path}")
 
 
+def check_https(driver, https_api, token, spki, shots):
+    """The built-in page over HTTPS: refused untrusted, used once trusted."""
+    driver.get(https_api + "/")
+    check(driver.title != "plantstore", "an untrusted certificate must not show the page")
+    print(f"browser: ok: untrusted, Chromium shows {driver.title!r}, not the page")
+    trusting = chromium([f"--ignore-certificate-errors-spki-list={spki}"])
+    try:
+        trusting.get(https_api + "/")
+        page = Page(trusting, https_api)
+        page.visible("#token")
+        check(trusting.title == "plantstore", f"title {trusting.title!r}")
+        secure = trusting.execute_script("return [location.protocol, window.isSecureContext]")
+        check(secure == ["https:", True], f"protocol and secure context: {secure}")
+        page.type("#token", token)
+        page.find("#login button").click()
+        page.visible("#app")
+        page.add(201, "Fern over TLS", "secure")
+        page.message("Added plant 201.")
+        page.wait_ids(["201"])
+        errors = severe(trusting)
+        check(not errors, f"console errors over https: {errors}")
+        screenshot(trusting, shots, "https.png")
+        print("browser: ok: over https the page loads in a secure context and adds a plant")
+    finally:
+        trusting.quit()
+
+
 def main():
-    if len(sys.argv) != 6:
+    if len(sys.argv) != 8:
         fail(__doc__.splitlines()[2])
-    static, cors_api, plain_api, token, shots = sys.argv[1:]
+    static, cors_api, plain_api, token, shots, https_api, spki = sys.argv[1:]
     os.makedirs(shots, exist_ok=True)
     started = time.monotonic()
     driver = chromium()
@@ -345,6 +379,7 @@ def main():
         print(f"browser: {driver.capabilities['browserVersion']} headless")
         check_cross_origin(driver, static, cors_api, plain_api, token)
         check_page(driver, plain_api, token, shots)
+        check_https(driver, https_api, token, spki, shots)
     finally:
         driver.quit()
     print(f"browser: all checks passed in {time.monotonic() - started:.1f} s")

@@ -2,7 +2,9 @@
 # The browser side in real headless Chromium, driven by Selenium
 # (scripts/browser.py): a page from another origin calling the API with
 # fetch() with and without --cors-origin, and the built-in page at / used
-# as a person would, with screenshots in target/screenshots/.
+# as a person would, over HTTP and over HTTPS (a self-signed certificate
+# whose key the browser is told to trust), with screenshots in
+# target/screenshots/.
 #
 # Installs Debian's chromium and chromium-driver with apt when missing (and
 # fails if it cannot), Selenium into .venv-browser. Selenium is pointed at
@@ -67,10 +69,20 @@ serve() {
 # from the journal's committer thread.
 serve "$work/cors.log" --cors-origin "$static" --data "$work/plants.journal"
 serve "$work/plain.log"
+# Over HTTPS, with a self-signed certificate; the browser is told to trust
+# its public key (SPKI: the SHA-256 of the key, base64).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -keyout "$work/key.pem" -out "$work/cert.pem" -subj /CN=127.0.0.1 \
+    -addext subjectAltName=IP:127.0.0.1 2>/dev/null
+spki=$(openssl x509 -in "$work/cert.pem" -pubkey -noout | openssl pkey -pubin -outform der |
+    openssl dgst -sha256 -binary | base64)
+serve "$work/https.log" --tls-cert "$work/cert.pem" --tls-key "$work/key.pem"
 cors_api="http://$(address "$work/cors.log" 's|.*listening on http://\([^,]*\),.*|\1|p')"
 plain_api="http://$(address "$work/plain.log" 's|.*listening on http://\([^,]*\),.*|\1|p')"
+https_api="https://$(address "$work/https.log" 's|.*listening on https://\([^,]*\),.*|\1|p')"
 
 shots=target/screenshots
 mkdir -p "$shots"
 SE_OFFLINE=true timeout --kill-after=10 "${BROWSER_TIMEOUT:-300}" \
-    "$venv/bin/python" -u scripts/browser.py "$static" "$cors_api" "$plain_api" "$token" "$shots"
+    "$venv/bin/python" -u scripts/browser.py "$static" "$cors_api" "$plain_api" "$token" "$shots" \
+    "$https_api" "$spki"
