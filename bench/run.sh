@@ -758,14 +758,11 @@ start_pinned() {
     old) local BIN=$OLD_BIN && start_server "${args[@]}" "$@" ;;
     reference) start_reference ;;
     nginx) start_nginx ;;
-    nginx-tls) start_nginx_tls ;;
+    nginx-tls) start_nginx tls ;;
   esac
   PIN=()
 }
 
-# start_nginx: Debian's nginx, one process (master_process off: the process
-# started is the worker), answering POST /plants with a canned 200 JSON;
-# config, logs, pid and temp files in $WORK/nginx.
 # nginx_conf DIR HTTP: writes DIR/nginx.conf, one nginx process (no
 # master) with its files in DIR, no access log, and HTTP in its http block.
 nginx_conf() {
@@ -788,50 +785,37 @@ $2
 CONF
 }
 
+# start_nginx [tls]: Debian's nginx, one process (master_process off: the
+# process started is the worker), answering POST /plants with a canned 200
+# JSON; config, logs, pid and temp files in $WORK/nginx (or nginx-tls).
+# With tls, over TLS 1.3 only with $TLS_DIR's
+# certificate (the one plantstore gets in the https section), session
+# tickets on (nginx's default) so that a client may resume, and
+# /healthz answered too.
 start_nginx() {
   free_port
-  local dir=$WORK/nginx started
-  mkdir -p "$dir"
-  nginx_conf "$dir" "
-  keepalive_requests 1000000;
-  keepalive_timeout 600s;
-  server {
-    listen $ADDR;
-    location = /plants {
-      default_type application/json;
-      return 200 '{\"name\":\"plant 1\",\"tag\":\"bench\"}';
-    }
-  }"
-  started=$(date +%s%N)
-  "${PIN[@]}" "$NGINX" -p "$dir/" -c "$dir/nginx.conf" -e "$dir/error.log" \
-    2>"$WORK/server.log" &
-  SERVER_PID=$!
-  wait_port "$started"
-}
-
-# start_nginx_tls: as start_nginx, over TLS 1.3 only with $TLS_DIR's
-# certificate (the one plantstore gets in the https section); session
-# tickets on (nginx's default), so a client may resume.
-start_nginx_tls() {
-  free_port
-  local dir=$WORK/nginx-tls started
-  mkdir -p "$dir"
-  nginx_conf "$dir" "
-  keepalive_requests 1000000;
-  keepalive_timeout 600s;
-  server {
-    listen $ADDR ssl;
+  local dir=$WORK/nginx${1:+-$1} started listen=$ADDR extra=
+  if [ "${1:-}" = tls ]; then
+    listen="$ADDR ssl"
+    extra="
     ssl_certificate $TLS_DIR/cert.pem;
     ssl_certificate_key $TLS_DIR/key.pem;
     ssl_protocols TLSv1.3;
-    location = /plants {
-      default_type application/json;
-      return 200 '{\"name\":\"plant 1\",\"tag\":\"bench\"}';
-    }
     location = /healthz {
       default_type application/json;
       return 200 '{\"status\":\"ok\"}';
-    }
+    }"
+  fi
+  mkdir -p "$dir"
+  nginx_conf "$dir" "
+  keepalive_requests 1000000;
+  keepalive_timeout 600s;
+  server {
+    listen $listen;
+    location = /plants {
+      default_type application/json;
+      return 200 '{\"name\":\"plant 1\",\"tag\":\"bench\"}';
+    }$extra
   }"
   started=$(date +%s%N)
   "${PIN[@]}" "$NGINX" -p "$dir/" -c "$dir/nginx.conf" -e "$dir/error.log" \

@@ -313,16 +313,11 @@ impl Script {
 #[cfg(feature = "tls")]
 impl std::io::Read for Script {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self.reads.get_mut(self.at) {
-            None => Ok(0),
-            Some(read) if read.is_empty() => Err(std::io::ErrorKind::WouldBlock.into()),
-            Some(read) => {
-                let n = buf.len().min(read.len());
-                buf[..n].copy_from_slice(&read[..n]);
-                read.drain(..n);
-                Ok(n)
-            }
+        let n = super::tls::Wire::peek(self, buf)?;
+        if let Some(read) = self.reads.get_mut(self.at) {
+            read.drain(..n);
         }
+        Ok(n)
     }
 }
 

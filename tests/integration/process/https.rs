@@ -709,30 +709,29 @@ fn the_expiry_gauge_counts_down_and_a_dated_certificate_loads_with_a_warning() {
     assert!((2 * 86_400 - 60..=2 * 86_400).contains(&left), "{left}");
     drop(server);
 
-    // Expired: served (a client refuses it, as a browser would), warned
-    // about at start, and the gauge is negative.
-    certs.issue_dated("20200101000000Z", "20200201000000Z");
-    let server = certs.start(&[]);
-    assert!(
-        logged(&server, "the certificate expired on 2020-02-01"),
-        "{:?}",
-        server.log()
+    // Expired, or not valid yet: served (a client refuses it, as a
+    // browser would) and warned about at start.
+    let refused = |start: &str, end: &str, warning: &str| {
+        certs.issue_dated(start, end);
+        let server = certs.start(&[]);
+        assert!(logged(&server, warning), "{:?}", server.log());
+        let (code, _, _) = curl(&certs, server.addr, "/healthz", &[] as &[&str]);
+        assert_eq!(code, 60, "curl refuses it: {warning}");
+        server
+    };
+    let server = refused(
+        "20200101000000Z",
+        "20200201000000Z",
+        "the certificate expired on 2020-02-01",
     );
-    let (code, _, _) = curl(&certs, server.addr, "/healthz", &[] as &[&str]);
-    assert_eq!(code, 60, "curl refuses an expired certificate");
+    // The gauge is negative once it has expired.
     assert!(expiry_seconds(&certs, &server, &["-k"]) < -86_400 * 365);
     drop(server);
-
-    // Not valid yet: the same.
-    certs.issue_dated("20990101000000Z", "20990201000000Z");
-    let server = certs.start(&[]);
-    assert!(
-        logged(&server, "not valid yet (from 2099-01-01)"),
-        "{:?}",
-        server.log()
-    );
-    let (code, _, _) = curl(&certs, server.addr, "/healthz", &[] as &[&str]);
-    assert_eq!(code, 60, "curl refuses a certificate not valid yet");
+    drop(refused(
+        "20990101000000Z",
+        "20990201000000Z",
+        "not valid yet (from 2099-01-01)",
+    ));
 
     // Near its expiry (10 days left): a warning that says to renew.
     let soon = |days: u64| {
