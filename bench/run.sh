@@ -824,6 +824,22 @@ start_nginx() {
   wait_port "$started"
 }
 
+# hold OUT COMMAND...: runs COMMAND (a holder of idle connections,
+# bench/hold.py or bench/hold_tls.py) on CPU 1 in the background, its
+# output in OUT, and waits up to 2 minutes for its `ready` line; HOLD_PID
+# is the holder.
+hold() {
+  local out=$1
+  shift
+  taskset -c 1 "$@" >"$out" &
+  HOLD_PID=$!
+  for _ in $(seq 1 1200); do
+    grep -q '^ready' "$out" && break
+    kill -0 "$HOLD_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+}
+
 # server_pids: the server process and its children (none today).
 server_pids() { echo "$SERVER_PID"; pgrep -P "$SERVER_PID" || true; }
 
@@ -1003,13 +1019,7 @@ section_pinned() {
     fi
     sleep 0.5
     before=$(rss_kib)
-    taskset -c 1 python3 bench/hold.py "$ADDR" "$IDLE_CONNS" >"$WORK/hold.out" &
-    HOLD_PID=$!
-    for _ in $(seq 1 1200); do
-      grep -q '^ready' "$WORK/hold.out" && break
-      kill -0 "$HOLD_PID" 2>/dev/null || break
-      sleep 0.1
-    done
+    hold "$WORK/hold.out" python3 bench/hold.py "$ADDR" "$IDLE_CONNS"
     read -r _ held failed <<<"$(grep '^ready' "$WORK/hold.out" || echo "ready 0 $IDLE_CONNS")"
     sleep 1
     with=$(rss_kib)
@@ -1497,13 +1507,7 @@ section_https() {
   start_pinned plantstore "${tls[@]}" --idle-timeout 600
   sleep 0.5
   before=$(rss_kib)
-  taskset -c 1 python3 bench/hold_tls.py "$ADDR" "$held" "$TLS_DIR/cert.pem" >"$WORK/hold_tls.out" &
-  HOLD_PID=$!
-  for _ in $(seq 1 1200); do
-    grep -q '^ready' "$WORK/hold_tls.out" && break
-    kill -0 "$HOLD_PID" 2>/dev/null || break
-    sleep 0.1
-  done
+  hold "$WORK/hold_tls.out" python3 bench/hold_tls.py "$ADDR" "$held" "$TLS_DIR/cert.pem"
   ready=$(grep '^ready' "$WORK/hold_tls.out" || echo "ready 0 $held")
   sleep 1
   with=$(rss_kib)
