@@ -751,3 +751,25 @@ fn the_expiry_gauge_counts_down_and_a_dated_certificate_loads_with_a_warning() {
         "200"
     );
 }
+
+#[test]
+fn the_certificate_and_key_may_come_from_the_environment() {
+    let certs = Certs::new("tls-env", "ec");
+    let mut command = crate::process::binary::server_command(&[], Some(TOKEN));
+    command
+        .env("PLANTSTORE_TLS_CERT", &certs.cert)
+        .env("PLANTSTORE_TLS_KEY", &certs.key);
+    let server = Running::spawn(command, PATIENCE);
+    assert!(
+        server
+            .log()
+            .iter()
+            .any(|l| l.contains("listening on https://")),
+        "{:?}",
+        server.log()
+    );
+    assert_eq!(
+        curl(&certs, server.addr, "/healthz", &[] as &[&str]).1,
+        "200"
+    );
+}
