@@ -159,13 +159,14 @@ impl Tls {
     }
 
     /// Takes as much of `out` as rustls may buffer, encrypted, and writes
-    /// what it holds to the socket. `Ok(0)` with `out` not empty: full
-    /// until the socket drains. Before the handshake is done, nothing is
-    /// taken (the protocol's output waits in the protocol).
+    /// what it holds to the socket; `WouldBlock` when rustls is full until
+    /// the socket drains. Output before the handshake is done (only a
+    /// deadline's answer can come then) cannot be sent: `NotConnected`,
+    /// and the connection is closed.
     pub(crate) fn write(&mut self, socket: &mut impl Wire, out: &[u8]) -> io::Result<usize> {
         self.flush(socket)?;
         if self.conn.is_handshaking() {
-            return Err(io::ErrorKind::WouldBlock.into());
+            return Err(io::ErrorKind::NotConnected.into());
         }
         let taken = self.conn.writer().write(out)?;
         match self.flush(socket) {

@@ -154,6 +154,11 @@ struct Conn {
     /// With HTTPS: the connection's TLS state, between socket and protocol.
     #[cfg(feature = "tls")]
     tls: Option<Box<super::tls::Tls>>,
+    /// With HTTPS, while rustls holds encrypted output the socket has not
+    /// taken: when it must have left (the protocol, which handed it over,
+    /// no longer times it).
+    #[cfg(feature = "tls")]
+    drain_by: Option<Instant>,
 }
 
 /// One event loop, built by the server before it runs.
@@ -366,6 +371,8 @@ impl Worker {
             writable: false,
             #[cfg(feature = "tls")]
             tls,
+            #[cfg(feature = "tls")]
+            drain_by: None,
         });
     }
 
@@ -402,7 +409,7 @@ impl Worker {
         for slot in 0..self.conns.len() {
             let due = self.conns[slot]
                 .as_ref()
-                .and_then(|c| c.protocol.deadline())
+                .and_then(Conn::deadline)
                 .is_some_and(|d| now >= d);
             if due {
                 self.serve(slot, scratch, now);
@@ -492,11 +499,27 @@ fn serve(
                 Err(_) => return Left::Closed,
             }
         }
-        // Encrypted output still waiting for the socket: nothing more
-        // (reading, a shutdown, a close) until it has left.
+        // Encrypted output still waiting for the socket (which said
+        // `WouldBlock`, so a writable event follows): nothing more (reading,
+        // a shutdown, a close) until it has left, within the write timeout.
+        // A connection the protocol gave up on is not waited for.
         #[cfg(feature = "tls")]
-        if !conn.writable && conn.tls.as_ref().is_some_and(|tls| tls.has_output()) {
+        if conn.tls.as_ref().is_some_and(|tls| tls.has_output()) {
+            if conn.protocol.is_closed() && conn.protocol.cut_short() {
+                return Left::Closed;
+            }
+            let by = *conn
+                .drain_by
+                .get_or_insert(now + shared.limits.write_timeout);
+            if now >= by {
+                return Left::Closed;
+            }
+            conn.writable = false;
             return Left::Open;
+        }
+        #[cfg(feature = "tls")]
+        {
+            conn.drain_by = None;
         }
         if conn.protocol.take_shutdown() {
             conn.shut_down();
@@ -532,6 +555,9 @@ fn serve(
                     conn.protocol.closed_by_peer();
                 }
                 super::tls::Read::PlainHttp => {
+                    // What it sent is read first, so that the close does
+                    // not reset the connection and destroy the answer.
+                    discard_input(&mut conn.socket);
                     let _ = conn.socket.write(super::tls::PLAIN_HTTP);
                     let _ = conn.socket.shutdown(Shutdown::Write);
                     return Left::Closed;
@@ -560,6 +586,27 @@ fn serve(
 }
 
 impl Conn {
+    /// When the sweep must serve it: the protocol's deadline, or with
+    /// HTTPS the one for encrypted output still held, whichever is first.
+    fn deadline(&self) -> Option<Instant> {
+        let protocol = self.protocol.deadline();
+        #[cfg(feature = "tls")]
+        if let Some(by) = self.drain_by {
+            return Some(protocol.map_or(by, |at| at.min(by)));
+        }
+        protocol
+    }
+
+    /// Whether closing now leaves the client short of what it was owed:
+    /// the protocol's view, and with HTTPS encrypted output still held.
+    fn cut_short(&self) -> bool {
+        #[cfg(feature = "tls")]
+        if self.tls.as_ref().is_some_and(|tls| tls.has_output()) {
+            return true;
+        }
+        self.protocol.cut_short()
+    }
+
     /// Writes of the protocol's output what the socket (through TLS, with
     /// HTTPS) takes now.
     fn write_out(&mut self) -> io::Result<usize> {
@@ -577,8 +624,8 @@ impl Conn {
     /// resuming it.
     fn close_notify(&mut self) {
         #[cfg(feature = "tls")]
-        if let Some(tls) = &mut self.tls
-            && !self.protocol.cut_short()
+        if !self.cut_short()
+            && let Some(tls) = &mut self.tls
         {
             tls.close();
             let _ = tls.flush(&mut self.socket);
@@ -602,22 +649,27 @@ impl Conn {
 /// an error, never a shorter body that ends with the connection, and the
 /// kernel drops what it still held for it.
 fn reset_if_cut_short(conn: &Conn) {
-    if conn.protocol.cut_short() {
+    if conn.cut_short() {
         let _ = socket2::SockRef::from(&conn.socket).set_linger(Some(Duration::ZERO));
     }
 }
 
-/// Answers a connection past the cap with a 503 at once and closes it;
-/// returns the bytes of the answer.
-fn reject(mut socket: TcpStream) -> usize {
-    // Discard what already arrived, so closing does not reset the
-    // connection and destroy the answer before the client reads it.
+/// Reads (and drops) what a connection being answered and closed at once
+/// already sent, at most 16 KiB: closing with unread input would reset the
+/// connection and destroy the answer before the client reads it.
+fn discard_input(socket: &mut TcpStream) {
     let mut scratch = [0u8; 4096];
     for _ in 0..4 {
         if !matches!(socket.read(&mut scratch), Ok(n) if n > 0) {
             break;
         }
     }
+}
+
+/// Answers a connection past the cap with a 503 at once and closes it;
+/// returns the bytes of the answer.
+fn reject(mut socket: TcpStream) -> usize {
+    discard_input(&mut socket);
     let mut out = Vec::with_capacity(160);
     Response::error(503, "server is at its connection limit, retry shortly")
         .with_header("Retry-After", "1")

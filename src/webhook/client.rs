@@ -23,12 +23,7 @@ pub(super) fn post(
     timeout: Duration,
 ) -> io::Result<u16> {
     let deadline = Instant::now() + timeout;
-    let left = || {
-        deadline
-            .checked_duration_since(Instant::now())
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "timed out"))
-    };
+    let left = || time_left(deadline);
     let mut last_error = io::Error::new(io::ErrorKind::NotFound, "host has no address");
     let mut stream = None;
     for addr in (target.host.as_str(), target.port).to_socket_addrs()? {
@@ -40,7 +35,10 @@ pub(super) fn post(
             Err(e) => last_error = e,
         }
     }
-    let stream = stream.ok_or(last_error)?;
+    let mut stream = Timed {
+        socket: stream.ok_or(last_error)?,
+        deadline,
+    };
     let request = request(target, headers, body);
     #[cfg(feature = "tls")]
     if target.https {
@@ -51,11 +49,44 @@ pub(super) fn post(
         let name = rustls::pki_types::ServerName::try_from(target.host.clone())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "not a TLS server name"))?;
         let conn = rustls::ClientConnection::new(tls, name).map_err(io::Error::other)?;
-        let mut tls = rustls::StreamOwned::new(conn, stream);
-        return exchange(&mut tls, &request, &left, |s, d| timeouts(&s.sock, d));
+        return exchange(&mut rustls::StreamOwned::new(conn, stream), &request);
     }
-    let mut stream = stream;
-    exchange(&mut stream, &request, &left, timeouts)
+    exchange(&mut stream, &request)
+}
+
+fn time_left(deadline: Instant) -> io::Result<Duration> {
+    deadline
+        .checked_duration_since(Instant::now())
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "timed out"))
+}
+
+/// The connection, each read and write of it limited to what is left of
+/// the attempt's time: a receiver that sends a byte now and then (within
+/// a handshake, or a response head) cannot stretch the attempt.
+struct Timed {
+    socket: TcpStream,
+    deadline: Instant,
+}
+
+impl Read for Timed {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.socket
+            .set_read_timeout(Some(time_left(self.deadline)?))?;
+        self.socket.read(buf)
+    }
+}
+
+impl Write for Timed {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.socket
+            .set_write_timeout(Some(time_left(self.deadline)?))?;
+        self.socket.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.socket.flush()
+    }
 }
 
 /// The request's bytes: head and body.
@@ -79,20 +110,8 @@ fn request(target: &Target, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
     bytes
 }
 
-fn timeouts(socket: &TcpStream, left: Duration) -> io::Result<()> {
-    socket.set_write_timeout(Some(left))?;
-    socket.set_read_timeout(Some(left))
-}
-
-/// Sends `request` on `stream` and reads the response's status, each step
-/// within what `left` says remains (set on the socket by `limit`).
-fn exchange<S: Read + Write>(
-    stream: &mut S,
-    request: &[u8],
-    left: &dyn Fn() -> io::Result<Duration>,
-    limit: impl Fn(&S, Duration) -> io::Result<()>,
-) -> io::Result<u16> {
-    limit(stream, left()?)?;
+/// Sends `request` on `stream` and reads the response's status.
+fn exchange(stream: &mut (impl Read + Write), request: &[u8]) -> io::Result<u16> {
     stream.write_all(request)?;
     stream.flush()?;
 
@@ -120,7 +139,6 @@ fn exchange<S: Read + Write>(
             }
             Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
         }
-        limit(stream, left()?)?;
         let n = stream.read(&mut chunk)?;
         if n == 0 {
             return Err(io::Error::new(

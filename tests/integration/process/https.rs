@@ -773,3 +773,183 @@ fn the_certificate_and_key_may_come_from_the_environment() {
         "200"
     );
 }
+
+/// Python's ssl client: `GET /export` over HTTPS with `Connection: close`
+/// and a small receive buffer; `slow` waits before reading and then reads
+/// in small pieces, 10 ms apart: the server is always ahead, and the
+/// socket full, to the end. Prints the bytes of the whole response and whether it
+/// ended with close_notify (`clean`) or a bare TCP close (`ragged`).
+const EXPORT_READER: &str = r#"
+import socket, ssl, sys, time
+port, ca, token, slow = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "slow"
+context = ssl.create_default_context(cafile=ca)
+raw = socket.socket()
+raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+raw.connect(("127.0.0.1", port))
+conn = context.wrap_socket(raw, server_hostname="localhost", suppress_ragged_eofs=False)
+conn.sendall(f"GET /export HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n".encode())
+if slow:
+    time.sleep(0.5)
+got, end = 0, "clean"
+while True:
+    try:
+        piece = conn.recv(4096 if slow else 65536)
+    except ssl.SSLEOFError:
+        end = "ragged"
+        break
+    if not piece:
+        break
+    got += len(piece)
+    if slow:
+        time.sleep(0.01)
+print(got, end)
+"#;
+
+/// A seed file of `n` plants (NDJSON), in `dir`.
+fn seed_file(dir: &TempDir, n: usize) -> String {
+    let path = dir.join("seed.ndjson");
+    let lines: String = (1..=n)
+        .map(|id| {
+            format!(
+                "{{\"id\":{id},\"name\":\"{}{id}\",\"tag\":\"t{}\"}}\n",
+                "n".repeat(200),
+                id % 7
+            )
+        })
+        .collect();
+    std::fs::write(&path, lines).unwrap();
+    path.display().to_string()
+}
+
+fn read_export(certs: &Certs, server: &Running, how: &str) -> String {
+    let out = Command::new("python3")
+        .args(["-c", EXPORT_READER, &server.addr.port().to_string()])
+        .arg(&certs.ca)
+        .args([TOKEN, how])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn a_slow_reader_gets_the_whole_response_and_a_close_notify() {
+    let certs = Certs::new("tls-slow-reader", "ec");
+    let seed = seed_file(&certs.dir, 2_000);
+    let server = certs.start(&["--seed", &seed, "--threads", "1"]);
+    let fast = read_export(&certs, &server, "fast");
+    assert!(fast.ends_with(" clean"), "{fast}");
+    let bytes: usize = fast.split(' ').next().unwrap().parse().unwrap();
+    assert!(bytes > 400_000, "{fast}");
+    // The socket fills while the client waits; what rustls holds then must
+    // still leave before the close, and the close must say so.
+    for _ in 0..3 {
+        assert_eq!(read_export(&certs, &server, "slow"), fast);
+    }
+}
+
+#[test]
+fn a_reader_that_stops_is_closed_within_the_write_timeout() {
+    let certs = Certs::new("tls-stalled-reader", "ec");
+    let seed = seed_file(&certs.dir, 40_000);
+    let server = certs.start(&[
+        "--seed",
+        &seed,
+        "--write-timeout",
+        "2",
+        "--idle-timeout",
+        "1",
+    ]);
+    // A client that asks for the export and never reads.
+    let script = r#"
+import socket, ssl, sys, time
+context = ssl.create_default_context(cafile=sys.argv[2])
+raw = socket.socket()
+raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+raw.connect(("127.0.0.1", int(sys.argv[1])))
+conn = context.wrap_socket(raw, server_hostname="localhost")
+conn.sendall(f"GET /export HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {sys.argv[3]}\r\n\r\n".encode())
+print("sent", flush=True)
+time.sleep(60)
+"#;
+    let mut stalled = Command::new("python3")
+        .args(["-c", script, &server.addr.port().to_string()])
+        .arg(&certs.ca)
+        .arg(TOKEN)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let open = |server: &Running| {
+        let (_, _, text) = curl(&certs, server.addr, "/metrics", &[] as &[&str]);
+        metric(&text, "plantstore_connections_open")
+    };
+    let started = Instant::now();
+    // The stalled client is held open at first (the curl is the other).
+    std::thread::sleep(Duration::from_millis(500));
+    let mut closed = false;
+    while started.elapsed() < Duration::from_secs(20) {
+        if open(&server) == 1 {
+            closed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let took = started.elapsed();
+    let _ = stalled.kill();
+    let _ = stalled.wait();
+    // Goal: the write timeout (2 s) for the protocol, then 2 s for what
+    // rustls holds; bound: several times that.
+    assert!(closed, "the stalled reader was still open after {took:?}");
+}
+
+#[test]
+fn a_receiver_that_drips_its_handshake_cannot_stretch_an_attempt() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let certs = Certs::new("tls-hook-drip", "ec");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let done = Arc::new(AtomicBool::new(false));
+    let stop = Arc::clone(&done);
+    // Takes the ClientHello, announces a 16 KiB handshake record, then
+    // sends one byte of it a second.
+    let dripper = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut hello = [0u8; 4096];
+        let _ = conn.read(&mut hello);
+        let _ = conn.write_all(&[0x16, 0x03, 0x03, 0x40, 0x00]);
+        while !stop.load(Ordering::Relaxed) {
+            if conn.write_all(&[0x02]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    });
+    let url = format!("https://127.0.0.1:{port}/x");
+    let ca = certs.ca.display().to_string();
+    let server = Running::start(&["--webhook", &url, "--webhook-ca", &ca], Some(TOKEN));
+    let started = Instant::now();
+    assert_eq!(create_plain(&server, 43), 200);
+    // An attempt has 5 s in all; the goal is that, the bound twice it.
+    let mut failed = false;
+    while started.elapsed() < Duration::from_secs(10) {
+        if server
+            .log()
+            .iter()
+            .any(|l| l.contains("failed (") && l.contains("attempt 2 of 5"))
+        {
+            failed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let took = started.elapsed();
+    done.store(true, Ordering::Relaxed);
+    drop(server);
+    let _ = dripper.join();
+    assert!(failed, "the attempt was still running after {took:?}");
+}
