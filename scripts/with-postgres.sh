@@ -19,6 +19,8 @@
 #                             cluster (fast shutdown) and returns once it is down
 #   PLANTSTORE_TEST_PG_START  one that starts it again on the same port and
 #                             returns once it accepts connections
+#   PLANTSTORE_TEST_PG_CA     the CA certificate (PEM) of the cluster's TLS
+#                             certificate, which names 127.0.0.1 only
 #   PATH                      with the PostgreSQL bin directory appended
 # The two command lines work whether they are run by root or by the user
 # that owns the cluster.
@@ -84,7 +86,26 @@ listen_addresses = '127.0.0.1'
 unix_socket_directories = '$dir'
 max_connections = 200
 include 'port.conf'
+ssl = on
 EOF
+# TLS, as a database reached over a network has it: a test CA (its
+# certificate in PLANTSTORE_TEST_PG_CA) and a server certificate for
+# 127.0.0.1 only, not "localhost", so that a client asking for
+# verify-full by that name is refused. Clients choose with sslmode
+# (the default, prefer, takes TLS without verifying).
+tls=$dir/tls
+mkdir -p "$tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -keyout "$tls/ca.key" -out "$tls/ca.pem" -subj "/CN=with-postgres test CA" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$data/server.key" \
+    -out "$tls/server.csr" -subj /CN=127.0.0.1 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\n' >"$tls/ext"
+openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -set_serial 1 \
+    -days 2 -extfile "$tls/ext" -out "$data/server.crt" 2>/dev/null
+chmod 600 "$data/server.key"
+[ "$owner" = "$(id -un)" ] || chown "$owner:" "$data/server.key" "$data/server.crt"
+chmod 755 "$tls" && chmod 644 "$tls/ca.pem"
+export PLANTSTORE_TEST_PG_CA=$tls/ca.pem
 
 # A port below Linux's ephemeral range (32768 and up), so that it does not
 # meet the port-0 listeners the tests start; nothing may listen there yet.

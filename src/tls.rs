@@ -166,15 +166,41 @@ const SYSTEM_ROOTS: &[&str] = &[
 pub fn client_config(
     extra: Option<&Path>,
 ) -> Result<(Arc<rustls::ClientConfig>, Option<String>), TlsError> {
+    let roots = roots(true, extra)?;
+    let warning = roots.is_empty().then(|| {
+        format!(
+            "no CA certificates found ({}, or SSL_CERT_FILE): https webhooks will fail \
+             verification; give --webhook-ca or install ca-certificates",
+            SYSTEM_ROOTS[0]
+        )
+    });
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|e| TlsError {
+            file: None,
+            why: e.to_string(),
+        })?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok((Arc::new(config), warning))
+}
+
+/// CA certificates to verify servers against: the system's (when
+/// `system`: `SSL_CERT_FILE`, else the first bundle of `SYSTEM_ROOTS` that
+/// exists; a certificate in it that does not parse is left out, as other
+/// TLS clients do) and those in `extra` (PEM, at least one, each usable).
+pub fn roots(system: bool, extra: Option<&Path>) -> Result<rustls::RootCertStore, TlsError> {
     let mut roots = rustls::RootCertStore::empty();
-    let system = std::env::var_os("SSL_CERT_FILE")
-        .map(PathBuf::from)
-        .or_else(|| SYSTEM_ROOTS.iter().map(PathBuf::from).find(|p| p.is_file()));
-    let mut warning = None;
-    if let Some(bundle) = &system {
+    let bundle = system
+        .then(|| {
+            std::env::var_os("SSL_CERT_FILE")
+                .map(PathBuf::from)
+                .or_else(|| SYSTEM_ROOTS.iter().map(PathBuf::from).find(|p| p.is_file()))
+        })
+        .flatten();
+    if let Some(bundle) = &bundle {
         let text = crate::os::read_text(bundle).map_err(|e| in_file(bundle, e.to_string()))?;
-        // A certificate the bundle holds that does not parse is left out,
-        // as other TLS clients do.
         let certs = CertificateDer::pem_slice_iter(text.as_bytes()).filter_map(Result::ok);
         roots.add_parsable_certificates(certs);
     }
@@ -195,23 +221,7 @@ pub fn client_config(
             })?;
         }
     }
-    if roots.is_empty() {
-        warning = Some(format!(
-            "no CA certificates found ({}, or SSL_CERT_FILE): https webhooks will fail \
-             verification; give --webhook-ca or install ca-certificates",
-            SYSTEM_ROOTS[0]
-        ));
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-        .map_err(|e| TlsError {
-            file: None,
-            why: e.to_string(),
-        })?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok((Arc::new(config), warning))
+    Ok(roots)
 }
 
 /// When a certificate is valid: `notBefore` and `notAfter`, in Unix

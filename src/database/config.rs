@@ -13,6 +13,8 @@ pub struct DatabaseConfig {
     client: postgres::Config,
     /// Workers, one connection each.
     pub pool: usize,
+    /// TLS as `sslmode` and `sslrootcert` say (see `tls.rs`).
+    tls: super::tls::Rustls,
 }
 
 impl DatabaseConfig {
@@ -21,7 +23,9 @@ impl DatabaseConfig {
     pub fn parse(url: &str, pool: usize) -> Result<DatabaseConfig, String> {
         // The parser's own words may quote part of the text, password
         // included: never shown.
-        let mut client = postgres::Config::from_str(url).map_err(|_| {
+        let (url, ssl) = super::tls::SslSettings::take(url)?;
+        let tls = super::tls::Rustls(ssl.client_config()?);
+        let mut client = postgres::Config::from_str(&url).map_err(|_| {
             "cannot be read as postgres://user:password@host:port/dbname or as key=value \
              settings (the text is not shown: it may hold the password)"
                 .to_string()
@@ -52,7 +56,7 @@ impl DatabaseConfig {
             .keepalives_idle(Duration::from_secs(10))
             .keepalives_interval(Duration::from_secs(2))
             .keepalives_retries(3);
-        Ok(DatabaseConfig { client, pool })
+        Ok(DatabaseConfig { client, pool, tls })
     }
 
     /// Where it points, without the password: `user@host:port/db`.
@@ -75,7 +79,7 @@ impl DatabaseConfig {
 
     /// A worker's connection, its statements prepared.
     pub(super) fn connect(&self) -> Result<Connection, DbError> {
-        Connection::open(&self.client)
+        Connection::open(&self.client, self.tls.clone())
     }
 
     /// The heartbeat's client, named apart from the workers' in
@@ -83,12 +87,12 @@ impl DatabaseConfig {
     pub(super) fn connect_health(&self) -> Result<postgres::Client, DbError> {
         let mut config = self.client.clone();
         config.application_name("plantstore-health");
-        Ok(config.connect(postgres::NoTls)?)
+        Ok(config.connect(self.tls.clone())?)
     }
 
     /// A plain client, for start-up work (the schema, the seed).
     pub fn connect_client(&self) -> Result<postgres::Client, DbError> {
-        Ok(self.client.connect(postgres::NoTls)?)
+        Ok(self.client.connect(self.tls.clone())?)
     }
 }
 

@@ -45,6 +45,7 @@ mod health;
 mod pool;
 mod seed;
 mod sql;
+mod tls;
 mod watchdog;
 mod worker;
 

@@ -25,7 +25,7 @@
 use std::fmt;
 
 use postgres::error::SqlState;
-use postgres::{Client, NoTls, Row, Statement};
+use postgres::{Client, Row, Statement};
 
 use super::Change;
 use crate::plant::Plant;
@@ -185,8 +185,8 @@ pub struct Connection {
 
 impl Connection {
     /// Connects and prepares the statements.
-    pub fn open(config: &postgres::Config) -> Result<Connection, DbError> {
-        let mut client = config.connect(NoTls)?;
+    pub fn open(config: &postgres::Config, tls: super::tls::Rustls) -> Result<Connection, DbError> {
+        let mut client = config.connect(tls)?;
         let mut prepare = |sql: &str| client.prepare(sql);
         Ok(Connection {
             create: prepare(

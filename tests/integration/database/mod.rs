@@ -5,3 +5,4 @@ mod cluster;
 mod frozen;
 mod serving;
 mod start;
+mod tls;

@@ -36,7 +36,7 @@ fn rows(client: &mut postgres::Client) -> i64 {
 }
 
 /// The password in a `postgres://user:password@...` URL.
-fn password(url: &str) -> &str {
+pub(super) fn password(url: &str) -> &str {
     let credentials = url.split("://").nth(1).unwrap().split('@').next().unwrap();
     credentials
         .split(':')

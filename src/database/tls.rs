@@ -1,0 +1,369 @@
+//! TLS to PostgreSQL, on the rustls and ring that serve HTTPS.
+//!
+//! The client library knows `sslmode=disable|prefer|require` and refuses
+//! `sslrootcert`, so plantstore takes both out of the URL itself
+//! ([`SslSettings::take`]) and hands the library `require` for the
+//! verifying modes, with a connector ([`Rustls`]) that verifies as libpq
+//! does:
+//!
+//! - `disable`: no TLS. `prefer` (the default) and `require`: TLS without
+//!   verifying the certificate (encryption only, as libpq does without a
+//!   root certificate; `prefer` falls back to plain TCP when the server has
+//!   no TLS).
+//! - `verify-ca`: the chain must lead to `sslrootcert` (or the system's CA
+//!   certificates); any host name.
+//! - `verify-full`: that, and the certificate must name the host.
+//!
+//! `require` with `sslrootcert` verifies the chain, as libpq does. Channel
+//! binding is not offered (SCRAM without `-PLUS`).
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect, TlsStream};
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, SignatureScheme};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// How much of the server's certificate is verified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verify {
+    /// Nothing (`prefer`, `require`): encryption only.
+    Nothing,
+    /// The chain (`verify-ca`).
+    Chain,
+    /// The chain and the host name (`verify-full`).
+    Full,
+}
+
+/// `sslmode` and `sslrootcert` as plantstore reads them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SslSettings {
+    pub verify: Verify,
+    pub root_cert: Option<std::path::PathBuf>,
+}
+
+impl SslSettings {
+    /// Takes `sslmode=verify-ca|verify-full` and `sslrootcert` out of a
+    /// `postgres://` URL's query (the URL the client library gets has
+    /// `sslmode=require` instead, and no `sslrootcert`). Other forms and
+    /// other modes are left to the library.
+    pub fn take(url: &str) -> Result<(String, SslSettings), String> {
+        let mut settings = SslSettings {
+            verify: Verify::Nothing,
+            root_cert: None,
+        };
+        let Some((base, query)) = url.split_once('?') else {
+            return Ok((url.to_string(), settings));
+        };
+        let mut kept = Vec::new();
+        for pair in query.split('&') {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            match (key, value) {
+                ("sslmode", "verify-ca") => {
+                    settings.verify = Verify::Chain;
+                    kept.push("sslmode=require".to_string());
+                }
+                ("sslmode", "verify-full") => {
+                    settings.verify = Verify::Full;
+                    kept.push("sslmode=require".to_string());
+                }
+                ("sslrootcert", path) => {
+                    let path =
+                        percent_decode(path).ok_or("sslrootcert is not a path (bad %-escape)")?;
+                    settings.root_cert = Some(path.into());
+                }
+                _ => kept.push(pair.to_string()),
+            }
+        }
+        if settings.verify == Verify::Nothing && settings.root_cert.is_some() {
+            // libpq: a root certificate makes `require` verify the chain.
+            settings.verify = Verify::Chain;
+        }
+        let url = if kept.is_empty() {
+            base.to_string()
+        } else {
+            format!("{base}?{}", kept.join("&"))
+        };
+        Ok((url, settings))
+    }
+
+    /// The rustls client configuration these settings make.
+    pub fn client_config(&self) -> Result<Arc<ClientConfig>, String> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+            .map_err(|e| e.to_string())?;
+        let config = match self.verify {
+            Verify::Nothing => builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(Unverified(provider)))
+                .with_no_client_auth(),
+            Verify::Chain | Verify::Full => {
+                // sslrootcert alone when given (as libpq), else the system's.
+                let roots = crate::tls::roots(self.root_cert.is_none(), self.root_cert.as_deref())
+                    .map_err(|e| format!("sslrootcert {e}"))?;
+                let verifier =
+                    WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+                        .build()
+                        .map_err(|e| e.to_string())?;
+                let verifier: Arc<dyn ServerCertVerifier> = if self.verify == Verify::Full {
+                    verifier
+                } else {
+                    Arc::new(AnyName(verifier))
+                };
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(verifier)
+                    .with_no_client_auth()
+            }
+        };
+        Ok(Arc::new(config))
+    }
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// `prefer` and `require`: any certificate; the handshake's signatures
+/// are still checked (against the key the certificate holds).
+#[derive(Debug)]
+struct Unverified(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for Unverified {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// `verify-ca`: the chain verified, whatever name the certificate holds.
+#[derive(Debug)]
+struct AnyName(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for AnyName {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// The connector the client library calls for each connection.
+#[derive(Clone)]
+pub struct Rustls(pub Arc<ClientConfig>);
+
+impl<S> MakeTlsConnect<S> for Rustls
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    type Stream = Stream<S>;
+    type TlsConnect = Connect;
+    type Error = io::Error;
+
+    fn make_tls_connect(&mut self, host: &str) -> io::Result<Connect> {
+        let name = ServerName::try_from(host.to_string())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "not a TLS server name"))?;
+        Ok(Connect {
+            config: Arc::clone(&self.0),
+            name,
+        })
+    }
+}
+
+/// One connection's TLS handshake, to come.
+pub struct Connect {
+    config: Arc<ClientConfig>,
+    name: ServerName<'static>,
+}
+
+impl<S> TlsConnect<S> for Connect
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    type Stream = Stream<S>;
+    type Error = io::Error;
+    type Future = Pin<Box<dyn Future<Output = io::Result<Stream<S>>> + Send>>;
+
+    fn connect(self, stream: S) -> Self::Future {
+        Box::pin(async move {
+            let connector = tokio_rustls::TlsConnector::from(self.config);
+            Ok(Stream(connector.connect(self.name, stream).await?))
+        })
+    }
+}
+
+/// A TLS connection to the database.
+pub struct Stream<S>(tokio_rustls::client::TlsStream<S>);
+
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Stream<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Stream<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream for Stream<S> {
+    fn channel_binding(&self) -> ChannelBinding {
+        ChannelBinding::none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn take(url: &str) -> (String, Verify, Option<String>) {
+        let (url, settings) = SslSettings::take(url).unwrap();
+        let root = settings.root_cert.map(|p| p.display().to_string());
+        (url, settings.verify, root)
+    }
+
+    #[test]
+    fn verifying_modes_and_the_root_certificate_are_taken_out_of_the_url() {
+        let base = "postgres://u:p@db.example:5432/plants";
+        assert_eq!(take(base), (base.into(), Verify::Nothing, None));
+        assert_eq!(
+            take(&format!(
+                "{base}?sslmode=verify-full&sslrootcert=/etc/ca%20x.pem&application_name=a"
+            )),
+            (
+                format!("{base}?sslmode=require&application_name=a"),
+                Verify::Full,
+                Some("/etc/ca x.pem".into())
+            )
+        );
+        assert_eq!(
+            take(&format!("{base}?sslmode=verify-ca")),
+            (format!("{base}?sslmode=require"), Verify::Chain, None)
+        );
+        // As libpq: a root certificate makes require verify the chain.
+        assert_eq!(
+            take(&format!("{base}?sslrootcert=/ca.pem&sslmode=require")),
+            (
+                format!("{base}?sslmode=require"),
+                Verify::Chain,
+                Some("/ca.pem".into())
+            )
+        );
+        // Left to the client library.
+        assert_eq!(
+            take(&format!("{base}?sslmode=disable")),
+            (format!("{base}?sslmode=disable"), Verify::Nothing, None)
+        );
+        assert!(SslSettings::take(&format!("{base}?sslrootcert=%zz")).is_err());
+    }
+}
