@@ -110,7 +110,8 @@ impl Tls {
                     Ok(0) => return Read::Closed,
                     Ok(_) => {}
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return blocked_or_failed(&e),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Read::Blocked,
+                    Err(e) => return failed(&e.to_string()),
                 }
                 self.fresh = false;
                 if first[0] != HANDSHAKE {
@@ -136,7 +137,10 @@ impl Tls {
                 }
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return blocked_or_failed(&e),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Read::Blocked,
+                // A reset during the handshake is a failed one.
+                Err(e) if self.conn.is_handshaking() => return failed(&e.to_string()),
+                Err(_) => return Read::Failed,
             }
             if let Err(e) = self.conn.process_new_packets() {
                 // Sends the alert rustls queued, if the socket takes it.
@@ -199,12 +203,15 @@ impl Tls {
     pub(crate) fn close(&mut self) {
         self.conn.send_close_notify();
     }
-}
 
-fn blocked_or_failed(e: &io::Error) -> Read {
-    match e.kind() {
-        io::ErrorKind::WouldBlock => Read::Blocked,
-        _ => Read::Failed,
+    /// The protocol closed the connection before the handshake was done
+    /// (the head deadline, or the server stopping): a failed handshake,
+    /// logged and counted like the others.
+    pub(crate) fn abandoned(&self, peer: &dyn std::fmt::Display, failures: &AtomicU64) {
+        if self.conn.is_handshaking() && !self.fresh {
+            failures.fetch_add(1, Ordering::Relaxed);
+            log::info!(target: "plantstore::tls", "TLS handshake with {peer} failed: not done within the head timeout");
+        }
     }
 }
 

@@ -322,6 +322,14 @@ impl Worker {
         let shared = &*self.shared;
         if shared.open.fetch_add(1, Ordering::Relaxed) >= shared.limits.max_connections {
             shared.open.fetch_sub(1, Ordering::Relaxed);
+            // Over TLS a 503 in plain text could not be read: the
+            // connection is closed at once.
+            #[cfg(feature = "tls")]
+            if shared.https.is_some() {
+                discard_input(&mut socket);
+                access::log_rejected(0, peer);
+                return;
+            }
             access::log_rejected(reject(socket), peer);
             return;
         }
@@ -525,6 +533,10 @@ fn serve(
             conn.shut_down();
         }
         if conn.protocol.is_closed() {
+            #[cfg(feature = "tls")]
+            if let Some(tls) = &conn.tls {
+                tls.abandoned(&conn.peer, &shared.failed_handshakes);
+            }
             conn.close_notify();
             return Left::Closed;
         }

@@ -54,6 +54,15 @@ pub(super) fn post(
     exchange(&mut stream, &request)
 }
 
+/// A socket timeout reads as `WouldBlock` ("Resource temporarily
+/// unavailable"): said as what it is.
+fn timed_out(e: io::Error) -> io::Error {
+    match e.kind() {
+        io::ErrorKind::WouldBlock => io::Error::new(io::ErrorKind::TimedOut, "timed out"),
+        _ => e,
+    }
+}
+
 fn time_left(deadline: Instant) -> io::Result<Duration> {
     deadline
         .checked_duration_since(Instant::now())
@@ -73,7 +82,7 @@ impl Read for Timed {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.socket
             .set_read_timeout(Some(time_left(self.deadline)?))?;
-        self.socket.read(buf)
+        self.socket.read(buf).map_err(timed_out)
     }
 }
 
@@ -81,7 +90,7 @@ impl Write for Timed {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.socket
             .set_write_timeout(Some(time_left(self.deadline)?))?;
-        self.socket.write(buf)
+        self.socket.write(buf).map_err(timed_out)
     }
 
     fn flush(&mut self) -> io::Result<()> {

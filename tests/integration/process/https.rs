@@ -413,6 +413,33 @@ fn a_stalled_handshake_is_closed_by_the_head_deadline() {
     let took = started.elapsed();
     assert!(took < Duration::from_secs(5), "closed after {took:?}");
     assert!(took >= Duration::from_millis(900), "closed after {took:?}");
+    // Logged and counted as a failed handshake.
+    assert!(
+        logged(&server, "not done within the head timeout"),
+        "{:?}",
+        server.log()
+    );
+    let (_, _, metrics) = curl(&certs, server.addr, "/metrics", &[] as &[&str]);
+    assert_eq!(
+        metric(&metrics, "plantstore_tls_handshake_failures_total"),
+        1,
+        "{metrics}"
+    );
+}
+
+#[test]
+fn past_the_connection_cap_a_tls_connection_is_closed_without_a_plain_answer() {
+    let certs = Certs::new("tls-cap", "ec");
+    let server = certs.start(&["--max-connections", "1"]);
+    // The one connection allowed, held open mid-handshake.
+    let mut held = TcpStream::connect(server.addr).unwrap();
+    held.write_all(&[0x16, 0x03, 0x01]).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut refused = TcpStream::connect(server.addr).unwrap();
+    let _ = refused.write_all(include_bytes!("../../data/tls/client_hello_tls13.bin"));
+    let got = until_closed(&mut refused, PATIENCE);
+    assert!(got.is_empty(), "{:?}", String::from_utf8_lossy(&got));
+    drop(held);
 }
 
 #[test]
