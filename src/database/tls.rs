@@ -99,30 +99,30 @@ impl SslSettings {
         let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
             .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
             .map_err(|e| e.to_string())?;
-        let config = match self.verify {
-            Verify::Nothing => builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(Unverified(provider)))
-                .with_no_client_auth(),
+        let chain = match self.verify {
+            Verify::Nothing => None,
             Verify::Chain | Verify::Full => {
                 // sslrootcert alone when given (as libpq), else the system's.
                 let roots = crate::tls::roots(self.root_cert.is_none(), self.root_cert.as_deref())
                     .map_err(|e| format!("sslrootcert {e}"))?;
-                let verifier =
-                    WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
-                        .build()
-                        .map_err(|e| e.to_string())?;
-                let verifier: Arc<dyn ServerCertVerifier> = if self.verify == Verify::Full {
-                    verifier
-                } else {
-                    Arc::new(AnyName(verifier))
-                };
-                builder
-                    .dangerous()
-                    .with_custom_certificate_verifier(verifier)
-                    .with_no_client_auth()
+                let verifier = WebPkiServerVerifier::builder_with_provider(
+                    Arc::new(roots),
+                    Arc::clone(&provider),
+                )
+                .build()
+                .map_err(|e| e.to_string())?;
+                Some(verifier)
             }
         };
+        let verifier = Verifier {
+            chain,
+            any_name: self.verify == Verify::Chain,
+            provider,
+        };
+        let config = builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
+            .with_no_client_auth();
         Ok(Arc::new(config))
     }
 }
@@ -144,61 +144,18 @@ fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// `prefer` and `require`: any certificate; the handshake's signatures
-/// are still checked (against the key the certificate holds).
+/// How the server's certificate is checked: `chain` (`verify-ca`,
+/// `verify-full`) or nothing (`prefer`, `require`: any certificate), with
+/// any name when `any_name` (`verify-ca`). The handshake's signatures are
+/// always checked, against the key the certificate holds.
 #[derive(Debug)]
-struct Unverified(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
+struct Verifier {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    any_name: bool,
+    provider: Arc<rustls::crypto::CryptoProvider>,
 }
 
-/// `verify-ca`: the chain verified, whatever name the certificate holds.
-#[derive(Debug)]
-struct AnyName(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for AnyName {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -207,13 +164,13 @@ impl ServerCertVerifier for AnyName {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
+            )) if self.any_name => Ok(ServerCertVerified::assertion()),
             other => other,
         }
     }
@@ -224,7 +181,8 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
     }
 
     fn verify_tls13_signature(
@@ -233,11 +191,14 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

@@ -131,14 +131,7 @@ impl Certs {
         args.extend(extra.iter().map(|a| a.to_string()));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let server = Running::start(&args, Some(TOKEN));
-        assert!(
-            server
-                .log()
-                .iter()
-                .any(|l| l.contains("listening on https://")),
-            "{:?}",
-            server.log()
-        );
+        assert_serves_https(&server);
         server
     }
 }
@@ -339,6 +332,20 @@ fn untrusted_and_wrong_name_certificates_are_refused_by_the_client() {
     assert!(failures >= 1, "{metrics}");
 }
 
+/// The start-up line of `server` lists an `https://` URL.
+fn assert_serves_https(server: &Running) {
+    let log = server.log();
+    assert!(
+        log.iter().any(|l| l.contains("listening on https://")),
+        "{log:?}"
+    );
+}
+
+/// The status of `GET /healthz` over HTTPS, the test CA trusted.
+fn healthz(certs: &Certs, server: &Running) -> String {
+    curl(certs, server.addr, "/healthz", &[] as &[&str]).1
+}
+
 fn metric(text: &str, name: &str) -> u64 {
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
@@ -392,10 +399,7 @@ fn plain_http_on_the_tls_port_is_told_to_use_https_and_garbage_is_closed() {
         );
     }
     // The server still serves.
-    assert_eq!(
-        curl(&certs, server.addr, "/healthz", &[] as &[&str]).1,
-        "200"
-    );
+    assert_eq!(healthz(&certs, &server), "200");
 }
 
 #[test]
@@ -462,10 +466,7 @@ fn sighup_serves_a_renewed_certificate_to_new_connections() {
     server.signal("HUP");
     assert!(logged(&server, "reload refused"), "{:?}", server.log());
     assert_eq!(serial(&server), "02");
-    assert_eq!(
-        curl(&certs, server.addr, "/healthz", &[] as &[&str]).1,
-        "200"
-    );
+    assert_eq!(healthz(&certs, &server), "200");
 }
 
 /// The serial number of the certificate a new connection is served, as
@@ -773,10 +774,7 @@ fn the_expiry_gauge_counts_down_and_a_dated_certificate_loads_with_a_warning() {
     certs.issue_dated("20200101000000Z", &soon(10));
     let server = certs.start(&[]);
     assert!(logged(&server, "renew it and reload"), "{:?}", server.log());
-    assert_eq!(
-        curl(&certs, server.addr, "/healthz", &[] as &[&str]).1,
-        "200"
-    );
+    assert_eq!(healthz(&certs, &server), "200");
 }
 
 #[test]
@@ -787,18 +785,8 @@ fn the_certificate_and_key_may_come_from_the_environment() {
         .env("PLANTSTORE_TLS_CERT", &certs.cert)
         .env("PLANTSTORE_TLS_KEY", &certs.key);
     let server = Running::spawn(command, PATIENCE);
-    assert!(
-        server
-            .log()
-            .iter()
-            .any(|l| l.contains("listening on https://")),
-        "{:?}",
-        server.log()
-    );
-    assert_eq!(
-        curl(&certs, server.addr, "/healthz", &[] as &[&str]).1,
-        "200"
-    );
+    assert_serves_https(&server);
+    assert_eq!(healthz(&certs, &server), "200");
 }
 
 /// Python's ssl client: `GET /export` over HTTPS with `Connection: close`
