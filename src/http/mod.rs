@@ -2,7 +2,8 @@
 //! sans-I/O protocol core, on `httparse`.
 //!
 //! From the socket inwards: `server` binds and runs `limits.threads` event
-//! loops (`worker`, on `mio`); each owns its connections and feeds their
+//! loops (`worker`, on `mio`); each owns its connections (`conn`: a
+//! connection's socket, reads, writes and TLS state) and feeds their
 //! bytes to a `protocol` (one connection's HTTP/1.1 state machine, with no
 //! socket in it: bytes in, requests and deadlines out, responses in, bytes
 //! out), built on `head` (request heads), `inbox` (a connection's unparsed
@@ -25,6 +26,7 @@
 mod access;
 mod body;
 mod chunk;
+mod conn;
 mod deferred;
 mod head;
 mod inbox;

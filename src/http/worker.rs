@@ -6,9 +6,10 @@
 //! A connection lives in one slot of its loop for its whole life; the
 //! loop reads what the socket has (while the protocol wants input), runs
 //! the handlers inline, and writes as the socket takes it. A connection
-//! that keeps the loop busy is served at most `MAX_ROUNDS` reads, or
-//! `WRITE_SHARE` bytes of output (a streamed body never ends on its own
-//! while the client reads fast), at a time, then the others get their turn.
+//! that keeps the loop busy is served (by `conn::serve`) at most
+//! `MAX_ROUNDS` reads, or `WRITE_SHARE` bytes of output (a streamed body
+//! never ends on its own while the client reads fast), at a time, then
+//! the others get their turn.
 //!
 //! Deadlines are checked by a sweep every `SWEEP` (they are whole seconds;
 //! a sweep of 10,000 connections is a few microseconds). Deferred
@@ -31,8 +32,8 @@
 //! five syscalls per wait where `mio` makes one), and registering a socket
 //! is `unsafe` there, which this crate forbids.
 
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr};
+use std::io;
+use std::net::SocketAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -43,10 +44,11 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::access;
+use super::conn::{Conn, Left, Scratch, reject, reset_if_cut_short, serve};
 use super::deferred::{self, Mailbox, Ticket};
 use super::protocol::Protocol;
-use super::response::{Delimit, Persist, Response};
-use super::session::{self, Home};
+use super::response::Response;
+use super::session::Home;
 use super::{Handler, Limits};
 use crate::lock::lock;
 
@@ -54,35 +56,9 @@ const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX);
 /// How often deadlines are checked.
 const SWEEP: Duration = Duration::from_millis(100);
-/// Rounds (a read, or output drained) served to one connection before the
-/// others get their turn.
-const MAX_ROUNDS: usize = 16;
 /// Unsent bytes the kernel may hold for a connection before it stops
 /// taking more (`TCP_NOTSENT_LOWAT`).
 const NOTSENT_LOWAT: u32 = 64 * 1024;
-/// Bytes written to one connection before the others get their turn:
-/// one streamed piece (`protocol::CHUNK`), so a large page or an export,
-/// made as it leaves, costs its loop about two pieces of work per turn.
-const WRITE_SHARE: usize = 32 * 1024;
-/// Size of the loop's read buffer (each connection's own input buffer
-/// holds only what a read leaves unparsed).
-const READ_SIZE: usize = 16 * 1024;
-
-/// The loop's read buffer, made at its first read: a loop that has read
-/// nothing yet (an idle server's) holds none. Zeroed, so resident once
-/// made: 16 KiB of idle RSS for each loop.
-#[derive(Default)]
-struct Scratch(Box<[u8]>);
-
-impl Scratch {
-    fn get(&mut self) -> &mut [u8] {
-        if self.0.is_empty() {
-            self.0 = vec![0u8; READ_SIZE].into_boxed_slice();
-        }
-        &mut self.0
-    }
-}
-
 /// What every event loop of one server shares: the limits, the handler,
 /// the count of open connections and the stopping flag.
 pub(crate) struct ServerState {
@@ -142,25 +118,6 @@ impl Mailbox for Postbox {
     }
 }
 
-struct Conn {
-    socket: TcpStream,
-    protocol: Protocol,
-    peer: SocketAddr,
-    id: u64,
-    /// The socket may have more to read / room to write (edge-triggered:
-    /// known until a call says `WouldBlock`).
-    readable: bool,
-    writable: bool,
-    /// With HTTPS: the connection's TLS state, between socket and protocol.
-    #[cfg(feature = "tls")]
-    tls: Option<Box<super::tls::Tls>>,
-    /// With HTTPS, while rustls holds encrypted output the socket has not
-    /// taken: when it must have left (the protocol, which handed it over,
-    /// no longer times it).
-    #[cfg(feature = "tls")]
-    drain_by: Option<Instant>,
-}
-
 /// One event loop, built by the server before it runs.
 pub(crate) struct Worker {
     poll: Poll,
@@ -175,15 +132,6 @@ pub(crate) struct Worker {
     again: Vec<usize>,
     /// Accepting failed (out of descriptors): try again at this time.
     accept_retry: Option<Instant>,
-}
-
-/// What serving a connection left.
-#[derive(PartialEq, Eq)]
-enum Left {
-    Open,
-    /// More to do: serve again soon.
-    Busy,
-    Closed,
 }
 
 impl Worker {
@@ -326,7 +274,7 @@ impl Worker {
             // connection is closed at once.
             #[cfg(feature = "tls")]
             if shared.https.is_some() {
-                discard_input(&mut socket);
+                super::conn::discard_input(&mut socket);
                 access::log_rejected(0, peer);
                 return;
             }
@@ -457,236 +405,4 @@ impl Worker {
             }
         }
     }
-}
-
-/// Reads, runs handlers and writes for one connection until it would
-/// block, or has had its share.
-fn serve(
-    conn: &mut Conn,
-    shared: &ServerState,
-    home: &Home<'_>,
-    scratch: &mut Scratch,
-    now: Instant,
-) -> Left {
-    let mut rounds = 0;
-    let mut written = 0;
-    loop {
-        session::drive(
-            &mut conn.protocol,
-            &*shared.handler,
-            conn.peer,
-            Some(home),
-            now,
-        );
-        // Output that leaves may let buffered pipelined requests go on (or
-        // a stopping connection close): the protocol gets another turn even
-        // with nothing new to read.
-        let mut drained = false;
-        #[cfg(feature = "tls")]
-        if conn.writable
-            && let Some(tls) = &mut conn.tls
-        {
-            match tls.flush(&mut conn.socket) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => conn.writable = false,
-                Err(_) => return Left::Closed,
-            }
-        }
-        while conn.writable && !conn.protocol.output().is_empty() {
-            if written >= WRITE_SHARE {
-                return Left::Busy;
-            }
-            match conn.write_out() {
-                Ok(n) => {
-                    written += n;
-                    conn.protocol.sent(n, now);
-                    drained = conn.protocol.output().is_empty();
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => conn.writable = false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return Left::Closed,
-            }
-        }
-        // Encrypted output still waiting for the socket (which said
-        // `WouldBlock`, so a writable event follows): nothing more (reading,
-        // a shutdown, a close) until it has left, within the write timeout.
-        // A connection the protocol gave up on is not waited for.
-        #[cfg(feature = "tls")]
-        if conn.tls.as_ref().is_some_and(|tls| tls.has_output()) {
-            if conn.protocol.is_closed() && conn.protocol.cut_short() {
-                return Left::Closed;
-            }
-            let by = *conn
-                .drain_by
-                .get_or_insert(now + shared.limits.write_timeout);
-            if now >= by {
-                return Left::Closed;
-            }
-            conn.writable = false;
-            return Left::Open;
-        }
-        #[cfg(feature = "tls")]
-        {
-            conn.drain_by = None;
-        }
-        if conn.protocol.take_shutdown() {
-            conn.shut_down();
-        }
-        if conn.protocol.is_closed() {
-            #[cfg(feature = "tls")]
-            if let Some(tls) = &conn.tls {
-                tls.abandoned(&conn.peer, &shared.failed_handshakes);
-            }
-            conn.close_notify();
-            return Left::Closed;
-        }
-        let read = conn.readable && conn.protocol.wants_input();
-        if !read && !drained {
-            return Left::Open;
-        }
-        if rounds == MAX_ROUNDS {
-            return Left::Busy;
-        }
-        rounds += 1;
-        if !read {
-            continue;
-        }
-        let buffer = scratch.get();
-        #[cfg(feature = "tls")]
-        if let Some(tls) = &mut conn.tls {
-            match tls.read(
-                &mut conn.socket,
-                buffer,
-                &conn.peer,
-                &shared.failed_handshakes,
-            ) {
-                super::tls::Read::Bytes(n) => conn.protocol.received(&buffer[..n], now),
-                super::tls::Read::Blocked => conn.readable = false,
-                super::tls::Read::Closed => {
-                    conn.readable = false;
-                    conn.protocol.closed_by_peer();
-                }
-                super::tls::Read::PlainHttp => {
-                    // What it sent is read first, so that the close does
-                    // not reset the connection and destroy the answer.
-                    discard_input(&mut conn.socket);
-                    let _ = conn.socket.write(super::tls::PLAIN_HTTP);
-                    let _ = conn.socket.shutdown(Shutdown::Write);
-                    return Left::Closed;
-                }
-                super::tls::Read::Failed => return Left::Closed,
-            }
-            continue;
-        }
-        match conn.socket.read(buffer) {
-            Ok(0) => {
-                conn.readable = false;
-                conn.protocol.closed_by_peer();
-            }
-            Ok(n) => {
-                // A short read emptied the socket: more data will come
-                // with a new edge, so skip the read that would only say
-                // `WouldBlock` (one syscall per request saved).
-                conn.readable = n == buffer.len();
-                conn.protocol.received(&buffer[..n], now);
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => conn.readable = false,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return Left::Closed,
-        }
-    }
-}
-
-impl Conn {
-    /// When the sweep must serve it: the protocol's deadline, or with
-    /// HTTPS the one for encrypted output still held, whichever is first.
-    fn deadline(&self) -> Option<Instant> {
-        let protocol = self.protocol.deadline();
-        #[cfg(feature = "tls")]
-        if let Some(by) = self.drain_by {
-            return Some(protocol.map_or(by, |at| at.min(by)));
-        }
-        protocol
-    }
-
-    /// Whether closing now leaves the client short of what it was owed:
-    /// the protocol's view, and with HTTPS encrypted output still held.
-    fn cut_short(&self) -> bool {
-        #[cfg(feature = "tls")]
-        if self.tls.as_ref().is_some_and(|tls| tls.has_output()) {
-            return true;
-        }
-        self.protocol.cut_short()
-    }
-
-    /// Writes of the protocol's output what the socket (through TLS, with
-    /// HTTPS) takes now.
-    fn write_out(&mut self) -> io::Result<usize> {
-        #[cfg(feature = "tls")]
-        if let Some(tls) = &mut self.tls {
-            return tls.write(&mut self.socket, self.protocol.output());
-        }
-        self.socket.write(self.protocol.output())
-    }
-
-    /// With HTTPS, a connection that closes having sent all it owed says
-    /// so with a close_notify (as far as the socket takes it now): a
-    /// client that sees the TCP close without one may take the response
-    /// for cut short, and OpenSSL then drops the session instead of
-    /// resuming it.
-    fn close_notify(&mut self) {
-        #[cfg(feature = "tls")]
-        if !self.cut_short()
-            && let Some(tls) = &mut self.tls
-        {
-            tls.close();
-            let _ = tls.flush(&mut self.socket);
-        }
-    }
-
-    /// Ends the sending side: with HTTPS, a close_notify first (sent as far
-    /// as the socket takes it now).
-    fn shut_down(&mut self) {
-        #[cfg(feature = "tls")]
-        if let Some(tls) = &mut self.tls {
-            tls.close();
-            let _ = tls.flush(&mut self.socket);
-        }
-        let _ = self.socket.shutdown(Shutdown::Write);
-    }
-}
-
-/// Makes dropping a connection that owes its client part of a response
-/// send a reset (`SO_LINGER` 0), not an orderly close: the client must see
-/// an error, never a shorter body that ends with the connection, and the
-/// kernel drops what it still held for it.
-fn reset_if_cut_short(conn: &Conn) {
-    if conn.cut_short() {
-        let _ = socket2::SockRef::from(&conn.socket).set_linger(Some(Duration::ZERO));
-    }
-}
-
-/// Reads (and drops) what a connection being answered and closed at once
-/// already sent, at most 16 KiB: closing with unread input would reset the
-/// connection and destroy the answer before the client reads it.
-fn discard_input(socket: &mut TcpStream) {
-    let mut scratch = [0u8; 4096];
-    for _ in 0..4 {
-        if !matches!(socket.read(&mut scratch), Ok(n) if n > 0) {
-            break;
-        }
-    }
-}
-
-/// Answers a connection past the cap with a 503 at once and closes it;
-/// returns the bytes of the answer.
-fn reject(mut socket: TcpStream) -> usize {
-    discard_input(&mut socket);
-    let mut out = Vec::with_capacity(160);
-    Response::error(503, "server is at its connection limit, retry shortly")
-        .with_header("Retry-After", "1")
-        .write_to(&mut out, false, Persist::Close, Delimit::Chunked);
-    let _ = socket.write(&out);
-    let _ = socket.shutdown(Shutdown::Write);
-    out.len()
 }
