@@ -198,9 +198,11 @@ impl Protocol {
 
     /// The server is stopping: requests in flight finish, and so does one
     /// already received (their responses say `Connection: close`); a
-    /// connection with none closes now.
-    pub(crate) fn stop(&mut self) {
+    /// connection with none closes now, and an idle stream (a live feed
+    /// between events) ends.
+    pub(crate) fn stop(&mut self, now: Instant) {
         self.stopping = true;
+        self.end_idle_stream(now);
         if self.phase == Phase::Head && self.output().is_empty() && self.inbox.input().is_empty() {
             self.phase = Phase::Closed;
         }

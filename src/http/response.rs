@@ -70,6 +70,13 @@ pub enum Fill {
     /// last piece that had bytes, so a stream that is never woken is cut
     /// short like a `Failed` one.
     Pending,
+    /// Nothing for now, and nothing owed: a live feed between events. As
+    /// with `Pending`, what was appended is sent and the stream is pulled
+    /// again only once woken; unlike it, no timeout runs once its output
+    /// has left, so it may wait for its waker as long as the connection
+    /// lasts. When the server stops, an idle stream is ended cleanly (the
+    /// last chunk, or the close for HTTP/1.0).
+    Idle,
 }
 
 /// The body of a response.

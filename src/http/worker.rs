@@ -235,7 +235,7 @@ impl Worker {
         }
         for slot in 0..self.conns.len() {
             if let Some(conn) = &mut self.conns[slot] {
-                conn.protocol.stop();
+                conn.protocol.stop(now);
                 self.serve(slot, scratch, now);
             }
         }

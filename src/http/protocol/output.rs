@@ -145,7 +145,7 @@ impl Protocol {
             self.out.clear();
             self.sent = 0;
             // A pending stream is still owed: its deadline runs on.
-            if self.streaming.is_none() {
+            if self.stream_owes_nothing() {
                 self.write_deadline = None;
             }
             self.after_output(now);

@@ -10,7 +10,10 @@
 //! again until the driver reports its waker woken with
 //! [`Protocol::resume`]; meanwhile what it gave keeps leaving, and the
 //! write deadline of its last piece keeps running, so one that never
-//! wakes is cut short like a client that stops reading.
+//! wakes is cut short like a client that stops reading. A stream that
+//! answers `Fill::Idle` (a live feed with no event to send) waits the same
+//! way, but with no deadline once its output has left, and is ended
+//! cleanly when the server stops.
 //!
 //! Invariants: a body is ended cleanly (the last chunk, or the close for
 //! HTTP/1.0) only after `Fill::Done`; a stream that fails, or promises more
@@ -47,6 +50,7 @@ impl Protocol {
             linger,
             piece: Vec::new(),
             pending: false,
+            idle: false,
         });
         self.pump(now);
     }
@@ -62,8 +66,28 @@ impl Protocol {
             && streaming.pending
         {
             streaming.pending = false;
+            streaming.idle = false;
             self.pump(now);
         }
+    }
+
+    /// The server is stopping: an idle stream ends now, cleanly, and the
+    /// connection closes once that has left. Any other stream goes on.
+    pub(super) fn end_idle_stream(&mut self, now: Instant) {
+        let Some(streaming) = self.streaming.take_if(|s| s.idle) else {
+            return;
+        };
+        self.start_output(now);
+        if streaming.delimit == Delimit::Chunked {
+            chunk::write_last(&mut self.out);
+        }
+        self.responded(true, streaming.linger, now);
+    }
+
+    /// Whether the stream being sent owes nothing now (`Fill::Idle`): no
+    /// write deadline once its output has left.
+    pub(super) fn stream_owes_nothing(&self) -> bool {
+        self.streaming.as_ref().is_none_or(|s| s.idle)
     }
 
     /// Pulls the streamed body while less than a chunk of it waits and it
@@ -94,7 +118,8 @@ impl Protocol {
             // Each piece has the write timeout to leave. A `Pending` that
             // gave nothing is no piece: the last one's deadline runs on, so
             // a stream that is never woken is cut short.
-            if bytes > 0 || fill != Fill::Pending {
+            // An `Idle` one owes nothing: no deadline once its output left.
+            if bytes > 0 || !matches!(fill, Fill::Pending | Fill::Idle) {
                 self.write_deadline = Some(now + self.limits.write_timeout);
             }
             match fill {
@@ -102,6 +127,14 @@ impl Protocol {
                 // Bytes with `Pending` are sent, then the stream waits too.
                 Fill::Pending => {
                     streaming.pending = true;
+                    return;
+                }
+                Fill::Idle => {
+                    streaming.pending = true;
+                    streaming.idle = true;
+                    if self.sent >= self.out.len() {
+                        self.write_deadline = None;
+                    }
                     return;
                 }
                 Fill::Done => {
@@ -137,8 +170,11 @@ pub(super) struct Streaming {
     linger: bool,
     /// The piece being made (kept, so each piece costs no allocation).
     piece: Vec<u8>,
-    /// It answered `Fill::Pending`: not pulled until `resume`.
+    /// It answered `Fill::Pending` or `Fill::Idle`: not pulled until
+    /// `resume`.
     pending: bool,
+    /// It answered `Fill::Idle`: it owes nothing until woken.
+    idle: bool,
 }
 
 impl std::fmt::Debug for Streaming {
@@ -147,6 +183,7 @@ impl std::fmt::Debug for Streaming {
             .field("delimit", &self.delimit)
             .field("close", &self.close)
             .field("pending", &self.pending)
+            .field("idle", &self.idle)
             .finish_non_exhaustive()
     }
 }

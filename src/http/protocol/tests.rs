@@ -369,3 +369,52 @@ fn an_http_1_0_client_gets_a_pending_stream_up_to_the_close() {
         "a complete body ends with a close"
     );
 }
+
+#[test]
+fn an_idle_stream_waits_without_a_deadline_once_its_output_has_left() {
+    let (mut p, now) = protocol();
+    p.received(b"GET /feed HTTP/1.1\r\nHost: x\r\n\r\n", now);
+    assert_eq!(p.poll(now), Action::Request);
+    let (response, calls) = script(&[(b"ab", Fill::Idle), (b"cd", Fill::Idle), (b"", Fill::Idle)]);
+    p.answer(Answer::Now(response), now);
+    // While its bytes wait for the client, the write timeout runs...
+    assert_eq!(p.deadline(), Some(now + Duration::from_secs(10)));
+    let mut wire = send_all(&mut p, 4096, now);
+    // ...and once they have left, nothing does: no idle, no write timeout.
+    assert_eq!(p.deadline(), None);
+    let later = now + Duration::from_secs(3600);
+    assert_eq!(p.poll(later), Action::Wait);
+    assert!(!p.is_closed() && !p.wants_input());
+    p.resume(1, later);
+    wire.extend(send_all(&mut p, 4096, later));
+    p.resume(1, later);
+    assert_eq!(calls.load(Ordering::Relaxed), 3);
+    assert_eq!(p.deadline(), None, "a wake that brought nothing");
+    assert_eq!(body_of(&wire), b"2\r\nab\r\n2\r\ncd\r\n");
+    assert!(!p.is_closed());
+}
+
+#[test]
+fn an_idle_stream_ends_cleanly_when_the_server_stops_and_a_pending_one_does_not() {
+    for (fill, ends) in [(Fill::Idle, true), (Fill::Pending, false)] {
+        let (mut p, now) = protocol();
+        p.received(b"GET /feed HTTP/1.1\r\nHost: x\r\n\r\n", now);
+        assert_eq!(p.poll(now), Action::Request);
+        let steps: &'static [(&'static [u8], Fill)] = match fill {
+            Fill::Idle => &[(b"ab", Fill::Idle)],
+            _ => &[(b"ab", Fill::Pending)],
+        };
+        let (response, _) = script(steps);
+        p.answer(Answer::Now(response), now);
+        let mut wire = send_all(&mut p, 4096, now);
+        p.stop(now);
+        wire.extend(send_all(&mut p, 4096, now));
+        if ends {
+            assert_eq!(body_of(&wire), b"2\r\nab\r\n0\r\n\r\n");
+            assert!(p.is_closed() && !p.cut_short(), "{fill:?}");
+        } else {
+            assert_eq!(body_of(&wire), b"2\r\nab\r\n", "{fill:?}");
+            assert!(!p.is_closed(), "a pending stream is still owed");
+        }
+    }
+}
