@@ -58,7 +58,11 @@ curl -fsS "$base/openapi.json" -o "$serve_log.openapi.json"
 "$venv/bin/openapi-spec-validator" "$serve_log.openapi.json"
 rm -f "$serve_log.openapi.json"
 
+# The change feed is left out: its answer is an endless stream, which
+# schemathesis would wait on until its timeout. tests/integration/api/
+# changes.rs checks it instead.
 "$venv/bin/st" --config-file scripts/schemathesis.toml run "$base/openapi.json" \
+    --exclude-path /plants/changes \
     --checks all \
     --seed 20261121 \
     --max-examples "$examples" \

@@ -22,6 +22,7 @@
 #![deny(unsafe_code)]
 
 pub mod api;
+pub mod changes;
 pub mod config;
 #[cfg(feature = "postgres")]
 pub mod database;

@@ -41,7 +41,7 @@ use crate::http::Response;
 pub const MAX_AGE: &str = "7200";
 
 /// The request headers a client may send (`Access-Control-Allow-Headers`).
-pub const ALLOW_HEADERS: &str = "Authorization, Content-Type";
+pub const ALLOW_HEADERS: &str = "Authorization, Content-Type, Last-Event-ID";
 
 /// The response headers a page may read beyond the safelisted ones.
 pub const EXPOSE_HEADERS: &str = "Link, WWW-Authenticate, Retry-After";
@@ -328,7 +328,7 @@ mod tests {
             .with_header("Access-Control-Allow-Methods", "GET, HEAD, POST")
             .with_header(
                 "Access-Control-Allow-Headers",
-                "Authorization, Content-Type",
+                "Authorization, Content-Type, Last-Event-ID",
             )
             .with_header("Access-Control-Max-Age", "7200")
             .with_header("Vary", "Origin")

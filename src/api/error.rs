@@ -28,6 +28,9 @@ pub enum ApiError {
     UnsupportedMediaType,
     /// A path id or query parameter that does not parse (its name).
     BadParameter(&'static str),
+    /// A query parameter the route does not take (its name as sent, at
+    /// most 64 bytes of it), and those it takes.
+    UnknownParameter(String, &'static str),
     /// The body could not be read.
     Body(BodyError),
     /// The body is not a valid NewPlant or Plant.
@@ -46,7 +49,7 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => 405,
             ApiError::Unauthorized { .. } => 401,
             ApiError::UnsupportedMediaType => 415,
-            ApiError::BadParameter(_) => 400,
+            ApiError::BadParameter(_) | ApiError::UnknownParameter(..) => 400,
             ApiError::Body(BodyError::TooLarge(_)) => 413,
             ApiError::Body(BodyError::Timeout) => 408,
             ApiError::Body(BodyError::Malformed(_) | BodyError::Closed | BodyError::NotYet) => 400,
@@ -90,6 +93,12 @@ impl fmt::Display for ApiError {
             ApiError::Unauthorized { presented: true } => f.write_str("invalid bearer token"),
             ApiError::UnsupportedMediaType => f.write_str("Content-Type must be application/json"),
             ApiError::BadParameter(name) => write!(f, "malformed {name}"),
+            ApiError::UnknownParameter(name, accepted) => {
+                write!(
+                    f,
+                    "unknown query parameter {name:?}; accepted here: {accepted}"
+                )
+            }
             ApiError::Body(e) => e.fmt(f),
             ApiError::Invalid(e) => e.fmt(f),
             ApiError::Store(e) => e.fmt(f),

@@ -22,13 +22,14 @@ use crate::metrics::{Exposition, Histogram, Kind, render_process};
 const TARGET: &str = env!("PLANTSTORE_TARGET");
 
 /// Route labels, in the order of `Metrics::requests` and `Metrics::latency`.
-pub const ROUTES: [&str; 11] = [
+pub const ROUTES: [&str; 12] = [
     "/plants",
     "/plants/{id}",
     "/openapi.json",
     "/healthz",
     "/metrics",
     "/export",
+    "/plants/changes",
     "/",
     "/ui.css",
     "/ui.js",

@@ -12,6 +12,7 @@
 //! and its files are served from `ui` unless `--no-ui`.
 
 mod auth;
+mod changes;
 mod cors;
 mod error;
 mod export;
@@ -32,6 +33,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::changes::Hub;
 use crate::http::{Gauge, Handler, Request, Response};
 use crate::plant::TextLimits;
 use crate::plants::Plants;
@@ -49,6 +51,7 @@ pub struct App {
     openapi: Cow<'static, [u8]>,
     cors: Cors,
     ui: Option<ui::Ui>,
+    changes: Arc<Hub>,
 }
 
 impl App {
@@ -65,6 +68,11 @@ impl App {
         cors: Cors,
         ui: bool,
     ) -> App {
+        let changes = Hub::new();
+        // The door's one change hook is the feed's: set before any change.
+        if !plants.set_change_hook(changes.hook()) {
+            log::warn!("change feed: the store's change hook was taken; the feed stays silent");
+        }
         App {
             plants,
             tokens,
@@ -74,6 +82,7 @@ impl App {
             openapi: service::document(text_limits),
             cors,
             ui: ui.then(ui::Ui::new),
+            changes,
         }
     }
 
@@ -146,6 +155,8 @@ enum Resource {
     Plants,
     /// One plant; `None` when the path id is not an int64 (400 after auth).
     Plant(Option<i64>),
+    /// The change feed.
+    Changes,
     Export,
     OpenApi,
     Health,
@@ -164,7 +175,8 @@ impl Resource {
             Resource::Health => 3,
             Resource::Metrics => 4,
             Resource::Export => 5,
-            Resource::Ui(part) => 6 + part.index(),
+            Resource::Changes => 6,
+            Resource::Ui(part) => 7 + part.index(),
         }
     }
 
@@ -173,7 +185,8 @@ impl Resource {
         match self {
             Resource::Plants => "GET, HEAD, POST",
             Resource::Plant(_) => "GET, HEAD, PUT, DELETE",
-            Resource::Export
+            Resource::Changes
+            | Resource::Export
             | Resource::OpenApi
             | Resource::Health
             | Resource::Metrics
@@ -196,6 +209,7 @@ fn label(resource: Option<Resource>) -> usize {
 fn resource(path: &str) -> Option<Resource> {
     match path {
         "/plants" => Some(Resource::Plants),
+        "/plants/changes" => Some(Resource::Changes),
         "/export" => Some(Resource::Export),
         "/openapi.json" => Some(Resource::OpenApi),
         "/healthz" => Some(Resource::Health),
@@ -223,6 +237,7 @@ fn route(
         (Resource::Plant(id), "GET" | "HEAD") => plants::get(app, request, id),
         (Resource::Plant(id), "PUT") => plants::replace(app, request, id),
         (Resource::Plant(id), "DELETE") => plants::delete(app, request, id),
+        (Resource::Changes, "GET" | "HEAD") => changes::changes(app, request),
         (Resource::Export, "GET" | "HEAD") => export::export(app, request),
         (Resource::OpenApi, "GET" | "HEAD") => Ok(service::openapi(app)),
         (Resource::Health, "GET" | "HEAD") => Ok(service::health(app)),
@@ -255,6 +270,8 @@ mod tests {
             ("/plants/-79022.0", Some(Resource::Plant(Some(-79022)))),
             ("/plants/7.5", Some(Resource::Plant(None))),
             ("/plants/7/leaves", None),
+            ("/plants/changes", Some(Resource::Changes)),
+            ("/plants/changes/", None),
             ("/openapi.json", Some(Resource::OpenApi)),
             ("/healthz", Some(Resource::Health)),
             ("/metrics", Some(Resource::Metrics)),

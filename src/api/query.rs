@@ -64,6 +64,39 @@ impl ListQuery {
     }
 }
 
+/// A validated query of the change feed: only `tag`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedQuery {
+    /// Exact tag filter.
+    pub tag: Option<String>,
+}
+
+impl FeedQuery {
+    /// Parses the query string (without `?`); any parameter but `tag` is
+    /// refused, naming it.
+    pub fn parse(query: Option<&str>) -> Result<FeedQuery, ApiError> {
+        let mut tag = None;
+        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let name = "query parameter tag";
+            match decode(key).as_deref() {
+                Some("tag") if tag.is_none() => {
+                    tag = Some(decode(value).ok_or(ApiError::BadParameter(name))?);
+                }
+                Some("tag") => return Err(ApiError::BadParameter(name)),
+                _ => {
+                    let cut = (0..=key.len().min(64))
+                        .rev()
+                        .find(|&at| key.is_char_boundary(at))
+                        .unwrap_or(0);
+                    return Err(ApiError::UnknownParameter(key[..cut].to_owned(), "tag"));
+                }
+            }
+        }
+        Ok(FeedQuery { tag })
+    }
+}
+
 /// An integer parameter of type `T`, read as JSON Schema reads integers:
 /// its exact value must be an integer (`7.0` is 7, `7.5` is `None`) that
 /// fits `T`.
@@ -107,6 +140,26 @@ pub fn encode(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_feed_takes_tag_once_and_nothing_else() {
+        assert_eq!(FeedQuery::parse(None).unwrap().tag, None);
+        let q = FeedQuery::parse(Some("tag=a%20b")).unwrap();
+        assert_eq!(q.tag.as_deref(), Some("a b"));
+        assert!(matches!(
+            FeedQuery::parse(Some("tag=a&tag=b")),
+            Err(ApiError::BadParameter(_))
+        ));
+        let Err(ApiError::UnknownParameter(name, "tag")) = FeedQuery::parse(Some("tags=x")) else {
+            panic!("tags= is not tag=");
+        };
+        assert_eq!(name, "tags");
+        let long = "k".repeat(100);
+        let Err(ApiError::UnknownParameter(name, _)) = FeedQuery::parse(Some(&long)) else {
+            panic!("unknown");
+        };
+        assert_eq!(name.len(), 64, "the name is shown cut");
+    }
 
     #[test]
     fn defaults_and_values() {

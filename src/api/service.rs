@@ -87,6 +87,7 @@ pub(super) fn metrics(app: &App, request: &Request<'_>) -> Result<Response, ApiE
     app.metrics.render(&mut text);
     app.webhooks.render(&mut text);
     app.plants.render(&mut text);
+    app.changes.render(&mut text);
     let text = text.into_text();
     Ok(Response::bytes(
         200,

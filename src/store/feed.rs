@@ -27,11 +27,17 @@ use crate::plant::{ChangeHook, ChangeKind, Plant, PlantChange};
 /// The hook and the changes waiting to be reported.
 pub(super) struct Feed {
     hook: ChangeHook,
+    /// The journal's number of the last change before the hook was set:
+    /// the hook numbers from 1 after it.
+    base: u64,
     state: Mutex<State>,
 }
 
 #[derive(Default)]
 struct State {
+    /// Numbers below are the journal's (or handed out here, for stores
+    /// without one).
+    ///
     /// The last number handed out here (stores without a journal).
     numbered: u64,
     /// Every change up to this number is durable.
@@ -44,10 +50,18 @@ struct State {
 }
 
 impl Feed {
-    pub(super) fn new(hook: ChangeHook) -> Feed {
+    /// A feed for the changes after the journal's record `base` (0
+    /// without a journal).
+    pub(super) fn new(hook: ChangeHook, base: u64) -> Feed {
         Feed {
             hook,
-            state: Mutex::default(),
+            base,
+            state: Mutex::new(State {
+                numbered: base,
+                durable: base,
+                reported: base,
+                waiting: VecDeque::new(),
+            }),
         }
     }
 
@@ -62,13 +76,14 @@ impl Feed {
             state.numbered
         });
         let change = PlantChange {
-            seq,
+            seq: seq - self.base,
             id,
             kind,
             plant,
         };
         // Numbers are handed out under the shard locks and recorded right
         // after: `seq` is past `reported`, and at most a few past the end.
+        // A change logged before the hook was set is not reported.
         let Some(at) = seq
             .checked_sub(state.reported + 1)
             .and_then(|at| usize::try_from(at).ok())
@@ -99,7 +114,7 @@ impl Feed {
                 return;
             };
             (self.hook)(change);
-            state.reported = change.seq;
+            state.reported = change.seq + self.base;
             state.waiting.pop_front();
         }
     }
@@ -116,7 +131,7 @@ mod tests {
     fn collecting() -> (Feed, Arc<Mutex<Vec<u64>>>) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let into = Arc::clone(&seen);
-        let feed = Feed::new(Box::new(move |c: &PlantChange| lock(&into).push(c.seq)));
+        let feed = Feed::new(Box::new(move |c: &PlantChange| lock(&into).push(c.seq)), 0);
         (feed, seen)
     }
 
@@ -186,6 +201,21 @@ mod tests {
             .unwrap();
         let change = seen.lock().unwrap()[1].clone();
         assert_eq!((change.seq, change.id, change.plant), (2, 7, None));
+    }
+
+    #[test]
+    fn changes_before_the_hook_is_set_are_not_reported_and_the_hook_numbers_from_1() {
+        let temp = TempPath::new("hook-after-seed");
+        let (store, _) = temp.open().unwrap();
+        // As a seed does, before the server sets its hook.
+        store.create(new(1, "seeded")).unwrap();
+        store.create(new(2, "seeded")).unwrap();
+        let seen = hooked(&store);
+        store.create(new(3, "fern")).unwrap();
+        store.delete(1).unwrap();
+        let changes = seen.lock().unwrap().clone();
+        let reported: Vec<(u64, i64)> = changes.iter().map(|c| (c.seq, c.id)).collect();
+        assert_eq!(reported, [(1, 3), (2, 1)]);
     }
 
     #[test]

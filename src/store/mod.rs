@@ -194,10 +194,12 @@ impl Store {
     }
 
     /// Reports every change made from now on to `hook` once it is
-    /// durable, in commit order, numbered (see `feed.rs`). One hook per
-    /// store: `false`, and `hook` unused, if one is already set.
+    /// durable, in commit order, numbered from 1 (see `feed.rs`): changes
+    /// made before (a seed) are not reported. One hook per store: `false`,
+    /// and `hook` unused, if one is already set.
     pub fn set_change_hook(&self, hook: ChangeHook) -> bool {
-        self.shared.feed.set(Feed::new(hook)).is_ok()
+        let before = self.shared.journal.as_ref().map_or(0, Journal::appended);
+        self.shared.feed.set(Feed::new(hook, before)).is_ok()
     }
 
     /// Why changes are refused, once the journal has failed.

@@ -48,6 +48,11 @@ impl Journal {
         Ok(state.appended)
     }
 
+    /// The sequence number of the last record appended (0: none yet).
+    pub(in crate::store) fn appended(&self) -> u64 {
+        lock(&self.state).appended
+    }
+
     /// Waits until record `seq` is written (and synced with `--sync
     /// always`), writing a batch itself if no one else is. `live_bytes` is
     /// the current size of the live data, for the compaction trigger.

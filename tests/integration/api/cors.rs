@@ -135,7 +135,7 @@ fn a_preflight_from_an_allowed_origin_is_204_without_a_token() {
     );
     assert_eq!(
         reply.header("access-control-allow-headers"),
-        Some("Authorization, Content-Type")
+        Some("Authorization, Content-Type, Last-Event-ID")
     );
     assert_eq!(reply.header("access-control-max-age"), Some("7200"));
     assert_eq!(reply.header("www-authenticate"), None);

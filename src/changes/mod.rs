@@ -1,0 +1,280 @@
+//! The change feed behind `GET /plants/changes`: every acknowledged
+//! change as a Server-Sent Event, in commit order, to every subscriber.
+//!
+//! One [`Hub`] per server. The door's change hook hands it each change
+//! once it is durable (after the journal's write, and its `fdatasync` with
+//! `--sync always`; after the database's COMMIT); the hub encodes it once,
+//! as the bytes of one event, and appends it to its history. The history
+//! is bounded in bytes ([`HISTORY_BYTES`]), oldest event dropped first.
+//! A subscriber ([`Subscriber`], the engine's `Stream`) is a position in
+//! that history: it copies the events after its position as its client
+//! takes them. So a subscriber costs its position and the engine's one
+//! piece of output, a writer never waits for a subscriber, and one that
+//! stops reading is dropped (its connection cut short) once the event it
+//! needs next has left the history: the history is the bounded buffer of
+//! every subscriber at once.
+//!
+//! Ids are `<epoch>-<seq>`: `seq` is the door's number, from 1 in each
+//! process; `epoch` is when this hub started, in milliseconds since 1970,
+//! so ids increase across restarts too. `Last-Event-ID` resumes after that
+//! event when it is of this epoch and still in the history. Otherwise (a
+//! restart, too old, not an id of ours) the stream starts with one `reset`
+//! event: re-list, then go on from its id.
+//!
+//! A new stream first sends `id: <the last id>` alone: an `EventSource`
+//! takes it as its last event id without firing an event, so even a
+//! client that has seen no change can resume. An idle stream gets a
+//! comment every [`HEARTBEAT`] (proxies close a silent connection); the
+//! engine's idle timeout does not apply to it (it answers `Fill::Idle`),
+//! its write timeout does.
+//!
+//! `?tag=` keeps the creates and replaces that leave a plant with that tag,
+//! and every delete (a delete does not say which tag the plant had).
+
+mod event;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use log::info;
+
+use crate::http::{Fill, Stream, StreamWaker};
+use crate::lock::lock;
+use crate::metrics::{Exposition, Kind};
+use crate::plant::{ChangeHook, PlantChange};
+
+pub use event::Resume;
+
+/// The most bytes of events the history keeps (and so the furthest a
+/// subscriber may fall behind before it is dropped).
+pub const HISTORY_BYTES: usize = 1 << 20;
+/// How long an idle stream stays silent before a comment.
+pub const HEARTBEAT: Duration = Duration::from_secs(15);
+
+/// The feed: the history and who is waiting for its next event.
+pub struct Hub {
+    epoch: u64,
+    state: Mutex<State>,
+    /// The heartbeat thread, started with the first subscriber.
+    ticker: OnceLock<()>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The events kept, oldest first, numbered `first..=last`.
+    events: VecDeque<event::Event>,
+    /// Bytes of `events`.
+    bytes: usize,
+    /// The number of the last event (0: none yet).
+    last: u64,
+    /// Heartbeats so far.
+    beats: u64,
+    /// Subscribers that answered `Fill::Idle`, by subscriber number: woken
+    /// by the next event or heartbeat. A subscriber leaves it when dropped.
+    sleeping: HashMap<u64, StreamWaker>,
+    /// Subscribers now, numbers handed out, events published, and
+    /// subscribers dropped for falling behind (for the metrics).
+    subscribers: u64,
+    numbered: u64,
+    published: u64,
+    dropped: u64,
+}
+
+impl State {
+    /// The number of the oldest event kept (`last + 1` when none is).
+    fn first(&self) -> u64 {
+        self.last + 1 - self.events.len() as u64
+    }
+}
+
+impl Hub {
+    /// An empty feed whose epoch is now.
+    pub fn new() -> Arc<Hub> {
+        let epoch = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        Arc::new(Hub {
+            epoch,
+            state: Mutex::default(),
+            ticker: OnceLock::new(),
+        })
+    }
+
+    /// The change hook that feeds this hub (for `Plants::set_change_hook`).
+    pub fn hook(self: &Arc<Hub>) -> ChangeHook {
+        let hub = Arc::clone(self);
+        Box::new(move |change| hub.publish(change))
+    }
+
+    /// Appends `change` (the next in commit order) and wakes the sleepers.
+    fn publish(&self, change: &PlantChange) {
+        let event = event::Event::new(self.epoch, change);
+        let mut state = lock(&self.state);
+        state.last = change.seq;
+        state.bytes += event.cost();
+        state.events.push_back(event);
+        while state.bytes > HISTORY_BYTES {
+            let Some(old) = state.events.pop_front() else {
+                break;
+            };
+            state.bytes -= old.cost();
+        }
+        state.published += 1;
+        let sleeping = std::mem::take(&mut state.sleeping);
+        drop(state);
+        for waker in sleeping.values() {
+            waker.wake();
+        }
+    }
+
+    /// A new subscriber, resuming as `last_event_id` asks, keeping only
+    /// the changes that `tag` selects; `waker` makes its stream pulled
+    /// again.
+    pub fn subscribe(
+        self: &Arc<Hub>,
+        last_event_id: Option<&str>,
+        tag: Option<String>,
+        waker: StreamWaker,
+    ) -> Subscriber {
+        self.start_ticker();
+        let mut state = lock(&self.state);
+        state.subscribers += 1;
+        state.numbered += 1;
+        let number = state.numbered;
+        let resume = Resume::from_header(last_event_id, self.epoch, state.first(), state.last);
+        let mut preface = Vec::new();
+        let next = match resume {
+            Resume::After(seq) => seq + 1,
+            Resume::Fresh => {
+                event::id_line(&mut preface, self.epoch, state.last);
+                preface.push(b'\n');
+                state.last + 1
+            }
+            Resume::Reset(why) => {
+                event::reset(&mut preface, self.epoch, state.last, why);
+                state.last + 1
+            }
+        };
+        Subscriber {
+            hub: Arc::clone(self),
+            number,
+            next,
+            tag,
+            waker,
+            preface,
+            beats: state.beats,
+        }
+    }
+
+    /// Wakes every idle stream each `HEARTBEAT`, while the hub lives.
+    fn start_ticker(self: &Arc<Hub>) {
+        self.ticker.get_or_init(|| {
+            let hub: Weak<Hub> = Arc::downgrade(self);
+            let spawned = std::thread::Builder::new()
+                .name("feed-heartbeat".into())
+                .spawn(move || {
+                    loop {
+                        std::thread::sleep(HEARTBEAT);
+                        let Some(hub) = hub.upgrade() else { return };
+                        let mut state = lock(&hub.state);
+                        state.beats += 1;
+                        let sleeping = std::mem::take(&mut state.sleeping);
+                        drop(state);
+                        for waker in sleeping.values() {
+                            waker.wake();
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                log::warn!("change feed: no heartbeat thread ({e}): idle streams get no comments");
+            }
+        });
+    }
+
+    /// The feed's metrics.
+    pub fn render(&self, out: &mut Exposition) {
+        let state = lock(&self.state);
+        out.single(
+            "plantstore_feed_subscribers",
+            Kind::Gauge,
+            "Open change feed streams.",
+            state.subscribers,
+        );
+        out.single(
+            "plantstore_feed_events_total",
+            Kind::Counter,
+            "Changes published to the change feed.",
+            state.published,
+        );
+        out.single(
+            "plantstore_feed_dropped_total",
+            Kind::Counter,
+            "Change feed streams dropped for falling behind the history.",
+            state.dropped,
+        );
+        out.single(
+            "plantstore_feed_history_bytes",
+            Kind::Gauge,
+            "Bytes of events the change feed keeps for resuming streams.",
+            state.bytes,
+        );
+    }
+}
+
+/// One open stream of the feed: the events after its position, as the
+/// client takes them.
+pub struct Subscriber {
+    hub: Arc<Hub>,
+    number: u64,
+    /// The number of the next event to consider.
+    next: u64,
+    tag: Option<String>,
+    waker: StreamWaker,
+    /// Sent before any event: the id line, or the reset event.
+    preface: Vec<u8>,
+    /// Heartbeats seen: one more in the hub means a comment is due.
+    beats: u64,
+}
+
+impl Stream for Subscriber {
+    fn fill(&mut self, out: &mut Vec<u8>, want: usize) -> Fill {
+        let before = out.len();
+        out.append(&mut self.preface);
+        let mut state = lock(&self.hub.state);
+        let first = state.first();
+        if self.next < first {
+            state.dropped += 1;
+            drop(state);
+            info!(
+                "change feed: a subscriber fell {} events behind and was dropped",
+                first - self.next
+            );
+            return Fill::Failed;
+        }
+        let skip = usize::try_from(self.next - first).unwrap_or(usize::MAX);
+        for event in state.events.iter().skip(skip) {
+            if out.len() - before >= want {
+                return Fill::More;
+            }
+            self.next = event.seq + 1;
+            if event.selected_by(self.tag.as_deref()) {
+                out.extend_from_slice(event.bytes());
+            }
+        }
+        if out.len() == before && state.beats != self.beats {
+            out.extend_from_slice(b":\n\n");
+        }
+        self.beats = state.beats;
+        state.sleeping.insert(self.number, self.waker.clone());
+        Fill::Idle
+    }
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        let mut state = lock(&self.hub.state);
+        state.sleeping.remove(&self.number);
+        state.subscribers -= 1;
+    }
+}
