@@ -19,11 +19,14 @@ Checks, failing with a non-zero exit on the first that does not hold:
    messages. No console error but the expected failed loads (those 401 and
    409 answers), no CSP violation, no horizontal scrolling on a phone; an
    inline style injected at the end must be refused and seen by both.
-3. Over HTTPS: a browser that does not trust the certificate gets no
+3. Live updates: the page open in two tabs, a plant added in one shows
+   in the other with no user action (the change feed; bound 5 s, the delay
+   printed), and so does a delete made through the API.
+4. Over HTTPS: a browser that does not trust the certificate gets no
    page; one told to trust its key (Chromium's
    --ignore-certificate-errors-spki-list) loads the page in a secure
    context, with no console error, and adds a plant through it.
-4. Screenshots at 1280x800 and 390x844 go to SHOTS_DIR.
+5. Screenshots at 1280x800 and 390x844 go to SHOTS_DIR.
 
 Selenium is given the driver and browser paths, so it never downloads
 anything (SE_OFFLINE is set too, by browser.sh).
@@ -307,6 +310,47 @@ def check_page(driver, base, token, shots):
     print("browser: ok: an inline style is refused and both watchers see it")
 
 
+def check_live(driver, base, token):
+    """Two tabs of the page: a change in one shows in the other."""
+    first = driver.current_window_handle
+    a = Page(driver, base)
+    before = a.ids()
+    driver.switch_to.new_window("tab")
+    driver.get(base + "/")
+    b = Page(driver, base)
+    b.visible("#token")
+    b.type("#token", token)  # sessionStorage is per tab
+    b.find("#login button").click()
+    b.wait_ids(before)
+    driver.switch_to.window(first)
+    a.add(1, "Live fern", "live")
+    a.message("Added plant 1.")
+    added = time.monotonic()
+    driver.switch_to.window(driver.window_handles[-1])
+    try:
+        WebDriverWait(driver, 5, poll_frequency=0.02).until(lambda d: b.ids()[:1] == ["1"])
+    except Exception:
+        fail(f"the other tab lists {b.ids()} 5 s after plant 1 was added")
+    delay = time.monotonic() - added
+    status, _ = api(base, token, "DELETE", "/plants/1")
+    check(status == 204, f"delete: {status}")
+    deleted = time.monotonic()
+    try:
+        WebDriverWait(driver, 5, poll_frequency=0.02).until(lambda d: b.ids() == before)
+    except Exception:
+        fail(f"the tab lists {b.ids()} 5 s after plant 1 was deleted")
+    gone = time.monotonic() - deleted
+    errors = severe(driver)
+    check(not errors, f"console errors in the second tab: {errors}")
+    driver.close()
+    driver.switch_to.window(first)
+    a.wait_ids(before)
+    print(
+        f"browser: ok: live: a plant added in one tab shows in the other in {delay * 1000:.0f} ms "
+        f"(after the add's own answer), a delete through the API in {gone * 1000:.0f} ms"
+    )
+
+
 def phone_checks(page, shots):
     driver = page.driver
     width = driver.execute_script("return document.documentElement.scrollWidth")
@@ -379,6 +423,7 @@ def main():
         print(f"browser: {driver.capabilities['browserVersion']} headless")
         check_cross_origin(driver, static, cors_api, plain_api, token)
         check_page(driver, plain_api, token, shots)
+        check_live(driver, plain_api, token)
         check_https(driver, https_api, token, spki, shots)
     finally:
         driver.quit()

@@ -1,7 +1,9 @@
 'use strict';
 // The plantstore page: a token kept for this tab, then the API with fetch.
 // Plant ids are int64: they are kept as decimal text, never as a Number
-// (which is exact only to 2^53), both when read and when sent.
+// (which is exact only to 2^53), both when read and when sent. The change
+// feed keeps the listing current: any change, from this tab or elsewhere,
+// refreshes it (one refresh for a burst; none while a plant is edited).
 (() => {
   const $ = (id) => document.getElementById(id);
   const KEY = 'plantstore.token';
@@ -10,6 +12,11 @@
   let page = '';    // the listing shown
   let back = [];    // the listings before it
   let next = null;  // the listing after it (from Link)
+  let drawn = '';   // what the listing shown was drawn from
+  let feed = null;  // the change feed being followed (its AbortController)
+  let lastId = '';  // the feed's last event id, to resume from
+  let refresh = null; // a refresh due after changes
+  let stale = false;  // changes came while a plant was edited
 
   function say(text, bad) {
     const msg = $('msg');
@@ -65,15 +72,22 @@
     return '/plants?limit=' + LIMIT + (tag ? '&tag=' + encodeURIComponent(tag) : '');
   }
 
-  // Shows the listing at url; false if it could not.
-  async function show(url) {
+  // Shows the listing at url; false if it could not. A quiet one (a
+  // refresh after changes) draws only a listing that differs, so one that
+  // finds nothing new leaves the rows, and what the user does in them, alone.
+  async function show(url, quiet) {
     try {
       const res = await api('GET', url);
       const link = /<([^>]*)>\s*;\s*rel="?next"?/.exec(res.headers.get('Link') || '');
-      const plants = records(await res.text());
+      const text = await res.text();
+      // The user moved on meanwhile: that listing is no longer shown.
+      if (quiet && url !== page) return true;
+      const plants = records(text);
       page = url;
       next = link ? link[1] : null;
-      render(plants);
+      const from = url + '\n' + next + '\n' + back.length + '\n' + text;
+      if (!quiet || from !== drawn) render(plants);
+      drawn = from;
       return true;
     } catch (e) {
       say(e.message, true);
@@ -115,7 +129,10 @@
     tag.placeholder = 'no tag';
     tag.setAttribute('aria-label', 'Tag');
     const acts = el('span', 'acts');
-    acts.append(el('button', '', 'Save'), button('Cancel', 'quiet', () => li.replaceWith(row(plant))));
+    acts.append(el('button', '', 'Save'), button('Cancel', 'quiet', () => {
+      li.replaceWith(row(plant));
+      if (stale) changed();
+    }));
     const form = el('form');
     form.addEventListener('submit', (event) => {
       event.preventDefault();
@@ -178,6 +195,55 @@
     }
   }
 
+  // Follows the change feed until signed out: reconnects after a cut (the
+  // server stopped or dropped a slow reader), resuming with Last-Event-ID.
+  async function follow() {
+    const control = new AbortController();
+    feed = control;
+    while (feed === control) {
+      try {
+        const headers = { Authorization: 'Bearer ' + token };
+        if (lastId) headers['Last-Event-ID'] = lastId;
+        const res = await fetch('/plants/changes', { headers, cache: 'no-store', signal: control.signal });
+        if (res.status === 401) return signOut();
+        if (res.ok) await events(res.body);
+      } catch (e) { /* cut short, or aborted */ }
+      if (feed === control) await new Promise((ok) => setTimeout(ok, 2000));
+    }
+  }
+
+  // Reads Server-Sent Events: every event (a change, or a reset) refreshes.
+  async function events(body) {
+    const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = '';
+    let message = {};
+    for (let r = await reader.read(); !r.done; r = await reader.read()) {
+      buffer += r.value;
+      let end;
+      while ((end = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, end);
+        buffer = buffer.slice(end + 1);
+        if (line === '') {
+          if (message.id !== undefined) lastId = message.id;
+          if (message.event !== undefined) changed();
+          message = {};
+        } else if (!line.startsWith(':')) {
+          const colon = line.indexOf(':');
+          message[line.slice(0, colon)] = line.slice(colon + 1).replace(/^ /, '');
+        }
+      }
+    }
+  }
+
+  function changed() {
+    if (refresh) return;
+    refresh = setTimeout(() => {
+      refresh = null;
+      stale = document.querySelector('#list li.edit') !== null;
+      if (!stale) show(page, true);
+    }, 100);
+  }
+
   function signIn() {
     $('login').hidden = true;
     $('hint').hidden = true;
@@ -185,9 +251,13 @@
     $('app').hidden = false;
     back = [];
     show(listing(''));
+    follow();
   }
 
   function signOut() {
+    if (feed) feed.abort();
+    feed = null;
+    lastId = '';
     token = '';
     sessionStorage.removeItem(KEY);
     $('login').hidden = false;
