@@ -21,12 +21,20 @@
 //! restart, too old, not an id of ours) the stream starts with one `reset`
 //! event: re-list, then go on from its id.
 //!
+//! Delivery is in rounds. A writer only appends (and signals the first
+//! event since the last round); the feed's own thread then wakes every
+//! stream that waits for an event, and waits [`ROUND`] before the next
+//! round, so that under many changes a stream is woken at most once a
+//! round and takes every event since in one write. One change alone is
+//! delivered at once; the writers never wake a stream themselves.
+//!
 //! A new stream first sends `id: <the last id>` alone: an `EventSource`
 //! takes it as its last event id without firing an event, so even a
-//! client that has seen no change can resume. An idle stream gets a
-//! comment every [`HEARTBEAT`] (proxies close a silent connection); the
-//! engine's idle timeout does not apply to it (it answers `Fill::Idle`),
-//! its write timeout does.
+//! client that has seen no change can resume. A stream that has sent
+//! nothing for [`HEARTBEAT`] sends a comment (proxies close a silent
+//! connection): rounds run at least every [`IDLE_ROUND`] to give it the
+//! chance. The engine's idle timeout does not apply to a stream (it
+//! answers `Fill::Idle`), its write timeout does.
 //!
 //! `?tag=` keeps the creates and replaces that leave a plant with that tag,
 //! and every delete (a delete does not say which tag the plant had).
@@ -34,8 +42,8 @@
 mod event;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use log::info;
 
@@ -49,15 +57,21 @@ pub use event::Resume;
 /// The most bytes of events the history keeps (and so the furthest a
 /// subscriber may fall behind before it is dropped).
 pub const HISTORY_BYTES: usize = 1 << 20;
-/// How long an idle stream stays silent before a comment.
+/// How long a stream stays silent before a comment.
 pub const HEARTBEAT: Duration = Duration::from_secs(15);
+/// The shortest time between two delivery rounds.
+pub const ROUND: Duration = Duration::from_millis(5);
+/// The longest time between two delivery rounds (for the heartbeats).
+pub const IDLE_ROUND: Duration = Duration::from_secs(5);
 
 /// The feed: the history and who is waiting for its next event.
 pub struct Hub {
     epoch: u64,
     state: Mutex<State>,
-    /// The heartbeat thread, started with the first subscriber.
-    ticker: OnceLock<()>,
+    /// Signalled by the first event after a round.
+    due: Condvar,
+    /// The delivery thread, started with the first subscriber.
+    delivery: OnceLock<()>,
 }
 
 #[derive(Default)]
@@ -68,8 +82,8 @@ struct State {
     bytes: usize,
     /// The number of the last event (0: none yet).
     last: u64,
-    /// Heartbeats so far.
-    beats: u64,
+    /// Events came since the last round.
+    due: bool,
     /// Subscribers that answered `Fill::Idle`, by subscriber number: woken
     /// by the next event or heartbeat. A subscriber leaves it when dropped.
     sleeping: HashMap<u64, StreamWaker>,
@@ -97,7 +111,8 @@ impl Hub {
         Arc::new(Hub {
             epoch,
             state: Mutex::default(),
-            ticker: OnceLock::new(),
+            due: Condvar::new(),
+            delivery: OnceLock::new(),
         })
     }
 
@@ -107,7 +122,7 @@ impl Hub {
         Box::new(move |change| hub.publish(change))
     }
 
-    /// Appends `change` (the next in commit order) and wakes the sleepers.
+    /// Appends `change` (the next in commit order) for the next round.
     fn publish(&self, change: &PlantChange) {
         let event = event::Event::new(self.epoch, change);
         let mut state = lock(&self.state);
@@ -121,10 +136,9 @@ impl Hub {
             state.bytes -= old.cost();
         }
         state.published += 1;
-        let sleeping = std::mem::take(&mut state.sleeping);
-        drop(state);
-        for waker in sleeping.values() {
-            waker.wake();
+        if !state.due {
+            state.due = true;
+            self.due.notify_one();
         }
     }
 
@@ -137,7 +151,7 @@ impl Hub {
         tag: Option<String>,
         waker: StreamWaker,
     ) -> Subscriber {
-        self.start_ticker();
+        self.start_delivery();
         let mut state = lock(&self.state);
         state.subscribers += 1;
         state.numbered += 1;
@@ -163,33 +177,48 @@ impl Hub {
             tag,
             waker,
             preface,
-            beats: state.beats,
+            sent: Instant::now(),
         }
     }
 
-    /// Wakes every idle stream each `HEARTBEAT`, while the hub lives.
-    fn start_ticker(self: &Arc<Hub>) {
-        self.ticker.get_or_init(|| {
+    /// Runs the delivery rounds, while the hub lives.
+    fn start_delivery(self: &Arc<Hub>) {
+        self.delivery.get_or_init(|| {
             let hub: Weak<Hub> = Arc::downgrade(self);
             let spawned = std::thread::Builder::new()
-                .name("feed-heartbeat".into())
+                .name("feed".into())
                 .spawn(move || {
-                    loop {
-                        std::thread::sleep(HEARTBEAT);
-                        let Some(hub) = hub.upgrade() else { return };
-                        let mut state = lock(&hub.state);
-                        state.beats += 1;
-                        let sleeping = std::mem::take(&mut state.sleeping);
-                        drop(state);
-                        for waker in sleeping.values() {
-                            waker.wake();
-                        }
+                    let mut woken = HashMap::new();
+                    while let Some(hub) = hub.upgrade() {
+                        hub.round(&mut woken);
+                        drop(hub);
+                        std::thread::sleep(ROUND);
                     }
                 });
             if let Err(e) = spawned {
-                log::warn!("change feed: no heartbeat thread ({e}): idle streams get no comments");
+                log::warn!("change feed: no delivery thread ({e}): streams get no events");
             }
         });
+    }
+
+    /// Waits for an event (at most `IDLE_ROUND`), then wakes every stream
+    /// waiting for one. `woken` is an empty map to swap in (two maps take
+    /// turns, so a round allocates nothing).
+    fn round(&self, woken: &mut HashMap<u64, StreamWaker>) {
+        let mut state = lock(&self.state);
+        if !state.due {
+            state = match self.due.wait_timeout(state, IDLE_ROUND) {
+                Ok((state, _)) => state,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+        state.due = false;
+        std::mem::swap(&mut state.sleeping, woken);
+        drop(state);
+        for waker in woken.values() {
+            waker.wake();
+        }
+        woken.clear();
     }
 
     /// The feed's metrics.
@@ -233,8 +262,8 @@ pub struct Subscriber {
     waker: StreamWaker,
     /// Sent before any event: the id line, or the reset event.
     preface: Vec<u8>,
-    /// Heartbeats seen: one more in the hub means a comment is due.
-    beats: u64,
+    /// When it last sent something.
+    sent: Instant,
 }
 
 impl Stream for Subscriber {
@@ -252,9 +281,11 @@ impl Stream for Subscriber {
             );
             return Fill::Failed;
         }
-        let skip = usize::try_from(self.next - first).unwrap_or(usize::MAX);
-        for event in state.events.iter().skip(skip) {
+        let skip = usize::try_from(self.next - first)
+            .map_or(state.events.len(), |n| n.min(state.events.len()));
+        for event in state.events.range(skip..) {
             if out.len() - before >= want {
+                self.sent = Instant::now();
                 return Fill::More;
             }
             self.next = event.seq + 1;
@@ -262,11 +293,15 @@ impl Stream for Subscriber {
                 out.extend_from_slice(event.bytes());
             }
         }
-        if out.len() == before && state.beats != self.beats {
+        state.sleeping.insert(self.number, self.waker.clone());
+        drop(state);
+        let now = Instant::now();
+        if out.len() == before && now.duration_since(self.sent) >= HEARTBEAT {
             out.extend_from_slice(b":\n\n");
         }
-        self.beats = state.beats;
-        state.sleeping.insert(self.number, self.waker.clone());
+        if out.len() > before {
+            self.sent = now;
+        }
         Fill::Idle
     }
 }
