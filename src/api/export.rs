@@ -20,6 +20,7 @@ use crate::plants::{Export, Piece};
 /// `GET /export` (bearer auth).
 pub(super) fn export(app: &App, request: &mut Request<'_>) -> Result<Response, ApiError> {
     app.authorize(request)?;
+    super::query::none(request.query())?;
     // A store that reads pieces later wakes the stream when one is in.
     let wake = request
         .waker()

@@ -16,10 +16,12 @@ use crate::store::StoreError;
 /// seed declares); a new plant is announced to the webhooks once stored.
 pub(super) fn create(app: &App, request: &mut Request<'_>) -> Result<Response, ApiError> {
     app.authorize(request)?;
+    query::none(request.query())?;
     require_json(request)?;
     let new = NewPlant::parse(request.body()?, app.text_limits)?;
     // Built before the plant moves into the store; sent only on success.
-    let response = Response::json(200, &new.plant);
+    let response =
+        Response::json(200, &new.plant).with_header("Location", format!("/plants/{}", new.id));
     let event = app
         .webhooks
         .enabled()
@@ -160,6 +162,7 @@ pub(super) fn get(
     id: Option<i64>,
 ) -> Result<Response, ApiError> {
     app.authorize(request)?;
+    query::none(request.query())?;
     let id = path_id(id)?;
     let outcome = app.plants.get(id);
     reply(
@@ -182,6 +185,7 @@ pub(super) fn replace(
     id: Option<i64>,
 ) -> Result<Response, ApiError> {
     app.authorize(request)?;
+    query::none(request.query())?;
     require_json(request)?;
     let body = request.body()?;
     let id = path_id(id)?;
@@ -200,6 +204,7 @@ pub(super) fn delete(
     id: Option<i64>,
 ) -> Result<Response, ApiError> {
     app.authorize(request)?;
+    query::none(request.query())?;
     let id = path_id(id)?;
     let outcome = app.plants.delete(id);
     reply(app, request, Resource::Plant(Some(id)), outcome, |()| {

@@ -1,9 +1,13 @@
-//! The query string of `GET /plants`: `limit`, `after`, `tag`.
+//! Query strings: `GET /plants` takes `limit`, `after` and `tag`; the
+//! change feed `tag`; the other API routes none.
 //!
 //! Values are percent-decoded (`+` is a space, as in HTML forms) and must be
 //! UTF-8. A malformed or out-of-range value is a 400 naming the parameter,
 //! never silently clamped; a repeated parameter is a 400 too, since which
-//! one counts would be a guess. Unknown parameters are ignored.
+//! one counts would be a guess. A parameter the route does not take is a
+//! 400 naming it and those it takes, so that a typo (`?limt=5`, `?tags=x`)
+//! is not read as "no limit" or "no filter". (The page's files take any
+//! query: a cache-busting `?v=2` is theirs to ignore.)
 //!
 //! `limit` and `after` (and the id in a path, through [`integer`]) are read
 //! exactly from their text, as body ids are: `10e-1` is 1, while
@@ -37,7 +41,7 @@ impl ListQuery {
                 Some("limit") => (&mut limit, "query parameter limit"),
                 Some("after") => (&mut after, "query parameter after"),
                 Some("tag") => (&mut tag, "query parameter tag"),
-                _ => continue,
+                _ => return Err(unknown(key, "limit, after, tag")),
             };
             if slot.is_some() {
                 return Err(ApiError::BadParameter(name));
@@ -84,17 +88,32 @@ impl FeedQuery {
                     tag = Some(decode(value).ok_or(ApiError::BadParameter(name))?);
                 }
                 Some("tag") => return Err(ApiError::BadParameter(name)),
-                _ => {
-                    let cut = (0..=key.len().min(64))
-                        .rev()
-                        .find(|&at| key.is_char_boundary(at))
-                        .unwrap_or(0);
-                    return Err(ApiError::UnknownParameter(key[..cut].to_owned(), "tag"));
-                }
+                _ => return Err(unknown(key, "tag")),
             }
         }
         Ok(FeedQuery { tag })
     }
+}
+
+/// Refuses any query parameter: for the routes that take none.
+pub fn none(query: Option<&str>) -> Result<(), ApiError> {
+    match query.unwrap_or("").split('&').find(|p| !p.is_empty()) {
+        Some(pair) => Err(unknown(
+            pair.split_once('=').map_or(pair, |(k, _)| k),
+            "none",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The 400 for parameter `key` (as sent; at most 64 bytes of it shown),
+/// listing those `accepted`.
+fn unknown(key: &str, accepted: &'static str) -> ApiError {
+    let cut = (0..=key.len().min(64))
+        .rev()
+        .find(|&at| key.is_char_boundary(at))
+        .unwrap_or(0);
+    ApiError::UnknownParameter(key[..cut].to_owned(), accepted)
 }
 
 /// An integer parameter of type `T`, read as JSON Schema reads integers:
@@ -165,11 +184,22 @@ mod tests {
     fn defaults_and_values() {
         let q = ListQuery::parse(None).unwrap();
         assert_eq!((q.limit, q.after, q.tag), (100, None, None));
-        let q = ListQuery::parse(Some("limit=0&after=-5&tag=a%20b+c&other=x")).unwrap();
+        let q = ListQuery::parse(Some("limit=0&after=-5&tag=a%20b+c")).unwrap();
         assert_eq!(
             (q.limit, q.after, q.tag.as_deref()),
             (0, Some(-5), Some("a b c"))
         );
+        let Err(ApiError::UnknownParameter(name, accepted)) =
+            ListQuery::parse(Some("limit=0&limt=5"))
+        else {
+            panic!("a misspelt parameter is refused");
+        };
+        assert_eq!((name.as_str(), accepted), ("limt", "limit, after, tag"));
+        assert!(none(None).is_ok() && none(Some("")).is_ok() && none(Some("&&")).is_ok());
+        let Err(ApiError::UnknownParameter(name, "none")) = none(Some("&x=1&y")) else {
+            panic!("a route without parameters takes none");
+        };
+        assert_eq!(name, "x");
         assert_eq!(ListQuery::parse(Some("limit=1000")).unwrap().limit, 1000);
         assert_eq!(
             ListQuery::parse(Some("limit=5.0&after=-2e0"))

@@ -30,10 +30,10 @@
 //!
 //! A new stream first sends `id: <the last id>` alone: an `EventSource`
 //! takes it as its last event id without firing an event, so even a
-//! client that has seen no change can resume. A stream that has sent
-//! nothing for [`HEARTBEAT`] sends a comment (proxies close a silent
-//! connection): rounds run at least every [`IDLE_ROUND`] to give it the
-//! chance. The engine's idle timeout does not apply to a stream (it
+//! client that has seen no change can resume. No stream stays silent for
+//! [`HEARTBEAT`] (proxies close a silent connection): rounds run at least
+//! every [`IDLE_ROUND`], and a stream silent for `HEARTBEAT - IDLE_ROUND`
+//! at a round sends a comment. The engine's idle timeout does not apply to a stream (it
 //! answers `Fill::Idle`), its write timeout does.
 //!
 //! `?tag=` keeps the creates and replaces that leave a plant with that tag,
@@ -57,7 +57,7 @@ pub use event::Resume;
 /// The most bytes of events the history keeps (and so the furthest a
 /// subscriber may fall behind before it is dropped).
 pub const HISTORY_BYTES: usize = 1 << 20;
-/// How long a stream stays silent before a comment.
+/// The longest a stream stays silent: a comment comes before.
 pub const HEARTBEAT: Duration = Duration::from_secs(15);
 /// The shortest time between two delivery rounds.
 pub const ROUND: Duration = Duration::from_millis(5);
@@ -296,7 +296,7 @@ impl Stream for Subscriber {
         state.sleeping.insert(self.number, self.waker.clone());
         drop(state);
         let now = Instant::now();
-        if out.len() == before && now.duration_since(self.sent) >= HEARTBEAT {
+        if out.len() == before && now.duration_since(self.sent) >= HEARTBEAT - IDLE_ROUND {
             out.extend_from_slice(b":\n\n");
         }
         if out.len() > before {

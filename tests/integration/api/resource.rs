@@ -178,6 +178,69 @@ fn list_refuses_bad_query_parameters(kind: Kind) {
         .assert_error(401, "missing");
 }
 
+fn a_query_parameter_a_route_does_not_take_is_a_400_naming_it(kind: Kind) {
+    let server = TestServer::on(kind);
+    assert_eq!(server.create(r#"{"id":1,"name":"fern"}"#).status, 200);
+    let refused = [
+        (
+            "GET",
+            "/plants?limt=5",
+            "\"limt\"; accepted here: limit, after, tag",
+        ),
+        ("GET", "/plants?tags=x&limit=5", "\"tags\""),
+        ("HEAD", "/plants?x", ""),
+        ("POST", "/plants?limit=1", "\"limit\"; accepted here: none"),
+        (
+            "GET",
+            "/plants/1?verbose=1",
+            "\"verbose\"; accepted here: none",
+        ),
+        ("PUT", "/plants/1?x=1", "\"x\""),
+        ("DELETE", "/plants/1?force", "\"force\""),
+        ("GET", "/export?format=csv", "\"format\""),
+    ];
+    for (method, target, needle) in refused {
+        let body = if method == "POST" || method == "PUT" {
+            r#"{"id":2,"name":"x"}"#
+        } else {
+            ""
+        };
+        let reply = server.send(method, target, &[AUTH, JSON], body);
+        if method == "HEAD" {
+            assert_eq!(reply.status, 400, "{method} {target}");
+        } else {
+            reply.assert_error(400, needle);
+        }
+    }
+    // Nothing was changed by the refused calls.
+    let listed = server.send("GET", "/plants", &[AUTH], "").json();
+    assert_eq!(listed, serde_json::json!([{"id": 1, "name": "fern"}]));
+    // The page's files ignore a cache-busting query; the documents too.
+    for target in [
+        "/ui.css?v=2",
+        "/?utm=x",
+        "/openapi.json?v=1",
+        "/healthz?probe=1",
+    ] {
+        assert_eq!(server.send("GET", target, &[], "").status, 200, "{target}");
+    }
+}
+
+fn a_create_answers_with_the_location_of_the_plant(kind: Kind) {
+    let server = TestServer::on(kind);
+    let reply = server.create(r#"{"id":-42,"name":"fern"}"#);
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("location"), Some("/plants/-42"));
+    let location = reply.header("location").unwrap().to_owned();
+    assert_eq!(
+        server.send("GET", &location, &[AUTH], "").json()["name"],
+        "fern"
+    );
+    // A refused create says nowhere.
+    let again = server.create(r#"{"id":-42,"name":"fern"}"#);
+    assert_eq!((again.status, again.header("location")), (409, None));
+}
+
 fn get_replace_delete_one_plant(kind: Kind) {
     let server = TestServer::on(kind);
     seed(&server, [7]);
@@ -400,6 +463,8 @@ crate::on_each_store!(
     list_filters_by_tag_and_the_link_keeps_the_filter,
     a_page_stops_at_its_byte_cap_and_link_goes_on_from_there,
     list_refuses_bad_query_parameters,
+    a_query_parameter_a_route_does_not_take_is_a_400_naming_it,
+    a_create_answers_with_the_location_of_the_plant,
     get_replace_delete_one_plant,
     one_plant_error_paths,
     head_answers_like_get_without_a_body,
