@@ -32,11 +32,30 @@
 //!   each answer is still checked for `Access-Control-Allow-Origin`.
 //! - No `Access-Control-Allow-Credentials`: the API uses no cookies.
 //!
+//! - A refused origin is logged at info, once per origin (with the flag
+//!   that would allow it), so that "why is my fetch blocked" has an answer
+//!   on the server side. Same-origin requests (a browser sends `Origin` on
+//!   a same-origin POST) are not refusals: an origin whose host and port
+//!   are the request's `Host` is not logged. The origins remembered take at
+//!   most [`REMEMBERED_BYTES`]; past that, one line says that later ones go
+//!   unlogged.
+//!
 //! The headers for one request are a small owned value ([`CorsHeaders`]),
 //! so that a response completed later on another thread (a change under
 //! `--data`) carries them too.
 
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use log::info;
+
 use crate::http::Response;
+use crate::lock::lock;
+
+/// The most bytes of refused origins remembered (so logged once each).
+pub const REMEMBERED_BYTES: usize = 16 * 1024;
+/// The longest origin remembered or shown; a longer one is shown cut.
+const LONGEST_ORIGIN: usize = 256;
 
 /// The `Access-Control-Max-Age` of a preflight answer, in seconds.
 pub const MAX_AGE: &str = "7200";
@@ -98,6 +117,66 @@ impl Cors {
             allow_origin: allow,
         }
     }
+}
+
+/// The origins refused so far, each logged once.
+#[derive(Debug, Default)]
+pub struct Refused {
+    state: Mutex<RefusedState>,
+}
+
+#[derive(Debug, Default)]
+struct RefusedState {
+    origins: HashSet<Box<[u8]>>,
+    bytes: usize,
+    /// The bound was reached (and said so).
+    full: bool,
+}
+
+impl Refused {
+    /// Logs `origin`, which the headers refused for a request to `host`,
+    /// unless it is the request's own origin or was logged before.
+    pub fn note(&self, origin: &[u8], host: Option<&[u8]>) {
+        if host.is_some_and(|host| same_origin(origin, host)) {
+            return;
+        }
+        let origin = &origin[..origin.len().min(LONGEST_ORIGIN)];
+        let mut state = lock(&self.state);
+        if state.full || state.origins.contains(origin) {
+            return;
+        }
+        let shown = String::from_utf8_lossy(origin);
+        if state.bytes + origin.len() > REMEMBERED_BYTES {
+            state.full = true;
+            info!(
+                "CORS: refused origin {shown:?}; {REMEMBERED_BYTES} bytes of refused origins \
+                 are logged already, later ones are not"
+            );
+            return;
+        }
+        state.bytes += origin.len();
+        state.origins.insert(origin.into());
+        info!(
+            "CORS: refused origin {shown:?}: a browser keeps the answers from its pages \
+             (--cors-origin {shown} would allow it); logged once"
+        );
+    }
+}
+
+/// Whether `origin` (`scheme://host[:port]`) names the same host and port
+/// as a `Host` header (a default port written or not).
+fn same_origin(origin: &[u8], host: &[u8]) -> bool {
+    let origin = origin.to_ascii_lowercase();
+    let host = host.to_ascii_lowercase();
+    let (rest, default) = if let Some(rest) = origin.strip_prefix(b"http://") {
+        (rest, &b":80"[..])
+    } else if let Some(rest) = origin.strip_prefix(b"https://") {
+        (rest, &b":443"[..])
+    } else {
+        return false;
+    };
+    let bare = |name: &[u8]| -> Vec<u8> { name.strip_suffix(default).unwrap_or(name).to_vec() };
+    bare(rest) == bare(&host)
 }
 
 /// The CORS headers one response gets: owned, so a response completed on
@@ -226,6 +305,47 @@ fn valid_host(host: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_origin_is_the_requests_own_when_host_and_port_match() {
+        assert!(same_origin(b"http://127.0.0.1:8080", b"127.0.0.1:8080"));
+        assert!(same_origin(b"HTTP://Plants.Example", b"plants.example:80"));
+        assert!(same_origin(
+            b"https://plants.example:443",
+            b"plants.example"
+        ));
+        assert!(!same_origin(
+            b"https://plants.example",
+            b"plants.example:80"
+        ));
+        assert!(!same_origin(b"http://127.0.0.1:8081", b"127.0.0.1:8080"));
+        assert!(!same_origin(b"null", b"null"));
+    }
+
+    #[test]
+    fn refused_origins_are_remembered_up_to_their_byte_bound() {
+        let refused = Refused::default();
+        refused.note(b"http://a.example", Some(b"b.example"));
+        refused.note(b"http://a.example", None);
+        refused.note(b"http://b.example", Some(b"b.example"));
+        assert_eq!(
+            lock(&refused.state).origins.len(),
+            1,
+            "once, and not the own origin"
+        );
+        let long = [b'x'; 1000];
+        refused.note(&long, None);
+        assert_eq!(
+            lock(&refused.state).bytes,
+            16 + LONGEST_ORIGIN,
+            "shown and kept cut"
+        );
+        for n in 0..200 {
+            refused.note(format!("http://{n:0>200}.example").as_bytes(), None);
+        }
+        let state = lock(&refused.state);
+        assert!(state.full && state.bytes <= REMEMBERED_BYTES);
+    }
 
     fn parse(values: &[&str]) -> Result<Cors, (String, &'static str)> {
         Cors::parse(&values.iter().map(|v| v.to_string()).collect::<Vec<_>>())

@@ -24,7 +24,7 @@ mod service;
 mod ui;
 
 pub use auth::Tokens;
-pub use cors::{Cors, CorsHeaders};
+pub use cors::{Cors, CorsHeaders, Refused};
 pub use error::ApiError;
 pub use metrics::Metrics;
 pub use plants::PAGE_BYTES;
@@ -52,6 +52,8 @@ pub struct App {
     cors: Cors,
     ui: Option<ui::Ui>,
     changes: Arc<Hub>,
+    /// Origins refused so far (logged once each).
+    refused: Refused,
 }
 
 impl App {
@@ -83,6 +85,7 @@ impl App {
             cors,
             ui: ui.then(ui::Ui::new),
             changes,
+            refused: Refused::default(),
         }
     }
 
@@ -126,6 +129,11 @@ impl Handler for App {
         let resource =
             resource(request.path()).filter(|r| self.ui.is_some() || !matches!(r, Resource::Ui(_)));
         let cors = self.cors_headers(request);
+        if let Some(origin) = request.header("origin")
+            && !cors.allowed()
+        {
+            self.refused.note(origin, request.header("host"));
+        }
         let response = match resource {
             // A preflight carries no token: answered before auth.
             Some(known) if cors.allowed() && is_preflight(request) => {

@@ -157,3 +157,41 @@ fn a_path_with_control_characters_is_escaped_in_both_formats() {
     assert_eq!(value["path"], path, "the path as received, once decoded");
     assert_eq!(value["status"], 404);
 }
+
+#[test]
+fn a_refused_cors_origin_is_logged_once_and_the_pages_own_origin_never() {
+    let mut server = Running::start(&["--cors-origin", "http://allowed.example"], Some(TOKEN));
+    let own = format!("http://{}", server.addr);
+    let host = server.addr.to_string();
+    let mut client = Client::connect(server.addr);
+    for origin in [
+        "http://elsewhere.example:3000",
+        "http://allowed.example",
+        "http://elsewhere.example:3000",
+        own.as_str(),
+        "http://elsewhere.example:3000",
+        "http://other.example",
+    ] {
+        client.send(
+            format!("GET /healthz HTTP/1.1\r\nHost: {host}\r\nOrigin: {origin}\r\n\r\n").as_bytes(),
+        );
+        assert_eq!(client.reply().status, 200);
+    }
+    server.signal("TERM");
+    assert!(server.wait(PATIENCE).success());
+    let refused: Vec<String> = server
+        .log()
+        .into_iter()
+        .filter(|l| l.contains("CORS: refused origin"))
+        .collect();
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(
+        refused[0].contains("\"http://elsewhere.example:3000\""),
+        "{refused:?}"
+    );
+    assert!(refused[0].contains("--cors-origin http://elsewhere.example:3000"));
+    assert!(
+        refused[1].contains("\"http://other.example\""),
+        "{refused:?}"
+    );
+}
