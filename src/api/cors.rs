@@ -227,7 +227,8 @@ pub fn preflight(methods: &'static str) -> Response {
 }
 
 /// `value` as a browser would send it in `Origin`, or why it never could.
-fn origin(value: &str) -> Result<String, &'static str> {
+/// (Also how `Link` makes a request's `Host` into an absolute URL.)
+pub(super) fn origin(value: &str) -> Result<String, &'static str> {
     let lower = value.to_ascii_lowercase();
     let (scheme, rest, default_port) = if let Some(rest) = lower.strip_prefix("http://") {
         ("http", rest, "80")

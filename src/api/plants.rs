@@ -63,19 +63,41 @@ pub(super) fn list(app: &App, request: &mut Request<'_>) -> Result<Response, Api
     let query = ListQuery::parse(request.query())?;
     // Plants past PAGE_BYTES of names and tags could not be sent: their
     // JSON is longer still.
+    let base = base_url(request);
     let outcome = app
         .plants
         .page(query.after, query.limit, query.tag.clone(), PAGE_BYTES);
     reply(app, request, Resource::Plants, outcome, move |page| {
-        Ok(page_response(&query, page.items, page.more))
+        Ok(page_response(
+            &query,
+            base.as_deref(),
+            page.items,
+            page.more,
+        ))
     })
 }
 
+/// `scheme://host[:port]` of the request, for an absolute `Link` (a page
+/// from another origin resolves a relative one against its own): the
+/// listener's scheme and the `Host` header, lowercased, a default port
+/// dropped. `None` (a relative link) when `Host` is absent or not a host
+/// name or IP address with an optional port.
+fn base_url(request: &Request<'_>) -> Option<String> {
+    let host = std::str::from_utf8(request.header("host")?).ok()?;
+    super::cors::origin(&format!("{}://{host}", request.scheme())).ok()
+}
+
 /// The page of `items` (ascending ids, at most `query.limit`), with `Link`
-/// to the next one when `more` follow them or not all fit in PAGE_BYTES.
-/// Where the page ends is settled from the length each record will have,
-/// before any is encoded: the head, with its `Link`, goes first.
-fn page_response(query: &ListQuery, mut items: Vec<(i64, Plant)>, more: bool) -> Response {
+/// to the next one (under `base`, or relative) when `more` follow them or
+/// not all fit in PAGE_BYTES. Where the page ends is settled from the
+/// length each record will have, before any is encoded: the head, with its
+/// `Link`, goes first.
+fn page_response(
+    query: &ListQuery,
+    base: Option<&str>,
+    mut items: Vec<(i64, Plant)>,
+    more: bool,
+) -> Response {
     let (included, bytes) = fitting(&items, PAGE_BYTES);
     let more = included < items.len() || more;
     items.truncate(included);
@@ -86,7 +108,8 @@ fn page_response(query: &ListQuery, mut items: Vec<(i64, Plant)>, more: bool) ->
                 .as_deref()
                 .map(|t| format!("&tag={}", query::encode(t)));
             Some(format!(
-                "</plants?after={last}&limit={}{}>; rel=\"next\"",
+                "<{}/plants?after={last}&limit={}{}>; rel=\"next\"",
+                base.unwrap_or_default(),
                 query.limit,
                 tag.unwrap_or_default()
             ))

@@ -85,12 +85,17 @@ pub(super) fn serve(
 ) -> Left {
     let mut rounds = 0;
     let mut written = 0;
+    #[cfg(feature = "tls")]
+    let secure = conn.tls.is_some();
+    #[cfg(not(feature = "tls"))]
+    let secure = false;
     loop {
         session::drive(
             &mut conn.protocol,
             &*shared.handler,
             conn.peer,
             Some(home),
+            secure,
             now,
         );
         // Output that leaves may let buffered pipelined requests go on (or

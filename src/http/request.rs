@@ -35,6 +35,8 @@ pub struct Request<'c> {
     started: Instant,
     deferral: Option<Deferral<'c>>,
     deferred: bool,
+    /// It came over TLS.
+    secure: bool,
 }
 
 impl<'c> Request<'c> {
@@ -44,6 +46,7 @@ impl<'c> Request<'c> {
         peer: SocketAddr,
         started: Instant,
         deferral: Option<Deferral<'c>>,
+        secure: bool,
     ) -> Request<'c> {
         Request {
             head,
@@ -52,7 +55,14 @@ impl<'c> Request<'c> {
             started,
             deferral,
             deferred: false,
+            secure,
         }
+    }
+
+    /// The scheme of the listener it came on: `https` over TLS, else
+    /// `http`.
+    pub fn scheme(&self) -> &'static str {
+        if self.secure { "https" } else { "http" }
     }
 
     /// The method, as sent (`GET`, `POST`, ...).

@@ -27,12 +27,14 @@ pub(crate) struct Home<'a> {
     pub(crate) conn: u64,
 }
 
-/// Runs the handler for every request `protocol` has ready at `now`.
+/// Runs the handler for every request `protocol` has ready at `now`;
+/// `secure`: the connection is TLS.
 pub(crate) fn drive(
     protocol: &mut Protocol,
     handler: &dyn Handler,
     peer: SocketAddr,
     home: Option<&Home<'_>>,
+    secure: bool,
     now: Instant,
 ) {
     while protocol.poll(now) != Action::Wait {
@@ -46,7 +48,7 @@ pub(crate) fn drive(
         });
         let started = protocol.started();
         let (head, inbox) = protocol.request_parts();
-        let mut request = Request::new(head, inbox, peer, started, deferral);
+        let mut request = Request::new(head, inbox, peer, started, deferral, secure);
         let answer = match catch_unwind(AssertUnwindSafe(|| handler.handle(&mut request))) {
             Err(_) => {
                 error!(

@@ -8,7 +8,7 @@ use serde_json::json;
 use plantstore::api::PAGE_BYTES;
 use plantstore::plant::TextLimits;
 
-use crate::support::{AUTH, JSON, Kind, TestServer, config};
+use crate::support::{AUTH, JSON, Kind, TOKEN, TestServer, config};
 
 fn seed(server: &TestServer, ids: impl IntoIterator<Item = i64>) {
     for id in ids {
@@ -78,10 +78,10 @@ fn paging_follows_link_headers_through_concurrent_inserts(kind: Kind) {
             assert!(link.ends_with(r#">; rel="next""#), "{link}");
             let last = seen.last().unwrap();
             assert!(
-                link.starts_with(&format!("</plants?after={last}&limit=37")),
+                link.starts_with(&format!("<http://test/plants?after={last}&limit=37")),
                 "{link}"
             );
-            next = Some(link[1..link.find('>').unwrap()].to_string());
+            next = Some(link["<http://test".len()..link.find('>').unwrap()].to_string());
         }
     }
     inserter.join().unwrap();
@@ -101,7 +101,7 @@ fn list_filters_by_tag_and_the_link_keeps_the_filter(kind: Kind) {
     assert_eq!(ids(&reply), [3, 6, 9, 12]);
     assert_eq!(
         reply.header("link"),
-        Some(r#"</plants?after=12&limit=4&tag=three>; rel="next""#)
+        Some(r#"<http://test/plants?after=12&limit=4&tag=three>; rel="next""#)
     );
     let reply = server.send("GET", "/plants?tag=three&limit=4&after=24", &[AUTH], "");
     assert_eq!(ids(&reply), [27, 30]);
@@ -148,9 +148,9 @@ fn a_page_stops_at_its_byte_cap_and_link_goes_on_from_there(kind: Kind) {
         seen.extend(page);
         if let Some(link) = reply.header("link") {
             let last = seen.last().unwrap();
-            let want = format!(r#"</plants?after={last}&limit=1000&tag=t>; rel="next""#);
+            let want = format!(r#"<http://test/plants?after={last}&limit=1000&tag=t>; rel="next""#);
             assert_eq!(link, want);
-            next = Some(link[1..link.find('>').unwrap()].to_string());
+            next = Some(link["<http://test".len()..link.find('>').unwrap()].to_string());
         }
     }
     assert_eq!(seen, (0..302).collect::<Vec<i64>>());
@@ -223,6 +223,34 @@ fn a_query_parameter_a_route_does_not_take_is_a_400_naming_it(kind: Kind) {
         "/healthz?probe=1",
     ] {
         assert_eq!(server.send("GET", target, &[], "").status, 200, "{target}");
+    }
+}
+
+fn link_is_absolute_from_a_valid_host_and_relative_otherwise(kind: Kind) {
+    let server = TestServer::on(kind);
+    seed(&server, 0..3);
+    let link = |host: &str| {
+        let mut client = server.client();
+        client.send(
+            format!("GET /plants?limit=1 HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n")
+                .as_bytes(),
+        );
+        let reply = client.reply();
+        assert_eq!(reply.status, 200, "{host}");
+        reply.header("link").unwrap().to_owned()
+    };
+    let next = r#"/plants?after=0&limit=1>; rel="next""#;
+    assert_eq!(
+        link("Plants.Example:8080"),
+        format!("<http://plants.example:8080{next}")
+    );
+    assert_eq!(
+        link("plants.example:80"),
+        format!("<http://plants.example{next}")
+    );
+    assert_eq!(link("[::1]:9000"), format!("<http://[::1]:9000{next}"));
+    for bad in ["a_b!", "x:99999", "[nope]", "x:y"] {
+        assert_eq!(link(bad), format!("<{next}"), "{bad}: relative");
     }
 }
 
@@ -465,6 +493,7 @@ crate::on_each_store!(
     list_refuses_bad_query_parameters,
     a_query_parameter_a_route_does_not_take_is_a_400_naming_it,
     a_create_answers_with_the_location_of_the_plant,
+    link_is_absolute_from_a_valid_host_and_relative_otherwise,
     get_replace_delete_one_plant,
     one_plant_error_paths,
     head_answers_like_get_without_a_body,

@@ -237,16 +237,22 @@ context.minimum_version = context.maximum_version = pinned
 conn = http.client.HTTPSConnection("localhost", port, context=context, timeout=10)
 auth = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
 out = []
+conn_link = [None]
 def call(method, path, body=None):
     conn.request(method, path, body=None if body is None else json.dumps(body), headers=auth)
     reply = conn.getresponse()
+    conn_link[0] = reply.getheader("Link")
     data = reply.read()
     out.append(f"{method} {path} {reply.status}")
     return data
 call("POST", "/plants", {"id": 7, "name": "ivy"})
 assert json.loads(call("GET", "/plants/7"))["name"] == "ivy"
 call("PUT", "/plants/7", {"id": 7, "name": "ivy", "tag": "python"})
-assert json.loads(call("GET", "/plants?tag=python"))[0]["id"] == 7
+call("POST", "/plants", {"id": 8, "name": "fig", "tag": "python"})
+assert json.loads(call("GET", "/plants?tag=python&limit=1"))[0]["id"] == 7
+link = conn_link[0]
+assert link == f'<https://localhost:{port}/plants?after=7&limit=1&tag=python>; rel="next"', link
+call("DELETE", "/plants/8")
 call("DELETE", "/plants/7")
 call("GET", "/plants/7")
 out.append(conn.sock.version())
@@ -273,8 +279,9 @@ fn pythons_ssl_client_makes_every_api_call_over_tls_1_2_and_1_3() {
         assert_eq!(
             said.trim(),
             format!(
-                "POST /plants 200 | GET /plants/7 200 | PUT /plants/7 200 | \
-                 GET /plants?tag=python 200 | DELETE /plants/7 204 | GET /plants/7 404 | {name}"
+                "POST /plants 200 | GET /plants/7 200 | PUT /plants/7 200 | POST /plants 200 | \
+                 GET /plants?tag=python&limit=1 200 | DELETE /plants/8 204 | DELETE /plants/7 204 | \
+                 GET /plants/7 404 | {name}"
             )
         );
     }
