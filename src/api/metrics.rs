@@ -3,9 +3,11 @@
 //! sender and the process render theirs through the same
 //! `metrics::Exposition`).
 //!
-//! Requests are counted by route and status, and their durations by route
-//! in a `Histogram`, in fixed tables of atomics, so counting
-//! costs no lock on the hot path. A duration runs from when the request's
+//! Requests are counted by route, method and status, and their durations
+//! by route in a `Histogram`, in fixed tables of atomics, so counting
+//! costs no lock on the hot path. Methods are the five the API answers,
+//! `OPTIONS` and `other` for every other (a client cannot grow the table
+//! or the exposition by inventing methods). A duration runs from when the request's
 //! head was parsed to when its answer is queued: the wait for the body and
 //! for the journal included. Statuses the engine answers on its own (431,
 //! 414, 503 at the connection cap, ...) never reach the application and
@@ -36,6 +38,18 @@ pub const ROUTES: [&str; 12] = [
     "/ui.svg",
     "other",
 ];
+/// Method labels, in the order of each route's table; the last takes
+/// every other method.
+pub const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "other"];
+
+/// The `METHODS` index of `method`.
+pub fn method_label(method: &str) -> usize {
+    METHODS[..METHODS.len() - 1]
+        .iter()
+        .position(|&m| m == method)
+        .unwrap_or(METHODS.len() - 1)
+}
+
 /// Statuses the application answers, in the order of each row.
 const STATUSES: [u16; 14] = [
     200, 204, 304, 400, 401, 404, 405, 408, 409, 413, 415, 500, 503, 507,
@@ -46,7 +60,7 @@ pub struct Metrics {
     started: Instant,
     /// `started` on the wall clock, for `process_start_time_seconds`.
     started_at: SystemTime,
-    requests: [[AtomicU64; STATUSES.len()]; ROUTES.len()],
+    requests: [[[AtomicU64; STATUSES.len()]; METHODS.len()]; ROUTES.len()],
     latency: [Histogram; ROUTES.len()],
     connections: Gauge,
 }
@@ -56,7 +70,9 @@ impl Default for Metrics {
         Metrics {
             started: Instant::now(),
             started_at: SystemTime::now(),
-            requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            requests: std::array::from_fn(|_| {
+                std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0)))
+            }),
             latency: std::array::from_fn(|_| Histogram::default()),
             connections: Gauge::new(),
         }
@@ -65,14 +81,16 @@ impl Default for Metrics {
 
 impl Metrics {
     /// Counts one request answered `elapsed` after its head was parsed
-    /// (`route` indexes `ROUTES`). Its duration is counted whatever the
-    /// status; a status the table has no column for is not counted.
-    pub fn record(&self, route: usize, status: u16, elapsed: Duration) {
+    /// (`route` indexes `ROUTES`, `method` `METHODS`). Its duration is
+    /// counted whatever the status; a status the table has no column for
+    /// is not counted.
+    pub fn record(&self, route: usize, method: usize, status: u16, elapsed: Duration) {
         if let Some(latency) = self.latency.get(route) {
             latency.observe(elapsed);
         }
         let column = STATUSES.iter().position(|&s| s == status);
-        if let (Some(row), Some(column)) = (self.requests.get(route), column) {
+        let row = self.requests.get(route).and_then(|r| r.get(method));
+        if let (Some(row), Some(column)) = (row, column) {
             row[column].fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -101,14 +119,17 @@ impl Metrics {
         out.family(
             REQUESTS,
             Kind::Counter,
-            "Requests answered, by route and status.",
+            "Requests answered, by route, method and status.",
         );
-        for (route, row) in ROUTES.iter().zip(&self.requests) {
-            for (status, count) in STATUSES.iter().zip(row) {
-                let count = count.load(Ordering::Relaxed);
-                if count > 0 {
-                    let status = status.to_string();
-                    out.sample(REQUESTS, &[("route", route), ("status", &status)], count);
+        for (route, table) in ROUTES.iter().zip(&self.requests) {
+            for (method, row) in METHODS.iter().zip(table) {
+                for (status, count) in STATUSES.iter().zip(row) {
+                    let count = count.load(Ordering::Relaxed);
+                    if count > 0 {
+                        let status = status.to_string();
+                        let labels = [("route", *route), ("method", method), ("status", &status)];
+                        out.sample(REQUESTS, &labels, count);
+                    }
                 }
             }
         }
@@ -174,24 +195,40 @@ mod tests {
     fn counts_by_route_and_status() {
         let metrics = Metrics::default();
         let fast = Duration::from_micros(50);
-        metrics.record(0, 200, fast);
-        metrics.record(0, 200, fast);
-        metrics.record(1, 404, fast);
-        metrics.record(1, 999, fast); // not a status we answer: ignored, no panic
-        metrics.record(99, 200, fast); // not a route: ignored, no panic
+        let (get, post) = (method_label("GET"), method_label("POST"));
+        metrics.record(0, post, 200, fast);
+        metrics.record(0, post, 200, fast);
+        metrics.record(0, get, 200, fast);
+        metrics.record(1, get, 404, fast);
+        metrics.record(1, get, 999, fast); // not a status we answer: ignored, no panic
+        metrics.record(99, get, 200, fast); // not a route: ignored, no panic
+        metrics.record(1, 99, 200, fast); // not a method label: ignored, no panic
         let text = text(&metrics);
-        assert!(text.contains("plantstore_requests_total{route=\"/plants\",status=\"200\"} 2\n"));
-        assert!(
-            text.contains("plantstore_requests_total{route=\"/plants/{id}\",status=\"404\"} 1\n")
-        );
+        for line in [
+            "plantstore_requests_total{route=\"/plants\",method=\"POST\",status=\"200\"} 2\n",
+            "plantstore_requests_total{route=\"/plants\",method=\"GET\",status=\"200\"} 1\n",
+            "plantstore_requests_total{route=\"/plants/{id}\",method=\"GET\",status=\"404\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+        assert_eq!(text.matches("plantstore_requests_total{").count(), 3);
         assert!(text.contains("\nplantstore_connections_open 0\n"));
+    }
+
+    #[test]
+    fn methods_are_the_apis_and_one_label_for_every_other() {
+        assert_eq!(METHODS[method_label("DELETE")], "DELETE");
+        assert_eq!(METHODS[method_label("OPTIONS")], "OPTIONS");
+        for odd in ["PATCH", "BREW", "get", "", "other"] {
+            assert_eq!(method_label(odd), METHODS.len() - 1, "{odd}");
+        }
     }
 
     #[test]
     fn durations_by_route_and_build() {
         let metrics = Metrics::default();
-        metrics.record(0, 200, Duration::from_millis(3));
-        metrics.record(0, 409, Duration::from_millis(30));
+        metrics.record(0, 2, 200, Duration::from_millis(3));
+        metrics.record(0, 2, 409, Duration::from_millis(30));
         let text = text(&metrics);
         let version = env!("CARGO_PKG_VERSION");
         for line in [

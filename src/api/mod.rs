@@ -146,8 +146,12 @@ impl Handler for App {
         // response is counted when it completes (`reply`).
         if !request.awaits_body() && !request.is_deferred() {
             let elapsed = request.started().elapsed();
-            self.metrics
-                .record(label(resource), response.status(), elapsed);
+            self.metrics.record(
+                label(resource),
+                metrics::method_label(request.method()),
+                response.status(),
+                elapsed,
+            );
         }
         // A deferred response gets them where it is completed.
         cors.apply(response)

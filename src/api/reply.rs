@@ -35,6 +35,7 @@ pub(super) fn reply<T: Send + 'static>(
         cors: app.cors_headers(request),
         started: request.started(),
         resource,
+        method: super::metrics::method_label(request.method()),
         later,
     };
     pending.then(move |answer| completion.send(answer.map_err(ApiError::from).and_then(respond)));
@@ -48,6 +49,8 @@ struct Completion {
     cors: CorsHeaders,
     started: Instant,
     resource: Resource,
+    /// The request's `metrics::METHODS` index.
+    method: usize,
     later: Deferred,
 }
 
@@ -55,8 +58,12 @@ impl Completion {
     fn send(self, made: Result<Response, ApiError>) {
         let response = made.unwrap_or_else(|e| e.to_response());
         let route = label(Some(self.resource));
-        self.metrics
-            .record(route, response.status(), self.started.elapsed());
+        self.metrics.record(
+            route,
+            self.method,
+            response.status(),
+            self.started.elapsed(),
+        );
         self.later.complete(self.cors.apply(response));
     }
 }

@@ -47,6 +47,17 @@ pub fn render(out: &mut Exposition, started: SystemTime) {
             bytes,
         );
     }
+    if let Some(max) = fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|l| max_open_files(&l))
+    {
+        out.single(
+            "process_max_fds",
+            Kind::Gauge,
+            "Maximum number of open file descriptors.",
+            max,
+        );
+    }
     if let Ok(entries) = fs::read_dir("/proc/self/fd") {
         // The directory being read is itself open: counted, as other
         // exporters count it.
@@ -58,6 +69,16 @@ pub fn render(out: &mut Exposition, started: SystemTime) {
             open,
         );
     }
+}
+
+/// The soft limit of open files from the text of `/proc/self/limits`
+/// (`Max open files  1024  524288  files`); `None` when unlimited or
+/// unreadable.
+fn max_open_files(limits: &str) -> Option<u64> {
+    let line = limits
+        .lines()
+        .find_map(|l| l.strip_prefix("Max open files"))?;
+    line.split_whitespace().next()?.parse().ok()
 }
 
 /// User plus system time, in clock ticks, from the text of
@@ -83,6 +104,21 @@ fn resident_bytes(status: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn max_fds_is_the_soft_limit_of_open_files() {
+        let limits = "Limit                     Soft Limit           Hard Limit           Units\n\
+                      Max processes             95000                95000                processes\n\
+                      Max open files            16384                524288               files\n";
+        assert_eq!(max_open_files(limits), Some(16384));
+        assert_eq!(
+            max_open_files(
+                "Max open files            unlimited            unlimited            files\n"
+            ),
+            None
+        );
+        assert_eq!(max_open_files("garbage"), None);
+    }
 
     #[test]
     fn cpu_time_is_user_plus_system_after_any_command_name() {

@@ -437,6 +437,8 @@ fn metrics_count_requests_plants_and_connections(kind: Kind) {
     seed(&server, [1, 2]);
     server.create(r#"{"id":1,"name":"dup"}"#);
     server.send("GET", "/plants/x", &[AUTH], "");
+    // An invented method on an unknown path: one shared label each.
+    server.send("BREW", "/coffee", &[AUTH], "");
     // The earlier connections are closed by then, but their threads may
     // not have finished yet on a loaded machine: ask until only this one
     // is counted (bounded; the assertion below still requires it).
@@ -454,11 +456,13 @@ fn metrics_count_requests_plants_and_connections(kind: Kind) {
     );
     let text = reply.text();
     for line in [
-        "plantstore_requests_total{route=\"/plants\",status=\"200\"} 2\n",
-        "plantstore_requests_total{route=\"/plants\",status=\"409\"} 1\n",
-        "plantstore_requests_total{route=\"/plants/{id}\",status=\"400\"} 1\n",
-        "plantstore_requests_total{route=\"/metrics\",status=\"401\"} 1\n",
+        "plantstore_requests_total{route=\"/plants\",method=\"POST\",status=\"200\"} 2\n",
+        "plantstore_requests_total{route=\"/plants\",method=\"POST\",status=\"409\"} 1\n",
+        "plantstore_requests_total{route=\"/plants/{id}\",method=\"GET\",status=\"400\"} 1\n",
+        "plantstore_requests_total{route=\"/metrics\",method=\"GET\",status=\"401\"} 1\n",
+        "plantstore_requests_total{route=\"other\",method=\"other\",status=\"404\"} 1\n",
         "\nplantstore_connections_open 1\n",
+        "\nprocess_max_fds ",
         "# TYPE plantstore_uptime_seconds gauge\n",
     ] {
         assert!(text.contains(line), "{line:?} missing from:\n{text}");

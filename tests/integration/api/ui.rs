@@ -154,9 +154,9 @@ fn the_page_and_its_files_are_counted_in_the_metrics() {
     server.send("GET", "/ui.js", &[], "");
     let metrics = server.send("GET", "/metrics", &[AUTH], "").text();
     for line in [
-        r#"plantstore_requests_total{route="/",status="200"} 1"#,
-        r#"plantstore_requests_total{route="/",status="304"} 1"#,
-        r#"plantstore_requests_total{route="/ui.js",status="200"} 1"#,
+        r#"plantstore_requests_total{route="/",method="GET",status="200"} 1"#,
+        r#"plantstore_requests_total{route="/",method="GET",status="304"} 1"#,
+        r#"plantstore_requests_total{route="/ui.js",method="GET",status="200"} 1"#,
     ] {
         assert!(metrics.contains(line), "{line} in {metrics}");
     }
