@@ -70,8 +70,7 @@ impl App {
         cors: Cors,
         ui: bool,
     ) -> App {
-        let (epoch, last) = plants.changes_start();
-        let changes = Hub::new(epoch, last);
+        let changes = Hub::new();
         // The door's one change hook is the feed's: set before any change.
         if !plants.set_change_hook(changes.hook()) {
             log::warn!("change feed: the store's change hook was taken; the feed stays silent");

@@ -1,7 +1,7 @@
 //! The Plant Store API, on each store.
 
 mod auth;
-pub(crate) mod changes;
+mod changes;
 mod cors;
 mod export;
 mod metrics;

@@ -2,7 +2,6 @@
 
 mod batches;
 mod cluster;
-mod feed;
 mod frozen;
 mod serving;
 mod start;
