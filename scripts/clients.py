@@ -196,8 +196,8 @@ def generated_client_checks():
         return
     sys.path.insert(0, out)
     from plantstore_client import AuthenticatedClient
-    from plantstore_client.api.default import (add_plant, delete_plant, get_plant, list_plants,
-                                               replace_plant)
+    from plantstore_client.api.plants import (add_plant, delete_plant, get_plant, list_plants,
+                                              replace_plant)
     from plantstore_client.models import Error, NewPlant, Plant, PlantRecord
 
     client = AuthenticatedClient(base_url=BASE, token=TOKEN)
