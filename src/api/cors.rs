@@ -44,7 +44,6 @@
 //! so that a response completed later on another thread (a change under
 //! `--data`) carries them too.
 
-use std::collections::HashSet;
 use std::sync::Mutex;
 
 use log::info;
@@ -127,7 +126,9 @@ pub struct Refused {
 
 #[derive(Debug, Default)]
 struct RefusedState {
-    origins: HashSet<Box<[u8]>>,
+    /// A list: at most `REMEMBERED_BYTES` of them, looked at only for a
+    /// refused origin.
+    origins: Vec<Box<[u8]>>,
     bytes: usize,
     /// The bound was reached (and said so).
     full: bool,
@@ -142,7 +143,7 @@ impl Refused {
         }
         let origin = &origin[..origin.len().min(LONGEST_ORIGIN)];
         let mut state = lock(&self.state);
-        if state.full || state.origins.contains(origin) {
+        if state.full || state.origins.iter().any(|o| **o == *origin) {
             return;
         }
         let shown = String::from_utf8_lossy(origin);
@@ -155,7 +156,7 @@ impl Refused {
             return;
         }
         state.bytes += origin.len();
-        state.origins.insert(origin.into());
+        state.origins.push(origin.into());
         info!(
             "CORS: refused origin {shown:?}: a browser keeps the answers from its pages \
              (--cors-origin {shown} would allow it); logged once"

@@ -41,7 +41,7 @@
 
 mod event;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -84,9 +84,13 @@ struct State {
     last: u64,
     /// Events came since the last round.
     due: bool,
-    /// Subscribers that answered `Fill::Idle`, by subscriber number: woken
+    /// Subscribers that answered `Fill::Idle` since the last round, each
+    /// once (by number), with their wakers: woken
     /// by the next event or heartbeat. A subscriber leaves it when dropped.
-    sleeping: HashMap<u64, StreamWaker>,
+    sleeping: Vec<(u64, StreamWaker)>,
+    /// Rounds so far: a subscriber that registered in this one is in
+    /// `sleeping` already.
+    rounds: u64,
     /// Subscribers now, numbers handed out, events published, and
     /// subscribers dropped for falling behind (for the metrics).
     subscribers: u64,
@@ -178,6 +182,7 @@ impl Hub {
             waker,
             preface,
             sent: Instant::now(),
+            registered: None,
         }
     }
 
@@ -188,7 +193,7 @@ impl Hub {
             let spawned = std::thread::Builder::new()
                 .name("feed".into())
                 .spawn(move || {
-                    let mut woken = HashMap::new();
+                    let mut woken = Vec::new();
                     while let Some(hub) = hub.upgrade() {
                         hub.round(&mut woken);
                         drop(hub);
@@ -202,9 +207,9 @@ impl Hub {
     }
 
     /// Waits for an event (at most `IDLE_ROUND`), then wakes every stream
-    /// waiting for one. `woken` is an empty map to swap in (two maps take
+    /// waiting for one. `woken` is an empty list to swap in (two lists take
     /// turns, so a round allocates nothing).
-    fn round(&self, woken: &mut HashMap<u64, StreamWaker>) {
+    fn round(&self, woken: &mut Vec<(u64, StreamWaker)>) {
         let mut state = lock(&self.state);
         if !state.due {
             state = match self.due.wait_timeout(state, IDLE_ROUND) {
@@ -214,8 +219,9 @@ impl Hub {
         }
         state.due = false;
         std::mem::swap(&mut state.sleeping, woken);
+        state.rounds += 1;
         drop(state);
-        for waker in woken.values() {
+        for (_, waker) in woken.iter() {
             waker.wake();
         }
         woken.clear();
@@ -264,6 +270,8 @@ pub struct Subscriber {
     preface: Vec<u8>,
     /// When it last sent something.
     sent: Instant,
+    /// The round in which it last joined `sleeping`.
+    registered: Option<u64>,
 }
 
 impl Stream for Subscriber {
@@ -293,7 +301,10 @@ impl Stream for Subscriber {
                 out.extend_from_slice(event.bytes());
             }
         }
-        state.sleeping.insert(self.number, self.waker.clone());
+        if self.registered != Some(state.rounds) {
+            self.registered = Some(state.rounds);
+            state.sleeping.push((self.number, self.waker.clone()));
+        }
         drop(state);
         let now = Instant::now();
         if out.len() == before && now.duration_since(self.sent) >= HEARTBEAT - IDLE_ROUND {
@@ -309,7 +320,8 @@ impl Stream for Subscriber {
 impl Drop for Subscriber {
     fn drop(&mut self) {
         let mut state = lock(&self.hub.state);
-        state.sleeping.remove(&self.number);
+        let number = self.number;
+        state.sleeping.retain(|(n, _)| *n != number);
         state.subscribers -= 1;
     }
 }
