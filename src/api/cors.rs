@@ -165,19 +165,29 @@ impl Refused {
 }
 
 /// Whether `origin` (`scheme://host[:port]`) names the same host and port
-/// as a `Host` header (a default port written or not).
+/// as a `Host` header (a default port written or not), ignoring case.
 fn same_origin(origin: &[u8], host: &[u8]) -> bool {
-    let origin = origin.to_ascii_lowercase();
-    let host = host.to_ascii_lowercase();
-    let (rest, default) = if let Some(rest) = origin.strip_prefix(b"http://") {
-        (rest, &b":80"[..])
-    } else if let Some(rest) = origin.strip_prefix(b"https://") {
-        (rest, &b":443"[..])
+    let scheme = |name: &[u8]| {
+        origin
+            .get(..name.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(name))
+    };
+    let (rest, default): (&[u8], &[u8]) = if scheme(b"http://") {
+        (&origin[7..], b":80")
+    } else if scheme(b"https://") {
+        (&origin[8..], b":443")
     } else {
         return false;
     };
-    let bare = |name: &[u8]| -> Vec<u8> { name.strip_suffix(default).unwrap_or(name).to_vec() };
-    bare(rest) == bare(&host)
+    let bare = |name: &'_ [u8]| -> usize {
+        let tail = name.len().saturating_sub(default.len());
+        if name[tail..] == *default {
+            tail
+        } else {
+            name.len()
+        }
+    };
+    rest[..bare(rest)].eq_ignore_ascii_case(&host[..bare(host)])
 }
 
 /// The CORS headers one response gets: owned, so a response completed on

@@ -42,6 +42,7 @@
 mod event;
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -72,6 +73,10 @@ pub struct Hub {
     due: Condvar,
     /// The delivery thread, started with the first subscriber.
     delivery: OnceLock<()>,
+    /// A stream has been opened: until then nobody can hold an id to
+    /// resume from, so changes are only counted, not encoded and kept
+    /// (the writers' cost of the feed is then one lock).
+    followed: AtomicBool,
 }
 
 #[derive(Default)]
@@ -117,6 +122,7 @@ impl Hub {
             state: Mutex::default(),
             due: Condvar::new(),
             delivery: OnceLock::new(),
+            followed: AtomicBool::new(false),
         })
     }
 
@@ -128,6 +134,15 @@ impl Hub {
 
     /// Appends `change` (the next in commit order) for the next round.
     fn publish(&self, change: &PlantChange) {
+        if !self.followed.load(Ordering::Acquire) {
+            let mut state = lock(&self.state);
+            // Checked again under the lock, which `subscribe` sets it under.
+            if !self.followed.load(Ordering::Relaxed) {
+                state.last = change.seq;
+                state.published += 1;
+                return;
+            }
+        }
         let event = event::Event::new(self.epoch, change);
         let mut state = lock(&self.state);
         state.last = change.seq;
@@ -157,6 +172,7 @@ impl Hub {
     ) -> Subscriber {
         self.start_delivery();
         let mut state = lock(&self.state);
+        self.followed.store(true, Ordering::Release);
         state.subscribers += 1;
         state.numbered += 1;
         let number = state.numbered;
