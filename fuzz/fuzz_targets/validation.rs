@@ -39,6 +39,14 @@ static SCHEMAS: LazyLock<(Validator, Validator)> = LazyLock::new(|| {
 
 fuzz_target!(|data: &[u8]| {
     let (new_plant, plant) = &*SCHEMAS;
+    // serde_json (with `raw_value`, which the server's build turns on)
+    // reads an object whose first key is its private RawValue token as
+    // the JSON text of that key's value, not as an object: the oracle
+    // would judge another document (or refuse valid JSON). The server's
+    // parser reads it as the object it is; this oracle cannot judge it.
+    if has_raw_value_token(data) {
+        return;
+    }
     let value: Option<Value> = match serde_json::from_slice(data) {
         Ok(value) => Some(value),
         // Valid JSON (a number's size is not limited by the grammar) that
@@ -102,6 +110,65 @@ fn same_plant(plant: &Plant, value: &Value) {
         plant.tag.as_deref(),
         value.get("tag").and_then(Value::as_str)
     );
+}
+
+/// Whether any object in `data` has serde_json's private RawValue token
+/// (however escaped) as its first key. Read with a visitor of its own,
+/// which serde_json does not treat specially.
+fn has_raw_value_token(data: &[u8]) -> bool {
+    use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+    use std::borrow::Cow;
+    const TOKEN: &str = "$serde_json::private::RawValue";
+
+    struct Found(bool);
+    impl<'de> Deserialize<'de> for Found {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Found, D::Error> {
+            deserializer.deserialize_any(Walk)
+        }
+    }
+    struct Walk;
+    impl<'de> Visitor<'de> for Walk {
+        type Value = Found;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Found, A::Error> {
+            let mut found = false;
+            let mut first = true;
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                found |= first && key == TOKEN;
+                first = false;
+                found |= map.next_value::<Found>()?.0;
+            }
+            Ok(Found(found))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Found, A::Error> {
+            let mut found = false;
+            while let Some(item) = seq.next_element::<Found>()? {
+                found |= item.0;
+            }
+            Ok(Found(found))
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Found, E> {
+            Ok(Found(false))
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Found, E> {
+            Ok(Found(false))
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Found, E> {
+            Ok(Found(false))
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Found, E> {
+            Ok(Found(false))
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Found, E> {
+            Ok(Found(false))
+        }
+        fn visit_unit<E>(self) -> Result<Found, E> {
+            Ok(Found(false))
+        }
+    }
+    serde_json::from_slice::<Found>(data).is_ok_and(|found| found.0)
 }
 
 /// The top-level `id` as an int64, read from its text: `None` when there
