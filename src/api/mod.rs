@@ -70,7 +70,8 @@ impl App {
         cors: Cors,
         ui: bool,
     ) -> App {
-        let changes = Hub::new();
+        let (epoch, last) = plants.changes_start();
+        let changes = Hub::new(epoch, last);
         // The door's one change hook is the feed's: set before any change.
         if !plants.set_change_hook(changes.hook()) {
             log::warn!("change feed: the store's change hook was taken; the feed stays silent");

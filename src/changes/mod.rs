@@ -14,9 +14,11 @@
 //! needs next has left the history: the history is the bounded buffer of
 //! every subscriber at once.
 //!
-//! Ids are `<epoch>-<seq>`: `seq` is the door's number, from 1 in each
-//! process; `epoch` is when this hub started, in milliseconds since 1970,
-//! so ids increase across restarts too. `Last-Event-ID` resumes after that
+//! Ids are `<epoch>-<seq>`: `seq` is the door's number. In memory it
+//! counts from 1 in each process and `epoch` is when this hub started, in
+//! milliseconds since 1970, so ids increase across restarts too. With the
+//! database both are the cluster's (the change log's), so an id means the
+//! same on every instance and across restarts. `Last-Event-ID` resumes after that
 //! event when it is of this epoch and still in the history. Otherwise (a
 //! restart, too old, not an id of ours) the stream starts with one `reset`
 //! event: re-list, then go on from its id.
@@ -112,14 +114,20 @@ impl State {
 }
 
 impl Hub {
-    /// An empty feed whose epoch is now.
-    pub fn new() -> Arc<Hub> {
-        let epoch = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    /// An empty feed of `epoch` (`None`: now) whose first change will be
+    /// numbered `last + 1`.
+    pub fn new(epoch: Option<u64>, last: u64) -> Arc<Hub> {
+        let epoch = epoch.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        });
         Arc::new(Hub {
             epoch,
-            state: Mutex::default(),
+            state: Mutex::new(State {
+                last,
+                ..State::default()
+            }),
             due: Condvar::new(),
             delivery: OnceLock::new(),
             followed: AtomicBool::new(false),
@@ -132,7 +140,10 @@ impl Hub {
         Box::new(move |change| hub.publish(change))
     }
 
-    /// Appends `change` (the next in commit order) for the next round.
+    /// Appends `change` (the next in commit order) for the next round. A
+    /// change numbered past the next (the database's log no longer held
+    /// the ones between) starts the history again: a stream that needed
+    /// those is dropped, and resuming it gets a `reset`.
     fn publish(&self, change: &PlantChange) {
         if !self.followed.load(Ordering::Acquire) {
             let mut state = lock(&self.state);
@@ -145,6 +156,13 @@ impl Hub {
         }
         let event = event::Event::new(self.epoch, change);
         let mut state = lock(&self.state);
+        if change.seq <= state.last {
+            return;
+        }
+        if change.seq != state.last + 1 {
+            state.events.clear();
+            state.bytes = 0;
+        }
         state.last = change.seq;
         state.bytes += event.cost();
         state.events.push_back(event);

@@ -90,6 +90,14 @@ impl DatabaseConfig {
         Ok(config.connect(self.tls.clone())?)
     }
 
+    /// The change feed's follower's connection, named apart from the
+    /// workers' in `pg_stat_activity`.
+    pub(super) fn connect_follower(&self) -> Result<Connection, DbError> {
+        let mut config = self.client.clone();
+        config.application_name("plantstore-feed");
+        Connection::open(&config, self.tls.clone())
+    }
+
     /// A plain client, for start-up work (the schema, the seed).
     pub fn connect_client(&self) -> Result<postgres::Client, DbError> {
         Ok(self.client.connect(self.tls.clone())?)

@@ -14,7 +14,8 @@
 //!
 //! Files: `config` (the URL), `pool` (the queues, shared state, metrics),
 //! `batch` (group commit), `worker`, `watchdog`, `sql` (the statements and
-//! schema), `seed` (the `--seed` file into the table).
+//! schema, the change log), `follow` (the change log read for the change
+//! feed), `seed` (the `--seed` file into the table).
 //!
 //! Bounds. At most [`QUEUE`] jobs and changes wait; past that a request is refused at
 //! once. A job that waited [`MAX_WAIT`] is refused (by the worker that
@@ -41,6 +42,7 @@
 
 mod batch;
 mod config;
+mod follow;
 mod health;
 mod pool;
 mod seed;
@@ -51,9 +53,10 @@ mod worker;
 
 pub use batch::{Answer, Change};
 pub use config::DatabaseConfig;
+pub use follow::follow;
 pub use pool::{JobSender, Pool};
 pub use seed::load_seed;
-pub use sql::{Connection, DbError, SCHEMA_VERSION, SchemaError, ensure_schema};
+pub use sql::{Connection, DbError, SCHEMA_VERSION, SchemaError, ensure_schema, feed_start};
 
 use std::fmt;
 use std::sync::Arc;

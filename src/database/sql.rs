@@ -12,21 +12,36 @@
 //! new database at 64 connections, batches through [`APPLY`] stored 6,100
 //! to 7,400 plants/s with the kept (generic) plans, made while the table
 //! was nearly empty (`EXPLAIN` shows the replaces as a hash join over a
-//! scan of the whole table), and 36,600 with plans made for each run. A batch of changes is
-//! one statement (one change alone the plain one-row statement, creates
-//! alone [`CREATE_MANY`], else [`APPLY`]), so one transaction: it has
-//! committed, all of it, when the statement returns, and the answers that
-//! follow are never ahead of the database. Each kind of change is
-//! set-based over arrays (`unnest`, `= ANY`), each id at most once per
-//! batch, and the statement returns the ids it changed: a create that meets an existing id does
+//! scan of the whole table), and 36,600 with plans made for each run. A
+//! batch of changes is one statement ([`APPLY`]), so one transaction: it has committed, all of
+//! it, when the statement returns, and the answers that follow are never
+//! ahead of the database. Each kind of change is set-based over arrays
+//! (`unnest`, `= ANY`), each id at most once per batch, and the statement
+//! returns the ids it changed: a create that meets an existing id does
 //! nothing (`ON CONFLICT DO NOTHING`) and is not returned, which is the
 //! 409; a replace or delete of an absent id is the 404. The primary key
-//! decides between instances racing for one id. Within each kind of
-//! change rows are taken in id order (the plan runs the creates, then the
-//! replaces, then the deletes); two instances' batches can still lock
-//! rows in opposite orders, and PostgreSQL's deadlock detection (after
+//! decides between instances racing for one id. Within each kind of change
+//! rows are taken in id order (the plan runs the creates, then the
+//! replaces, then the deletes); two instances' batches can still lock rows
+//! in opposite orders, and PostgreSQL's deadlock detection (after
 //! `deadlock_timeout`, 1 s by default) cancels one, which is run again
 //! (nothing of it committed).
+//!
+//! The change log (schema version 2), for the change feed of every
+//! instance: the same statement numbers the changes it applied, taking the
+//! numbers from the one row of `plantstore_feed (epoch, last)`, and writes
+//! them as one row of `plant_changes (seq, ids, kinds, names, tags)`: the
+//! batch's first number and its changes as arrays, in id order. Updating
+//! the counter row locks it until the commit, so batches that change
+//! anything commit one at a time in the order of their numbers: a reader
+//! that has seen number n never later finds a smaller one committed. (The
+//! price: two instances' batches no longer commit together, each waits for
+//! the other's WAL flush. The row is found through its primary key, on a
+//! page kept mostly empty, so its old versions are pruned in place instead
+//! of growing a table that every update would scan.) The
+//! followers (`follow`) read the log from their last number. `epoch` is
+//! when the log was made (milliseconds since 1970): ids of the feed are
+//! `<epoch>-<seq>` on every instance.
 
 use std::fmt;
 
@@ -34,54 +49,79 @@ use postgres::error::SqlState;
 use postgres::{Client, Row, Statement};
 
 use super::Change;
-use crate::plant::Plant;
-
-/// The creates of a batch ($1-$3: ids, names, tags, in id order): the
-/// ids it stored. A statement of its own for a batch of creates only, and
-/// the first part of [`APPLY`].
-macro_rules! create_many {
-    () => {
-        "INSERT INTO plants (id, name, tag)
-SELECT id, name, tag
-FROM unnest($1::bigint[], $2::bytea[], $3::bytea[]) AS c (id, name, tag)
-ORDER BY id
-ON CONFLICT (id) DO NOTHING
-RETURNING id"
-    };
-}
-
-/// A batch of creates only.
-const CREATE_MANY: &str = create_many!();
+use crate::plant::{ChangeKind, Plant, PlantChange};
 
 /// A batch of changes in one statement: creates ($1-$3: ids, names,
-/// tags), replaces ($4-$6) and deletes ($7), each array in id order; it
+/// tags), replaces ($4-$6) and deletes ($7), each array in id order; the
+/// changes applied are numbered and logged (see the module header). It
 /// returns the ids it changed.
-const APPLY: &str = concat!(
-    "WITH created AS (",
-    create_many!(),
-    "), replaced AS (
+const APPLY: &str = "WITH created AS (
+    INSERT INTO plants (id, name, tag)
+    SELECT id, name, tag
+    FROM unnest($1::bigint[], $2::bytea[], $3::bytea[]) AS c (id, name, tag)
+    ORDER BY id
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id, name, tag
+), replaced AS (
     UPDATE plants SET name = r.name, tag = r.tag
     FROM unnest($4::bigint[], $5::bytea[], $6::bytea[]) AS r (id, name, tag)
     WHERE plants.id = r.id
-    RETURNING plants.id
+    RETURNING plants.id, r.name, r.tag
 ), deleted AS (
     DELETE FROM plants WHERE id = ANY($7::bigint[])
     RETURNING id
+), changed AS (
+    SELECT id, 1::smallint AS kind, name, tag FROM created
+    UNION ALL SELECT id, 2::smallint, name, tag FROM replaced
+    UNION ALL SELECT id, 3::smallint, NULL::bytea, NULL::bytea FROM deleted
+), counted AS (
+    SELECT count(*) AS n FROM changed
+), numbers AS (
+    UPDATE plantstore_feed SET last = last + counted.n
+    FROM counted WHERE plantstore_feed.one AND counted.n > 0
+    RETURNING last - counted.n + 1 AS first
+), logged AS (
+    INSERT INTO plant_changes (seq, ids, kinds, names, tags)
+    SELECT numbers.first, array_agg(c.id ORDER BY c.id), array_agg(c.kind ORDER BY c.id),
+        array_agg(c.name ORDER BY c.id), array_agg(c.tag ORDER BY c.id)
+    FROM changed AS c, numbers
+    GROUP BY numbers.first
 )
-SELECT id FROM created UNION ALL SELECT id FROM replaced UNION ALL SELECT id FROM deleted"
-);
+SELECT id FROM changed";
+
+/// The log's batches that hold changes after a number ($2), in order, at
+/// most $3 of them. A batch holds at most `BATCH_CHANGES`, so it starts
+/// after that number less that ($1): the index bounds the scan.
+const CHANGES_AFTER: &str = "SELECT seq, ids, kinds, names, tags FROM plant_changes
+WHERE seq > $1 AND seq + cardinality(ids) - 1 > $2 ORDER BY seq LIMIT $3";
 
 /// How often a batch cancelled by deadlock detection is run again.
 const DEADLOCK_TRIES: usize = 3;
 
-/// The schema version this build creates and understands.
-pub const SCHEMA_VERSION: i32 = 1;
+/// The schema version this build creates and understands: 2 adds the
+/// change log (an instance of an older build would change plants without
+/// logging them, so it refuses to start on it).
+pub const SCHEMA_VERSION: i32 = 2;
 
-/// The schema, created in one transaction when the database has none.
+/// The schema of version 1, created in one transaction when the database
+/// has none.
 const SCHEMA: &str = "
 CREATE TABLE plantstore_schema (version integer NOT NULL);
 CREATE TABLE plants (id bigint PRIMARY KEY, name bytea NOT NULL, tag bytea);
 CREATE INDEX plants_tag_id ON plants (tag, id);
+";
+
+/// What version 2 adds to version 1: the change log.
+const SCHEMA_2: &str = "
+CREATE TABLE plantstore_feed (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one), epoch bigint NOT NULL, last bigint NOT NULL
+) WITH (fillfactor = 10);
+INSERT INTO plantstore_feed (epoch, last)
+VALUES ((extract(epoch FROM clock_timestamp()) * 1000)::bigint, 0);
+CREATE TABLE plant_changes (
+    seq bigint PRIMARY KEY, ids bigint[] NOT NULL, kinds smallint[] NOT NULL,
+    names bytea[] NOT NULL, tags bytea[] NOT NULL
+);
 ";
 
 /// Any failure talking to the database: the connection, a timeout, the
@@ -156,14 +196,18 @@ pub fn ensure_schema(client: &mut Client) -> Result<(), SchemaError> {
         .get(0);
     if !exists {
         tx.batch_execute(SCHEMA)?;
-        tx.execute(
-            "INSERT INTO plantstore_schema (version) VALUES ($1)",
-            &[&SCHEMA_VERSION],
-        )?;
+        tx.execute("INSERT INTO plantstore_schema (version) VALUES (1)", &[])?;
     }
-    let found: Option<i32> = tx
+    let mut found: Option<i32> = tx
         .query_one("SELECT max(version) FROM plantstore_schema", &[])?
         .get(0);
+    if found == Some(1) {
+        // Version 1 (a new database, or one an older build made): add the
+        // change log, before any instance of this build changes a plant.
+        tx.batch_execute(SCHEMA_2)?;
+        tx.execute("INSERT INTO plantstore_schema (version) VALUES (2)", &[])?;
+        found = Some(2);
+    }
     tx.commit()?;
     match found {
         Some(v) if v > SCHEMA_VERSION => Err(SchemaError::Newer(v)),
@@ -174,14 +218,21 @@ pub fn ensure_schema(client: &mut Client) -> Result<(), SchemaError> {
     }
 }
 
+/// The change log's epoch and last number (for a feed to start from).
+pub fn feed_start(client: &mut Client) -> Result<(u64, u64), DbError> {
+    let row = client.query_one("SELECT epoch, last FROM plantstore_feed", &[])?;
+    let number = |at: usize| -> Result<u64, DbError> {
+        let n: i64 = row.try_get(at)?;
+        u64::try_from(n).map_err(|_| DbError(format!("plantstore_feed holds {n}")))
+    };
+    Ok((number(0)?, number(1)?))
+}
+
 /// A connection with its prepared statements.
 pub struct Connection {
     client: Client,
-    create: Statement,
-    replace: Statement,
-    delete: Statement,
-    create_many: Statement,
     apply: Statement,
+    changes_after: Statement,
     get: Statement,
     page: Statement,
     page_tagged: Statement,
@@ -196,13 +247,8 @@ impl Connection {
         client.batch_execute("SET plan_cache_mode = force_custom_plan")?;
         let mut prepare = |sql: &str| client.prepare(sql);
         Ok(Connection {
-            create: prepare(
-                "INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
-            )?,
-            replace: prepare("UPDATE plants SET name = $2, tag = $3 WHERE id = $1")?,
-            delete: prepare("DELETE FROM plants WHERE id = $1")?,
-            create_many: prepare(CREATE_MANY)?,
             apply: prepare(APPLY)?,
+            changes_after: prepare(CHANGES_AFTER)?,
             get: prepare("SELECT name, tag FROM plants WHERE id = $1")?,
             page: prepare("SELECT id, name, tag FROM plants WHERE id >= $1 ORDER BY id LIMIT $2")?,
             page_tagged: prepare(
@@ -247,10 +293,9 @@ impl Connection {
     }
 
     /// Applies a batch of changes, each id at most once, in one
-    /// statement: for each change, in order, whether it was applied
-    /// (`false`: the create's id was taken, the replaced or deleted plant
-    /// absent). A change alone takes the plain one-row statement, a batch
-    /// of creates the `INSERT` alone, any other batch `APPLY`.
+    /// statement, and logs those applied: for each change, in order,
+    /// whether it was applied (`false`: the create's id was taken, the
+    /// replaced or deleted plant absent).
     pub fn apply(&mut self, changes: &[(i64, Change)]) -> Result<Vec<bool>, DbError> {
         let mut tries = 0;
         let applied = loop {
@@ -264,21 +309,6 @@ impl Connection {
     }
 
     fn try_apply(&mut self, changes: &[(i64, Change)]) -> Result<Vec<bool>, postgres::Error> {
-        if let [(id, change)] = changes {
-            let rows = match change {
-                Change::Create(plant) | Change::Replace(plant) => {
-                    let statement = match change {
-                        Change::Create(_) => &self.create,
-                        _ => &self.replace,
-                    };
-                    let tag = plant.tag.as_deref().map(str::as_bytes);
-                    let name = plant.name.as_bytes();
-                    self.client.execute(statement, &[id, &name, &tag])?
-                }
-                Change::Delete => self.client.execute(&self.delete, &[id])?,
-            };
-            return Ok(vec![rows == 1]);
-        }
         let mut order: Vec<&(i64, Change)> = changes.iter().collect();
         order.sort_unstable_by_key(|(id, _)| *id);
         let (mut created, mut replaced) = (Columns::default(), Columns::default());
@@ -290,29 +320,96 @@ impl Connection {
                 Change::Delete => deleted.push(*id),
             }
         }
-        let rows = if created.ids.len() == changes.len() {
-            let columns: [&(dyn postgres::types::ToSql + Sync); 3] =
-                [&created.ids, &created.names, &created.tags];
-            self.client.query(&self.create_many, &columns)?
-        } else {
-            self.client.query(
-                &self.apply,
-                &[
-                    &created.ids,
-                    &created.names,
-                    &created.tags,
-                    &replaced.ids,
-                    &replaced.names,
-                    &replaced.tags,
-                    &deleted,
-                ],
-            )?
-        };
+        let rows = self.client.query(
+            &self.apply,
+            &[
+                &created.ids,
+                &created.names,
+                &created.tags,
+                &replaced.ids,
+                &replaced.names,
+                &replaced.tags,
+                &deleted,
+            ],
+        )?;
         let mut done = std::collections::HashSet::with_capacity(rows.len());
         for row in &rows {
             done.insert(row.try_get::<_, i64>(0)?);
         }
         Ok(changes.iter().map(|(id, _)| done.contains(id)).collect())
+    }
+
+    /// The logged changes after number `after`, in order, from up to
+    /// `batches` batches.
+    pub fn changes_after(
+        &mut self,
+        after: u64,
+        batches: usize,
+    ) -> Result<Vec<PlantChange>, DbError> {
+        let from = after.saturating_sub(super::batch::BATCH_CHANGES as u64);
+        let from = i64::try_from(from).unwrap_or(i64::MAX);
+        let after_number = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(batches).unwrap_or(i64::MAX);
+        let rows = self
+            .client
+            .query(&self.changes_after, &[&from, &after_number, &limit]);
+        let rows = self.counted(rows)?;
+        let mut changes = Vec::new();
+        for row in &rows {
+            let first: i64 = row.try_get(0)?;
+            let ids: Vec<i64> = row.try_get(1)?;
+            let kinds: Vec<i16> = row.try_get(2)?;
+            let names: Vec<Option<Vec<u8>>> = row.try_get(3)?;
+            let tags: Vec<Option<Vec<u8>>> = row.try_get(4)?;
+            let first =
+                u64::try_from(first).map_err(|_| DbError(format!("plant_changes: seq {first}")))?;
+            if ids.len() != kinds.len() || ids.len() != names.len() || ids.len() != tags.len() {
+                return Err(DbError(format!(
+                    "plant_changes: batch {first} has arrays of unequal length"
+                )));
+            }
+            let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+            for (at, (((id, kind), name), tag)) in
+                ids.into_iter().zip(kinds).zip(names).zip(tags).enumerate()
+            {
+                let seq = first + at as u64;
+                if seq <= after {
+                    continue;
+                }
+                let kind = match kind {
+                    1 => ChangeKind::Created,
+                    2 => ChangeKind::Replaced,
+                    3 => ChangeKind::Deleted,
+                    other => return Err(DbError(format!("plant_changes: kind {other}"))),
+                };
+                let plant = match (kind, name) {
+                    (ChangeKind::Deleted, _) => None,
+                    (_, Some(name)) => Some(Plant {
+                        name: text(name),
+                        tag: tag.map(text),
+                    }),
+                    (_, None) => {
+                        return Err(DbError(format!("plant_changes: change {seq} has no name")));
+                    }
+                };
+                changes.push(PlantChange {
+                    seq,
+                    id,
+                    kind,
+                    plant,
+                });
+            }
+        }
+        Ok(changes)
+    }
+
+    /// Drops the logged changes up to number `upto`.
+    pub fn prune_changes(&mut self, upto: u64) -> Result<u64, DbError> {
+        let upto = i64::try_from(upto).unwrap_or(i64::MAX);
+        let deleted = self
+            .client
+            .execute("DELETE FROM plant_changes WHERE seq <= $1", &[&upto]);
+        self.counted(deleted)
     }
 
     /// The plant with this id.

@@ -18,7 +18,8 @@ pub enum ChangeKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlantChange {
     /// Increases by one with each change reported, in the order the changes
-    /// were committed; starts at 1 in each process.
+    /// were committed: in memory from 1 in each process; with the database,
+    /// the change log's number, the same on every instance.
     pub seq: u64,
     /// The plant's id.
     pub id: i64,

@@ -5,8 +5,8 @@
 //!
 //! What only this store needs to say is said here: a change not applied
 //! becomes `Exists` or `NotFound`, a database error is logged and becomes
-//! `Unavailable`, and each change that committed is reported to the
-//! change hook (see [`Announcer`]).
+//! `Unavailable`, and the change hook follows the database's change log
+//! (see [`Announcer`]).
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -16,7 +16,7 @@ use super::outcome::{Outcome, Pending, Refused, Unavailable};
 use super::{Piece, Wake};
 use crate::database::{self, Change, Connection, DbError, JobSender};
 use crate::lock::lock;
-use crate::plant::{ChangeHook, ChangeKind, Plant, PlantChange};
+use crate::plant::{ChangeHook, Plant};
 use crate::store::{Page, StoreError};
 
 /// The database store as the door sees it.
@@ -25,38 +25,40 @@ pub(super) struct Remote {
     pub(super) announcer: Arc<Announcer>,
 }
 
-/// Reports the changes this instance committed, numbered in the order
-/// their commits returned. Two changes to one id from two workers commit
-/// in the order the database's row lock gave them, which their returns
-/// normally follow; changes other instances make are not seen here.
-#[derive(Default)]
+/// Reports the changes every instance commits, read from the database's
+/// change log by a follower (`database::follow`) once the hook is set,
+/// numbered cluster-wide in commit order. The follower lives as long as
+/// this does.
 pub(super) struct Announcer {
-    hook: OnceLock<ChangeHook>,
-    last: Mutex<u64>,
+    config: database::DatabaseConfig,
+    /// The log's epoch and last number when the store opened.
+    pub(super) start: (u64, u64),
+    hooked: OnceLock<()>,
 }
 
 impl Announcer {
-    pub(super) fn set(&self, hook: ChangeHook) -> bool {
-        self.hook.set(hook).is_ok()
-    }
-
-    /// Whether anyone listens (a change's plant is kept for it).
-    fn listened(&self) -> bool {
-        self.hook.get().is_some()
-    }
-
-    fn announce(&self, id: i64, kind: ChangeKind, plant: Option<Plant>) {
-        if let Some(hook) = self.hook.get() {
-            let mut last = lock(&self.last);
-            *last += 1;
-            let seq = *last;
-            hook(&PlantChange {
-                seq,
-                id,
-                kind,
-                plant,
-            });
+    pub(super) fn new(config: database::DatabaseConfig, start: (u64, u64)) -> Announcer {
+        Announcer {
+            config,
+            start,
+            hooked: OnceLock::new(),
         }
+    }
+
+    pub(super) fn set(self: &Arc<Self>, hook: ChangeHook) -> bool {
+        if self.hooked.set(()).is_err() {
+            return false;
+        }
+        let follower = database::follow(
+            self.config.clone(),
+            self.start.1,
+            hook,
+            Arc::downgrade(self),
+        );
+        if let Err(e) = follower {
+            warn!("database: no change feed follower ({e}): the change feed stays silent");
+        }
+        true
     }
 }
 
@@ -95,21 +97,10 @@ impl Remote {
     /// Queues `change` for the next batch; not applied is `unapplied`.
     fn change(&self, id: i64, change: Change, unapplied: StoreError) -> Outcome<()> {
         let queue = self.pool.queue();
-        let announcer = Arc::clone(&self.announcer);
         Outcome::Pending(Pending::new(move |reply| {
-            let (kind, plant) = match &change {
-                Change::Create(plant) => (ChangeKind::Created, Some(plant)),
-                Change::Replace(plant) => (ChangeKind::Replaced, Some(plant)),
-                Change::Delete => (ChangeKind::Deleted, None),
-            };
-            // Kept for the change hook, only where there is one.
-            let plant = plant.filter(|_| announcer.listened()).cloned();
             let answer = move |applied: Result<bool, database::Unavailable>| {
                 reply(match applied {
-                    Ok(true) => {
-                        announcer.announce(id, kind, plant);
-                        Ok(())
-                    }
+                    Ok(true) => Ok(()),
                     Ok(false) => Err(unapplied.into()),
                     Err(why) => Err(Unavailable::from(why).into()),
                 })

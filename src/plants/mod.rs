@@ -197,12 +197,13 @@ impl Plants {
         if let Some(path) = &setup.seed {
             db::load_seed(path, &mut client, setup.limits).map_err(SetupError::Seed)?;
         }
+        let start = db::feed_start(&mut client).map_err(|e| failed(&e))?;
         drop(client);
         let pool = db::Pool::start(config.clone()).map_err(|e| failed(&e))?;
         if !pool.wait_up(db::CONNECT_TIMEOUT) {
             warn!(target: "plantstore", "database {at}: no pool connection yet; answering 503 until one is up");
         }
-        let announcer = Arc::default();
+        let announcer = Arc::new(database::Announcer::new(config.clone(), start));
         Ok(Plants {
             kept: Kept::Database(database::Remote { pool, announcer }),
         })
@@ -241,8 +242,25 @@ impl Plants {
         }
     }
 
+    /// Where the change hook's numbers start: the epoch they are of (for
+    /// the database, when its change log was made; `None`: this process)
+    /// and the number of the last change before the first reported (0 in
+    /// memory, the log's last number for the database).
+    pub fn changes_start(&self) -> (Option<u64>, u64) {
+        match &self.kept {
+            Kept::Memory { .. } => (None, 0),
+            #[cfg(feature = "postgres")]
+            Kept::Database(remote) => {
+                let (epoch, last) = remote.announcer.start;
+                (Some(epoch), last)
+            }
+        }
+    }
+
     /// Reports every change from now on to `hook`, once it is durable, in
-    /// commit order, numbered from 1. One hook: `false` if one is set.
+    /// commit order, numbered after `changes_start` (in memory from 1; for
+    /// the database cluster-wide, every instance's changes). One hook:
+    /// `false` if one is set.
     pub fn set_change_hook(&self, hook: ChangeHook) -> bool {
         match &self.kept {
             Kept::Memory { store, .. } => store.set_change_hook(hook),

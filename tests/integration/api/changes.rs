@@ -21,27 +21,27 @@ use crate::support::{
 
 /// One message of the stream: its fields, `None` where absent.
 #[derive(Debug, Clone, Default, PartialEq)]
-struct Message {
-    id: Option<String>,
-    event: Option<String>,
-    data: Option<String>,
+pub(crate) struct Message {
+    pub(crate) id: Option<String>,
+    pub(crate) event: Option<String>,
+    pub(crate) data: Option<String>,
     /// A comment line (`:`) was all it held.
     comment: bool,
 }
 
 impl Message {
-    fn data(&self) -> Value {
+    pub(crate) fn data(&self) -> Value {
         serde_json::from_str(self.data.as_deref().expect("data")).expect("data is JSON")
     }
 
-    fn seq(&self) -> u64 {
+    pub(crate) fn seq(&self) -> u64 {
         let id = self.id.as_deref().expect("id");
         id.split_once('-').expect("epoch-seq").1.parse().unwrap()
     }
 }
 
 /// An open feed: the head read, the chunked body decoded as it comes.
-struct Feed {
+pub(crate) struct Feed {
     stream: TcpStream,
     raw: Vec<u8>,
     body: Vec<u8>,
@@ -52,7 +52,7 @@ struct Feed {
 impl Feed {
     /// Opens the feed with these extra headers and query; asserts a 200
     /// event stream.
-    fn open(addr: SocketAddr, headers: &[(&str, &str)], query: &str) -> Feed {
+    pub(crate) fn open(addr: SocketAddr, headers: &[(&str, &str)], query: &str) -> Feed {
         Feed::open_on(TcpStream::connect(addr).unwrap(), headers, query)
     }
 
@@ -132,7 +132,7 @@ impl Feed {
 
     /// The next message, comments included; `None` once the stream ends
     /// (cleanly or not).
-    fn next_message(&mut self) -> Option<Message> {
+    pub(crate) fn next_message(&mut self) -> Option<Message> {
         loop {
             self.dechunk();
             if let Some(end) = self.body.windows(2).position(|w| w == b"\n\n") {
@@ -163,7 +163,7 @@ impl Feed {
 
     /// The next event (a message with data), skipping comments and the
     /// id-only opening.
-    fn next_event(&mut self) -> Message {
+    pub(crate) fn next_event(&mut self) -> Message {
         loop {
             let message = self.next_message().expect("the feed goes on");
             if message.data.is_some() {
@@ -173,7 +173,7 @@ impl Feed {
     }
 
     /// The id-only message a fresh stream starts with.
-    fn opening(&mut self) -> Message {
+    pub(crate) fn opening(&mut self) -> Message {
         let message = self.next_message().expect("an opening");
         assert!(
             message.event.is_none() && message.data.is_none(),
@@ -184,7 +184,7 @@ impl Feed {
     }
 }
 
-fn plant_body(id: i64, name: &str, tag: Option<&str>) -> String {
+pub(crate) fn plant_body(id: i64, name: &str, tag: Option<&str>) -> String {
     let mut plant = serde_json::json!({"id": id, "name": name});
     if let Some(tag) = tag {
         plant["tag"] = tag.into();

@@ -1,7 +1,7 @@
 //! The Plant Store API, on each store.
 
 mod auth;
-mod changes;
+pub(crate) mod changes;
 mod cors;
 mod export;
 mod metrics;

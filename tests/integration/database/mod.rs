@@ -2,6 +2,7 @@
 
 mod batches;
 mod cluster;
+mod feed;
 mod frozen;
 mod serving;
 mod start;

@@ -45,7 +45,7 @@ pub(super) fn password(url: &str) -> &str {
 }
 
 #[test]
-fn the_schema_is_created_at_version_1_on_first_start_and_a_second_start_keeps_the_plants() {
+fn the_schema_is_created_at_version_2_on_first_start_and_a_second_start_keeps_the_plants() {
     let database = FreshDatabase::new();
     let mut client = database.client();
     let none: Option<String> = client
@@ -54,7 +54,8 @@ fn the_schema_is_created_at_version_1_on_first_start_and_a_second_start_keeps_th
         .get(0);
     assert_eq!(none, None, "a fresh database has no schema");
     let mut server = TestServer::with(database.config(config()));
-    assert_eq!(versions(&mut client), [1]);
+    // Version 1, then what version 2 adds (the change log).
+    assert_eq!(versions(&mut client), [1, 2]);
     let name_type: String = client
         .query_one(
             "SELECT data_type FROM information_schema.columns \
@@ -73,7 +74,7 @@ fn the_schema_is_created_at_version_1_on_first_start_and_a_second_start_keeps_th
         server.send("GET", "/plants/1", &[AUTH], "").json(),
         json!({"id": 1, "name": "kept", "tag": "t"})
     );
-    assert_eq!(versions(&mut client), [1], "recorded once");
+    assert_eq!(versions(&mut client), [1, 2], "recorded once");
     assert_eq!(rows(&mut client), 1);
 }
 
@@ -83,18 +84,48 @@ fn a_newer_schema_version_stops_start_up_with_exit_1_naming_both_versions() {
     let mut client = database.client();
     ensure_schema(&mut client).expect("a fresh database takes the schema");
     client
-        .execute("UPDATE plantstore_schema SET version = 2", &[])
+        .execute("UPDATE plantstore_schema SET version = 3", &[])
         .unwrap();
     let args = ["--database", &database.url];
     let (code, stderr) = run_to_exit(&args, Some(TOKEN), Duration::from_secs(10));
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
-        stderr.contains("schema version 2") && stderr.contains("this build's 1"),
+        stderr.contains("schema version 3") && stderr.contains("this build's 2"),
         "{stderr}"
     );
     assert!(!stderr.contains("listening"), "{stderr}");
     assert!(!stderr.contains(password(&database.url)), "{stderr}");
-    assert_eq!(versions(&mut client), [2], "left as it was found");
+    assert_eq!(versions(&mut client), [3, 3], "left as it was found");
+}
+
+#[test]
+fn a_version_1_database_gets_the_change_log_and_keeps_its_plants() {
+    let database = FreshDatabase::new();
+    let mut client = database.client();
+    // As an older build left it.
+    client
+        .batch_execute(
+            "CREATE TABLE plantstore_schema (version integer NOT NULL);
+             INSERT INTO plantstore_schema VALUES (1);
+             CREATE TABLE plants (id bigint PRIMARY KEY, name bytea NOT NULL, tag bytea);
+             CREATE INDEX plants_tag_id ON plants (tag, id);
+             INSERT INTO plants VALUES (1, 'old'::bytea, NULL);",
+        )
+        .unwrap();
+    let server = TestServer::with(database.config(config()));
+    assert_eq!(versions(&mut client), [1, 2]);
+    assert_eq!(
+        server.send("GET", "/plants/1", &[AUTH], "").json(),
+        json!({"id": 1, "name": "old"})
+    );
+    let mut feed = crate::api::changes::Feed::open(server.addr, &[], "");
+    assert_eq!(feed.opening().seq(), 0, "an empty log");
+    assert_eq!(server.create(r#"{"id":2,"name":"new"}"#).status, 200);
+    let event = feed.next_event();
+    assert_eq!(
+        (event.seq(), event.data()),
+        (1, json!({"id": 2, "name": "new"}))
+    );
 }
 
 #[test]
