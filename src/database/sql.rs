@@ -13,7 +13,8 @@
 //! to 7,400 plants/s with the kept (generic) plans, made while the table
 //! was nearly empty (`EXPLAIN` shows the replaces as a hash join over a
 //! scan of the whole table), and 36,600 with plans made for each run. A
-//! batch of changes is one statement ([`APPLY`]), so one transaction: it has committed, all of
+//! batch of changes is one statement ([`APPLY`], or for one change alone `CREATE_ONE`,
+//! `REPLACE_ONE` or `DELETE_ONE`), so one transaction: it has committed, all of
 //! it, when the statement returns, and the answers that follow are never
 //! ahead of the database. Each kind of change is set-based over arrays
 //! (`unnest`, `= ANY`), each id at most once per batch, and the statement
@@ -88,6 +89,50 @@ const APPLY: &str = "WITH created AS (
     GROUP BY numbers.first
 )
 SELECT id FROM changed";
+
+/// The end of a statement for one change, the CTE `changed` (the id if
+/// it was applied): numbers and logs it as [`APPLY`] does, with this kind
+/// (1 create, 2 replace, 3 delete) and this name and tag.
+macro_rules! log_one {
+    ($kind:literal, $name:literal, $tag:literal) => {
+        concat!(
+            "), numbers AS (
+    UPDATE plantstore_feed SET last = last + 1
+    WHERE one AND EXISTS (SELECT FROM changed)
+    RETURNING last
+), logged AS (
+    INSERT INTO plant_changes (seq, ids, kinds, names, tags)
+    SELECT last, ARRAY[$1::bigint], ARRAY[",
+            $kind,
+            "::smallint], ARRAY[",
+            $name,
+            "::bytea], ARRAY[",
+            $tag,
+            "::bytea] FROM numbers
+)
+SELECT id FROM changed"
+        )
+    };
+}
+
+/// A batch of one change: a statement of its own for each kind ($1: the
+/// id, $2 and $3: name and tag), planned in a fraction of [`APPLY`]'s
+/// time, which a lone client waits for.
+const CREATE_ONE: &str = concat!(
+    "WITH changed AS (
+    INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING RETURNING id",
+    log_one!("1", "$2", "$3")
+);
+const REPLACE_ONE: &str = concat!(
+    "WITH changed AS (
+    UPDATE plants SET name = $2, tag = $3 WHERE id = $1 RETURNING id",
+    log_one!("2", "$2", "$3")
+);
+const DELETE_ONE: &str = concat!(
+    "WITH changed AS (
+    DELETE FROM plants WHERE id = $1 RETURNING id",
+    log_one!("3", "NULL", "NULL")
+);
 
 /// The log's batches that hold changes after a number ($2), in order, at
 /// most $3 of them. A batch holds at most `BATCH_CHANGES`, so it starts
@@ -232,6 +277,9 @@ pub fn feed_start(client: &mut Client) -> Result<(u64, u64), DbError> {
 pub struct Connection {
     client: Client,
     apply: Statement,
+    create_one: Statement,
+    replace_one: Statement,
+    delete_one: Statement,
     changes_after: Statement,
     get: Statement,
     page: Statement,
@@ -248,6 +296,9 @@ impl Connection {
         let mut prepare = |sql: &str| client.prepare(sql);
         Ok(Connection {
             apply: prepare(APPLY)?,
+            create_one: prepare(CREATE_ONE)?,
+            replace_one: prepare(REPLACE_ONE)?,
+            delete_one: prepare(DELETE_ONE)?,
             changes_after: prepare(CHANGES_AFTER)?,
             get: prepare("SELECT name, tag FROM plants WHERE id = $1")?,
             page: prepare("SELECT id, name, tag FROM plants WHERE id >= $1 ORDER BY id LIMIT $2")?,
@@ -309,6 +360,21 @@ impl Connection {
     }
 
     fn try_apply(&mut self, changes: &[(i64, Change)]) -> Result<Vec<bool>, postgres::Error> {
+        if let [(id, change)] = changes {
+            let rows = match change {
+                Change::Create(plant) | Change::Replace(plant) => {
+                    let statement = match change {
+                        Change::Create(_) => &self.create_one,
+                        _ => &self.replace_one,
+                    };
+                    let name = plant.name.as_bytes();
+                    let tag = plant.tag.as_deref().map(str::as_bytes);
+                    self.client.query(statement, &[id, &name, &tag])?
+                }
+                Change::Delete => self.client.query(&self.delete_one, &[id])?,
+            };
+            return Ok(vec![rows.len() == 1]);
+        }
         let mut order: Vec<&(i64, Change)> = changes.iter().collect();
         order.sort_unstable_by_key(|(id, _)| *id);
         let (mut created, mut replaced) = (Columns::default(), Columns::default());
