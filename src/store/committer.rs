@@ -14,6 +14,8 @@ const LATEST: Duration = Duration::from_millis(5);
 /// Changes waiting for their records: the record's sequence number, and
 /// what to call once it is written.
 type Waiting = Vec<(u64, Done)>;
+/// The most entries a batch's list keeps room for, for the next batch.
+const SPARE_ENTRIES: usize = 4096;
 
 /// Changes waiting for their journal records, and the committer thread's
 /// wake-up.
@@ -56,15 +58,17 @@ impl Committer {
         self.kicked.notify_one();
     }
 
-    /// The next batch: everything queued once kicked, or once the first
-    /// of it has waited `LATEST`; `None` once closed and empty.
-    fn take(&self) -> Option<Waiting> {
+    /// The next batch, swapped into `batch` (empty; its room becomes the
+    /// queue's, so the queue does not grow a new list for each batch):
+    /// everything queued once kicked, or once the first of it has waited
+    /// `LATEST`; `false` once closed and empty.
+    fn take(&self, batch: &mut Waiting) -> bool {
         let mut queue = lock(&self.queue);
         let mut since = None;
         loop {
             if queue.waiting.is_empty() {
                 if queue.closed {
-                    return None;
+                    return false;
                 }
                 since = None;
                 queue = wait(&self.kicked, queue);
@@ -74,7 +78,8 @@ impl Committer {
             let first = *since.get_or_insert(now);
             if queue.kicked || queue.closed || now >= first + LATEST {
                 queue.kicked = false;
-                return Some(std::mem::take(&mut queue.waiting));
+                std::mem::swap(&mut queue.waiting, batch);
+                return true;
             }
             queue = wait_timeout(&self.kicked, queue, first + LATEST - now).0;
         }
@@ -85,7 +90,8 @@ impl Committer {
 /// batch, then acknowledges every change the batch covered; runs until the
 /// store is dropped.
 pub(super) fn commit_on_request(committer: &Committer, store: &Weak<Core>) {
-    while let Some(batch) = committer.take() {
+    let mut batch = Waiting::new();
+    while committer.take(&mut batch) {
         let Some(shared) = store.upgrade() else {
             return;
         };
@@ -98,8 +104,11 @@ pub(super) fn commit_on_request(committer: &Committer, store: &Weak<Core>) {
         // callbacks, queued behind it, find them durable.
         let result = shared.commit(last, true);
         drop(shared);
-        for (_, done) in batch {
+        for (_, done) in batch.drain(..) {
             done(result.clone());
+        }
+        if batch.capacity() > SPARE_ENTRIES {
+            batch = Waiting::new();
         }
     }
 }

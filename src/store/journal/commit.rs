@@ -15,6 +15,8 @@ use crate::lock::{lock, wait_timeout};
 
 /// The longest a leader waits for more writers (see `Journal::gather`).
 const MAX_GATHER: Duration = Duration::from_millis(2);
+/// The most capacity a written batch's buffer keeps for the next one.
+const SPARE_BYTES: usize = 1 << 20;
 
 impl Journal {
     /// Appends the record of `change`, its check left for the writer to
@@ -85,7 +87,8 @@ impl Journal {
             if gather {
                 state = self.gather(state);
             }
-            let mut batch = std::mem::take(&mut state.pending);
+            let spare = std::mem::take(&mut state.spare);
+            let mut batch = std::mem::replace(&mut state.pending, spare);
             let upto = state.appended;
             state.last_batch = upto - state.taken;
             state.taken = upto;
@@ -109,10 +112,14 @@ impl Journal {
             match result {
                 Ok(()) => {
                     state.durable = upto;
-                    if state.pending.is_empty() {
-                        // Keep the allocation for the next batch.
+                    // Keep the allocation for the next batch.
+                    if batch.capacity() <= SPARE_BYTES {
                         batch.clear();
-                        state.pending = batch;
+                        if state.pending.capacity() == 0 {
+                            state.pending = batch;
+                        } else {
+                            state.spare = batch;
+                        }
                     }
                     if !state.compacting
                         && state.len > self.compact_min

@@ -369,6 +369,10 @@ pub(super) struct Journal {
 struct State {
     /// Records appended but not yet handed to the disk.
     pending: Vec<u8>,
+    /// The last batch's buffer, emptied, for `pending` to take over when
+    /// the next batch is taken (so appends during a write do not grow a
+    /// new buffer from nothing); kept only up to `commit::SPARE_BYTES`.
+    spare: Vec<u8>,
     /// Sequence number of the last record appended.
     appended: u64,
     /// Sequence number of the last record written (and synced).
@@ -505,6 +509,7 @@ impl Journal {
             compact_min: durability.compact_min,
             state: Mutex::new(State {
                 pending: Vec::new(),
+                spare: Vec::new(),
                 appended: 0,
                 durable: 0,
                 taken: 0,
