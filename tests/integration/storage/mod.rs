@@ -1,5 +1,6 @@
 //! The memory store's bounds, the `--data` journal and `--seed`.
 
+mod backup;
 mod crash;
 mod durability;
 pub mod journal;
