@@ -37,7 +37,7 @@ runner() {
   case $1 in
     aarch64-unknown-linux-gnu) echo "qemu-aarch64 -E LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib -L /usr/aarch64-linux-gnu" ;;
     armv7-unknown-linux-gnueabihf) echo "qemu-arm -L /usr/arm-linux-gnueabihf" ;;
-    arm-unknown-linux-musleabihf|arm-unknown-linux-gnueabihf) echo "qemu-arm -cpu arm1176" ;;
+    arm-unknown-linux-musleabihf) echo "qemu-arm -cpu arm1176" ;;
     aarch64-*) echo "qemu-aarch64" ;;
     *) echo "qemu-arm" ;;
   esac
