@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{AUTH, FreshDatabase, JSON, Kind, Reply, TempFile, TestServer, config};
+use crate::support::{
+    AUTH, FreshDatabase, JSON, Kind, Reply, TEST_POOL, TempFile, TestServer, config,
+};
 
 /// Status, content type, `Link` and body of two answers are the same.
 fn assert_same(memory: &Reply, database: &Reply, what: &str) {
@@ -155,6 +157,12 @@ fn while_the_database_refuses_this_instance_requests_get_503_then_it_serves_agai
     let database = FreshDatabase::new();
     let server = TestServer::with(database.config(config()));
     assert_eq!(server.create(r#"{"id":1,"name":"before"}"#).status, 200);
+    // Every worker connected before the refusal, so each connection made
+    // after it is a reconnect (a worker still making its first would not
+    // count as one, and could be the one that serves again).
+    within(Duration::from_secs(5), "every worker connected", || {
+        (metric(&server, "plantstore_database_connections") == TEST_POOL as u64).then_some(())
+    });
     refuse_connections(&database, true);
     // Every request is answered at once; within about a second, 503.
     let mut refused = 0;
