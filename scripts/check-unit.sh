@@ -15,16 +15,18 @@ if ! command -v systemd-analyze >/dev/null; then
 fi
 cargo build --release --quiet --bin plantstore
 # verify wants each ExecStart binary to exist: the release build is linked
-# at both names where nothing is (the check is about the units, not the
-# build), and the links removed after.
+# at each unit's path where nothing is (the check is about the units, not
+# the build), and the links removed after.
 linked=()
-for name in plantstore plantstore-postgres; do
-  if [ ! -e "/usr/local/bin/$name" ]; then
-    $SUDO ln -s "$PWD/target/release/plantstore" "/usr/local/bin/$name"
-    linked+=("/usr/local/bin/$name")
+for path in $(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' contrib/plantstore.service contrib/plantstore-postgres.service); do
+  if [ ! -e "$path" ]; then
+    $SUDO ln -s "$PWD/target/release/plantstore" "$path"
+    linked+=("$path")
   fi
 done
-out=$(systemd-analyze verify contrib/plantstore.service contrib/plantstore-postgres.service 2>&1) &&
+# --man=no: the man page the unit names is the package's (scripts/check-deb.sh
+# verifies the unit installed beside it).
+out=$(systemd-analyze verify --man=no contrib/plantstore.service contrib/plantstore-postgres.service 2>&1) &&
   rc=0 || rc=$?
 [ ${#linked[@]} -eq 0 ] || $SUDO rm -f "${linked[@]}"
 if [ "$rc" -ne 0 ] || [ -n "$out" ]; then

@@ -19,13 +19,13 @@ false or no. The command line wins. PLANTSTORE_TOKEN is used only without
 as --flag value."
 )]
 pub struct Args {
-    /// address to listen on (default 127.0.0.1:8080; use 0.0.0.0:8080 to serve the LAN)
+    /// address to listen on (default 127.0.0.1:8080; 0.0.0.0:8080 serves the LAN)
     #[argh(option, default = "String::from(\"127.0.0.1:8080\")")]
     pub addr: String,
     /// event loops serving connections (default: the CPUs this process may run on)
     #[argh(option)]
     pub threads: Option<usize>,
-    /// most connections served at once; more are answered 503 (default 10000, capped by the open-file limit)
+    /// most connections served at once, more answered with 503 (default 10000, capped by the open-file limit)
     #[argh(option, default = "10_000")]
     pub max_connections: usize,
     /// largest request body in bytes; larger is 413 (default 65536)

@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Builds the Debian packages (scripts/package-deb.sh) and checks them:
+#
+# 1. lintian on each: any error fails; the warnings are printed.
+# 2. Each package's binary, extracted with dpkg-deb -x, answers real
+#    requests (scripts/smoke.sh): natively for amd64, under qemu-user for
+#    arm64 and armhf (armhf with -cpu arm1176, an ARMv6 Pi's CPU); its
+#    /etc/default/plantstore names every flag of its --help.
+# 3. The amd64 package on this machine, as an administrator would use it
+#    (systemd does not run here, so the unit's ExecStart line is run by
+#    hand as the plantstore user, with the unit's EnvironmentFile and
+#    STATE_DIRECTORY): dpkg -i makes the user, the directories and the
+#    token with their modes; the service answers /healthz and a POST; a
+#    newer version installed over it keeps the plant, the token and an
+#    edited /etc/default/plantstore; dpkg -r keeps the data and the token;
+#    dpkg -P removes them; systemd-analyze verify passes on the installed
+#    unit.
+#
+# Needs root (or sudo): it installs and removes the package, and makes
+# and removes the plantstore user. It refuses to run where the package is
+# installed or a plantstore user exists already.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+need=()
+command -v lintian >/dev/null || need+=(lintian)
+command -v systemd-analyze >/dev/null || need+=(systemd)
+if [ ${#need[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq >&2
+  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if dpkg-query -W -f '${Status}' plantstore 2>/dev/null | grep -q installed; then
+  echo "the plantstore package is installed here: not touching it" >&2
+  exit 1
+fi
+if getent passwd plantstore >/dev/null || getent group plantstore >/dev/null; then
+  echo "a plantstore user or group exists here: remove it first (userdel plantstore)" >&2
+  exit 1
+fi
+
+base=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+V1=$base-1
+V2=$base-1+check
+WORK=$(mktemp -d)
+PID=
+cleanup() {
+  if [ -n "$PID" ]; then kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; fi
+  if dpkg-query -W -f '${Status}' plantstore 2>/dev/null | grep -q "ok \(installed\|config-files\)"; then
+    $SUDO dpkg -P plantstore >/dev/null
+  fi
+  getent passwd plantstore >/dev/null && $SUDO userdel plantstore
+  getent group plantstore >/dev/null && $SUDO groupdel plantstore
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# The packages, copied aside: cargo-deb replaces a package of the same
+# architecture.
+mkdir "$WORK/debs"
+scripts/package-deb.sh "$V1" | tee /dev/stderr | cut -d' ' -f3 | xargs -I{} cp {} "$WORK/debs/"
+scripts/package-deb.sh "$V2" amd64 | cut -d' ' -f3 | xargs -I{} cp {} "$WORK/debs/"
+deb() { echo "$WORK/debs/plantstore_$1_$2.deb"; }
+
+# 1. lintian, 2. the binary each package carries.
+for arch in amd64 arm64 armhf; do
+  pkg=$(deb "$V1" "$arch")
+  echo "== $pkg: lintian" >&2
+  out=$(lintian "$pkg" 2>&1 | grep -v "^N:\|running with root privileges" || true)
+  [ -z "$out" ] || echo "$out" >&2
+  if grep -q "^E:" <<<"$out"; then fail "lintian reports errors for $pkg"; fi
+  mkdir "$WORK/$arch"
+  dpkg-deb -x "$pkg" "$WORK/$arch"
+  case $arch in
+    amd64) target=x86_64-unknown-linux-gnu ;;
+    arm64) target=aarch64-unknown-linux-gnu ;;
+    armhf) target=arm-unknown-linux-musleabihf ;;
+  esac
+  scripts/smoke.sh "$target" "$WORK/$arch/usr/bin/plantstore"
+done
+
+# The settings file names every flag the binary takes (commented where
+# optional), so that an administrator finds them all in one place.
+missing=$("$WORK/amd64/usr/bin/plantstore" --help | grep -oE '^  --[a-z-]+' | sed 's/^  --//' |
+  grep -vx 'help\|version' | while read -r flag; do
+    var=PLANTSTORE_$(tr 'a-z-' 'A-Z_' <<<"$flag")
+    grep -qE "^#?$var=" "$WORK/amd64/etc/default/plantstore" || echo "$var"
+  done)
+[ -z "$missing" ] || fail "/etc/default/plantstore lacks $missing"
+
+# 3. Install, use, upgrade, remove, purge.
+mode_of() { stat -c '%a %U:%G' "$1"; }
+expect_mode() {
+  local got
+  got=$(mode_of "$1")
+  [ "$got" = "$2" ] || fail "$1 is $got, expected $2"
+  echo "   $1: $got" >&2
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# Runs the installed unit's ExecStart as systemd would: as its User=, with
+# its EnvironmentFile= (KEY=VALUE lines) and STATE_DIRECTORY, and no other
+# environment.
+unit=/usr/lib/systemd/system/plantstore.service
+start_service() {
+  local exec user envfile
+  exec=$(sed -n 's/^ExecStart=//p' "$unit")
+  user=$(sed -n 's/^User=//p' "$unit")
+  envfile=$(sed -n 's/^EnvironmentFile=//p' "$unit")
+  mapfile -t envs < <(grep -E '^[A-Z_][A-Z0-9_]*=' "$envfile")
+  # shellcheck disable=SC2086 # the ExecStart line is split as systemd splits it
+  $SUDO runuser -u "$user" -- env -i PATH=/usr/bin:/bin STATE_DIRECTORY=/var/lib/plantstore \
+    "${envs[@]}" $exec 2>"$WORK/server.log" &
+  PID=$!
+  for _ in $(seq 1 100); do
+    curl -sf "$URL/healthz" >/dev/null && return 0
+    sleep 0.1
+  done
+  cat "$WORK/server.log" >&2
+  fail "the service did not answer /healthz at $URL"
+}
+stop_service() {
+  $SUDO pkill -TERM -u plantstore -x plantstore || true
+  wait "$PID" || true
+  PID=
+}
+
+echo "== dpkg -i $(deb "$V1" amd64)" >&2
+$SUDO dpkg -i "$(deb "$V1" amd64)" | tee "$WORK/install.out"
+grep -q "token for changes is in /etc/plantstore/tokens" "$WORK/install.out" ||
+  fail "the install did not say where the token is"
+IFS=: read -r _ _ uid _ _ home shell < <(getent passwd plantstore)
+[ "$uid" -lt 1000 ] || fail "plantstore is not a system user (uid $uid)"
+[ "$shell" = /usr/sbin/nologin ] || fail "plantstore's shell is $shell"
+echo "   user plantstore: uid $uid, home $home, shell $shell" >&2
+expect_mode /var/lib/plantstore "700 plantstore:plantstore"
+expect_mode /etc/plantstore "750 root:plantstore"
+expect_mode /etc/plantstore/tokens "640 root:plantstore"
+expect_mode /etc/default/plantstore "644 root:root"
+expect_mode /usr/bin/plantstore "755 root:root"
+grep -qxE '[0-9a-f]{64}' /etc/plantstore/tokens || fail "the token file holds no 64-hex-digit token"
+TOKEN=$(cat /etc/plantstore/tokens)
+grep -q '^/etc/default/plantstore$' /var/lib/dpkg/info/plantstore.conffiles ||
+  fail "/etc/default/plantstore is not a conffile"
+grep -q '^LimitNOFILE=16384$' "$unit" || fail "the unit's LimitNOFILE is not 16384"
+grep -q '^ExecStart=/usr/bin/plantstore$' "$unit" || fail "the unit's ExecStart takes flags"
+
+echo "== systemd-analyze verify $unit" >&2
+out=$(systemd-analyze verify "$unit" 2>&1) || fail "systemd-analyze verify: $out"
+[ -z "$out" ] || fail "systemd-analyze verify: $out"
+
+# The administrator's edit: this machine only, on a free port.
+port=$(free_port)
+URL=http://127.0.0.1:$port
+$SUDO sed -i "s/^PLANTSTORE_ADDR=.*/PLANTSTORE_ADDR=127.0.0.1:$port/" /etc/default/plantstore
+
+echo "== the service as installed: /healthz and a POST" >&2
+start_service
+status=$(curl -s -o "$WORK/body" -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
+  -H 'Content-Type: application/json' -d '{"id":7,"name":"Fern","tag":"green"}' "$URL/plants")
+[ "$status" = 200 ] || fail "POST /plants: $status $(cat "$WORK/body")"
+stop_service
+[ -s /var/lib/plantstore/plants.journal ] || fail "no journal in /var/lib/plantstore"
+expect_mode /var/lib/plantstore/plants.journal "600 plantstore:plantstore"
+
+echo "== dpkg -i $(deb "$V2" amd64) over it" >&2
+$SUDO dpkg -i "$(deb "$V2" amd64)" >/dev/null
+[ "$(dpkg-query -W -f '${Version}' plantstore)" = "$V2" ] || fail "the upgrade did not install $V2"
+[ "$(cat /etc/plantstore/tokens)" = "$TOKEN" ] || fail "the upgrade changed the token"
+grep -qx "PLANTSTORE_ADDR=127.0.0.1:$port" /etc/default/plantstore ||
+  fail "the upgrade did not keep the edited /etc/default/plantstore"
+start_service
+got=$(curl -s -H "Authorization: Bearer $TOKEN" "$URL/plants/7")
+[ "$got" = '{"id":7,"name":"Fern","tag":"green"}' ] || fail "after the upgrade GET /plants/7: $got"
+echo "   after the upgrade: $got" >&2
+stop_service
+
+echo "== dpkg -r plantstore" >&2
+$SUDO dpkg -r plantstore >/dev/null
+[ ! -e /usr/bin/plantstore ] || fail "dpkg -r left /usr/bin/plantstore"
+[ -s /var/lib/plantstore/plants.journal ] || fail "dpkg -r removed the journal"
+[ "$(cat /etc/plantstore/tokens)" = "$TOKEN" ] || fail "dpkg -r removed the token"
+echo "   the journal and the token are kept" >&2
+
+echo "== dpkg -P plantstore" >&2
+$SUDO dpkg -P plantstore >/dev/null
+for path in /var/lib/plantstore /etc/plantstore /etc/default/plantstore; do
+  [ ! -e "$path" ] || fail "dpkg -P left $path"
+done
+echo "   the journal, the token and /etc/default/plantstore are gone" >&2
+echo "the Debian packages: lintian, smoke tests and the amd64 install, upgrade, remove and purge passed"
