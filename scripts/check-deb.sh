@@ -137,7 +137,7 @@ stop_service() {
 
 echo "== dpkg -i $(deb "$V1" amd64)" >&2
 $SUDO dpkg -i "$(deb "$V1" amd64)" | tee "$WORK/install.out"
-grep -q "token for changes is in /etc/plantstore/tokens" "$WORK/install.out" ||
+grep -q "token is in /etc/plantstore/tokens" "$WORK/install.out" ||
   fail "the install did not say where the token is"
 IFS=: read -r _ _ uid _ _ home shell < <(getent passwd plantstore)
 [ "$uid" -lt 1000 ] || fail "plantstore is not a system user (uid $uid)"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fails when a test left a process behind: a plantstore, nginx, PostgreSQL,
 # wrk, ab, Chromium, chromedriver, qemu or container (conmon) process that
-# was not running when the snapshot was taken. CI takes the snapshot first and checks after the
-# steps that start such processes.
+# was not running when the snapshot was taken. CI takes the snapshot first
+# and checks after the steps that start such processes.
 #
 #   scripts/check-leftovers.sh snapshot FILE   what runs now, into FILE
 #   scripts/check-leftovers.sh check FILE      fail if anything new still
