@@ -5,7 +5,8 @@
 # 2. Each package's binary, extracted with dpkg-deb -x, answers real
 #    requests (scripts/smoke.sh): natively for amd64, under qemu-user for
 #    arm64 and armhf (armhf with -cpu arm1176, an ARMv6 Pi's CPU); its
-#    /etc/default/plantstore names every flag of its --help.
+#    /etc/default/plantstore names every flag of its --help, and its bash
+#    completion completes them.
 # 3. The amd64 package on this machine, as an administrator would use it
 #    (systemd does not run here, so the unit's ExecStart line is run by
 #    hand as the plantstore user, with the unit's EnvironmentFile and
@@ -94,6 +95,16 @@ missing=$("$WORK/amd64/usr/bin/plantstore" --help | grep -oE '^  --[a-z-]+' | se
     grep -qE "^#?$var=" "$WORK/amd64/etc/default/plantstore" || echo "$var"
   done)
 [ -z "$missing" ] || fail "/etc/default/plantstore lacks $missing"
+
+# bash completes the flags with the package's completions; the zsh and
+# fish ones name them too.
+completions=$WORK/amd64/usr/share
+got=$(bash -c 'source "$1"; COMP_WORDS=(plantstore --tls-c); COMP_CWORD=1; _plantstore; echo "${COMPREPLY[*]}"' \
+  _ "$completions/bash-completion/completions/plantstore")
+[ "$got" = --tls-cert ] || fail "bash completes 'plantstore --tls-c' as '$got'"
+for file in zsh/vendor-completions/_plantstore fish/vendor_completions.d/plantstore.fish; do
+  grep -q -- tls-cert "$completions/$file" || fail "$file does not name --tls-cert"
+done
 
 # 3. Install, use, upgrade, remove, purge.
 mode_of() { stat -c '%a %U:%G' "$1"; }

@@ -98,7 +98,7 @@ for arch in "${ARCHS[@]}"; do
   port=$(free_port)
   URL=http://127.0.0.1:$port
   NAME=plantstore-check-$arch
-  "${PODMAN[@]}" run -d --name "$NAME" --platform "${PLATFORM[$arch]}" "${LIMITS[@]}" -p "127.0.0.1:$port:8080" \
+  "${PODMAN[@]}" run -d --name "$NAME" --arch "$arch" "${LIMITS[@]}" -p "127.0.0.1:$port:8080" \
     -e PLANTSTORE_TOKEN=check -e PLANTSTORE_WEBHOOK=https://127.0.0.1:9/hook "$IMAGE-$arch" >/dev/null
   wait_healthy "$arch"
   status=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer check' \

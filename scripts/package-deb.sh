@@ -17,7 +17,9 @@
 # already at target/TARGET/release/plantstore (the release workflow's,
 # built by cross). Prints each package's path and
 # size; the packages are target/debian/plantstore_VERSION_ARCH.deb.
-# Installs help2man (apt) and cargo-deb (pinned, built once into
+# The man page comes from --help (help2man), the bash, zsh and fish
+# completions from examples/completions.rs. Installs help2man (apt) and
+# cargo-deb (pinned, built once into
 # .tools/cargo-deb, about a minute).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,6 +73,12 @@ chmod +x "$wrap/plantstore"
 mkdir -p target/man
 PATH=$wrap:$PATH help2man --no-info --include contrib/deb/plantstore.h2m \
   --name "a tiny, fast HTTP server for the Plant Store API" plantstore -o target/man/plantstore.1
+
+# Shell completions, from the flags of the default build (the packaged one).
+mkdir -p target/completions
+for shell in bash zsh fish; do
+  cargo run --quiet --example completions -- "$shell" >"target/completions/plantstore.$shell"
+done
 
 version=()
 [ -z "$VERSION" ] || version=(--deb-version "$VERSION")

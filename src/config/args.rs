@@ -5,10 +5,10 @@
 
 use std::path::PathBuf;
 
-use argh::FromArgs;
+use argh::{ArgsInfo, FromArgs};
 
 /// plantstore: a tiny, fast HTTP server for the Plant Store API.
-#[derive(FromArgs, Debug)]
+#[derive(FromArgs, ArgsInfo, Debug)]
 #[argh(
     help_triggers("-h", "--help", "help"),
     note = "Every flag but --version can also be set as PLANTSTORE_<FLAG>, upper case
