@@ -18,6 +18,7 @@ cargo build --release --quiet --bin plantstore
 # at each unit's path where nothing is (the check is about the units, not
 # the build), and the links removed after.
 linked=()
+trap '[ ${#linked[@]} -eq 0 ] || $SUDO rm -f "${linked[@]}"' EXIT
 for path in $(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' contrib/plantstore.service contrib/plantstore-postgres.service); do
   if [ ! -e "$path" ]; then
     $SUDO ln -s "$PWD/target/release/plantstore" "$path"
@@ -29,6 +30,7 @@ done
 out=$(systemd-analyze verify --man=no contrib/plantstore.service contrib/plantstore-postgres.service 2>&1) &&
   rc=0 || rc=$?
 [ ${#linked[@]} -eq 0 ] || $SUDO rm -f "${linked[@]}"
+linked=()
 if [ "$rc" -ne 0 ] || [ -n "$out" ]; then
   echo "systemd-analyze verify: exit $rc" >&2
   echo "$out" >&2

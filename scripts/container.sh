@@ -66,8 +66,19 @@ cp "$ca" "$CONTEXT/ca-certificates.crt"
 for arch in "${ARCHS[@]}"; do
   echo "== $IMAGE for ${PLATFORM[$arch]}" >&2
   "${PODMAN[@]}" build -q --platform "${PLATFORM[$arch]}" -f Containerfile -t "$IMAGE-$arch" "$CONTEXT" >/dev/null
-  "${PODMAN[@]}" manifest add "$IMAGE" "containers-storage:localhost/$IMAGE-$arch" >/dev/null
+  # podman records no variant for arm/v6 in the image itself: the
+  # manifest list says it, so that an ARMv6 host picks this image.
+  variant=()
+  [ "$arch" != arm ] || variant=(--variant v6)
+  "${PODMAN[@]}" manifest add ${variant[@]+"${variant[@]}"} "$IMAGE" \
+    "containers-storage:localhost/$IMAGE-$arch" >/dev/null
 done
+platforms=$("${PODMAN[@]}" manifest inspect "$IMAGE" | python3 -c '
+import json, sys
+print(" ".join(sorted("/".join(filter(None, (m["platform"]["os"], m["platform"]["architecture"],
+    m["platform"].get("variant")))) for m in json.load(sys.stdin)["manifests"])))')
+[ "$platforms" = "linux/amd64 linux/arm/v6 linux/arm64" ] ||
+  { echo "FAIL: $IMAGE lists the platforms $platforms" >&2; exit 1; }
 
 fail() {
   echo "FAIL: $*" >&2

@@ -80,16 +80,33 @@ for shell in bash zsh fish; do
   cargo run --quiet --example completions -- "$shell" >"target/completions/plantstore.$shell"
 done
 
-version=()
-[ -z "$VERSION" ] || version=(--deb-version "$VERSION")
+# The Debian changelog, one entry for the version being packaged (the
+# project's own changes are in its release notes).
+base=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+deb_version=${VERSION:-$base-1}
+maintainer=$(sed -n 's/^maintainer = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+mkdir -p target/deb
+cat >target/deb/changelog <<CHANGES
+plantstore ($deb_version) unstable; urgency=medium
+
+  * plantstore $deb_version, built from the release $base.
+
+ -- $maintainer  $(date -u -R -d "@$SOURCE_DATE_EPOCH")
+CHANGES
+
+version=(--deb-version "$deb_version")
 for arch in "${ARCHS[@]}"; do
   target=$(target_of "$arch")
   # --no-strip: the release profile strips already, and the host's strip
   # does not read ARM binaries.
   variant=()
   [[ $target != *musl* ]] || variant=(--variant static)
-  out=$($CARGO_DEB --no-build --no-strip --locked --target "$target" --output target/debian \
-    ${version[@]+"${version[@]}"} ${variant[@]+"${variant[@]}"} 2>&1 | tail -n 1)
-  [ -f "$out" ] || { echo "cargo-deb for $arch: $out" >&2; exit 1; }
+  log=target/debian/cargo-deb-$arch.log
+  mkdir -p target/debian
+  $CARGO_DEB --no-build --no-strip --locked --target "$target" --output target/debian \
+    ${version[@]+"${version[@]}"} ${variant[@]+"${variant[@]}"} >"$log" 2>&1 ||
+    { cat "$log" >&2; echo "cargo-deb failed for $arch" >&2; exit 1; }
+  out=$(tail -n 1 "$log")
+  [ -f "$out" ] || { cat "$log" >&2; exit 1; }
   echo "$arch $(stat -c %s "$out") $out"
 done

@@ -4,11 +4,13 @@
 //!
 //! The host's addresses come from the kernel's own tables, read as text
 //! (no `getifaddrs`, which would need unsafe code): IPv4 from
-//! `/proc/net/fib_trie` (each `/32 host LOCAL` entry), IPv6 from
-//! `/proc/net/if_inet6` (link-local ones left out: a URL for them needs
-//! the interface). A socket bound to `[::]` also takes IPv4 (Linux's
-//! default, `bindv6only` 0), so both families are listed for it. Anything
-//! unreadable lists nothing more; the log then says only the port.
+//! `/proc/self/net/fib_trie` (each `/32 host LOCAL` entry), IPv6 from
+//! `/proc/self/net/if_inet6` (link-local ones left out: a URL for them
+//! needs the interface). Through `/proc/self`: the unit's `ProcSubset=pid`
+//! hides `/proc/net` but not a process's own view of it. A socket bound to
+//! `[::]` also takes IPv4 (Linux's default, `bindv6only` 0), so both
+//! families are listed for it. Anything unreadable lists nothing more; the
+//! log then says only the port.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -16,13 +18,13 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 /// `addr` (unspecified) can be reached at, loopback first.
 pub fn urls(scheme: &str, addr: SocketAddr) -> Vec<String> {
     let text = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
-    let mut found: Vec<IpAddr> = ipv4_local(&text("/proc/net/fib_trie"))
+    let mut found: Vec<IpAddr> = ipv4_local(&text("/proc/self/net/fib_trie"))
         .into_iter()
         .map(IpAddr::V4)
         .collect();
     if addr.is_ipv6() {
         found.extend(
-            ipv6_local(&text("/proc/net/if_inet6"))
+            ipv6_local(&text("/proc/self/net/if_inet6"))
                 .into_iter()
                 .map(IpAddr::V6),
         );
