@@ -27,11 +27,7 @@ SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
 need=()
 command -v lintian >/dev/null || need+=(lintian)
 command -v systemd-analyze >/dev/null || need+=(systemd)
-if [ ${#need[@]} -gt 0 ]; then
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq >&2
-  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+[ ${#need[@]} -eq 0 ] || scripts/apt-install.sh "${need[@]}" >&2
 
 if dpkg-query -W -f '${Status}' plantstore 2>/dev/null | grep -q installed; then
   echo "the plantstore package is installed here: not touching it" >&2

@@ -23,11 +23,7 @@ need=()
 command -v podman >/dev/null || need+=(podman)
 command -v runc >/dev/null || need+=(runc)
 [ -e /usr/libexec/qemu-binfmt/aarch64-binfmt-P ] || need+=(qemu-user-static binfmt-support)
-if [ ${#need[@]} -gt 0 ]; then
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq >&2
-  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+[ ${#need[@]} -eq 0 ] || scripts/apt-install.sh "${need[@]}" >&2
 if [ ! -e /proc/sys/fs/binfmt_misc/status ]; then
   $SUDO mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
 fi

@@ -39,11 +39,8 @@ target_of() {
   esac
 }
 
-SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
 if ! command -v help2man >/dev/null || ! command -v dpkg-shlibdeps >/dev/null; then
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq >&2
-  $SUDO apt-get install -y -qq --no-install-recommends help2man dpkg-dev >&2
+  scripts/apt-install.sh help2man dpkg-dev >&2
 fi
 CARGO_DEB=.tools/cargo-deb/bin/cargo-deb
 if ! [ -x $CARGO_DEB ] || [ "$($CARGO_DEB --version)" != "cargo-deb $CARGO_DEB_VERSION" ]; then

@@ -42,10 +42,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
   -addext subjectAltName=DNS:localhost 2>/dev/null
 
 if [ -n "$RUN" ] && ! command -v "${RUN%% *}" >/dev/null; then
-  echo "installing qemu-user" >&2
-  SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
-  $SUDO apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends qemu-user >&2
+  "$(dirname "$0")/apt-install.sh" qemu-user >&2
 fi
 
 for scheme in http https; do

@@ -49,8 +49,8 @@ fn in_order(found: Vec<IpAddr>) -> Vec<IpAddr> {
     ips
 }
 
-/// The addresses of `/proc/net/fib_trie` marked `/32 host LOCAL` (the
-/// same address may appear more than once).
+/// The addresses of `fib_trie` (under `/proc/self/net`) marked
+/// `/32 host LOCAL` (the same address may appear more than once).
 fn ipv4_local(trie: &str) -> Vec<Ipv4Addr> {
     let mut found = Vec::new();
     let mut last: Option<Ipv4Addr> = None;
@@ -80,7 +80,7 @@ fn dotted(text: &str) -> Option<Ipv4Addr> {
     parts.next().is_none().then_some(Ipv4Addr::from(octets))
 }
 
-/// The addresses of `/proc/net/if_inet6` that are not link-local.
+/// The addresses of `if_inet6` (under `/proc/self/net`) that are not link-local.
 fn ipv6_local(table: &str) -> Vec<Ipv6Addr> {
     table
         .lines()
