@@ -1,22 +1,40 @@
 //! Tells the crate the target triple it is built for, for
-//! `plantstore_build_info` in `/metrics`; and writes the OpenAPI document
-//! the binary serves: `src/api/openapi.json` without the whitespace
-//! between its tokens (the file is laid out for people; compact, the
-//! binary carries 40% less of it).
+//! `plantstore_build_info` in `/metrics`; and writes the files the binary
+//! serves, packed (`api::packed` describes the format and unpacks them):
+//! the OpenAPI document, `src/api/openapi.json` without the whitespace
+//! between its tokens (the file is laid out for people), and the built-in
+//! page's four files. Packed, the binary carries 15 KB of them instead of
+//! 39 KB.
 
 use std::path::Path;
+
+#[path = "src/api/pack.rs"]
+mod pack;
+use pack::pack;
 
 fn main() {
     let target = std::env::var("TARGET").unwrap_or_else(|_| "unknown".into());
     println!("cargo:rustc-env=PLANTSTORE_TARGET={target}");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=src/api/pack.rs");
+    let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    let write = |name: &str, bytes: &[u8]| {
+        let path = Path::new(&out).join(format!("{name}.packed"));
+        std::fs::write(path, pack(bytes)).expect("OUT_DIR is writable");
+    };
 
     let source = "src/api/openapi.json";
     println!("cargo:rerun-if-changed={source}");
     let document = std::fs::read_to_string(source).expect("src/api/openapi.json is readable");
-    let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
-    std::fs::write(Path::new(&out).join("openapi.json"), compact(&document))
-        .expect("OUT_DIR is writable");
+    write("openapi.json", compact(&document).as_bytes());
+    for name in ["index.html", "ui.css", "ui.js", "ui.svg"] {
+        let source = format!("src/api/ui/{name}");
+        println!("cargo:rerun-if-changed={source}");
+        write(
+            name,
+            &std::fs::read(&source).expect("the page's files are readable"),
+        );
+    }
 }
 
 /// `json` without whitespace outside its strings; strings (escapes and

@@ -17,6 +17,7 @@ mod cors;
 mod error;
 mod export;
 mod metrics;
+mod packed;
 mod plants;
 mod query;
 mod reply;
@@ -29,7 +30,6 @@ pub use error::ApiError;
 pub use metrics::Metrics;
 pub use plants::PAGE_BYTES;
 
-use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,15 +40,14 @@ use crate::plants::Plants;
 use crate::webhook::Webhooks;
 
 /// The application: the plants, the accepted tokens, the webhook sender,
-/// the counters, the name and tag limits and the OpenAPI document that
-/// declares them.
+/// the counters, and the name and tag limits (the OpenAPI document
+/// declares them).
 pub struct App {
     plants: Plants,
     tokens: Tokens,
     webhooks: Arc<Webhooks>,
     metrics: Arc<Metrics>,
     text_limits: TextLimits,
-    openapi: Cow<'static, [u8]>,
     cors: Cors,
     ui: Option<ui::Ui>,
     changes: Arc<Hub>,
@@ -82,7 +81,6 @@ impl App {
             webhooks: Arc::new(webhooks),
             metrics: Arc::new(Metrics::new(gauge)),
             text_limits,
-            openapi: service::document(text_limits),
             cors,
             ui: ui.then(ui::Ui::new),
             changes,

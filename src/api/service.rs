@@ -2,39 +2,41 @@
 //!
 //! The OpenAPI 3.1 document is a file written by hand for this server
 //! (`openapi.json`, compiled in without the whitespace between its tokens
-//! by `build.rs`) and checked against the running server by the
+//! and packed by `build.rs`) and checked against the running server by the
 //! conformance script; `/openapi.json` and `/healthz` need no token.
 //! The file declares the default name and tag limits; the document served
-//! is made once at start-up with the configured ones (`document`).
+//! is unpacked for each request and given the configured ones
+//! (`document`).
 
-use std::borrow::Cow;
-
+use super::packed::{packed, unpack};
 use super::{ApiError, App};
 use crate::http::{Request, Response};
 use crate::metrics::Exposition;
 use crate::plant::TextLimits;
 
-/// The server's own OpenAPI 3.1 document, as written but compact: with
-/// the default `TextLimits` as the `maxLength` of every name and tag.
-pub const OPENAPI: &str = include_str!(concat!(env!("OUT_DIR"), "/openapi.json"));
+/// The server's own OpenAPI 3.1 document, as written but compact and
+/// packed: with the default `TextLimits` as the `maxLength` of every name
+/// and tag.
+const OPENAPI: &[u8] = packed!("openapi.json");
 
-/// `OPENAPI` with the `maxLength` of every name and tag set to `limits`:
-/// `OPENAPI` itself for the default limits (no copy of it kept on the
-/// heap, 23 KB), else a patched copy.
+/// The document with the `maxLength` of every name and tag set to
+/// `limits` (unchanged for the default limits).
 ///
 /// The file is patched as text, so the document keeps its order and
 /// layout: in one pass, each `"maxLength":<default name limit>` becomes
 /// the name limit and each `"maxLength":<default tag limit>` the tag
 /// limit (a unit test checks that those are exactly the name and tag
 /// schemas).
-pub fn document(limits: TextLimits) -> Cow<'static, [u8]> {
+pub fn document(limits: TextLimits) -> Vec<u8> {
     const KEY: &str = "\"maxLength\":";
+    let document = unpack(OPENAPI);
     let defaults = TextLimits::default();
-    if limits == defaults {
-        return Cow::Borrowed(OPENAPI.as_bytes());
-    }
-    let mut out = String::with_capacity(OPENAPI.len() + 64);
-    let mut rest = OPENAPI;
+    // The file is UTF-8 (build.rs read it as a string).
+    let (false, Ok(document)) = (limits == defaults, std::str::from_utf8(&document)) else {
+        return document;
+    };
+    let mut out = String::with_capacity(document.len() + 64);
+    let mut rest = document;
     while let Some(at) = rest.find(KEY) {
         let (before, after) = rest.split_at(at + KEY.len());
         out.push_str(before);
@@ -48,12 +50,12 @@ pub fn document(limits: TextLimits) -> Cow<'static, [u8]> {
         rest = tail;
     }
     out.push_str(rest);
-    Cow::Owned(out.into_bytes())
+    out.into_bytes()
 }
 
 /// `GET /openapi.json`.
 pub(super) fn openapi(app: &App) -> Response {
-    Response::bytes(200, "application/json", app.openapi.to_vec())
+    Response::bytes(200, "application/json", document(app.text_limits))
 }
 
 /// `GET /healthz`: `ok`, or 503 `failing` with the reason once the journal
@@ -144,14 +146,14 @@ mod tests {
             ];
             assert_eq!(limits_in(&document), want);
         }
-        assert_eq!(document(TextLimits::default()), OPENAPI.as_bytes());
+        assert_eq!(document(TextLimits::default()), unpack(OPENAPI));
     }
 
     #[test]
     fn only_the_limits_change() {
         let mut patched: Value =
             serde_json::from_slice(&document(TextLimits { name: 9, tag: 8 })).unwrap();
-        let original: Value = serde_json::from_str(OPENAPI).unwrap();
+        let original: Value = serde_json::from_slice(&unpack(OPENAPI)).unwrap();
         for (schema, field, value) in [
             ("Plant", "name", 256),
             ("Plant", "tag", 64),
@@ -167,9 +169,10 @@ mod tests {
     #[test]
     fn the_compiled_document_is_the_file_without_its_layout() {
         let file: Value = serde_json::from_str(include_str!("openapi.json")).unwrap();
-        assert_eq!(serde_json::from_str::<Value>(OPENAPI).unwrap(), file);
-        assert!(!OPENAPI.contains('\n'));
-        assert!(OPENAPI.len() < include_str!("openapi.json").len() * 2 / 3);
+        let compiled = unpack(OPENAPI);
+        assert_eq!(serde_json::from_slice::<Value>(&compiled).unwrap(), file);
+        assert!(!compiled.contains(&b'\n'));
+        assert!(compiled.len() < include_str!("openapi.json").len() * 2 / 3);
     }
 
     #[test]

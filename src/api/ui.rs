@@ -1,10 +1,11 @@
 //! The built-in page at `/`: browse and edit plants from a browser.
 //!
 //! Four hand-written files (`ui/index.html`, `ui.css`, `ui.js`, `ui.svg`),
-//! compiled into the binary, at most 16 KiB together (a unit test holds
-//! that). No framework, nothing loaded from elsewhere. The page needs
-//! no token to load; it asks for one and keeps it in `sessionStorage` (gone
-//! with the tab), and calls the API with `fetch` from the same origin.
+//! compiled into the binary packed (`packed`), at most 16 KiB together
+//! unpacked (a unit test holds that). No framework, nothing loaded from
+//! elsewhere. The page needs no token to load; it asks for one and keeps
+//! it in `sessionStorage` (gone with the tab), and calls the API with
+//! `fetch` from the same origin.
 //! `--no-ui` turns it off: these paths are then 404 like any unknown path.
 //!
 //! Every file is served with a strict `Content-Security-Policy` (only this
@@ -19,6 +20,7 @@
 
 use sha2::{Digest, Sha256};
 
+use super::packed::{packed, unpack};
 use crate::http::{Request, Response};
 
 /// The policy every file is served with.
@@ -72,13 +74,19 @@ impl Part {
         }
     }
 
-    fn bytes(self) -> &'static [u8] {
+    /// The file as compiled in (`packed`).
+    fn packed(self) -> &'static [u8] {
         match self {
-            Part::Page => include_bytes!("ui/index.html"),
-            Part::Style => include_bytes!("ui/ui.css"),
-            Part::Script => include_bytes!("ui/ui.js"),
-            Part::Icon => include_bytes!("ui/ui.svg"),
+            Part::Page => packed!("index.html"),
+            Part::Style => packed!("ui.css"),
+            Part::Script => packed!("ui.js"),
+            Part::Icon => packed!("ui.svg"),
         }
+    }
+
+    /// The file.
+    fn bytes(self) -> Vec<u8> {
+        unpack(self.packed())
     }
 }
 
@@ -95,10 +103,11 @@ impl Default for Ui {
 }
 
 impl Ui {
-    /// Computes each file's `ETag` once.
+    /// Computes each file's `ETag` once, from its packed bytes (the same
+    /// file always packs the same).
     pub fn new() -> Ui {
         Ui {
-            etags: PARTS.map(|part| etag(part.bytes())),
+            etags: PARTS.map(|part| etag(part.packed())),
         }
     }
 
@@ -112,7 +121,7 @@ impl Ui {
         let response = if fresh {
             Response::empty(304)
         } else {
-            Response::bytes(200, part.content_type(), part.bytes().to_vec())
+            Response::bytes(200, part.content_type(), part.bytes())
         };
         response
             .with_header("ETag", etag.as_str())
@@ -158,7 +167,8 @@ mod tests {
 
     #[test]
     fn the_page_has_no_inline_script_or_style_and_loads_its_own_files() {
-        let html = std::str::from_utf8(Part::Page.bytes()).unwrap();
+        let html = String::from_utf8(Part::Page.bytes()).unwrap();
+        let html = html.as_str();
         assert!(!html.contains("style="), "no style attribute");
         assert!(!html.contains("<style"), "no style element");
         assert_eq!(html.matches("<script").count(), 1);
@@ -170,7 +180,7 @@ mod tests {
         // Nothing from elsewhere: no absolute or scheme-relative address
         // (the SVG namespace is a name, never fetched).
         for part in PARTS {
-            let text = std::str::from_utf8(part.bytes()).unwrap();
+            let text = String::from_utf8(part.bytes()).unwrap();
             let text = text.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
             for address in ["http:", "https:", "=\"//", "('//", "url("] {
                 assert!(!text.contains(address), "{part:?} has {address}");

@@ -1,0 +1,73 @@
+//! Packing, the other half of `packed`: run by `build.rs` on the files the
+//! binary serves, and by `packed`'s tests; never part of the server.
+
+use std::collections::HashMap;
+
+/// Shortest and longest copy, farthest distance back.
+const MIN_COPY: usize = 3;
+const MAX_COPY: usize = MIN_COPY + 0x7f;
+const WINDOW: usize = u16::MAX as usize;
+/// Earlier places tried for each copy (the most recent first).
+const TRIES: usize = 256;
+
+/// `data` in the packed form: its length, then literal runs and copies,
+/// chosen greedily with one step of lookahead (a copy is put off by a
+/// byte when the next place starts a longer one).
+pub fn pack(data: &[u8]) -> Vec<u8> {
+    let mut out = u32::try_from(data.len())
+        .expect("under 4 GiB")
+        .to_le_bytes()
+        .to_vec();
+    // Every earlier place, by the three bytes that start there.
+    let mut places: HashMap<&[u8], Vec<usize>> = HashMap::new();
+    let longest = |places: &HashMap<&[u8], Vec<usize>>, at: usize| -> (usize, usize) {
+        let Some(earlier) = data.get(at..at + MIN_COPY).and_then(|key| places.get(key)) else {
+            return (0, 0);
+        };
+        let mut best = (0, 0);
+        for &from in earlier.iter().rev().take(TRIES) {
+            if at - from > WINDOW {
+                break;
+            }
+            let len = (0..MAX_COPY.min(data.len() - at))
+                .take_while(|&i| data[from + i] == data[at + i])
+                .count();
+            if len > best.0 {
+                best = (len, at - from);
+            }
+        }
+        best
+    };
+    let (mut at, mut literals) = (0, 0);
+    while at < data.len() {
+        let (len, back) = longest(&places, at);
+        let later = longest(&places, at + 1).0;
+        if len <= MIN_COPY || later > len + 1 {
+            places
+                .entry(&data[at..(at + MIN_COPY).min(data.len())])
+                .or_default()
+                .push(at);
+            at += 1;
+            continue;
+        }
+        for run in data[literals..at].chunks(0x80) {
+            out.push(run.len() as u8 - 1);
+            out.extend_from_slice(run);
+        }
+        out.push(0x80 | (len - MIN_COPY) as u8);
+        out.extend_from_slice(&(back as u16).to_le_bytes());
+        for place in at..at + len {
+            places
+                .entry(&data[place..(place + MIN_COPY).min(data.len())])
+                .or_default()
+                .push(place);
+        }
+        at += len;
+        literals = at;
+    }
+    for run in data[literals..].chunks(0x80) {
+        out.push(run.len() as u8 - 1);
+        out.extend_from_slice(run);
+    }
+    out
+}
