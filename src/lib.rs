@@ -16,9 +16,10 @@
 //! - [`config`] (flags to a checked `Config`) and [`instance`] (start,
 //!   run, reload, stop), which `main.rs` drives.
 
-// Denied, not forbidden: two audited calls allow it locally, in
+// Denied, not forbidden: audited calls allow it locally, in
 // `store/journal/file.rs` (`statvfs`, which std lacks, and `statx` asking
-// for less than std does).
+// for less than std does) and in `signals.rs` (blocking signals and taking
+// them with `sigwait`).
 #![deny(unsafe_code)]
 
 pub mod api;

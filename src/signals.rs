@@ -1,6 +1,11 @@
 //! Signals: SIGHUP reloads, SIGTERM and SIGINT stop, handled on a thread
 //! of their own from before start-up.
 //!
+//! The three are blocked in every thread (the mask is set before any other
+//! thread starts, and threads inherit it), and the signal thread takes them
+//! with `sigwait`: no handler runs in signal context, and nothing but that
+//! thread ever sees them.
+//!
 //! A SIGHUP sent as soon as the start-up line appears must reload, never
 //! kill; so the handlers are installed before the server starts. Until it
 //! is [`ready`](Signals::ready), SIGTERM or SIGINT ends the process at
@@ -16,13 +21,11 @@
 //!
 //! Top layer: it drives an `Instance`'s handles and is driven by `main`.
 
-use std::io;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
-use std::thread;
+use std::{io, mem, ptr, thread};
 
+use libc::{SIGHUP, SIGINT, SIGTERM, c_int, sigset_t};
 use log::info;
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-use signal_hook::iterator::Signals as Incoming;
 
 use crate::http::Stopper;
 use crate::instance::Reloader;
@@ -71,9 +74,12 @@ impl Reload {
 }
 
 impl Signals {
-    /// Installs the handlers and starts the threads that act on them.
+    /// Blocks the signals and starts the threads that act on them. Called
+    /// before any other thread starts: one started earlier would not have
+    /// them blocked, and a SIGTERM delivered to it would end the process
+    /// at once.
     pub fn install() -> io::Result<Signals> {
-        let mut incoming = Incoming::new([SIGINT, SIGTERM, SIGHUP])?;
+        let incoming = block()?;
         let signals = Signals {
             stopper: Arc::default(),
             reload: Arc::default(),
@@ -86,7 +92,8 @@ impl Signals {
         thread::Builder::new()
             .name("signals".into())
             .spawn(move || {
-                for signal in incoming.forever() {
+                loop {
+                    let signal = take(&incoming);
                     match (signal, stopper.get()) {
                         (SIGHUP, _) => reload.request(),
                         (_, Some(stopper)) => {
@@ -111,4 +118,33 @@ impl Signals {
         let _pending = lock(&self.reload.pending);
         self.reload.wake.notify_one();
     }
+}
+
+/// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (and so in every
+/// thread it starts from now on); returns that set.
+#[allow(unsafe_code)]
+fn block() -> io::Result<sigset_t> {
+    // SAFETY: sigemptyset initialises the set before sigaddset and
+    // pthread_sigmask read it; the old mask is not asked for.
+    unsafe {
+        let mut set: sigset_t = mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for signal in [SIGINT, SIGTERM, SIGHUP] {
+            libc::sigaddset(&mut set, signal);
+        }
+        match libc::pthread_sigmask(libc::SIG_BLOCK, &set, ptr::null_mut()) {
+            0 => Ok(set),
+            error => Err(io::Error::from_raw_os_error(error)),
+        }
+    }
+}
+
+/// Waits for a signal of `set` (blocked) and takes it.
+#[allow(unsafe_code)]
+fn take(set: &sigset_t) -> c_int {
+    let mut signal: c_int = 0;
+    // SAFETY: `set` is initialised (`block`); sigwait writes `signal`. It
+    // fails only for a set of invalid signals, so retrying cannot spin.
+    while unsafe { libc::sigwait(set, &mut signal) } != 0 {}
+    signal
 }
