@@ -1,13 +1,13 @@
 //! Small questions to the operating system that several layers ask:
 //! random bytes for tokens and webhook ids, the open-file limit, and the
 //! text of a file a flag names, read so that it cannot hang or bloat
-//! ([`read_text`], in `file.rs`).
+//! ([`read_text`], in `file.rs`), and such a file opened ([`open_regular`]).
 //!
 //! A leaf: imports nothing of the crate, keeps no state.
 
 mod file;
 
-pub use file::{FileError, MAX_FILE_BYTES, kind_of, read_text};
+pub use file::{FileError, MAX_FILE_BYTES, kind_of, open_regular, read_text};
 
 /// A fresh directory for a unit test, removed with its contents when
 /// dropped (the path is canonical: links in the temporary directory's own

@@ -1,6 +1,7 @@
 //! Reading a small file that a flag names (the token file, the webhook
 //! secret, later TLS files), at start-up or on SIGHUP, so that the read
-//! can neither hang nor exhaust memory.
+//! can neither hang nor exhaust memory; and opening a file of any size the
+//! same way (the seed, [`open_regular`]).
 //!
 //! Only a regular file is read; symbolic links are followed. The path is
 //! `stat`ed first and anything else is refused, naming what it is, before
@@ -21,7 +22,7 @@
 //! (`store::journal::file`).
 
 use std::fmt;
-use std::fs::{self, FileType, OpenOptions};
+use std::fs::{self, File, FileType, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
@@ -75,19 +76,26 @@ pub fn read_text(path: &Path) -> Result<String, FileError> {
     String::from_utf8(read(path)?).map_err(|_| FileError::NotText)
 }
 
-/// The bytes of the regular file at `path`, at most [`MAX_FILE_BYTES`].
-fn read(path: &Path) -> Result<Vec<u8>, FileError> {
-    let before = fs::metadata(path)?;
-    regular(before.file_type())?;
-    if before.len() > MAX_FILE_BYTES {
-        return Err(FileError::TooLarge);
-    }
+/// The regular file at `path` (links followed), opened for reading as the
+/// module header says: anything else is refused, naming what it is, and
+/// neither the open nor a read can block.
+pub fn open_regular(path: &Path) -> Result<File, FileError> {
+    regular(fs::metadata(path)?.file_type())?;
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)?;
+    regular(file.metadata()?.file_type())?;
+    Ok(file)
+}
+
+/// The bytes of the regular file at `path`, at most [`MAX_FILE_BYTES`].
+fn read(path: &Path) -> Result<Vec<u8>, FileError> {
+    let file = open_regular(path)?;
     let opened = file.metadata()?;
-    regular(opened.file_type())?;
+    if opened.len() > MAX_FILE_BYTES {
+        return Err(FileError::TooLarge);
+    }
     // The size is a hint only: the file may grow while it is read, and
     // `take` keeps to one byte past the cap however long it gets.
     let hint = usize::try_from(opened.len().min(MAX_FILE_BYTES)).unwrap_or(0);

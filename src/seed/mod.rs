@@ -87,8 +87,9 @@ pub struct SeedError {
 pub enum Fault {
     /// The file cannot be opened or read.
     Io(io::Error),
-    /// The path names something other than a regular file.
-    NotAFile,
+    /// The path names something other than a regular file (what it is:
+    /// "a FIFO", "a directory", ...).
+    NotAFile(&'static str),
     /// The array is not valid JSON (the array scanner's words, or
     /// serde_json's for a record).
     Syntax(String),
@@ -131,7 +132,7 @@ impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Fault::Io(e) => write!(f, "cannot read it: {e}"),
-            Fault::NotAFile => f.write_str("not a regular file"),
+            Fault::NotAFile(kind) => write!(f, "it is {kind}, not a regular file"),
             Fault::Syntax(detail) => write!(f, "not valid JSON: {detail}"),
             Fault::Invalid(e) => invalid(f, e),
             Fault::TooLong(most) => write!(f, "record longer than {most} bytes"),

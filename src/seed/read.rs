@@ -25,11 +25,11 @@
 mod array;
 
 use std::fmt;
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::Fault;
+use crate::os::{self, FileError};
 use crate::plant::{InvalidBody, NewPlant, TextLimits};
 use array::{Broken, Cursor, Element, Elements, is_space};
 
@@ -119,17 +119,21 @@ pub fn read(
     limits: TextLimits,
     mut each: impl FnMut(Position, NewPlant) -> Result<(), Fault>,
 ) -> Result<u64, Failure> {
-    // A FIFO would block here until written to, and could not be read
-    // twice; a directory would fail later, less clearly.
-    if !std::fs::metadata(path)?.is_file() {
-        return Err(Failure {
+    // A FIFO would block the open until written to, and could not be read
+    // twice; a directory would fail later, less clearly: refused, also when
+    // swapped in after a look at the path.
+    let file = os::open_regular(path).map_err(|e| match e {
+        FileError::NotAFile(kind) => Failure {
             at: None,
-            fault: Fault::NotAFile,
-        });
-    }
-    let mut reader = BufReader::with_capacity(64 << 10, File::open(path)?);
+            fault: Fault::NotAFile(kind),
+        },
+        FileError::Io(e) => Failure::from(e),
+        other => Failure::from(io::Error::other(other)),
+    })?;
+    let mut reader = BufReader::with_capacity(64 << 10, file);
     let array = starts_with_bracket(&mut reader)?;
-    let mut reader = BufReader::with_capacity(64 << 10, File::open(path)?);
+    // Read again from the start, through the same open file.
+    reader.seek(SeekFrom::Start(0))?;
     if reader.fill_buf()?.starts_with(BOM) {
         reader.consume(BOM.len());
     }

@@ -460,28 +460,35 @@ fn duplicates_and_limits_stop_a_seed_naming_both_positions() {
 }
 
 #[test]
-fn a_missing_file_or_a_directory_is_refused() {
+fn a_missing_file_a_directory_a_fifo_or_a_device_is_refused() {
     let missing = Temp::new("missing");
-    let e = load(
-        &missing.0,
-        &store(10, 100),
-        Before::InMemory,
-        LIMITS,
-        Capacity::plants(10),
-    )
-    .unwrap_err();
+    let refused = |path: &Path| {
+        load(
+            path,
+            &store(10, 100),
+            Before::InMemory,
+            LIMITS,
+            Capacity::plants(10),
+        )
+        .unwrap_err()
+    };
+    let e = refused(&missing.0);
     assert!(matches!(e.fault, Fault::Io(_)), "{e}");
     assert!(e.is_in_seed());
-    let dir = std::env::temp_dir();
-    let e = load(
-        &dir,
-        &store(10, 100),
-        Before::InMemory,
-        LIMITS,
-        Capacity::plants(10),
-    )
-    .unwrap_err();
-    assert!(e.to_string().ends_with(": not a regular file"), "{e}");
+    let scratch = crate::os::ScratchDir::new("seed-kinds");
+    // A FIFO with no writer: an open that blocked would hang the test.
+    for (path, kind) in [
+        (scratch.0.clone(), "a directory"),
+        (scratch.fifo("seed"), "a FIFO"),
+        (Path::new("/dev/zero").to_path_buf(), "a character device"),
+    ] {
+        let e = refused(&path);
+        assert!(
+            e.to_string()
+                .ends_with(&format!(": it is {kind}, not a regular file")),
+            "{e}"
+        );
+    }
 }
 
 fn journal(path: &Path) -> (Store, u64) {
