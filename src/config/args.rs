@@ -43,7 +43,7 @@ pub struct Args {
     /// bytes of plant names and tags the store may hold (default 268435456, 256 MiB)
     #[argh(option, default = "268_435_456")]
     pub max_data: u64,
-    /// file of bearer tokens, one per line; blank lines and # comments are ignored
+    /// file of bearer tokens, one per line; blank lines and # comments are ignored (a regular file, at most 16 MiB)
     #[argh(option)]
     pub token_file: Option<PathBuf>,
     /// a bearer token (visible in the process list: prefer --token-file or PLANTSTORE_TOKEN)
@@ -79,7 +79,7 @@ pub struct Args {
     /// URL to POST each new plant to, http://host:port/path (repeatable)
     #[argh(option)]
     pub webhook: Vec<String>,
-    /// file with the key that signs webhook deliveries (whsec_<base64> or raw text)
+    /// file with the key that signs webhook deliveries (whsec_<base64> or raw text; a regular file, at most 16 MiB)
     #[argh(option)]
     pub webhook_secret_file: Option<PathBuf>,
     /// webhook events queued per URL, retries included; more are dropped (default 1024)
