@@ -71,10 +71,15 @@ fi
 # Panic messages name source files from their crate's root
 # (serde_json-1.0.154/src/de.rs, std/src/...), not from where this machine
 # keeps them: the published binary says nothing of the machine that built
-# it, and is 4 KB smaller.
-remap=
-for source in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/ /usr/lib/rustlib/src/rust/library/; do
-  remap+="${remap:+,}\"--remap-path-prefix=$source=\""
+# it, and is 4 KB smaller. The crates are fetched first, so that the
+# registry's folders exist to be named; rustc applies the last prefix that
+# matches, so the folder above them, named first, only catches a crate from
+# a registry folder that appeared since.
+"${D[@]}" fetch --quiet >&2
+registry=${CARGO_HOME:-$HOME/.cargo}/registry/src
+remap="\"--remap-path-prefix=$registry/=\""
+for source in "$registry"/*/ /usr/lib/rustlib/src/rust/library/; do
+  if [ -d "$source" ]; then remap+=",\"--remap-path-prefix=$source=\""; fi
 done
 
 for target in "${TARGETS[@]}"; do

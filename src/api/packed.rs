@@ -23,7 +23,10 @@ pub fn unpack(packed: &[u8]) -> Vec<u8> {
     let Some((len, mut rest)) = packed.split_first_chunk::<4>() else {
         return Vec::new();
     };
-    let mut out = Vec::with_capacity(u32::from_le_bytes(*len) as usize);
+    // Room for the length it declares, but never more than the stream
+    // could make (an item of 3 bytes makes at most 130).
+    let most = rest.len().saturating_mul(44);
+    let mut out = Vec::with_capacity((u32::from_le_bytes(*len) as usize).min(most));
     while let Some((&op, tail)) = rest.split_first() {
         if op < 0x80 {
             let Some((run, tail)) = tail.split_at_checked(usize::from(op) + 1) else {
@@ -116,6 +119,8 @@ mod tests {
             "a copy from 0 back"
         );
         assert_eq!(unpack(&[]), b"");
+        // A length that lies reserves no more than the items could make.
+        assert_eq!(unpack(&[0xff, 0xff, 0xff, 0xff, 0, b'y']), b"y");
     }
 
     #[test]

@@ -78,7 +78,9 @@ pub fn read_text(path: &Path) -> Result<String, FileError> {
 
 /// The regular file at `path` (links followed), opened for reading as the
 /// module header says: anything else is refused, naming what it is, and
-/// neither the open nor a read can block.
+/// neither the open nor a read can block (a file under another process's
+/// lease, as Samba takes, fails at once with `EWOULDBLOCK` rather than
+/// waiting for the lease to be given up).
 pub fn open_regular(path: &Path) -> Result<File, FileError> {
     regular(fs::metadata(path)?.file_type())?;
     let file = OpenOptions::new()
