@@ -38,36 +38,32 @@ pub fn pack(data: &[u8]) -> Vec<u8> {
         }
         best
     };
-    let (mut at, mut literals) = (0, 0);
-    while at < data.len() {
-        let (len, back) = longest(&places, at);
-        let later = longest(&places, at + 1).0;
-        if len <= MIN_COPY || later > len + 1 {
-            places
-                .entry(&data[at..(at + MIN_COPY).min(data.len())])
-                .or_default()
-                .push(at);
-            at += 1;
-            continue;
-        }
-        for run in data[literals..at].chunks(0x80) {
+    // The runs from `from` to `to`, at most 128 bytes each.
+    let literals = |out: &mut Vec<u8>, from: usize, to: usize| {
+        for run in data[from..to].chunks(0x80) {
             out.push(run.len() as u8 - 1);
             out.extend_from_slice(run);
         }
-        out.push(0x80 | (len - MIN_COPY) as u8);
-        out.extend_from_slice(&(back as u16).to_le_bytes());
-        for place in at..at + len {
-            places
-                .entry(&data[place..(place + MIN_COPY).min(data.len())])
-                .or_default()
-                .push(place);
+    };
+    let (mut at, mut unsent) = (0, 0);
+    while at < data.len() {
+        let (len, back) = longest(&places, at);
+        let later = longest(&places, at + 1).0;
+        let step = if len <= MIN_COPY || later > len + 1 {
+            1
+        } else {
+            literals(&mut out, unsent, at);
+            out.push(0x80 | (len - MIN_COPY) as u8);
+            out.extend_from_slice(&(back as u16).to_le_bytes());
+            unsent = at + len;
+            len
+        };
+        for place in at..at + step {
+            let key = &data[place..(place + MIN_COPY).min(data.len())];
+            places.entry(key).or_default().push(place);
         }
-        at += len;
-        literals = at;
+        at += step;
     }
-    for run in data[literals..].chunks(0x80) {
-        out.push(run.len() as u8 - 1);
-        out.extend_from_slice(run);
-    }
+    literals(&mut out, unsent, data.len());
     out
 }

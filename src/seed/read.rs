@@ -98,6 +98,19 @@ impl From<io::Error> for Failure {
     }
 }
 
+/// Opening the seed (`os::open_regular`) can only fail to find or open
+/// it, or find something other than a regular file.
+impl From<FileError> for Failure {
+    fn from(e: FileError) -> Failure {
+        let fault = match e {
+            FileError::NotAFile(kind) => Fault::NotAFile(kind),
+            FileError::Io(e) => Fault::Io(e),
+            other => Fault::Io(io::Error::other(other)),
+        };
+        Failure { at: None, fault }
+    }
+}
+
 /// The longest record read, in bytes: room for a name and a tag at their
 /// limits written entirely as escaped surrogate pairs (12 bytes a
 /// character), plus 64 KiB for the rest of the object.
@@ -122,14 +135,7 @@ pub fn read(
     // A FIFO would block the open until written to, and could not be read
     // twice; a directory would fail later, less clearly: refused, also when
     // swapped in after a look at the path.
-    let file = os::open_regular(path).map_err(|e| match e {
-        FileError::NotAFile(kind) => Failure {
-            at: None,
-            fault: Fault::NotAFile(kind),
-        },
-        FileError::Io(e) => Failure::from(e),
-        other => Failure::from(io::Error::other(other)),
-    })?;
+    let file = os::open_regular(path)?;
     let mut reader = BufReader::with_capacity(64 << 10, file);
     let array = starts_with_bracket(&mut reader)?;
     // Read again from the start, through the same open file.

@@ -462,16 +462,8 @@ fn duplicates_and_limits_stop_a_seed_naming_both_positions() {
 #[test]
 fn a_missing_file_a_directory_a_fifo_or_a_device_is_refused() {
     let missing = Temp::new("missing");
-    let refused = |path: &Path| {
-        load(
-            path,
-            &store(10, 100),
-            Before::InMemory,
-            LIMITS,
-            Capacity::plants(10),
-        )
-        .unwrap_err()
-    };
+    let (store, capacity) = (store(10, 100), Capacity::plants(10));
+    let refused = |path: &Path| load(path, &store, Before::InMemory, LIMITS, capacity).unwrap_err();
     let e = refused(&missing.0);
     assert!(matches!(e.fault, Fault::Io(_)), "{e}");
     assert!(e.is_in_seed());
@@ -482,12 +474,11 @@ fn a_missing_file_a_directory_a_fifo_or_a_device_is_refused() {
         (scratch.fifo("seed"), "a FIFO"),
         (Path::new("/dev/zero").to_path_buf(), "a character device"),
     ] {
-        let e = refused(&path);
-        assert!(
-            e.to_string()
-                .ends_with(&format!(": it is {kind}, not a regular file")),
-            "{e}"
+        let (e, want) = (
+            refused(&path),
+            format!(": it is {kind}, not a regular file"),
         );
+        assert!(e.to_string().ends_with(&want), "{e}");
     }
 }
 
