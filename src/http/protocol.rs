@@ -234,6 +234,13 @@ impl Protocol {
                 self.phase = Phase::Closed;
                 Action::Wait
             }
+            // The client has gone (or shut its sending side, which a stream
+            // never asks for): a stream that owes nothing ends as at a stop.
+            // One still owing its body goes on until written or cut short.
+            Phase::Streaming if self.peer_closed => {
+                self.end_idle_stream(now);
+                Action::Wait
+            }
             _ => Action::Wait,
         }
     }
@@ -338,6 +345,14 @@ impl Protocol {
                     && self.inbox.input().len() < self.limits.max_head
             }
             Phase::Body => !self.peer_closed,
+            // Read while a body streams, though nothing is parsed until it
+            // ends: a pipelined request waits in the inbox (a head's worth
+            // at most), and the client's close is seen at once, so an idle
+            // stream whose client has gone frees its slot (`poll`) instead
+            // of holding it until a heartbeat's write fails.
+            Phase::Streaming => {
+                !self.peer_closed && self.inbox.input().len() < self.limits.max_head
+            }
             Phase::Lingering => true,
             _ => false,
         }

@@ -5,7 +5,9 @@
 //! wait, so a client that does not read holds about one piece. Each piece
 //! must leave within the write timeout (the timeout bounds the client's
 //! pace, not the length of the whole body), and while a body streams
-//! nothing else is read or parsed on the connection. A stream that answers
+//! nothing else is parsed on the connection (what the client sends is
+//! read into the inbox, a head's worth at most, so that its close is
+//! seen). A stream that answers
 //! `Fill::Pending` (its pieces are made on another thread) is not pulled
 //! again until the driver reports its waker woken with
 //! [`Protocol::resume`]; meanwhile what it gave keeps leaving, and the
@@ -13,7 +15,7 @@
 //! wakes is cut short like a client that stops reading. A stream that
 //! answers `Fill::Idle` (a live feed with no event to send) waits the same
 //! way, but with no deadline once its output has left, and is ended
-//! cleanly when the server stops.
+//! cleanly when the server stops or the client closes its side.
 //!
 //! Invariants: a body is ended cleanly (the last chunk, or the close for
 //! HTTP/1.0) only after `Fill::Done`; a stream that fails, or promises more

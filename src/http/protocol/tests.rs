@@ -146,7 +146,7 @@ fn a_streamed_body_is_pulled_as_the_client_reads_then_the_next_request_goes_on()
         Action::Wait,
         "the next request waits for the body"
     );
-    assert!(!p.wants_input());
+    assert!(p.wants_input(), "read, to see the client's close");
     let wire = send_all(&mut p, 7_000, now);
     assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 101);
     // The wire holds the head, then chunks of 10,000 bytes, then the end.
@@ -302,7 +302,8 @@ fn a_pending_stream_is_pulled_again_only_when_woken_then_the_next_request_goes_o
     // connection stays, and the next request waits for the body.
     assert_eq!(p.poll(now), Action::Wait);
     assert_eq!(calls(), 1);
-    assert!(!p.is_closed() && !p.wants_input());
+    // Input is still read (a head's worth), to see the client's close.
+    assert!(!p.is_closed() && p.wants_input());
     p.resume(0, now);
     assert_eq!(calls(), 1, "a wake for another request does nothing");
     p.resume(1, now);
@@ -384,7 +385,7 @@ fn an_idle_stream_waits_without_a_deadline_once_its_output_has_left() {
     assert_eq!(p.deadline(), None);
     let later = now + Duration::from_secs(3600);
     assert_eq!(p.poll(later), Action::Wait);
-    assert!(!p.is_closed() && !p.wants_input());
+    assert!(!p.is_closed() && p.wants_input());
     p.resume(1, later);
     wire.extend(send_all(&mut p, 4096, later));
     p.resume(1, later);
@@ -417,4 +418,61 @@ fn an_idle_stream_ends_cleanly_when_the_server_stops_and_a_pending_one_does_not(
             assert!(!p.is_closed(), "a pending stream is still owed");
         }
     }
+}
+
+/// Regression: a stream never read its client's close, so a feed whose
+/// client had gone held its connection until a heartbeat failed.
+#[test]
+fn an_idle_stream_ends_when_its_client_closes_and_a_pending_one_goes_on() {
+    for (fill, ends) in [(Fill::Idle, true), (Fill::Pending, false)] {
+        let (mut p, now) = protocol();
+        p.received(b"GET /feed HTTP/1.1\r\nHost: x\r\n\r\n", now);
+        assert_eq!(p.poll(now), Action::Request);
+        let steps: &'static [(&'static [u8], Fill)] = match fill {
+            Fill::Idle => &[(b"ab", Fill::Idle)],
+            _ => &[(b"ab", Fill::Pending), (b"", Fill::Done)],
+        };
+        let (response, _) = script(steps);
+        p.answer(Answer::Now(response), now);
+        let mut wire = send_all(&mut p, 4096, now);
+        assert!(p.wants_input(), "{fill:?}");
+        p.closed_by_peer();
+        assert!(!p.wants_input());
+        assert_eq!(p.poll(now), Action::Wait);
+        wire.extend(send_all(&mut p, 4096, now));
+        if ends {
+            assert_eq!(body_of(&wire), b"2\r\nab\r\n0\r\n\r\n");
+            assert!(p.is_closed() && !p.cut_short());
+        } else {
+            // Still owed: it ends when complete, then the connection closes.
+            assert!(!p.is_closed());
+            p.resume(1, now);
+            wire.extend(send_all(&mut p, 4096, now));
+            assert_eq!(body_of(&wire), b"2\r\nab\r\n0\r\n\r\n");
+            assert_eq!(p.poll(now), Action::Wait);
+            assert!(p.is_closed() && !p.cut_short());
+        }
+    }
+}
+
+#[test]
+fn a_request_pipelined_during_a_stream_is_held_then_served() {
+    let (mut p, now) = protocol();
+    p.received(b"GET /feed HTTP/1.1\r\nHost: x\r\n\r\n", now);
+    assert_eq!(p.poll(now), Action::Request);
+    let (response, _) = script(&[(b"ab", Fill::Pending), (b"", Fill::Done)]);
+    p.answer(Answer::Now(response), now);
+    send_all(&mut p, 4096, now);
+    p.received(b"GET /next HTTP/1.1\r\nHost: x\r\n\r\n", now);
+    assert_eq!(
+        p.poll(now),
+        Action::Wait,
+        "not parsed while the body streams"
+    );
+    // A head's worth at most is held.
+    p.received(&vec![b'x'; Limits::default().max_head], now);
+    assert!(!p.wants_input());
+    p.resume(1, now);
+    send_all(&mut p, 4096, now);
+    assert_eq!(p.poll(now), Action::Request, "then it is served");
 }

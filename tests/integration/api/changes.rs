@@ -68,6 +68,15 @@ impl Feed {
     }
 
     fn open_on(stream: TcpStream, headers: &[(&str, &str)], query: &str) -> Feed {
+        Feed::try_open_on(stream, headers, query).unwrap_or_else(|head| panic!("{head}"))
+    }
+
+    /// As `open`, but a head other than 200 is returned, not asserted.
+    fn try_open_on(
+        stream: TcpStream,
+        headers: &[(&str, &str)],
+        query: &str,
+    ) -> Result<Feed, String> {
         stream.set_read_timeout(Some(PATIENCE)).unwrap();
         let mut all = vec![AUTH];
         all.extend_from_slice(headers);
@@ -87,12 +96,14 @@ impl Feed {
             }
             assert!(feed.read_more(), "closed before the head");
         };
-        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        if !head.starts_with("HTTP/1.1 200") {
+            return Err(head);
+        }
         let lower = head.to_ascii_lowercase();
         assert!(lower.contains("content-type: text/event-stream"), "{head}");
         assert!(lower.contains("transfer-encoding: chunked"), "{head}");
         assert!(lower.contains("cache-control: no-store"), "{head}");
-        feed
+        Ok(feed)
     }
 
     /// Reads more raw bytes; `false` at the end of the connection.
@@ -509,4 +520,57 @@ fn an_idle_stream_gets_a_comment_and_outlives_the_idle_timeout() {
     assert!(waited < PATIENCE, "{waited:?}");
     assert_eq!(server.create(&plant_body(1, "fern", None)).status, 200);
     assert_eq!(feed.next_event().seq(), 1);
+}
+
+/// Regression: a stream whose client had gone kept its connection slot
+/// until a heartbeat's write failed (15-20 s with no change), so with a
+/// small `--max-connections` every new client got 503 meanwhile.
+#[test]
+fn closed_streams_free_their_slots_at_once() {
+    let mut config = config();
+    config.limits.max_connections = 20;
+    let server = TestServer::with(config);
+    let mut feeds: Vec<Feed> = (0..20)
+        .map(|_| {
+            let mut feed = Feed::open(server.addr, &[], "");
+            feed.opening();
+            feed
+        })
+        .collect();
+    server
+        .send("GET", "/healthz", &[], "")
+        .assert_error(503, "connection limit");
+    let closed = Instant::now();
+    feeds.truncate(10);
+    // Ten new streams open as the slots come free: well within a second
+    // on an idle machine; 5 s is the bound for a loaded one.
+    let bound = Duration::from_secs(5);
+    while feeds.len() < 20 {
+        assert!(closed.elapsed() < bound, "{} slots freed", feeds.len() - 10);
+        match Feed::try_open_on(TcpStream::connect(server.addr).unwrap(), &[], "") {
+            Ok(mut feed) => {
+                feed.opening();
+                feeds.push(feed);
+            }
+            Err(head) => {
+                assert!(head.starts_with("HTTP/1.1 503"), "{head}");
+                thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+    // No ghost is counted: the cap is exactly full again, and once every
+    // client has gone, the feed counts no subscriber.
+    server
+        .send("GET", "/healthz", &[], "")
+        .assert_error(503, "connection limit");
+    feeds.clear();
+    let closed = Instant::now();
+    while closed.elapsed() < bound {
+        let reply = server.send("GET", "/metrics", &[AUTH], "");
+        if reply.status == 200 && reply.text().contains("\nplantstore_feed_subscribers 0\n") {
+            return;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    panic!("subscribers still counted {bound:?} after their clients closed");
 }
