@@ -8,7 +8,8 @@
 //! a FIFO or a device). PEM: the certificate file holds the chain, the
 //! server's certificate first; the key file one private key, PKCS#8, RSA
 //! (PKCS#1) or EC (SEC1); RSA, ECDSA P-256/P-384 and Ed25519 keys work. A
-//! key that does not match the certificate is refused.
+//! key that does not match the certificate is refused, and so is a chain
+//! of more than 8 certificates or 32 KiB (each handshake sends it whole).
 //!
 //! Served: TLS 1.3 and 1.2 with rustls' default cipher suites, on the ring
 //! provider (it builds for every release target with the cross gcc and zig
@@ -99,6 +100,15 @@ pub enum Part {
     Both,
 }
 
+/// The most certificates a served chain may hold: the server's and its
+/// intermediates (a real chain has two to four).
+const MAX_CHAIN_CERTS: usize = 8;
+/// The most bytes (DER) a served chain may hold. Every handshake sends the
+/// whole chain, and rustls queues it whatever the connection's 64 KiB
+/// output bound (`http::tls`), so a chain of thousands would let each
+/// client that stops reading hold megabytes.
+const MAX_CHAIN_BYTES: usize = 32 * 1024;
+
 /// The configuration to serve a PEM certificate chain with a PEM key;
 /// an error names the text at fault and never quotes the key.
 pub fn from_pem(cert: &str, key: &str) -> Result<Served, (Part, String)> {
@@ -109,6 +119,19 @@ pub fn from_pem(cert: &str, key: &str) -> Result<Served, (Part, String)> {
         return Err((
             Part::Cert,
             "holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into(),
+        ));
+    }
+    let bytes: usize = chain.iter().map(|c| c.len()).sum();
+    if chain.len() > MAX_CHAIN_CERTS || bytes > MAX_CHAIN_BYTES {
+        return Err((
+            Part::Cert,
+            format!(
+                "holds a chain of {} certificates ({bytes} bytes); at most {MAX_CHAIN_CERTS} \
+                 and {} KiB are served (the server's certificate and its intermediates: \
+                 every handshake sends them all)",
+                chain.len(),
+                MAX_CHAIN_BYTES / 1024
+            ),
         ));
     }
     let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).map_err(|e| {

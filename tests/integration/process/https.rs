@@ -473,7 +473,26 @@ fn sighup_serves_a_renewed_certificate_to_new_connections() {
     server.signal("HUP");
     assert!(logged(&server, "reload refused"), "{:?}", server.log());
     assert_eq!(serial(&server), "02");
+    // Regression: a chain of 1,000 certificates was served, sent whole to
+    // every client in its handshake.
+    certs.issue("ec", "cert.pem", "key.pem", 3);
+    std::fs::write(&certs.cert, long_chain(&certs)).unwrap();
+    server.signal("HUP");
+    assert!(
+        logged(&server, "holds a chain of 1000 certificates"),
+        "{:?}",
+        server.log()
+    );
+    assert_eq!(serial(&server), "02");
     assert_eq!(healthz(&certs, &server), "200");
+}
+
+/// The certificate file's first certificate a thousand times over.
+fn long_chain(certs: &Certs) -> String {
+    let pem = std::fs::read_to_string(&certs.cert).unwrap();
+    let end = "-----END CERTIFICATE-----\n";
+    let first = &pem[..pem.find(end).expect("a PEM certificate") + end.len()];
+    first.repeat(1000)
 }
 
 /// The serial number of the certificate a new connection is served, as
@@ -511,7 +530,10 @@ fn certificate_files_that_cannot_be_served_stop_the_start() {
     std::fs::write(&empty, "").unwrap();
     let empty = empty.display().to_string();
     let dir = certs.dir.0.display().to_string();
-    let cases: [(&[&str], &str); 6] = [
+    let long = certs.dir.join("long.pem");
+    std::fs::write(&long, long_chain(&certs)).unwrap();
+    let long = long.display().to_string();
+    let cases: [(&[&str], &str); 7] = [
         (&["--tls-cert", &cert], "--tls-cert needs --tls-key"),
         (&["--tls-key", &key], "--tls-key needs --tls-cert"),
         (
@@ -527,6 +549,10 @@ fn certificate_files_that_cannot_be_served_stop_the_start() {
             "holds no PEM private key",
         ),
         (&["--tls-cert", &dir, "--tls-key", &key], "directory"),
+        (
+            &["--tls-cert", &long, "--tls-key", &key],
+            "holds a chain of 1000 certificates",
+        ),
     ];
     for (args, want) in cases {
         let (code, stderr) = run_to_exit(args, Some(TOKEN), PATIENCE);
