@@ -5,7 +5,7 @@
 //!
 //! - leaves: [`plant`] (the model and its validation), [`metrics`] (the
 //!   Prometheus writer, histograms), [`os`], `lock` (the poisoned-lock
-//!   policy), [`logging`];
+//!   policy), `percent` (percent-escapes), [`logging`];
 //! - [`store`] (memory shards and the `--data` journal), [`database`]
 //!   (PostgreSQL, the `postgres` feature), [`seed`] (the `--seed` reader),
 //!   [`webhook`] (the sender), and [`http`], the engine, which knows
@@ -33,6 +33,7 @@ mod lock;
 pub mod logging;
 pub mod metrics;
 pub mod os;
+mod percent;
 pub mod plant;
 pub mod plants;
 mod reach;

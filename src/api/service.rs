@@ -88,6 +88,7 @@ struct Failing<'a> {
 /// `GET /metrics` (bearer auth): Prometheus text exposition.
 pub(super) fn metrics(app: &App, request: &Request<'_>) -> Result<Response, ApiError> {
     app.authorize(request)?;
+    super::query::none(request.query())?;
     let mut text = Exposition::new();
     app.metrics.render(&mut text);
     app.webhooks.render(&mut text);

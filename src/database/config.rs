@@ -23,6 +23,14 @@ impl DatabaseConfig {
     pub fn parse(url: &str, pool: usize) -> Result<DatabaseConfig, String> {
         // The parser's own words may quote part of the text, password
         // included: never shown.
+        // The client library keeps a malformed escape (`%+a`) as text,
+        // so a password or name would silently be something else.
+        let is_url = url.starts_with("postgres://") || url.starts_with("postgresql://");
+        if is_url && !crate::percent::well_formed(url) {
+            return Err("a % in the URL must start an escape of two hex digits \
+                 (write a % itself as %25)"
+                .into());
+        }
         let (url, ssl) = super::tls::SslSettings::take(url)?;
         let tls = super::tls::Rustls(ssl.client_config()?);
         let mut client = postgres::Config::from_str(&url).map_err(|_| {
@@ -132,6 +140,10 @@ mod tests {
             "mysql://x",
             "host=/tmp user=",
             "host=db password=se cret=1",
+            // Regression: a sign is no hex digit (`%+a` was a line feed
+            // in sslrootcert, and kept as text by the client library).
+            "postgres://qqu:xq%+a@db/x",
+            "postgres://qqu@db/x?sslrootcert=%+0",
         ] {
             let why = DatabaseConfig::parse(bad, 1).expect_err(bad);
             // No part of the text, the password's included, in the message.

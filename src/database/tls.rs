@@ -74,8 +74,8 @@ impl SslSettings {
                     kept.push("sslmode=require".to_string());
                 }
                 ("sslrootcert", path) => {
-                    let path =
-                        percent_decode(path).ok_or("sslrootcert is not a path (bad %-escape)")?;
+                    let path = crate::percent::decode(path, false)
+                        .ok_or("sslrootcert is not a path (bad %-escape)")?;
                     settings.root_cert = Some(path.into());
                 }
                 _ => kept.push(pair.to_string()),
@@ -125,23 +125,6 @@ impl SslSettings {
             .with_no_client_auth();
         Ok(Arc::new(config))
     }
-}
-
-fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// How the server's certificate is checked: `chain` (`verify-ca`,

@@ -167,6 +167,10 @@ fn list_refuses_bad_query_parameters(kind: Kind) {
         "after=1.5",
         "after=99999999999999999999",
         "tag=%zz",
+        // Regression: a sign is no hex digit (`%+a` filtered on a line
+        // feed, `%+0` on NUL).
+        "tag=%+a",
+        "tag=%+0",
     ] {
         let name = query.split('=').next().unwrap();
         server
@@ -198,6 +202,8 @@ fn a_query_parameter_a_route_does_not_take_is_a_400_naming_it(kind: Kind) {
         ("PUT", "/plants/1?x=1", "\"x\""),
         ("DELETE", "/plants/1?force", "\"force\""),
         ("GET", "/export?format=csv", "\"format\""),
+        // Regression: `/metrics` answered 200 to any query.
+        ("GET", "/metrics?x", "\"x\"; accepted here: none"),
     ];
     for (method, target, needle) in refused {
         let body = if method == "POST" || method == "PUT" {

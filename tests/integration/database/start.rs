@@ -147,6 +147,22 @@ fn database_flags_that_cannot_work_are_exit_2_with_one_line_and_no_password() {
             &["--database", "postgres://plantstore:hunter2-secret@/plants"],
             "--database: no host",
         ),
+        // Regression: `%+a` was decoded as a line feed (sslrootcert) or
+        // kept as text (the password).
+        (
+            &[
+                "--database",
+                "postgres://plantstore:hunter2%+a@127.0.0.1/plants",
+            ],
+            "two hex digits",
+        ),
+        (
+            &[
+                "--database",
+                "postgres://plantstore:hunter2-secret@127.0.0.1/plants?sslrootcert=%+0",
+            ],
+            "two hex digits",
+        ),
     ] {
         let (code, stderr) = run_to_exit(args, Some(TOKEN), Duration::from_secs(10));
         assert_eq!(code, Some(2), "{args:?}: {stderr}");
