@@ -16,12 +16,30 @@
 #    edited /etc/default/plantstore; dpkg -r keeps the data and the token;
 #    dpkg -P removes them; systemd-analyze verify passes on the installed
 #    unit.
+# 4. docs/raspberry-pi.md's own commands, read from the page (the blocks
+#    after its "<!-- check-deb: NAME -->" lines), so that the page and
+#    this check cannot drift apart: the command that starts the service
+#    without systemd serves the plant with the token file's token, reading
+#    the settings file as the page says to write it (quotes, an & in
+#    single quotes); the HTTPS recipe's certificate is trusted by curl
+#    --cacert at every URL the server lists and at the names the install
+#    prints; purge keeps that certificate and key (files the package did
+#    not make) and removes /etc/plantstore only once nothing else is in it.
+#
+#   scripts/check-deb.sh [ARCH...]
+#
+# ARCH picks some of amd64, arm64, armhf for 1 and 2 (default: all three,
+# as CI runs it); amd64 is always among them, for 3 and 4.
 #
 # Needs root (or sudo): it installs and removes the package, and makes
 # and removes the plantstore user. It refuses to run where the package is
-# installed or a plantstore user exists already.
+# installed or a plantstore user or /etc/plantstore exists already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+ARCHS=("$@")
+[ ${#ARCHS[@]} -gt 0 ] || ARCHS=(amd64 arm64 armhf)
+[[ " ${ARCHS[*]} " == *" amd64 "* ]] || ARCHS=(amd64 "${ARCHS[@]}")
 
 SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
 need=()
@@ -35,6 +53,12 @@ if dpkg-query -W -f '${Status}' plantstore 2>/dev/null | grep -q installed; then
 fi
 if getent passwd plantstore >/dev/null || getent group plantstore >/dev/null; then
   echo "a plantstore user or group exists here: remove it first (userdel plantstore)" >&2
+  exit 1
+fi
+# Purge keeps what the administrator put in /etc/plantstore; what is there
+# when this ends is this script's (the HTTPS recipe's files), removed.
+if [ -e /etc/plantstore ]; then
+  echo "/etc/plantstore exists here: not touching it" >&2
   exit 1
 fi
 
@@ -57,6 +81,7 @@ cleanup() {
   fi
   getent passwd plantstore >/dev/null && $SUDO userdel plantstore
   getent group plantstore >/dev/null && $SUDO groupdel plantstore
+  $SUDO rm -rf /etc/plantstore
   [ -z "$added_policy" ] || $SUDO rm -f "$policy"
   rm -rf "$WORK"
 }
@@ -75,12 +100,12 @@ fail() {
 # The packages, copied aside: cargo-deb replaces a package of the same
 # architecture.
 mkdir "$WORK/debs"
-scripts/package-deb.sh "$V1" | tee /dev/stderr | cut -d' ' -f3 | xargs -I{} cp {} "$WORK/debs/"
+scripts/package-deb.sh "$V1" "${ARCHS[@]}" | tee /dev/stderr | cut -d' ' -f3 | xargs -I{} cp {} "$WORK/debs/"
 scripts/package-deb.sh "$V2" amd64 | cut -d' ' -f3 | xargs -I{} cp {} "$WORK/debs/"
 deb() { echo "$WORK/debs/plantstore_$1_$2.deb"; }
 
 # 1. lintian, 2. the binary each package carries.
-for arch in amd64 arm64 armhf; do
+for arch in "${ARCHS[@]}"; do
   pkg=$(deb "$V1" "$arch")
   echo "== $pkg: lintian" >&2
   rc=0
@@ -145,12 +170,17 @@ start_service() {
   $SUDO runuser -u "$user" -- env -i PATH=/usr/bin:/bin STATE_DIRECTORY=/var/lib/plantstore \
     "${envs[@]}" $exec 2>"$WORK/server.log" &
   PID=$!
+  await_healthz "$URL" "$WORK/server.log"
+}
+# Waits for the server to answer GET $1/healthz, or fails with its log, $2.
+await_healthz() {
+  local url=$1 log=$2
   for _ in $(seq 1 100); do
-    curl -sf "$URL/healthz" >/dev/null && return 0
+    curl -sf "$url/healthz" >/dev/null && return 0
     sleep 0.1
   done
-  cat "$WORK/server.log" >&2
-  fail "the service did not answer /healthz at $URL"
+  cat "$log" >&2
+  fail "the service did not answer /healthz at $url"
 }
 stop_service() {
   $SUDO pkill -TERM -u plantstore -x plantstore || true
@@ -222,6 +252,77 @@ got=$(curl -s -H "Authorization: Bearer $TOKEN" "$URL/plants/7")
 echo "   after the upgrade: $got" >&2
 stop_service
 
+# 4. The page's own commands. A block of docs/raspberry-pi.md is the one
+# after its line "<!-- check-deb: NAME -->"; run as root, as the page
+# runs it (its sudo is then the identity).
+doc_block() {
+  awk -v mark="<!-- check-deb: $1 -->" '$0 == mark { found = 1; next }
+    found && /^```/ { if (inside) exit; inside = 1; next }
+    inside { print }' docs/raspberry-pi.md
+}
+run_doc() {
+  local block
+  block=$(doc_block "$1")
+  [ -n "$block" ] || fail "docs/raspberry-pi.md has no block after <!-- check-deb: $1 -->"
+  $SUDO bash -euo pipefail -c "sudo() { \"\$@\"; }
+$block"
+}
+start_by_hand() {
+  run_doc without-systemd >"$1" 2>&1 &
+  PID=$!
+}
+
+echo "== docs/raspberry-pi.md, Without systemd: the command as written there" >&2
+# Two settings written as the page says to where sh reads the file: a
+# quoted value, and an & in single quotes.
+hook="http://127.0.0.1:9/hook?board=1&room=2"
+printf '%s\n' 'PLANTSTORE_LOG_FORMAT="json"' "PLANTSTORE_WEBHOOK='$hook'" |
+  $SUDO tee -a /etc/default/plantstore >/dev/null
+start_by_hand "$WORK/by-hand.log"
+await_healthz "$URL" "$WORK/by-hand.log"
+got=$(curl -s -H "Authorization: Bearer $TOKEN" "$URL/plants/7")
+stop_service
+[ "$got" = '{"id":7,"name":"Fern","tag":"green"}' ] ||
+  fail "started by hand, GET /plants/7 with the token file's token: $got"
+echo "   GET /plants/7 with the token of /etc/plantstore/tokens: $got" >&2
+head -n 1 "$WORK/by-hand.log" | grep -q '^{' || fail "PLANTSTORE_LOG_FORMAT=\"json\" was not read as json"
+grep -qF "$hook" "$WORK/by-hand.log" || fail "the webhook URL was not read whole: $(cat "$WORK/by-hand.log")"
+$SUDO sed -i '/^PLANTSTORE_LOG_FORMAT=/d; /^PLANTSTORE_WEBHOOK=/d' /etc/default/plantstore
+
+echo "== docs/raspberry-pi.md, Turn HTTPS on: the recipe as written there" >&2
+run_doc https-certificate
+expect_mode /etc/plantstore/key.pem "640 root:plantstore"
+# The page's two lines, uncommented; every address, so that the start-up
+# line lists the LAN's too.
+port_tls=$(free_port)
+$SUDO sed -i -e 's|^#\(PLANTSTORE_TLS_CERT=/etc/plantstore/cert.pem\)$|\1|' \
+  -e 's|^#\(PLANTSTORE_TLS_KEY=/etc/plantstore/key.pem\)$|\1|' \
+  -e "s/^PLANTSTORE_ADDR=.*/PLANTSTORE_ADDR=0.0.0.0:$port_tls/" /etc/default/plantstore
+[ "$(grep -c '^PLANTSTORE_TLS_\(CERT\|KEY\)=' /etc/default/plantstore)" = 2 ] ||
+  fail "/etc/default/plantstore lacks the page's commented-out TLS lines"
+start_by_hand "$WORK/https.log"
+for _ in $(seq 1 100); do grep -q 'reachable at' "$WORK/https.log" && break; sleep 0.1; done
+ca=(--cacert /etc/plantstore/cert.pem)
+mapfile -t urls < <(grep 'reachable at' "$WORK/https.log" | grep -oE 'https://[^ ,]+')
+[ ${#urls[@]} -gt 0 ] || fail "the start-up line lists no URL: $(cat "$WORK/https.log")"
+# The URLs the server lists, and the names the install prints (uname -n)
+# or the page uses, each resolved to this machine.
+for name in "$(uname -n)" "$(uname -n).local" localhost; do
+  urls+=("https://$name:$port_tls --resolve $name:$port_tls:127.0.0.1")
+done
+for each in "${urls[@]}"; do
+  read -r url resolve <<<"$each"
+  # shellcheck disable=SC2086 # $resolve is none or two words
+  out=$(curl -sS "${ca[@]}" $resolve "$url/healthz" 2>&1) || fail "curl --cacert cert.pem $url: $out"
+  echo "   $url/healthz with --cacert cert.pem: $out" >&2
+done
+# curl does check: a name the certificate does not hold is refused.
+rc=0
+curl -s "${ca[@]}" --resolve "elsewhere.invalid:$port_tls:127.0.0.1" \
+  "https://elsewhere.invalid:$port_tls/healthz" >/dev/null || rc=$?
+stop_service
+[ "$rc" = 60 ] || fail "curl accepted the certificate for a name it does not hold (exit $rc)"
+
 echo "== dpkg -r plantstore" >&2
 $SUDO dpkg -r plantstore >/dev/null
 [ ! -e /usr/bin/plantstore ] || fail "dpkg -r left /usr/bin/plantstore"
@@ -230,9 +331,21 @@ $SUDO dpkg -r plantstore >/dev/null
 echo "   the journal and the token are kept" >&2
 
 echo "== dpkg -P plantstore" >&2
-$SUDO dpkg -P plantstore >/dev/null
-for path in /var/lib/plantstore /etc/plantstore /etc/default/plantstore; do
+kept=$($SUDO sha256sum /etc/plantstore/cert.pem /etc/plantstore/key.pem)
+$SUDO dpkg -P plantstore >"$WORK/purge.out"
+cat "$WORK/purge.out"
+for path in /var/lib/plantstore /etc/plantstore/tokens /etc/default/plantstore; do
   [ ! -e "$path" ] || fail "dpkg -P left $path"
 done
-echo "   the journal, the token and /etc/default/plantstore are gone" >&2
-echo "the Debian packages: lintian, smoke tests and the amd64 install, upgrade, remove and purge passed"
+[ "$($SUDO sha256sum /etc/plantstore/cert.pem /etc/plantstore/key.pem 2>&1)" = "$kept" ] ||
+  fail "dpkg -P removed or changed the certificate and key it did not make"
+grep -q "kept /etc/plantstore" "$WORK/purge.out" || fail "dpkg -P did not say that it kept /etc/plantstore"
+echo "   the journal, the token and /etc/default/plantstore are gone; the certificate and key are kept" >&2
+
+echo "== dpkg -i and dpkg -P, nothing of the administrator's in /etc/plantstore" >&2
+$SUDO rm /etc/plantstore/cert.pem /etc/plantstore/key.pem
+$SUDO dpkg -i "$(deb "$V2" amd64)" >/dev/null
+$SUDO dpkg -P plantstore >/dev/null
+[ ! -e /etc/plantstore ] || fail "dpkg -P left /etc/plantstore: $(ls -A /etc/plantstore)"
+echo "   /etc/plantstore is gone" >&2
+echo "the Debian packages: lintian, smoke tests, the amd64 install, upgrade, remove and purge, and the page's commands passed"
