@@ -1,10 +1,11 @@
 # Sourced by the scripts that test the release binary: builds it, starts it
 # on a free loopback port (it binds port 0 and logs the real one) with
 # PLANTSTORE_TOKEN=$token and any further flags in the array $serve_args,
-# and sets $addr; the server is stopped on exit. With $serve_features
-# (cargo features, e.g. postgres) the build has a target directory of its
-# own, target/$serve_features, so target/release/plantstore stays the
-# default build.
+# and sets $addr (host:port, whether it serves http:// or, given
+# --tls-cert and --tls-key, https://); the server is stopped on exit. With
+# $serve_features (cargo features, e.g. postgres) the build has a target
+# directory of its own, target/$serve_features, so
+# target/release/plantstore stays the default build.
 serve_bin=target/release/plantstore
 if [ -n "${serve_features:-}" ]; then
     cargo build --release --quiet --features "$serve_features" --target-dir "target/${serve_features//,/-}"
@@ -20,7 +21,7 @@ serve_pid=$!
 trap 'kill $serve_pid 2>/dev/null || true; wait $serve_pid 2>/dev/null || true; rm -f "$serve_log"' EXIT
 addr=
 for _ in $(seq 100); do
-    addr=$(grep -o 'listening on http://[^,]*' "$serve_log" | sed 's|listening on http://||' || true)
+    addr=$(grep -o 'listening on https\?://[^,]*' "$serve_log" | sed 's|listening on https\?://||' || true)
     [ -n "$addr" ] && break
     sleep 0.05
 done
