@@ -15,8 +15,19 @@
 //! is built in a per-thread buffer and written with one `write_all` on the
 //! locked stderr, so lines of different threads never interleave.
 //!
-//! It does not filter by target, colour, or rotate: stderr goes to
-//! journald, a file or a container's log driver, which do that.
+//! Other crates' records (any target outside `plantstore` and `access`:
+//! in this build only the PostgreSQL client's, since rustls and mio are
+//! built without their logging) are written at [`OTHERS`], warn, and above
+//! only, whatever the level. Below it the PostgreSQL client logs every
+//! statement with its parameters (plant names and tags, as byte lists)
+//! and every poll of its connections, so a log at `debug` or `trace` would
+//! carry what requests sent, and an idle instance on PostgreSQL would write
+//! about 40 lines a second at `debug` and 430 at `trace` (the follower's
+//! poll, the heartbeat, the workers' pings). `debug` and `trace` add this
+//! server's own detail only.
+//!
+//! It does not otherwise filter by target, colour, or rotate: stderr goes
+//! to journald, a file or a container's log driver, which do that.
 
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
@@ -44,6 +55,9 @@ pub struct Logger {
     format: Format,
 }
 
+/// The lowest level of another crate's records that is written.
+pub const OTHERS: Level = Level::Warn;
+
 /// A per-thread buffer larger than this is given back after its line.
 const KEEP: usize = 4096;
 
@@ -67,7 +81,7 @@ impl Logger {
 
 impl Log for Logger {
     fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        metadata.level() <= self.level
+        metadata.level() <= self.level && (metadata.level() <= OTHERS || ours(metadata.target()))
     }
 
     fn log(&self, record: &Record<'_>) {
@@ -80,6 +94,15 @@ impl Log for Logger {
     fn flush(&self) {
         let _ = io::stderr().flush();
     }
+}
+
+/// Whether `target` is this server's: its modules, its start-up lines,
+/// its access lines.
+fn ours(target: &str) -> bool {
+    target == "access"
+        || target
+            .strip_prefix("plantstore")
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
 }
 
 /// One request's access line: what `--log-format json` carries as fields,
@@ -345,6 +368,42 @@ mod tests {
             .build();
         write_line(&mut line, format, now, &record, access);
         String::from_utf8(line).expect("the log is ASCII")
+    }
+
+    #[test]
+    fn other_crates_are_written_at_warn_and_above_whatever_the_level() {
+        let logger = Logger {
+            level: LevelFilter::Trace,
+            format: Format::Text,
+        };
+        let at = |level, target| {
+            logger.enabled(&Metadata::builder().level(level).target(target).build())
+        };
+        for ours in ["plantstore", "plantstore::database::follow", "access"] {
+            assert!(at(Level::Trace, ours), "{ours}");
+        }
+        for other in [
+            "tokio_postgres::query",
+            "postgres",
+            "rustls::conn",
+            "mio::poll",
+            "plantstores",
+        ] {
+            assert!(
+                !at(Level::Info, other) && !at(Level::Debug, other),
+                "{other}"
+            );
+            assert!(at(Level::Warn, other) && at(Level::Error, other), "{other}");
+        }
+        let quiet = Logger {
+            level: LevelFilter::Error,
+            format: Format::Text,
+        };
+        let warn = Metadata::builder()
+            .level(Level::Warn)
+            .target("rustls")
+            .build();
+        assert!(!quiet.enabled(&warn), "never above the level asked for");
     }
 
     #[test]

@@ -70,7 +70,7 @@ impl App {
         ui: bool,
     ) -> App {
         let (epoch, last) = plants.changes_start();
-        let changes = Hub::new(epoch, last);
+        let changes = Hub::new(epoch, last, plants.change_log());
         // The door's one change hook is the feed's: set before any change.
         if !plants.set_change_hook(changes.hook()) {
             log::warn!("change feed: the store's change hook was taken; the feed stays silent");

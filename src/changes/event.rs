@@ -19,7 +19,17 @@ use std::io::Write;
 use crate::plant::{ChangeKind, PlantChange, PlantRecord};
 
 /// Bytes an event costs the history beyond its text.
-const OVERHEAD: usize = 64;
+pub(super) const OVERHEAD: usize = 64;
+
+/// Why a stream starts with a `reset` (its `data`'s `reason`).
+pub(super) const FOREIGN: &str = "not an event id of this feed";
+pub(super) const RESTARTED: &str = "the server restarted";
+pub(super) const TOO_FAR: &str = "too far behind";
+/// The shared change log was needed and did not answer.
+pub(super) const UNREADABLE: &str = "the change log could not be read";
+/// The change log holds the id, but this instance was not handed it in
+/// time.
+pub(super) const LAGGING: &str = "this instance is behind the change log";
 
 /// One change, encoded once for every subscriber.
 pub(super) struct Event {
@@ -96,6 +106,13 @@ pub enum Resume {
     Fresh,
     /// After this event, which the history still holds (or the last one).
     After(u64),
+    /// After this event, older than the history: only a shared change log
+    /// can still have the changes after it.
+    Behind(u64),
+    /// After this event, newer than the last one handed to the feed: only
+    /// a shared change log can say whether it is one (another instance's,
+    /// which this one has not been handed yet).
+    Ahead(u64),
     /// From the next change, after a `reset` event saying why.
     Reset(&'static str),
 }
@@ -111,11 +128,11 @@ impl Resume {
             .split_once('-')
             .and_then(|(e, s)| Some((digits(e)?, digits(s)?)));
         match parsed {
-            None => Resume::Reset("not an event id of this feed"),
-            Some((e, _)) if e != epoch => Resume::Reset("the server restarted"),
-            Some((_, seq)) if seq > last => Resume::Reset("not an event id of this feed"),
+            None => Resume::Reset(FOREIGN),
+            Some((e, _)) if e != epoch => Resume::Reset(RESTARTED),
+            Some((_, seq)) if seq > last => Resume::Ahead(seq),
             // Resuming after `seq` needs `seq + 1` onwards.
-            Some((_, seq)) if seq + 1 < first => Resume::Reset("too far behind"),
+            Some((_, seq)) if seq + 1 < first => Resume::Behind(seq),
             Some((_, seq)) => Resume::After(seq),
         }
     }
@@ -179,10 +196,10 @@ mod tests {
         assert_eq!(at(Some("17-9")), Resume::After(9), "10 onwards is kept");
         assert_eq!(at(Some("17-20")), Resume::After(20));
         assert_eq!(at(Some(" 17-15 ")), Resume::After(15));
-        assert_eq!(at(Some("17-8")), Resume::Reset("too far behind"));
-        assert_eq!(at(Some("16-15")), Resume::Reset("the server restarted"));
+        assert_eq!(at(Some("17-8")), Resume::Behind(8));
+        assert_eq!(at(Some("17-21")), Resume::Ahead(21));
+        assert_eq!(at(Some("16-15")), Resume::Reset(RESTARTED));
         for bad in [
-            "17-21",
             "17",
             "17-",
             "-3",
@@ -191,7 +208,7 @@ mod tests {
             "17-1-2",
             "17-99999999999999999999",
         ] {
-            assert!(matches!(at(Some(bad)), Resume::Reset(_)), "{bad}");
+            assert_eq!(at(Some(bad)), Resume::Reset(FOREIGN), "{bad}");
         }
         // Nothing kept yet: an id of the last event still resumes.
         assert_eq!(

@@ -19,9 +19,16 @@
 //! milliseconds since 1970, so ids increase across restarts too. With the
 //! database both are the cluster's (the change log's), so an id means the
 //! same on every instance and across restarts. `Last-Event-ID` resumes after that
-//! event when it is of this epoch and still in the history. Otherwise (a
-//! restart, too old, not an id of ours) the stream starts with one `reset`
-//! event: re-list, then go on from its id.
+//! event when it is of this epoch and still in the history. With the
+//! database, an id older than the history, or past the last event this
+//! instance was handed, is looked up in the database's change log
+//! (`resume`). Otherwise (a restart, too old, not an id of ours) the
+//! stream starts with one `reset` event: re-list, then go on from its id.
+//!
+//! The history starts with the first stream: until one is opened, nobody
+//! can hold an id of this process to resume from (in memory), or the
+//! change log has them (the database), so changes are only counted, and a
+//! writer pays one lock for the feed.
 //!
 //! Delivery is in rounds. A writer only appends (and signals the first
 //! event since the last round); the feed's own thread then wakes every
@@ -42,6 +49,9 @@
 //! and every delete (a delete does not say which tag the plant had).
 
 mod event;
+mod resume;
+#[cfg(test)]
+mod tests;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,9 +63,12 @@ use log::info;
 use crate::http::{Fill, Stream, StreamWaker};
 use crate::lock::lock;
 use crate::metrics::{Exposition, Kind};
-use crate::plant::{ChangeHook, PlantChange};
+use crate::plant::{ChangeHook, ChangeLog, PlantChange};
 
 pub use event::Resume;
+
+use event::{FOREIGN, TOO_FAR};
+use resume::{Fills, Start, Step};
 
 /// The most bytes of events the history keeps (and so the furthest a
 /// subscriber may fall behind before it is dropped).
@@ -79,6 +92,8 @@ pub struct Hub {
     /// resume from, so changes are only counted, not encoded and kept
     /// (the writers' cost of the feed is then one lock).
     followed: AtomicBool,
+    /// The change log every instance shares, if any (`resume`).
+    log: Option<Arc<dyn ChangeLog>>,
 }
 
 #[derive(Default)]
@@ -98,6 +113,10 @@ struct State {
     /// Rounds so far: a subscriber that registered in this one is in
     /// `sleeping` already.
     rounds: u64,
+    /// Reads of the change log that fill the history (`resume`).
+    fills: Fills,
+    /// Subscribers waiting for an id past `last` (`resume`).
+    ahead: usize,
     /// Subscribers now, numbers handed out, events published, and
     /// subscribers dropped for falling behind (for the metrics).
     subscribers: u64,
@@ -115,8 +134,9 @@ impl State {
 
 impl Hub {
     /// An empty feed of `epoch` (`None`: now) whose first change will be
-    /// numbered `last + 1`.
-    pub fn new(epoch: Option<u64>, last: u64) -> Arc<Hub> {
+    /// numbered `last + 1`, and the change log it shares with other
+    /// instances, if any.
+    pub fn new(epoch: Option<u64>, last: u64, log: Option<Arc<dyn ChangeLog>>) -> Arc<Hub> {
         let epoch = epoch.unwrap_or_else(|| {
             SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -131,6 +151,7 @@ impl Hub {
             due: Condvar::new(),
             delivery: OnceLock::new(),
             followed: AtomicBool::new(false),
+            log,
         })
     }
 
@@ -196,19 +217,30 @@ impl Hub {
         let number = state.numbered;
         let resume = Resume::from_header(last_event_id, self.epoch, state.first(), state.last);
         let mut preface = Vec::new();
-        let next = match resume {
-            Resume::After(seq) => seq + 1,
-            Resume::Fresh => {
+        let (mut next, mut start) = (state.last + 1, Start::Ready);
+        match (resume, self.log.is_some()) {
+            (Resume::After(seq), _) => next = seq + 1,
+            (Resume::Fresh, _) => {
                 event::id_line(&mut preface, self.epoch, state.last);
                 preface.push(b'\n');
-                state.last + 1
             }
-            Resume::Reset(why) => {
-                event::reset(&mut preface, self.epoch, state.last, why);
-                state.last + 1
+            (Resume::Behind(after), true) => {
+                start = Start::Behind {
+                    after,
+                    awaited: None,
+                }
             }
-        };
-        Subscriber {
+            (Resume::Ahead(seq), true) => start = Start::ahead(&mut state, seq),
+            (Resume::Behind(_), false) => {
+                event::reset(&mut preface, self.epoch, state.last, TOO_FAR)
+            }
+            (Resume::Ahead(_), false) => {
+                event::reset(&mut preface, self.epoch, state.last, FOREIGN)
+            }
+            (Resume::Reset(why), _) => event::reset(&mut preface, self.epoch, state.last, why),
+        }
+        drop(state);
+        let subscriber = Subscriber {
             hub: Arc::clone(self),
             number,
             next,
@@ -217,7 +249,12 @@ impl Hub {
             preface,
             sent: Instant::now(),
             registered: None,
+            start,
+        };
+        if let Some(log) = &self.log {
+            self.ask_last(&**log, &subscriber);
         }
+        subscriber
     }
 
     /// Runs the delivery rounds, while the hub lives.
@@ -246,7 +283,12 @@ impl Hub {
     fn round(&self, woken: &mut Vec<(u64, StreamWaker)>) {
         let mut state = lock(&self.state);
         if !state.due {
-            state = match self.due.wait_timeout(state, IDLE_ROUND) {
+            let wait = if state.ahead > 0 {
+                resume::AHEAD_ROUND
+            } else {
+                IDLE_ROUND
+            };
+            state = match self.due.wait_timeout(state, wait) {
                 Ok((state, _)) => state,
                 Err(poisoned) => poisoned.into_inner().0,
             };
@@ -306,13 +348,29 @@ pub struct Subscriber {
     sent: Instant,
     /// The round in which it last joined `sleeping`.
     registered: Option<u64>,
+    /// Until `Ready`, its position is still to be found (`resume`).
+    start: Start,
 }
 
 impl Stream for Subscriber {
     fn fill(&mut self, out: &mut Vec<u8>, want: usize) -> Fill {
         let before = out.len();
+        // Its own handle: the lock is held while the subscriber changes.
+        let hub = Arc::clone(&self.hub);
+        let mut state = lock(&hub.state);
+        match self.resolve(&mut state) {
+            Step::Ready => {}
+            step => {
+                self.sleep(&mut state);
+                drop(state);
+                if let (Step::Read(read), Some(log)) = (step, &hub.log) {
+                    hub.read_back(&**log, read);
+                }
+                self.heartbeat(out, before);
+                return Fill::Idle;
+            }
+        }
         out.append(&mut self.preface);
-        let mut state = lock(&self.hub.state);
         let first = state.first();
         if self.next < first {
             state.dropped += 1;
@@ -335,11 +393,25 @@ impl Stream for Subscriber {
                 out.extend_from_slice(event.bytes());
             }
         }
+        self.sleep(&mut state);
+        drop(state);
+        self.heartbeat(out, before);
+        Fill::Idle
+    }
+}
+
+impl Subscriber {
+    /// Joins `sleeping`, once a round: woken by the next round.
+    fn sleep(&mut self, state: &mut State) {
         if self.registered != Some(state.rounds) {
             self.registered = Some(state.rounds);
             state.sleeping.push((self.number, self.waker.clone()));
         }
-        drop(state);
+    }
+
+    /// After a pull that appended from `before` on: a comment if the
+    /// stream would otherwise stay silent too long.
+    fn heartbeat(&mut self, out: &mut Vec<u8>, before: usize) {
         let now = Instant::now();
         if out.len() == before && now.duration_since(self.sent) >= HEARTBEAT - IDLE_ROUND {
             out.extend_from_slice(b":\n\n");
@@ -347,7 +419,6 @@ impl Stream for Subscriber {
         if out.len() > before {
             self.sent = now;
         }
-        Fill::Idle
     }
 }
 
@@ -357,5 +428,8 @@ impl Drop for Subscriber {
         let number = self.number;
         state.sleeping.retain(|(n, _)| *n != number);
         state.subscribers -= 1;
+        if matches!(self.start, Start::Ahead { .. }) {
+            state.ahead -= 1;
+        }
     }
 }

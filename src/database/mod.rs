@@ -14,8 +14,9 @@
 //!
 //! Files: `config` (the URL), `pool` (the queues, shared state, metrics),
 //! `batch` (group commit), `worker`, `watchdog`, `sql` (the statements and
-//! schema, the change log), `follow` (the change log read for the change
-//! feed), `seed` (the `--seed` file into the table).
+//! schema, the change log), `changelog` (reading the change log back),
+//! `follow` (the change log read for the change feed), `seed` (the
+//! `--seed` file into the table).
 //!
 //! Bounds. At most [`QUEUE`] jobs and changes wait; past that a request is refused at
 //! once. A job that waited [`MAX_WAIT`] is refused (by the worker that
@@ -41,6 +42,7 @@
 //! `BEAT + ANSWER` and a watchdog round, under a second.
 
 mod batch;
+mod changelog;
 mod config;
 mod follow;
 mod health;
@@ -52,6 +54,7 @@ mod watchdog;
 mod worker;
 
 pub use batch::{Answer, Change};
+pub use changelog::READ_BACK_FOR;
 pub use config::DatabaseConfig;
 pub use follow::follow;
 pub use pool::{JobSender, Pool};

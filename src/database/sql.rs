@@ -40,7 +40,7 @@
 //! the other's WAL flush. The row is found through its primary key, on a
 //! page kept mostly empty, so its old versions are pruned in place instead
 //! of growing a table that every update would scan.) The
-//! followers (`follow`) read the log from their last number. `epoch` is
+//! followers (`follow`) read the log from their last number (`changelog`). `epoch` is
 //! when the log was made (milliseconds since 1970): ids of the feed are
 //! `<epoch>-<seq>` on every instance.
 
@@ -50,7 +50,7 @@ use postgres::error::SqlState;
 use postgres::{Client, Row, Statement};
 
 use super::Change;
-use crate::plant::{ChangeKind, Plant, PlantChange};
+use crate::plant::Plant;
 
 /// A batch of changes in one statement: creates ($1-$3: ids, names,
 /// tags), replaces ($4-$6) and deletes ($7), each array in id order; the
@@ -133,12 +133,6 @@ const DELETE_ONE: &str = concat!(
     DELETE FROM plants WHERE id = $1 RETURNING id",
     log_one!("3", "NULL", "NULL")
 );
-
-/// The log's batches that hold changes after a number ($2), in order, at
-/// most $3 of them. A batch holds at most `BATCH_CHANGES`, so it starts
-/// after that number less that ($1): the index bounds the scan.
-const CHANGES_AFTER: &str = "SELECT seq, ids, kinds, names, tags FROM plant_changes
-WHERE seq > $1 AND seq + cardinality(ids) - 1 > $2 ORDER BY seq LIMIT $3";
 
 /// How often a batch cancelled by deadlock detection is run again.
 const DEADLOCK_TRIES: usize = 3;
@@ -280,7 +274,7 @@ pub struct Connection {
     create_one: Statement,
     replace_one: Statement,
     delete_one: Statement,
-    changes_after: Statement,
+    pub(super) changes_after: Statement,
     get: Statement,
     page: Statement,
     page_tagged: Statement,
@@ -299,7 +293,7 @@ impl Connection {
             create_one: prepare(CREATE_ONE)?,
             replace_one: prepare(REPLACE_ONE)?,
             delete_one: prepare(DELETE_ONE)?,
-            changes_after: prepare(CHANGES_AFTER)?,
+            changes_after: prepare(super::changelog::CHANGES_AFTER)?,
             get: prepare("SELECT name, tag FROM plants WHERE id = $1")?,
             page: prepare("SELECT id, name, tag FROM plants WHERE id >= $1 ORDER BY id LIMIT $2")?,
             page_tagged: prepare(
@@ -316,7 +310,7 @@ impl Connection {
     }
 
     /// `result` as the API sees it, counting a failure.
-    fn counted<T>(&mut self, result: Result<T, postgres::Error>) -> Result<T, DbError> {
+    pub(super) fn counted<T>(&mut self, result: Result<T, postgres::Error>) -> Result<T, DbError> {
         self.counted_for(1, result)
     }
 
@@ -403,79 +397,6 @@ impl Connection {
             done.insert(row.try_get::<_, i64>(0)?);
         }
         Ok(changes.iter().map(|(id, _)| done.contains(id)).collect())
-    }
-
-    /// The logged changes after number `after`, in order, from up to
-    /// `batches` batches.
-    pub fn changes_after(
-        &mut self,
-        after: u64,
-        batches: usize,
-    ) -> Result<Vec<PlantChange>, DbError> {
-        let from = after.saturating_sub(super::batch::BATCH_CHANGES as u64);
-        let from = i64::try_from(from).unwrap_or(i64::MAX);
-        let after_number = i64::try_from(after).unwrap_or(i64::MAX);
-        let limit = i64::try_from(batches).unwrap_or(i64::MAX);
-        let rows = self
-            .client
-            .query(&self.changes_after, &[&from, &after_number, &limit]);
-        let rows = self.counted(rows)?;
-        let mut changes = Vec::new();
-        for row in &rows {
-            let first: i64 = row.try_get(0)?;
-            let ids: Vec<i64> = row.try_get(1)?;
-            let kinds: Vec<i16> = row.try_get(2)?;
-            let names: Vec<Option<Vec<u8>>> = row.try_get(3)?;
-            let tags: Vec<Option<Vec<u8>>> = row.try_get(4)?;
-            let first =
-                u64::try_from(first).map_err(|_| DbError(format!("plant_changes: seq {first}")))?;
-            if ids.len() != kinds.len() || ids.len() != names.len() || ids.len() != tags.len() {
-                return Err(DbError(format!(
-                    "plant_changes: batch {first} has arrays of unequal length"
-                )));
-            }
-            let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
-            for (at, (((id, kind), name), tag)) in
-                ids.into_iter().zip(kinds).zip(names).zip(tags).enumerate()
-            {
-                let seq = first + at as u64;
-                if seq <= after {
-                    continue;
-                }
-                let kind = match kind {
-                    1 => ChangeKind::Created,
-                    2 => ChangeKind::Replaced,
-                    3 => ChangeKind::Deleted,
-                    other => return Err(DbError(format!("plant_changes: kind {other}"))),
-                };
-                let plant = match (kind, name) {
-                    (ChangeKind::Deleted, _) => None,
-                    (_, Some(name)) => Some(Plant {
-                        name: text(name),
-                        tag: tag.map(text),
-                    }),
-                    (_, None) => {
-                        return Err(DbError(format!("plant_changes: change {seq} has no name")));
-                    }
-                };
-                changes.push(PlantChange {
-                    seq,
-                    id,
-                    kind,
-                    plant,
-                });
-            }
-        }
-        Ok(changes)
-    }
-
-    /// Drops the logged changes up to number `upto`.
-    pub fn prune_changes(&mut self, upto: u64) -> Result<u64, DbError> {
-        let upto = i64::try_from(upto).unwrap_or(i64::MAX);
-        let deleted = self
-            .client
-            .execute("DELETE FROM plant_changes WHERE seq <= $1", &[&upto]);
-        self.counted(deleted)
     }
 
     /// The plant with this id.

@@ -124,6 +124,29 @@ impl StreamWaker {
     }
 }
 
+/// A waker for a stream pulled by hand (unit tests of a `Stream`): it
+/// counts its wakes.
+#[cfg(test)]
+pub(crate) fn counting_waker() -> (StreamWaker, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::AtomicUsize;
+    struct Counter(Arc<AtomicUsize>);
+    impl Mailbox for Counter {
+        fn deliver(&self, _: Ticket, _: Response) {}
+        fn wake(&self, _: Ticket, queued: Arc<AtomicBool>) {
+            taken(&queued);
+            self.0.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+    let count = Arc::new(AtomicUsize::new(0));
+    let ticket = Ticket {
+        slot: 0,
+        conn: 0,
+        request: 0,
+    };
+    let waker = StreamWaker::new(Arc::new(Counter(Arc::clone(&count))), ticket);
+    (waker, count)
+}
+
 /// The loop took a queued wake: the next `wake` queues again. Called
 /// before the stream is pulled, so a wake during the pull is not lost.
 pub(crate) fn taken(queued: &AtomicBool) {

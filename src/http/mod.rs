@@ -44,6 +44,8 @@ mod worker;
 use std::time::Duration;
 
 pub use body::BodyError;
+#[cfg(test)]
+pub(crate) use deferred::counting_waker;
 pub use deferred::{Deferred, StreamWaker};
 pub use request::Request;
 pub use response::{Fill, Response, Stream};

@@ -29,8 +29,41 @@ pub struct PlantChange {
     pub plant: Option<Plant>,
 }
 
+impl PlantChange {
+    /// Bytes of the plant's name and tag after the change (0 after a
+    /// delete).
+    pub fn bytes(&self) -> usize {
+        self.plant
+            .as_ref()
+            .map_or(0, |p| p.name.len() + p.tag.as_ref().map_or(0, String::len))
+    }
+}
+
 /// Called with each change once it is durable, in commit order, from
 /// whichever thread made it durable. It runs while the store holds the
 /// lock that keeps that order, so it must be quick and must not call back
 /// into the store: hand the change on (to a queue, a channel) and return.
 pub type ChangeHook = Box<dyn Fn(&PlantChange) + Send + Sync>;
+
+/// The change log that every instance shares (the database's), for a
+/// change feed whose subscriber resumes from outside what the feed holds:
+/// an id older than its history, or newer than the last change it has
+/// been handed yet. Each call returns at once and is answered exactly
+/// once: mostly later, from another thread, but a refusal (the database
+/// is down, too busy) before the call returns, so the caller must not hold
+/// a lock that the answer takes.
+pub trait ChangeLog: Send + Sync {
+    /// Reads the changes numbered `after + 1 ..= upto` from the newest
+    /// down, stopping once their names and tags take more than `bytes`:
+    /// answers those read, in ascending order and without gaps, ending at
+    /// `upto` (fewer than asked for when the log no longer holds the older
+    /// ones, or they did not fit), or `None` when the log could not be
+    /// read.
+    fn read(&self, after: u64, upto: u64, bytes: usize, answer: LogAnswer<Vec<PlantChange>>);
+    /// Answers the number of the last change in the log (every instance's),
+    /// or `None` when the log could not be read.
+    fn last(&self, answer: LogAnswer<u64>);
+}
+
+/// What a [`ChangeLog`] call is answered with.
+pub type LogAnswer<T> = Box<dyn FnOnce(Option<T>) + Send>;

@@ -26,7 +26,7 @@ mod change;
 mod decimal;
 mod text;
 
-pub use change::{ChangeHook, ChangeKind, PlantChange};
+pub use change::{ChangeHook, ChangeKind, ChangeLog, LogAnswer, PlantChange};
 pub use decimal::int64_text;
 use text::Text;
 

@@ -6,7 +6,8 @@
 //! What only this store needs to say is said here: a change not applied
 //! becomes `Exists` or `NotFound`, a database error is logged and becomes
 //! `Unavailable`, and the change hook follows the database's change log
-//! (see [`Announcer`]).
+//! (see [`Announcer`]), which a change feed may also read back on a
+//! worker ([`Log`]).
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -16,7 +17,7 @@ use super::outcome::{Outcome, Pending, Refused, Unavailable};
 use super::{Piece, Wake};
 use crate::database::{self, Change, Connection, DbError, JobSender};
 use crate::lock::lock;
-use crate::plant::{ChangeHook, Plant};
+use crate::plant::{ChangeHook, ChangeLog, LogAnswer, Plant, PlantChange};
 use crate::store::{Page, StoreError};
 
 /// The database store as the door sees it.
@@ -59,6 +60,40 @@ impl Announcer {
             warn!("database: no change feed follower ({e}): the change feed stays silent");
         }
         true
+    }
+}
+
+/// The database's change log, read on a pool worker (as any request's
+/// statements are: queued, bounded in time, answered once), for a change
+/// feed asked to resume from outside what it holds.
+pub(super) struct Log(pub(super) JobSender);
+
+impl ChangeLog for Log {
+    fn read(&self, after: u64, upto: u64, bytes: usize, answer: LogAnswer<Vec<PlantChange>>) {
+        let read = move |c: &mut Connection| c.changes_back(after, upto, bytes);
+        self.0
+            .submit(read, move |read| answer(logged(read, "read")));
+    }
+
+    fn last(&self, answer: LogAnswer<u64>) {
+        self.0.submit(Connection::log_last, move |last| {
+            answer(logged(last, "ask"))
+        });
+    }
+}
+
+/// What a worker made of the change log, its failure logged.
+fn logged<T>(made: Result<Result<T, DbError>, database::Unavailable>, did: &str) -> Option<T> {
+    match made {
+        Ok(Ok(made)) => Some(made),
+        Ok(Err(e)) => {
+            warn!("database: cannot {did} the change log for the change feed: {e}");
+            None
+        }
+        Err(why) => {
+            warn!("database: cannot {did} the change log for the change feed: {why:?}");
+            None
+        }
     }
 }
 

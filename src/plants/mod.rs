@@ -26,7 +26,7 @@ use std::sync::Arc;
 use log::{info, warn};
 
 use crate::metrics::Exposition;
-use crate::plant::{ChangeHook, NewPlant, Plant, TextLimits};
+use crate::plant::{ChangeHook, ChangeLog, NewPlant, Plant, TextLimits};
 use crate::seed::{self, Before, SeedError};
 use crate::store::{
     Ack, AllPlants, Capacity, Durability, OpenError, Page, Store, StoreError, SyncMode,
@@ -254,6 +254,16 @@ impl Plants {
                 let (epoch, last) = remote.announcer.start;
                 (Some(epoch), last)
             }
+        }
+    }
+
+    /// The change log every instance shares, for a change feed to read
+    /// back (`None` in memory: a process's changes are its own).
+    pub fn change_log(&self) -> Option<Arc<dyn ChangeLog>> {
+        match &self.kept {
+            Kept::Memory { .. } => None,
+            #[cfg(feature = "postgres")]
+            Kept::Database(remote) => Some(Arc::new(database::Log(remote.pool.queue()))),
         }
     }
 

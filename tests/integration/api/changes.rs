@@ -415,7 +415,7 @@ fn an_id_too_old_or_from_before_a_restart_gets_one_reset_event() {
 }
 
 /// The feed's counters from `/metrics`.
-fn feed_metric(server: &TestServer, name: &str) -> u64 {
+pub(crate) fn feed_metric(server: &TestServer, name: &str) -> u64 {
     let text = server.send("GET", "/metrics", &[AUTH], "").text();
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))

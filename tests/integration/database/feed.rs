@@ -1,14 +1,19 @@
 //! The change feed on PostgreSQL: every instance's feed carries the
 //! changes made through any instance, numbered once for the cluster (an
-//! id means the same on every instance), and goes on, losing nothing,
-//! after the database restarts.
+//! id means the same on every instance, so a stream resumes on any
+//! instance: one that never had a stream reads what it lacks back from the
+//! change log, one whose follower is a round behind waits for it), and
+//! goes on, losing nothing, after the database restarts.
 
 use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::api::changes::{Feed, Message, plant_body};
-use crate::support::{AUTH, FreshDatabase, JSON, PATIENCE, TestServer, Turn, config};
+use crate::api::changes::{Feed, Message, feed_metric, plant_body};
+use crate::support::{
+    AUTH, FreshDatabase, JSON, PATIENCE, TestServer, Turn, allow_names_of, config, eventually,
+    request,
+};
 
 /// (id, event, data) of an event: what must be equal on every instance.
 fn seen(event: &Message) -> (String, String, serde_json::Value) {
@@ -95,4 +100,159 @@ fn the_feed_goes_on_after_the_database_restarts() {
         "nothing lost, nothing skipped"
     );
     assert_eq!(after.data(), serde_json::json!({"id": 2, "name": "after"}));
+}
+
+#[test]
+fn an_instance_without_a_stream_yet_resumes_an_id_of_another_from_the_change_log() {
+    let database = FreshDatabase::new();
+    let a = TestServer::with(database.config(config()));
+    let b = TestServer::with(database.config(config()));
+    let mut on_a = Feed::open(a.addr, &[], "");
+    on_a.opening();
+    for id in 1..=5 {
+        let tag = (id % 2 == 0).then_some("even");
+        assert_eq!(
+            a.create(&plant_body(id, &format!("p{id}"), tag)).status,
+            200
+        );
+    }
+    let from_a: Vec<Message> = (0..5).map(|_| on_a.next_event()).collect();
+    // B's follower has been handed all five, and B has had no stream:
+    // only the change log still holds them.
+    assert!(eventually(|| feed_metric(
+        &b,
+        "plantstore_feed_events_total"
+    ) == 5));
+    assert_eq!(feed_metric(&b, "plantstore_feed_subscribers"), 0);
+    let second = from_a[1].id.clone().unwrap();
+    let mut resumed = Feed::open(b.addr, &[("Last-Event-ID", &second)], "");
+    // Each checked as it comes: after a reset, the stream would wait.
+    for expected in &from_a[2..] {
+        let message = resumed.next_message().expect("the stream goes on");
+        assert_eq!(message.event, expected.event, "{message:?}");
+        assert_eq!(seen(&message), seen(expected));
+    }
+    // Then the next change, once.
+    assert_eq!(a.send("DELETE", "/plants/1", &[AUTH], "").status, 204);
+    let deleted = resumed.next_message().unwrap();
+    assert_eq!(
+        (deleted.event.as_deref(), deleted.seq()),
+        (Some("deleted"), 6)
+    );
+    // A filtered stream is filled from the same log.
+    let mut even = Feed::open(b.addr, &[("Last-Event-ID", &second)], "?tag=even");
+    assert_eq!(even.next_event().seq(), 4);
+    assert_eq!(even.next_event().seq(), 6, "every delete");
+}
+
+#[test]
+fn reading_back_from_the_change_log_keeps_to_the_history_bytes() {
+    let database = FreshDatabase::new();
+    let mut big_names = config();
+    allow_names_of(&mut big_names, 70_000);
+    let a = TestServer::with(database.config(big_names));
+    let b = TestServer::with(database.config(config()));
+    let mut on_a = Feed::open(a.addr, &[], "");
+    on_a.opening();
+    // 21 events of 65 KB: more than the history's 1 MiB.
+    let big = "n".repeat(65_000);
+    assert_eq!(a.create(&plant_body(1, &big, None)).status, 200);
+    let mut ids = vec![on_a.next_event().id.unwrap()];
+    let mut client = a.client();
+    for _ in 0..20 {
+        let put = plant_body(1, &big, None);
+        client.send(&request("PUT", "/plants/1", &[AUTH, JSON], &put));
+        assert_eq!(client.reply().status, 200);
+        ids.push(on_a.next_event().id.unwrap());
+    }
+    assert!(eventually(|| feed_metric(
+        &b,
+        "plantstore_feed_events_total"
+    ) == 21));
+    // Ten events back (650 KB) fit: read back, in order.
+    let mut resumed = Feed::open(b.addr, &[("Last-Event-ID", &ids[10])], "");
+    for id in &ids[11..] {
+        let event = resumed.next_message().unwrap();
+        assert_eq!(event.event.as_deref(), Some("replaced"));
+        assert_eq!(event.id.as_ref(), Some(id));
+    }
+    drop(resumed);
+    // Twenty back do not: a reset that goes on from the last event.
+    let mut late = Feed::open(b.addr, &[("Last-Event-ID", &ids[0])], "");
+    let reset = late.next_message().unwrap();
+    assert_eq!(reset.event.as_deref(), Some("reset"));
+    assert_eq!(reset.data()["reason"], "too far behind");
+    assert_eq!(reset.id.as_ref(), ids.last());
+    let history = feed_metric(&b, "plantstore_feed_history_bytes");
+    // Filled from the newest down as far as its 1 MiB takes: one more
+    // event (65,000 bytes and change) would not have fitted.
+    assert!(
+        ((1 << 20) - 65_200..=1 << 20).contains(&history),
+        "filled up to its bound: {history}"
+    );
+}
+
+#[test]
+fn an_id_from_one_instance_resumes_on_another_right_after_its_commit() {
+    let database = FreshDatabase::new();
+    let a = TestServer::with(database.config(config()));
+    let b = TestServer::with(database.config(config()));
+    let mut on_a = Feed::open(a.addr, &[], "");
+    let opening = on_a.opening();
+    let epoch = opening
+        .id
+        .as_deref()
+        .unwrap()
+        .split_once('-')
+        .unwrap()
+        .0
+        .to_owned();
+    let mut number = opening.seq();
+    let mut client = a.client();
+    let mut create = |id: i64| {
+        client.send(&request(
+            "POST",
+            "/plants",
+            &[AUTH, JSON],
+            &plant_body(id, "p", None),
+        ));
+        assert_eq!(client.reply().status, 200);
+    };
+    // B's follower reads the log every 50 ms: resumed at once, the id is
+    // mostly one B has not been handed yet.
+    let mut at_once = 0;
+    for round in 0..100 {
+        create(2 * round);
+        let committed = Instant::now();
+        number += 1;
+        let id = format!("{epoch}-{number}");
+        let mut on_b = Feed::open(b.addr, &[("Last-Event-ID", &id)], "");
+        at_once += usize::from(committed.elapsed() < Duration::from_millis(50));
+        create(2 * round + 1);
+        number += 1;
+        let first = on_b.next_message().unwrap();
+        assert_eq!(
+            (first.event.as_deref(), first.seq()),
+            (Some("created"), number),
+            "round {round}: {first:?}"
+        );
+        assert_eq!(first.data()["id"], 2 * round + 1);
+    }
+    assert!(
+        at_once >= 50,
+        "resumed within 50 ms of the commit {at_once} times of 100"
+    );
+    // The ids resumed were A's, in A's feed, for those changes.
+    for n in opening.seq() + 1..=number {
+        let event = on_a.next_event();
+        assert_eq!(event.id, Some(format!("{epoch}-{n}")));
+        assert_eq!(event.data()["id"], n - opening.seq() - 1);
+    }
+    // An id past every instance's last is still no id of the feed.
+    let future = format!("{epoch}-{}", number + 1000);
+    let mut foreign = Feed::open(b.addr, &[("Last-Event-ID", &future)], "");
+    let reset = foreign.next_message().unwrap();
+    assert_eq!(reset.event.as_deref(), Some("reset"));
+    assert_eq!(reset.data()["reason"], "not an event id of this feed");
+    assert_eq!(reset.seq(), number);
 }

@@ -4,6 +4,7 @@ mod batches;
 mod cluster;
 mod feed;
 mod frozen;
+mod logs;
 mod serving;
 mod start;
 mod tls;
