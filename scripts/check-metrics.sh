@@ -15,9 +15,9 @@ fi
 data=$(mktemp -d)
 token="metrics-token"
 serve_args=(--data "$data/plants.journal")
+serve_on_exit='rm -rf "$data"'
 # shellcheck source=scripts/serve-release.sh
 . scripts/serve-release.sh
-trap 'kill $serve_pid 2>/dev/null || true; wait $serve_pid 2>/dev/null || true; rm -rf "$serve_log" "$data"' EXIT
 
 base=http://$addr
 auth=(-H "Authorization: Bearer $token")

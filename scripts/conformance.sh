@@ -46,12 +46,11 @@ if [ ! -x "$venv/bin/st" ] || [ ! -x "$venv/bin/openapi-spec-validator" ]; then
     "$venv/bin/pip" install --quiet 'schemathesis>=4,<5' 'openapi-spec-validator>=0.7'
 fi
 
+if [ -n "$postgres" ]; then
+    serve_on_exit='psql -q -X -d "$PLANTSTORE_TEST_DATABASE" -c "DROP DATABASE $database WITH (FORCE)" || true'
+fi
 # shellcheck source=scripts/serve-release.sh
 . scripts/serve-release.sh
-if [ -n "$postgres" ]; then
-    trap 'kill $serve_pid 2>/dev/null || true; wait $serve_pid 2>/dev/null || true; rm -f "$serve_log"
-        psql -q -X -d "$PLANTSTORE_TEST_DATABASE" -c "DROP DATABASE $database WITH (FORCE)" || true' EXIT
-fi
 base="http://$addr"
 
 curl -fsS "$base/openapi.json" -o "$serve_log.openapi.json"

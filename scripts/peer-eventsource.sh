@@ -17,7 +17,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
 
-# 4.x: the last line that runs on Node 20 (5.x asks for Node 22).
+# 4.x: the last line that runs on Node 20 (5.x asks for Node 22); it and
+# scripts/peer-eventsource.mjs need Node 20's global fetch and streams.
+node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' 2>/dev/null || {
+    echo "peer-eventsource: needs Node.js 20 or newer (found: $(node --version 2>&1))" >&2
+    exit 1
+}
 node_dir=.tools/eventsource-node
 eventsource_version=4.1.1
 installed=$(node -p "require('./$node_dir/node_modules/eventsource/package.json').version" 2>/dev/null || true)

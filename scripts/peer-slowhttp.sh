@@ -46,11 +46,10 @@ if [ $# -eq 1 ]; then
     addr=$1
 else
     serve_args=(--max-connections 768)
+    # (serve-release.sh's trap stops the server, then the attackers.)
+    serve_on_exit='stop_attackers; rm -rf "$work"'
     # shellcheck source=scripts/serve-release.sh
     . scripts/serve-release.sh
-    # (serve-release.sh's trap stops the server; this one also stops the
-    # attackers first.)
-    trap 'stop_attackers; kill $serve_pid 2>/dev/null || true; wait $serve_pid 2>/dev/null || true; rm -rf "$serve_log" "$work"' EXIT
 fi
 
 # One GET /healthz on a new connection: "STATUS SECONDS" (000 when curl

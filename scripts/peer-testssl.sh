@@ -42,11 +42,11 @@ else
         -addext subjectAltName=DNS:localhost,IP:127.0.0.1 2>/dev/null
     token=peer-testssl-token
     serve_args=(--tls-cert "$work/cert.pem" --tls-key "$work/key.pem")
+    # (serve-release.sh's trap stops the server, then removes the
+    # certificate.)
+    serve_on_exit='rm -rf "$work"'
     # shellcheck source=scripts/serve-release.sh
     . scripts/serve-release.sh
-    # (serve-release.sh's trap stops the server; this one also removes the
-    # certificate.)
-    trap 'kill $serve_pid 2>/dev/null || true; wait $serve_pid 2>/dev/null || true; rm -rf "$serve_log" "$work"' EXIT
 fi
 
 echo "== testssl against https://$addr"
@@ -54,7 +54,7 @@ echo "== testssl against https://$addr"
 # not read: a scan that could not run or was cut short writes no JSON, a
 # FATAL or WARN finding, or lacks findings peer-testssl.py requires.
 status=0
-timeout 300 testssl --quiet --color 0 --warnings off --nodns none \
+timeout 120 testssl --quiet --color 0 --warnings off --nodns none \
     --connect-timeout 10 --openssl-timeout 10 \
     -p -s -f -P -S -U -h --jsonfile "$work/findings.json" "$addr" \
     >"$work/testssl.txt" 2>&1 || status=$?

@@ -18,7 +18,9 @@ serve_log=$(mktemp)
 PLANTSTORE_TOKEN=$token "./$serve_bin" --addr 127.0.0.1:0 \
     ${serve_args[@]+"${serve_args[@]}"} 2>"$serve_log" &
 serve_pid=$!
-trap 'kill $serve_pid 2>/dev/null || true; wait $serve_pid 2>/dev/null || true; rm -f "$serve_log"' EXIT
+# The caller's own cleanup, if any, in $serve_on_exit: this trap replaces
+# the caller's, so it runs it too, whichever way the script ends.
+trap 'kill $serve_pid 2>/dev/null || true; wait $serve_pid 2>/dev/null || true; rm -f "$serve_log"; eval "${serve_on_exit:-}"' EXIT
 addr=
 for _ in $(seq 100); do
     addr=$(grep -o 'listening on https\?://[^,]*' "$serve_log" | sed 's|listening on https\?://||' || true)

@@ -18,9 +18,7 @@ pub(crate) fn decode(text: &str, plus_is_space: bool) -> Option<String> {
         match bytes[i] {
             b'+' if plus_is_space => out.push(b' '),
             b'%' => {
-                let high = hex_digit(*bytes.get(i + 1)?)?;
-                let low = hex_digit(*bytes.get(i + 2)?)?;
-                out.push(high << 4 | low);
+                out.push(escape_at(bytes, i)?);
                 i += 2;
             }
             b => out.push(b),
@@ -34,13 +32,14 @@ pub(crate) fn decode(text: &str, plus_is_space: bool) -> Option<String> {
 #[cfg(any(feature = "postgres", test))]
 pub(crate) fn well_formed(text: &str) -> bool {
     let bytes = text.as_bytes();
-    bytes.iter().enumerate().all(|(i, &b)| {
-        b != b'%'
-            || matches!(
-                (bytes.get(i + 1), bytes.get(i + 2)),
-                (Some(&h), Some(&l)) if hex_digit(h).is_some() && hex_digit(l).is_some()
-            )
-    })
+    (0..bytes.len()).all(|i| bytes[i] != b'%' || escape_at(bytes, i).is_some())
+}
+
+/// The byte that the escape starting at `bytes[at]` (a `%`) stands for.
+fn escape_at(bytes: &[u8], at: usize) -> Option<u8> {
+    let high = hex_digit(*bytes.get(at + 1)?)?;
+    let low = hex_digit(*bytes.get(at + 2)?)?;
+    Some(high << 4 | low)
 }
 
 /// Encodes a query component: everything but RFC 3986's unreserved

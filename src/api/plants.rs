@@ -106,7 +106,7 @@ fn page_response(
             let tag = query
                 .tag
                 .as_deref()
-                .map(|t| format!("&tag={}", query::encode(t)));
+                .map(|t| format!("&tag={}", crate::percent::encode(t)));
             Some(format!(
                 "<{}/plants?after={last}&limit={}{}>; rel=\"next\"",
                 base.unwrap_or_default(),

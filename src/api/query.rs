@@ -129,11 +129,6 @@ fn decode(text: &str) -> Option<String> {
     crate::percent::decode(text, true)
 }
 
-/// Percent-encodes a query component (everything but RFC 3986 unreserved).
-pub fn encode(text: &str) -> String {
-    crate::percent::encode(text)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -88,9 +88,10 @@ pub struct Hub {
     due: Condvar,
     /// The delivery thread, started with the first subscriber.
     delivery: OnceLock<()>,
-    /// A stream has been opened: until then nobody can hold an id to
-    /// resume from, so changes are only counted, not encoded and kept
-    /// (the writers' cost of the feed is then one lock).
+    /// A stream has been opened: until then changes are only counted, not
+    /// encoded and kept (the writers' cost of the feed is then one lock).
+    /// In memory nobody can hold an id to resume from before; with a
+    /// shared change log, the history is filled from it (`resume`).
     followed: AtomicBool,
     /// The change log every instance shares, if any (`resume`).
     log: Option<Arc<dyn ChangeLog>>,
@@ -110,8 +111,14 @@ struct State {
     /// once (by number), with their wakers: woken
     /// by the next event or heartbeat. A subscriber leaves it when dropped.
     sleeping: Vec<(u64, StreamWaker)>,
+    /// As `sleeping`, for the subscribers waiting for an id past `last`
+    /// (`resume`): they alone are woken by the short rounds that bound
+    /// their wait.
+    sleeping_ahead: Vec<(u64, StreamWaker)>,
+    /// When the last round that woke `sleeping` ran (`None`: none yet).
+    woke_all: Option<Instant>,
     /// Rounds so far: a subscriber that registered in this one is in
-    /// `sleeping` already.
+    /// `sleeping` (or `sleeping_ahead`) already.
     rounds: u64,
     /// Reads of the change log that fill the history (`resume`).
     fills: Fills,
@@ -278,8 +285,10 @@ impl Hub {
     }
 
     /// Waits for an event (at most `IDLE_ROUND`), then wakes every stream
-    /// waiting for one. `woken` is an empty list to swap in (two lists take
-    /// turns, so a round allocates nothing).
+    /// waiting for one. While a stream waits for an id past the last
+    /// event, the wait is at most `AHEAD_ROUND`, and a round that comes of
+    /// that alone wakes only such streams. `woken` is an empty list to
+    /// swap in (two lists take turns, so a round allocates nothing).
     fn round(&self, woken: &mut Vec<(u64, StreamWaker)>) {
         let mut state = lock(&self.state);
         if !state.due {
@@ -293,8 +302,18 @@ impl Hub {
                 Err(poisoned) => poisoned.into_inner().0,
             };
         }
+        let now = Instant::now();
+        let all = state.due
+            || state
+                .woke_all
+                .is_none_or(|at| now.duration_since(at) >= IDLE_ROUND);
         state.due = false;
-        std::mem::swap(&mut state.sleeping, woken);
+        if all {
+            std::mem::swap(&mut state.sleeping, woken);
+            state.woke_all = Some(now);
+        }
+        let ahead = std::mem::take(&mut state.sleeping_ahead);
+        woken.extend(ahead);
         state.rounds += 1;
         drop(state);
         for (_, waker) in woken.iter() {
@@ -405,7 +424,11 @@ impl Subscriber {
     fn sleep(&mut self, state: &mut State) {
         if self.registered != Some(state.rounds) {
             self.registered = Some(state.rounds);
-            state.sleeping.push((self.number, self.waker.clone()));
+            let list = match self.start {
+                Start::Ahead { .. } => &mut state.sleeping_ahead,
+                _ => &mut state.sleeping,
+            };
+            list.push((self.number, self.waker.clone()));
         }
     }
 
@@ -427,6 +450,7 @@ impl Drop for Subscriber {
         let mut state = lock(&self.hub.state);
         let number = self.number;
         state.sleeping.retain(|(n, _)| *n != number);
+        state.sleeping_ahead.retain(|(n, _)| *n != number);
         state.subscribers -= 1;
         if matches!(self.start, Start::Ahead { .. }) {
             state.ahead -= 1;

@@ -151,9 +151,12 @@ impl Subscriber {
                     }
                     let why = match asked {
                         Asked::Last(last) if seq > last => FOREIGN,
+                        // The log cannot be read: its follower cannot
+                        // catch up either, so no use waiting.
+                        Asked::Failed => UNREADABLE,
                         _ if Instant::now() < until => return Step::Wait,
                         Asked::Last(_) => LAGGING,
-                        Asked::Waiting | Asked::Failed => UNREADABLE,
+                        Asked::Waiting => UNREADABLE,
                     };
                     state.ahead -= 1;
                     return self.reset(state, why);

@@ -144,11 +144,48 @@ fn a_log_that_cannot_be_read_is_said_so() {
     assert_eq!(pull(&mut behind), "");
     log.answer();
     assert!(pull(&mut behind).contains("the change log could not be read"));
+    // Past the last event: said at once, not after the wait.
     let mut ahead = subscribe(&hub, "7-6");
-    if let Start::Ahead { until, .. } = &mut ahead.start {
-        *until = Instant::now();
-    }
     assert!(pull(&mut ahead).contains("the change log could not be read"));
+}
+
+/// The short rounds that bound a wait past the last event wake only the
+/// streams that wait so: every other stream is woken by an event or a
+/// heartbeat round, as before.
+#[test]
+fn a_short_round_wakes_only_the_streams_waiting_ahead() {
+    use std::sync::atomic::Ordering;
+    let (hub, _) = hub(1..=8, 5, false);
+    let (waker, idle_wakes) = counting_waker();
+    let mut idle = hub.subscribe(Some("7-5"), None, waker);
+    let (waker, ahead_wakes) = counting_waker();
+    let mut ahead = hub.subscribe(Some("7-7"), None, waker);
+    // The wakes each gets from one round (the log's answer wakes too).
+    let mut woken = Vec::new();
+    let mut round = || {
+        let before = (
+            idle_wakes.load(Ordering::Relaxed),
+            ahead_wakes.load(Ordering::Relaxed),
+        );
+        hub.round(&mut woken);
+        (
+            idle_wakes.load(Ordering::Relaxed) - before.0,
+            ahead_wakes.load(Ordering::Relaxed) - before.1,
+        )
+    };
+    assert_eq!(
+        (pull(&mut idle), pull(&mut ahead)),
+        (String::new(), String::new())
+    );
+    assert_eq!(round(), (1, 1), "the first round wakes all");
+    assert_eq!(
+        (pull(&mut idle), pull(&mut ahead)),
+        (String::new(), String::new())
+    );
+    assert_eq!(round(), (0, 1), "a short round: only the one waiting ahead");
+    pull(&mut ahead);
+    hub.publish(&change(6));
+    assert_eq!(round(), (1, 1), "an event wakes all");
 }
 
 #[test]

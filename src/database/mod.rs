@@ -54,7 +54,6 @@ mod watchdog;
 mod worker;
 
 pub use batch::{Answer, Change};
-pub use changelog::READ_BACK_FOR;
 pub use config::DatabaseConfig;
 pub use follow::follow;
 pub use pool::{JobSender, Pool};

@@ -29,8 +29,9 @@
 //!
 //! What it does not do: touch a socket, keep its own time (the driver
 //! passes `now` in; only the access line's duration reads the clock), run
-//! the handler (`session` does), or read a body the handler did not ask
-//! for.
+//! the handler (`session` does), or decode a body the handler did not ask
+//! for (while a response streams, what follows is only held, a head's
+//! worth at most).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

@@ -90,8 +90,10 @@ fn logged<T>(made: Result<Result<T, DbError>, database::Unavailable>, did: &str)
             warn!("database: cannot {did} the change log for the change feed: {e}");
             None
         }
+        // Busy, down or stopping: said already where it happens, and a
+        // line for each stream that resumes meanwhile would flood the log.
         Err(why) => {
-            warn!("database: cannot {did} the change log for the change feed: {why:?}");
+            log::debug!("database: cannot {did} the change log for the change feed: {why:?}");
             None
         }
     }

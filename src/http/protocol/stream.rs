@@ -83,7 +83,8 @@ impl Protocol {
         if streaming.delimit == Delimit::Chunked {
             chunk::write_last(&mut self.out);
         }
-        self.responded(true, streaming.linger, now);
+        let linger = streaming.linger || !self.inbox.input().is_empty();
+        self.responded(true, linger, now);
     }
 
     /// Whether the stream being sent owes nothing now (`Fill::Idle`): no
@@ -144,6 +145,8 @@ impl Protocol {
                         chunk::write_last(&mut self.out);
                     }
                     self.streaming = None;
+                    // Input read while it streamed is unread too.
+                    let linger = linger || !self.inbox.input().is_empty();
                     self.responded(close, linger, now);
                     return;
                 }

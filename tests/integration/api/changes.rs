@@ -559,18 +559,24 @@ fn closed_streams_free_their_slots_at_once() {
         }
     }
     // No ghost is counted: the cap is exactly full again, and once every
-    // client has gone, the feed counts no subscriber.
+    // client has gone, the feed counts no subscriber and the engine no
+    // connection but the one asking.
     server
         .send("GET", "/healthz", &[], "")
         .assert_error(503, "connection limit");
     feeds.clear();
     let closed = Instant::now();
+    let mut text = String::new();
     while closed.elapsed() < bound {
         let reply = server.send("GET", "/metrics", &[AUTH], "");
-        if reply.status == 200 && reply.text().contains("\nplantstore_feed_subscribers 0\n") {
+        text = reply.text();
+        if reply.status == 200
+            && text.contains("\nplantstore_feed_subscribers 0\n")
+            && text.contains("\nplantstore_connections_open 1\n")
+        {
             return;
         }
         thread::sleep(Duration::from_millis(10));
     }
-    panic!("subscribers still counted {bound:?} after their clients closed");
+    panic!("still counted {bound:?} after their clients closed: {text}");
 }
