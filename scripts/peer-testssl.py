@@ -54,6 +54,17 @@ WEAKER_THAN_AEAD = (
 # responder, and makes no DNS lookups (--nodns none).
 ALLOWED = (
     (
+        "sessionresumption_ticket",
+        r"check failed because of connect problem",
+        (),
+        "testssl's check races with TLS 1.3: a server sends its session "
+        "ticket after the client's Finished, and when openssl s_client, "
+        "its input at an end, closes before the ticket arrives, the "
+        "session file stays empty and the resuming connection that reads "
+        "it fails (testssl's debug output: '0, 1, empty'); 2 of 6 scans of "
+        "one server did so, the others answered 'Tickets: yes'",
+    ),
+    (
         "engine_problem",
         r"No engine or GOST support via engine with your .*openssl",
         (),
