@@ -395,19 +395,26 @@ fn an_idle_stream_waits_without_a_deadline_once_its_output_has_left() {
     assert!(!p.is_closed());
 }
 
+/// A connection answering `GET /feed` with a stream of `steps`, what it
+/// gave first sent: the protocol, the time, and the wire so far.
+fn feed_sent(steps: &'static [(&'static [u8], Fill)]) -> (Protocol, Instant, Vec<u8>) {
+    let (mut p, now) = protocol();
+    p.received(b"GET /feed HTTP/1.1\r\nHost: x\r\n\r\n", now);
+    assert_eq!(p.poll(now), Action::Request);
+    let (response, _) = script(steps);
+    p.answer(Answer::Now(response), now);
+    let wire = send_all(&mut p, 4096, now);
+    (p, now, wire)
+}
+
 #[test]
 fn an_idle_stream_ends_cleanly_when_the_server_stops_and_a_pending_one_does_not() {
     for (fill, ends) in [(Fill::Idle, true), (Fill::Pending, false)] {
-        let (mut p, now) = protocol();
-        p.received(b"GET /feed HTTP/1.1\r\nHost: x\r\n\r\n", now);
-        assert_eq!(p.poll(now), Action::Request);
         let steps: &'static [(&'static [u8], Fill)] = match fill {
             Fill::Idle => &[(b"ab", Fill::Idle)],
             _ => &[(b"ab", Fill::Pending)],
         };
-        let (response, _) = script(steps);
-        p.answer(Answer::Now(response), now);
-        let mut wire = send_all(&mut p, 4096, now);
+        let (mut p, now, mut wire) = feed_sent(steps);
         p.stop(now);
         wire.extend(send_all(&mut p, 4096, now));
         if ends {
@@ -425,16 +432,11 @@ fn an_idle_stream_ends_cleanly_when_the_server_stops_and_a_pending_one_does_not(
 #[test]
 fn an_idle_stream_ends_when_its_client_closes_and_a_pending_one_goes_on() {
     for (fill, ends) in [(Fill::Idle, true), (Fill::Pending, false)] {
-        let (mut p, now) = protocol();
-        p.received(b"GET /feed HTTP/1.1\r\nHost: x\r\n\r\n", now);
-        assert_eq!(p.poll(now), Action::Request);
         let steps: &'static [(&'static [u8], Fill)] = match fill {
             Fill::Idle => &[(b"ab", Fill::Idle)],
             _ => &[(b"ab", Fill::Pending), (b"", Fill::Done)],
         };
-        let (response, _) = script(steps);
-        p.answer(Answer::Now(response), now);
-        let mut wire = send_all(&mut p, 4096, now);
+        let (mut p, now, mut wire) = feed_sent(steps);
         assert!(p.wants_input(), "{fill:?}");
         p.closed_by_peer();
         assert!(!p.wants_input());
