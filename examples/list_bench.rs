@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use plantstore::plant::{NewPlant, Plant};
+use plantstore::model::{NewPlant, Plant};
 use plantstore::store::{Capacity, Store};
 
 const PLANTS: i64 = 1_000_000;

@@ -15,7 +15,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use plantstore::plant::{NewPlant, Plant};
+use plantstore::model::{NewPlant, Plant};
 use plantstore::store::{Capacity, Durability, Store, SyncMode};
 
 const USAGE: &str = "usage: make_journal FILE N [--rare K] [--rewrites R]";

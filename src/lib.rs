@@ -3,7 +3,7 @@
 //! The layers, each importing only those below it (ARCHITECTURE.md has
 //! the map and a request's path; `scripts/check-layers.sh` checks it):
 //!
-//! - leaves: [`plant`] (the model and its validation), [`metrics`] (the
+//! - leaves: [`model`] (the model and its validation), [`metrics`] (the
 //!   Prometheus writer, histograms), [`os`], `lock` (the poisoned-lock
 //!   policy), `percent` (percent-escapes), [`logging`];
 //! - [`store`] (memory shards and the `--data` journal), [`database`]
@@ -32,9 +32,9 @@ pub mod instance;
 mod lock;
 pub mod logging;
 pub mod metrics;
+pub mod model;
 pub mod os;
 mod percent;
-pub mod plant;
 pub mod plants;
 mod reach;
 pub mod seed;

@@ -18,7 +18,7 @@ use std::sync::LazyLock;
 
 use jsonschema::Validator;
 use libfuzzer_sys::fuzz_target;
-use plantstore::plant::{NewPlant, Plant, TextLimits};
+use plantstore::model::{NewPlant, Plant, TextLimits};
 use serde_json::Value;
 use serde_json::value::RawValue;
 

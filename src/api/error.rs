@@ -7,7 +7,7 @@
 use std::fmt;
 
 use crate::http::{BodyError, Response};
-use crate::plant::InvalidBody;
+use crate::model::InvalidBody;
 use crate::plants::{Refused, Unavailable};
 use crate::store::StoreError;
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use super::{ApiError, App};
 use crate::http::{Fill, Request, Response, Stream};
-use crate::plant::{Plant, PlantRecord};
+use crate::model::{Plant, PlantRecord};
 use crate::plants::{Export, Piece};
 
 /// `GET /export` (bearer auth).

@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use crate::changes::Hub;
 use crate::http::{Gauge, Handler, Request, Response};
-use crate::plant::TextLimits;
+use crate::model::TextLimits;
 use crate::plants::Plants;
 use crate::webhook::Webhooks;
 

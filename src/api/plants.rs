@@ -9,7 +9,7 @@ use super::query::{self, ListQuery};
 use super::reply::reply;
 use super::{ApiError, App, Resource};
 use crate::http::{Fill, Request, Response, Stream};
-use crate::plant::{NewPlant, Plant, PlantRecord};
+use crate::model::{NewPlant, Plant, PlantRecord};
 use crate::store::StoreError;
 
 /// `POST /plants`: stores a NewPlant and answers the Plant (no `id`, as the
@@ -319,7 +319,7 @@ mod tests {
     #[test]
     fn a_default_page_of_the_largest_plants_fits() {
         // Control characters are the longest in JSON: six bytes each.
-        let limits = crate::plant::TextLimits::default();
+        let limits = crate::model::TextLimits::default();
         let plant = Plant {
             name: "\u{1}".repeat(limits.name),
             tag: Some("\u{1}".repeat(limits.tag)),

@@ -14,7 +14,7 @@
 //! `0.99999999999999999` is not an integer and is refused, not rounded.
 
 use super::ApiError;
-use crate::plant::int64_text;
+use crate::model::int64_text;
 
 /// Default and largest page sizes.
 pub const DEFAULT_LIMIT: usize = 100;

@@ -12,7 +12,7 @@ use super::packed::{packed, unpack};
 use super::{ApiError, App};
 use crate::http::{Request, Response};
 use crate::metrics::Exposition;
-use crate::plant::TextLimits;
+use crate::model::TextLimits;
 
 /// The server's own OpenAPI 3.1 document, as written but compact and
 /// packed: with the default `TextLimits` as the `maxLength` of every name

@@ -16,7 +16,7 @@
 
 use std::io::Write;
 
-use crate::plant::{ChangeKind, PlantChange, PlantRecord};
+use crate::model::{ChangeKind, PlantChange, PlantRecord};
 
 /// Bytes an event costs the history beyond its text.
 pub(super) const OVERHEAD: usize = 64;
@@ -148,7 +148,7 @@ fn digits(text: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plant::Plant;
+    use crate::model::Plant;
 
     fn change(seq: u64, kind: ChangeKind, plant: Option<(&str, Option<&str>)>) -> PlantChange {
         PlantChange {

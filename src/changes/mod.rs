@@ -63,7 +63,7 @@ use log::info;
 use crate::http::{Fill, Stream, StreamWaker};
 use crate::lock::lock;
 use crate::metrics::{Exposition, Kind};
-use crate::plant::{ChangeHook, ChangeLog, PlantChange};
+use crate::model::{ChangeHook, ChangeLog, PlantChange};
 
 pub use event::Resume;
 

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use super::event::{self, Event, FOREIGN, LAGGING, OVERHEAD, TOO_FAR, UNREADABLE};
 use super::{HISTORY_BYTES, Hub, State, Subscriber};
 use crate::lock::lock;
-use crate::plant::{ChangeLog, PlantChange};
+use crate::model::{ChangeLog, PlantChange};
 
 /// Every event costs more than `OVERHEAD`, so more changes than this
 /// never fit the history.

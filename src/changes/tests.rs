@@ -11,7 +11,7 @@ use super::resume::{MOST_READ_BACK, Start};
 use super::{Hub, Subscriber};
 use crate::http::{Fill, Stream, counting_waker};
 use crate::lock::lock;
-use crate::plant::{ChangeKind, ChangeLog, LogAnswer, Plant, PlantChange};
+use crate::model::{ChangeKind, ChangeLog, LogAnswer, Plant, PlantChange};
 
 /// A read asked of the log, waiting for its answer.
 type Asked = (u64, u64, LogAnswer<Vec<PlantChange>>);

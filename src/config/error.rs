@@ -6,8 +6,8 @@ use std::io;
 use std::path::PathBuf;
 
 use super::body_for;
+use crate::model::{MAX_TEXT_BYTES, TextLimits};
 use crate::os::FileError;
-use crate::plant::{MAX_TEXT_BYTES, TextLimits};
 
 /// A flag value that cannot be used.
 #[derive(Debug)]

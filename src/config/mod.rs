@@ -35,7 +35,7 @@ use log::LevelFilter;
 use crate::api::Cors;
 use crate::http::Limits;
 use crate::logging::Format as LogFormat;
-use crate::plant::{MAX_TEXT_BYTES, TextLimits};
+use crate::model::{MAX_TEXT_BYTES, TextLimits};
 use crate::store::{Durability, SyncMode};
 use crate::webhook::{Target, WebhookConfig};
 use tokens::tokens;

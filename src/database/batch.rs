@@ -37,7 +37,7 @@ use log::{error, warn};
 use super::pool::{Job, PoolState, Refuse};
 use super::{Connection, MAX_WAIT, Unavailable};
 use crate::lock::lock;
-use crate::plant::Plant;
+use crate::model::Plant;
 
 /// Most changes in one batch.
 pub const BATCH_CHANGES: usize = 512;

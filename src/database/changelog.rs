@@ -15,7 +15,7 @@ use postgres::Row;
 
 use super::batch::BATCH_CHANGES;
 use super::{Connection, DbError};
-use crate::plant::{ChangeKind, Plant, PlantChange};
+use crate::model::{ChangeKind, Plant, PlantChange};
 
 /// The log's batches that hold changes after a number ($2), in order, at
 /// most $3 of them. A batch holds at most `BATCH_CHANGES`, so it starts

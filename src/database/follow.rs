@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use log::{info, warn};
 
 use super::{BACKOFF_MAX, BACKOFF_MIN, Connection, DatabaseConfig, DbError};
-use crate::plant::PlantChange;
+use crate::model::PlantChange;
 
 /// How often the log is read.
 pub const LOOK: Duration = Duration::from_millis(50);

@@ -8,7 +8,7 @@ use std::time::Instant;
 use log::info;
 
 use super::DbError;
-use crate::plant::TextLimits;
+use crate::model::TextLimits;
 use crate::seed::{BATCH, Fault, SeedError, check, loaded, located, read};
 use crate::store::Capacity;
 

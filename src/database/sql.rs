@@ -50,7 +50,7 @@ use postgres::error::SqlState;
 use postgres::{Client, Row, Statement};
 
 use super::Change;
-use crate::plant::Plant;
+use crate::model::Plant;
 
 /// A batch of changes in one statement: creates ($1-$3: ids, names,
 /// tags), replaces ($4-$6) and deletes ($7), each array in id order; the

@@ -17,7 +17,7 @@ use super::outcome::{Outcome, Pending, Refused, Unavailable};
 use super::{Piece, Wake};
 use crate::database::{self, Change, Connection, DbError, JobSender};
 use crate::lock::lock;
-use crate::plant::{ChangeHook, ChangeLog, LogAnswer, Plant, PlantChange};
+use crate::model::{ChangeHook, ChangeLog, LogAnswer, Plant, PlantChange};
 use crate::store::{Page, StoreError};
 
 /// The database store as the door sees it.

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use log::{info, warn};
 
 use crate::metrics::Exposition;
-use crate::plant::{ChangeHook, ChangeLog, NewPlant, Plant, TextLimits};
+use crate::model::{ChangeHook, ChangeLog, NewPlant, Plant, TextLimits};
 use crate::seed::{self, Before, SeedError};
 use crate::store::{
     Ack, AllPlants, Capacity, Durability, OpenError, Page, Store, StoreError, SyncMode,
@@ -419,7 +419,7 @@ fn acknowledged(store: &Store, applied: Result<Ack, StoreError>) -> Outcome<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plant::{ChangeKind, PlantChange};
+    use crate::model::{ChangeKind, PlantChange};
     use std::sync::Mutex;
     use std::sync::mpsc;
     use std::time::Duration;

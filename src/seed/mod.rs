@@ -62,7 +62,7 @@ use std::time::Instant;
 
 use log::info;
 
-use crate::plant::{InvalidBody, NewPlant, TextLimits};
+use crate::model::{InvalidBody, NewPlant, TextLimits};
 use crate::store::{Capacity, Store, StoreError};
 pub(crate) use read::{Failure, read};
 

@@ -29,8 +29,8 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::Fault;
+use crate::model::{InvalidBody, NewPlant, TextLimits};
 use crate::os::{self, FileError};
-use crate::plant::{InvalidBody, NewPlant, TextLimits};
 use array::{Broken, Cursor, Element, Elements, is_space};
 
 /// Where a record is in a seed file, or where its text broke.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::read::{Failure, max_record, read};
 use super::*;
-use crate::plant::Plant;
+use crate::model::Plant;
 use crate::store::{Durability, SyncMode};
 
 const LIMITS: TextLimits = TextLimits { name: 256, tag: 64 };

@@ -1,5 +1,5 @@
 //! The store's change hook: each change reported once it is durable, in
-//! commit order, numbered (see `plant::ChangeHook`).
+//! commit order, numbered (see `model::ChangeHook`).
 //!
 //! Order. With a journal the number is the journal record's sequence
 //! number, which the journal hands out one by one under its own lock, so
@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use crate::lock::lock;
-use crate::plant::{ChangeHook, ChangeKind, Plant, PlantChange};
+use crate::model::{ChangeHook, ChangeKind, Plant, PlantChange};
 
 /// The hook and the changes waiting to be reported.
 pub(super) struct Feed {
@@ -166,7 +166,7 @@ mod tests {
     }
 
     /// The change hook's record, by number.
-    fn hooked(store: &Store) -> Arc<Mutex<Vec<crate::plant::PlantChange>>> {
+    fn hooked(store: &Store) -> Arc<Mutex<Vec<crate::model::PlantChange>>> {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let into = Arc::clone(&seen);
         assert!(store.set_change_hook(Box::new(move |c| into.lock().unwrap().push(c.clone()))));
@@ -189,7 +189,7 @@ mod tests {
         store.wait(ack).unwrap();
         let change = seen.lock().unwrap()[0].clone();
         assert_eq!((change.seq, change.id), (1, 7));
-        assert_eq!(change.kind, crate::plant::ChangeKind::Created);
+        assert_eq!(change.kind, crate::model::ChangeKind::Created);
         assert_eq!(change.plant, Some(plant("fern", None)));
         // Through the committer thread, as the event loops acknowledge.
         let ack = store.delete_nowait(7).unwrap();

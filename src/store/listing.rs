@@ -22,7 +22,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use super::{Core, Packed, SHARDS, Shard, Store};
-use crate::plant::Plant;
+use crate::model::Plant;
 
 /// Entries one step copies from one shard, at most.
 const STEP: usize = 256;

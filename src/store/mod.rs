@@ -57,7 +57,7 @@ use std::thread;
 
 use crate::lock::{read, write};
 use crate::metrics::{Exposition, Kind};
-use crate::plant::{ChangeHook, ChangeKind, NewPlant, Plant};
+use crate::model::{ChangeHook, ChangeKind, NewPlant, Plant};
 use committer::{Committer, commit_on_request};
 use compaction::compact_on_request;
 use feed::Feed;

@@ -7,7 +7,7 @@
 //! block at all: "plant 123456" with a short tag fits); longer ones take
 //! exactly one boxed slice.
 
-use crate::plant::Plant;
+use crate::model::Plant;
 
 /// Bytes stored inline.
 const INLINE: usize = 22;

@@ -329,7 +329,7 @@ fn without_a_journal_the_change_hook_reports_each_change_as_it_is_applied() {
     let _ = store.create(new_plant(1, "again")); // refused: not a change
     store.replace(1, new_plant(1, "moss").plant).unwrap();
     store.delete(1).unwrap();
-    use crate::plant::ChangeKind::*;
+    use crate::model::ChangeKind::*;
     assert_eq!(
         *seen.lock().unwrap(),
         [(1, 1, Created), (2, 1, Replaced), (3, 1, Deleted)]

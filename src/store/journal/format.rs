@@ -6,7 +6,7 @@
 
 use std::io::{self, Read};
 
-use crate::plant::MAX_TEXT_BYTES;
+use crate::model::MAX_TEXT_BYTES;
 
 /// The first eight bytes of a journal in the current format, version 3.
 pub const MAGIC: &[u8; 8] = b"PLANTSJ3";

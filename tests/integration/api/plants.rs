@@ -2,7 +2,7 @@
 //! each store. A full store (507) is the in-memory store's alone:
 //! `--max-plants` and `--max-data` do not bound the database.
 
-use plantstore::plant::TextLimits;
+use plantstore::model::TextLimits;
 
 use crate::support::{AUTH, JSON, Kind, TestServer, config};
 

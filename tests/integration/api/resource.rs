@@ -6,7 +6,7 @@ use std::thread;
 use serde_json::json;
 
 use plantstore::api::PAGE_BYTES;
-use plantstore::plant::TextLimits;
+use plantstore::model::TextLimits;
 
 use crate::support::{AUTH, JSON, Kind, TOKEN, TestServer, config};
 

@@ -15,7 +15,7 @@ use std::time::Instant;
 use plantstore::api::Cors;
 use plantstore::config::{Config, TokenSource};
 use plantstore::http::{Limits, Stopper};
-use plantstore::plant::TextLimits;
+use plantstore::model::TextLimits;
 use plantstore::store::{Durability, OpenError, Store, SyncMode};
 use plantstore::webhook::WebhookConfig;
 use plantstore::{Instance, StartError};
