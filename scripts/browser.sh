@@ -28,6 +28,7 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import selenium' 2>/d
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet 'selenium==4.51.0'
 fi
+[ -z "${INSTALL_ONLY:-}" ] || exit 0  # scripts/ci-prepare.sh: install only
 
 cargo build --release --quiet
 

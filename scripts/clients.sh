@@ -23,6 +23,7 @@ if [ ! -x "$venv/bin/openapi-python-client" ]; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet 'openapi-python-client>=0.29,<0.30'
 fi
+[ -z "${INSTALL_ONLY:-}" ] || exit 0  # scripts/ci-prepare.sh: install only
 
 token=clients-token
 # shellcheck source=scripts/serve-release.sh

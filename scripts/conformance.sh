@@ -45,6 +45,7 @@ if [ ! -x "$venv/bin/st" ] || [ ! -x "$venv/bin/openapi-spec-validator" ]; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet 'schemathesis>=4,<5' 'openapi-spec-validator>=0.7'
 fi
+[ -z "${INSTALL_ONLY:-}" ] || exit 0  # scripts/ci-prepare.sh: install only
 
 if [ -n "$postgres" ]; then
     serve_on_exit='psql -q -X -d "$PLANTSTORE_TEST_DATABASE" -c "DROP DATABASE $database WITH (FORCE)" || true'

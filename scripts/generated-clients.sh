@@ -39,6 +39,7 @@ if [ ! -x "$node_dir/node_modules/.bin/tsc" ] || [ ! -x "$node_dir/node_modules/
     (cd "$node_dir" && npm install --silent --no-audit --no-fund --prefix . \
         typescript@5.9.3 openapi-typescript@7.10.1 >/dev/null)
 fi
+[ -z "${INSTALL_ONLY:-}" ] || exit 0  # scripts/ci-prepare.sh: install only
 
 cargo build --quiet --bin plantstore
 work=$(mktemp -d)

@@ -31,6 +31,7 @@ if [ "$installed" != "$eventsource_version" ]; then
     (cd "$node_dir" && npm install --silent --no-audit --no-fund --save-exact --prefix . \
         "eventsource@$eventsource_version" >/dev/null)
 fi
+[ -z "${INSTALL_ONLY:-}" ] || exit 0  # scripts/ci-prepare.sh: install only
 
 token=peer-token
 # shellcheck source=scripts/serve-release.sh

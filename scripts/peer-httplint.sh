@@ -24,6 +24,7 @@ if [ ! -x "$venv/bin/python" ] ||
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet "redbot==$redbot_version"
 fi
+[ -z "${INSTALL_ONLY:-}" ] || exit 0  # scripts/ci-prepare.sh: install only
 
 if [ $# -gt 0 ]; then
     base=${1%/}

@@ -53,6 +53,7 @@ if [[ " ${TARGETS[*]} " == *musl* ]] && [ ! -x .venv-zig/bin/cargo-zigbuild ]; t
   python3 -m venv .venv-zig
   .venv-zig/bin/pip install -q ziglang cargo-zigbuild >&2
 fi
+[ -z "${INSTALL_ONLY:-}" ] || exit 0  # scripts/ci-prepare.sh: install only
 export PATH=$PWD/.venv-zig/bin:$PATH
 
 D=(env RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 /usr/bin/cargo)
