@@ -79,6 +79,11 @@ impl Inbox {
         }
     }
 
+    /// Whether the handler has asked for the current request's body.
+    pub(crate) fn body_asked(&self) -> bool {
+        !matches!(self.body, RequestBody::Unread)
+    }
+
     /// Whether the body was asked for and is still arriving.
     pub(crate) fn awaits_body(&self) -> bool {
         matches!(self.body, RequestBody::Reading(_))
