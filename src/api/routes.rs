@@ -1,15 +1,15 @@
 //! The endpoints: one row each in [`ROUTES`], and everything derived from
 //! it.
 //!
-//! A row says where an endpoint is, which methods it answers and with which
-//! handler, whether they need a token, which query parameters it takes,
-//! and whether the OpenAPI document describes it. From the table come:
-//! finding a request's row (`find`), the `405` and its `Allow` (the row's
-//! methods, in its order), the `Access-Control-Allow-Methods` of a
-//! preflight, the gate every request passes before its handler (`route`:
-//! auth, the query's names, the content type, the body), the metrics'
-//! route labels (a row's path; its index is its place in the counters, so
-//! the order of the rows is the order of `/metrics`), and the page's files
+//! A row says where an endpoint is, which methods it answers (each with
+//! its handler, the query parameters it takes, and whether it takes a JSON
+//! body), whether they need a token, and whether the OpenAPI document
+//! describes it. From the table come: finding a request's row (`find`),
+//! the `405` and its `Allow` (the row's methods, in its order), the
+//! `Access-Control-Allow-Methods` of a preflight, the gate every request
+//! passes before its handler (`route`: auth, the query's names, the
+//! content type, the body), the metrics' route labels (a row's path; the
+//! order of the rows is the order of `/metrics`), and the page's files
 //! (the rows with a `part`). Adding an endpoint is adding a row, its
 //! handler, and its description in `openapi.json`;
 //! `tests/integration/api/routes.rs` walks every row against a running
@@ -38,71 +38,67 @@ pub const ROUTES: &[Route] = &[
     Route {
         path: "/plants",
         methods: &[
-            plain("GET", plants::list),
-            plain("HEAD", plants::list),
-            json("POST", plants::create),
+            plain("GET", LIST, plants::list),
+            plain("HEAD", LIST, plants::list),
+            json("POST", NONE, plants::create),
         ],
         auth: true,
-        params: Params::Only(&["limit", "after", "tag"]),
         documented: true,
         part: None,
     },
     Route {
         path: "/plants/{id}",
         methods: &[
-            plain("GET", plants::get),
-            plain("HEAD", plants::get),
-            json("PUT", plants::replace),
-            plain("DELETE", plants::delete),
+            plain("GET", NONE, plants::get),
+            plain("HEAD", NONE, plants::get),
+            json("PUT", NONE, plants::replace),
+            plain("DELETE", NONE, plants::delete),
         ],
         auth: true,
-        params: Params::Only(&[]),
         documented: true,
         part: None,
     },
     Route {
         path: "/openapi.json",
-        methods: &[plain("GET", openapi), plain("HEAD", openapi)],
+        methods: &[plain("GET", ANY, openapi), plain("HEAD", ANY, openapi)],
         auth: false,
-        params: Params::Any,
         documented: true,
         part: None,
     },
     Route {
         path: "/healthz",
-        methods: &[plain("GET", health), plain("HEAD", health)],
+        methods: &[plain("GET", ANY, health), plain("HEAD", ANY, health)],
         auth: false,
-        params: Params::Any,
         documented: true,
         part: None,
     },
     Route {
         path: "/metrics",
         methods: &[
-            plain("GET", service::metrics),
-            plain("HEAD", service::metrics),
+            plain("GET", NONE, service::metrics),
+            plain("HEAD", NONE, service::metrics),
         ],
         auth: true,
-        params: Params::Only(&[]),
         documented: true,
         part: None,
     },
     Route {
         path: "/export",
-        methods: &[plain("GET", export::export), plain("HEAD", export::export)],
+        methods: &[
+            plain("GET", NONE, export::export),
+            plain("HEAD", NONE, export::export),
+        ],
         auth: true,
-        params: Params::Only(&[]),
         documented: true,
         part: None,
     },
     Route {
         path: "/plants/changes",
         methods: &[
-            plain("GET", changes::changes),
-            plain("HEAD", changes::changes),
+            plain("GET", FEED, changes::changes),
+            plain("HEAD", FEED, changes::changes),
         ],
         auth: true,
-        params: Params::Only(&["tag"]),
         documented: true,
         part: None,
     },
@@ -113,6 +109,16 @@ pub const ROUTES: &[Route] = &[
     page("/ui.js", Part::Script),
     page("/ui.svg", Part::Icon),
 ];
+
+/// No query parameter.
+const NONE: Params = Params::Only(&[]);
+/// Any query, ignored: `/openapi.json`, `/healthz` and the page's files
+/// (a cache-busting `?v=2` is not an error).
+const ANY: Params = Params::Any;
+/// A listing page's.
+const LIST: Params = Params::Only(&["limit", "after", "tag"]);
+/// The change feed's filter.
+const FEED: Params = Params::Only(&["tag"]);
 
 /// The metrics' label for requests that found no row.
 pub(super) const OTHER: usize = ROUTES.len();
@@ -127,8 +133,6 @@ pub struct Route {
     pub methods: &'static [Method],
     /// Every method needs a bearer token (401 first).
     pub auth: bool,
-    /// The query parameters it takes.
-    pub params: Params,
     /// The OpenAPI document describes it (every method).
     pub documented: bool,
     /// The page's file it serves, if it is one.
@@ -140,13 +144,15 @@ pub struct Route {
 pub struct Method {
     /// As sent: `GET`, `PUT`, ...
     pub name: &'static str,
+    /// The query parameters it takes.
+    pub params: Params,
     /// It takes a JSON body: 415 for another content type, and the body is
     /// read before the handler runs.
     pub body: bool,
     handler: Handler,
 }
 
-/// The query parameters a route takes.
+/// The query parameters a method takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Params {
     /// Any, ignored: a cache-busting `?v=2` is not an error.
@@ -170,25 +176,27 @@ impl Route {
 }
 
 /// A method without a body.
-const fn plain(name: &'static str, handler: Handler) -> Method {
+const fn plain(name: &'static str, params: Params, handler: Handler) -> Method {
     Method {
         name,
+        params,
         body: false,
         handler,
     }
 }
 
 /// A method that takes a JSON body.
-const fn json(name: &'static str, handler: Handler) -> Method {
+const fn json(name: &'static str, params: Params, handler: Handler) -> Method {
     Method {
         name,
+        params,
         body: true,
         handler,
     }
 }
 
 /// The methods of a file of the page.
-const PAGE: &[Method] = &[plain("GET", ui), plain("HEAD", ui)];
+const PAGE: &[Method] = &[plain("GET", ANY, ui), plain("HEAD", ANY, ui)];
 
 /// A file of the page: `GET` and `HEAD`, no token, any query.
 const fn page(path: &'static str, part: Part) -> Route {
@@ -196,7 +204,6 @@ const fn page(path: &'static str, part: Part) -> Route {
         path,
         methods: PAGE,
         auth: false,
-        params: Params::Any,
         documented: false,
         part: Some(part),
     }
@@ -267,7 +274,7 @@ pub(super) fn route(
     }
     // Read again when resumed: the handler needs the values, and the same
     // text reads the same (it passed).
-    let query = match route.params {
+    let query = match method.params {
         Params::Any => Values::default(),
         Params::Only(names) => query::read(request.query(), names)?,
     };
