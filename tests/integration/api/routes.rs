@@ -108,7 +108,16 @@ impl Walk {
         // The first read of the counters, answered after it was made.
         *want.entry(key("/metrics", "GET", 200)).or_default() += 1;
         let got = self.counts();
-        assert_eq!(got, want, "{method} {path}{query}: counted as this");
+        let keys: BTreeSet<_> = got.keys().chain(want.keys()).collect();
+        let wrong: Vec<_> = keys
+            .into_iter()
+            .filter(|k| got.get(*k) != want.get(*k))
+            .map(|k| (k, got.get(k), want.get(k)))
+            .collect();
+        assert!(
+            wrong.is_empty(),
+            "{method} {path}{query}: counted wrong (counter, got, want): {wrong:?}"
+        );
         reply
     }
 }
