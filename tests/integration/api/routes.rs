@@ -145,73 +145,82 @@ fn every_route_row_answers_its_methods_refuses_the_others_and_is_counted() {
         next: 1000,
     };
     for route in ROUTES {
-        let path = route.path;
         for method in route.methods {
-            let name = method.name;
-            let whole = !endless(route);
-            let reply = walk.send(route, name, "", true, whole);
+            answers(&mut walk, route, method);
+            reads_its_query(&mut walk, route, method);
+        }
+        refuses_other_methods(&mut walk, route);
+    }
+}
+
+/// `method` answers with a token, and without one unless the row needs it.
+fn answers(walk: &mut Walk, route: &Route, method: &Method) {
+    let (name, path) = (method.name, route.path);
+    let reply = walk.send(route, name, "", true, !endless(route));
+    assert!(
+        (200..300).contains(&reply.status),
+        "{name} {path}: {} {}",
+        reply.status,
+        reply.text()
+    );
+    let reply = walk.send(route, name, "", false, true);
+    if route.auth {
+        assert_eq!(reply.status, 401, "{name} {path} without a token");
+        assert!(reply.header("www-authenticate").is_some(), "{name} {path}");
+    } else {
+        assert!(
+            (200..300).contains(&reply.status),
+            "{name} {path} needs no token"
+        );
+    }
+}
+
+/// A parameter `method` does not take is a 400 naming those it takes, or
+/// ignored where it takes any; each it takes is taken.
+fn reads_its_query(walk: &mut Walk, route: &Route, method: &Method) {
+    let (name, path) = (method.name, route.path);
+    let query = format!("?{UNKNOWN}=1");
+    let reply = walk.send(route, name, &query, true, true);
+    let names = match method.params {
+        Params::Any => {
             assert!(
                 (200..300).contains(&reply.status),
-                "{name} {path}: {} {}",
-                reply.status,
-                reply.text()
+                "{name} {path}{query}: ignored"
             );
-            let reply = walk.send(route, name, "", false, true);
-            if route.auth {
-                assert_eq!(reply.status, 401, "{name} {path} without a token");
-                assert!(reply.header("www-authenticate").is_some(), "{name} {path}");
-            } else {
-                assert!(
-                    (200..300).contains(&reply.status),
-                    "{name} {path} needs no token"
-                );
-            }
-            let query = format!("?{UNKNOWN}=1");
-            match method.params {
-                Params::Any => {
-                    let reply = walk.send(route, name, &query, true, true);
-                    assert!(
-                        (200..300).contains(&reply.status),
-                        "{name} {path}{query}: ignored"
-                    );
-                }
-                Params::Only(names) => {
-                    let accepted = if names.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        names.join(", ")
-                    };
-                    let reply = walk.send(route, name, &query, true, true);
-                    assert_eq!(reply.status, 400, "{name} {path}{query}");
-                    if name != "HEAD" {
-                        let message = format!(
-                            "unknown query parameter \"{UNKNOWN}\"; accepted here: {accepted}"
-                        );
-                        assert_eq!(reply.json()["message"], message.as_str());
-                    }
-                    for taken in names {
-                        let query = format!("?{taken}=1");
-                        let reply = walk.send(route, name, &query, true, !endless(route));
-                        assert!(
-                            (200..300).contains(&reply.status),
-                            "{name} {path}{query}: taken"
-                        );
-                    }
-                }
-            }
+            return;
         }
-        for name in TRIED.iter().filter(|&&m| find(route, m).is_none()) {
-            // Without a token: the method is refused before auth.
-            let reply = walk.send(route, name, "", false, true);
-            assert_eq!(reply.status, 405, "{name} {path}");
-            assert_eq!(
-                reply.header("allow"),
-                Some(allow(route).as_str()),
-                "{name} {path}"
-            );
-            let message = format!("method not allowed here; allowed: {}", allow(route));
-            assert_eq!(reply.json()["message"], message.as_str(), "{name} {path}");
-        }
+        Params::Only(names) => names,
+    };
+    assert_eq!(reply.status, 400, "{name} {path}{query}");
+    if name != "HEAD" {
+        let accepted = if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        };
+        let message = format!("unknown query parameter \"{UNKNOWN}\"; accepted here: {accepted}");
+        assert_eq!(reply.json()["message"], message.as_str());
+    }
+    for taken in names {
+        let query = format!("?{taken}=1");
+        let reply = walk.send(route, name, &query, true, !endless(route));
+        assert!(
+            (200..300).contains(&reply.status),
+            "{name} {path}{query}: taken"
+        );
+    }
+}
+
+/// Every other method is 405 with the row's `Allow`, before auth.
+fn refuses_other_methods(walk: &mut Walk, route: &Route) {
+    let path = route.path;
+    for name in TRIED.iter().filter(|&&m| find(route, m).is_none()) {
+        let reply = walk.send(route, name, "", false, true);
+        assert_eq!(reply.status, 405, "{name} {path}");
+        let allow = allow(route);
+        assert_eq!(reply.header("allow"), Some(allow.as_str()), "{name} {path}");
+        let message = format!("method not allowed here; allowed: {allow}");
+        assert_eq!(reply.json()["message"], message.as_str(), "{name} {path}");
     }
 }
 
