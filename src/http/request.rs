@@ -8,7 +8,6 @@
 //! calls the handler again, when `body` has its answer; on that call
 //! [`Request::resumed`] is true, so the checks need not be made twice. A
 //! handler must do nothing lasting before it reads the body (checks only).
-//! The application's handler reads it in one place (`api::routes`).
 //!
 //! A `Request` owns nothing: it borrows the connection's parsed head and
 //! its inbox (where the body is decoded) for one call of the handler. It
