@@ -9,13 +9,17 @@
 //! back. HEAD answers the same head, without a body.
 
 use super::query::FeedQuery;
+use super::routes::Call;
 use super::{ApiError, App};
 use crate::http::{Request, Response};
 
 /// `GET /plants/changes` (bearer auth).
-pub(super) fn changes(app: &App, request: &mut Request<'_>) -> Result<Response, ApiError> {
-    app.authorize(request)?;
-    let query = FeedQuery::parse(request.query())?;
+pub(super) fn changes(
+    app: &App,
+    request: &mut Request<'_>,
+    call: Call,
+) -> Result<Response, ApiError> {
+    let query = FeedQuery::parse(&call.query);
     // Only the engine's replay (fuzzing) has no waker: a stream that can
     // never be woken cannot follow the feed.
     let Some(waker) = request.waker() else {

@@ -230,7 +230,7 @@ impl CorsHeaders {
 
 /// The `204` answer to a preflight for a path that allows `methods`, to be
 /// sent with the [`CorsHeaders`] of an allowed origin.
-pub fn preflight(methods: &'static str) -> Response {
+pub fn preflight(methods: String) -> Response {
     Response::no_content()
         .with_header("Access-Control-Allow-Methods", methods)
         .with_header("Access-Control-Allow-Headers", ALLOW_HEADERS)
@@ -456,7 +456,7 @@ mod tests {
         let cors = parse(&["http://localhost:3000"]).unwrap();
         let answer = cors
             .headers(Some(b"http://localhost:3000"))
-            .apply(preflight("GET, HEAD, POST"));
+            .apply(preflight("GET, HEAD, POST".to_owned()));
         let want = Response::no_content()
             .with_header("Access-Control-Allow-Methods", "GET, HEAD, POST")
             .with_header(

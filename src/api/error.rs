@@ -17,7 +17,7 @@ pub enum ApiError {
     /// No such route.
     NoRoute,
     /// Known path, wrong method; the value lists the allowed methods.
-    MethodNotAllowed(&'static str),
+    MethodNotAllowed(String),
     /// Missing or wrong credentials; `presented` when a bearer token was
     /// sent but is not valid.
     Unauthorized {
@@ -28,9 +28,12 @@ pub enum ApiError {
     UnsupportedMediaType,
     /// A path id or query parameter that does not parse (its name).
     BadParameter(&'static str),
+    /// A query parameter repeated, or whose value does not decode (its
+    /// name).
+    BadQuery(&'static str),
     /// A query parameter the route does not take (its name as sent, at
     /// most 64 bytes of it), and those it takes.
-    UnknownParameter(String, &'static str),
+    UnknownParameter(String, &'static [&'static str]),
     /// The body could not be read.
     Body(BodyError),
     /// The body is not a valid NewPlant or Plant.
@@ -49,10 +52,16 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => 405,
             ApiError::Unauthorized { .. } => 401,
             ApiError::UnsupportedMediaType => 415,
-            ApiError::BadParameter(_) | ApiError::UnknownParameter(..) => 400,
+            ApiError::BadParameter(_) | ApiError::BadQuery(_) | ApiError::UnknownParameter(..) => {
+                400
+            }
             ApiError::Body(BodyError::TooLarge(_)) => 413,
             ApiError::Body(BodyError::Timeout) => 408,
-            ApiError::Body(BodyError::Malformed(_) | BodyError::Closed | BodyError::NotYet) => 400,
+            ApiError::Body(BodyError::Malformed(_) | BodyError::Closed) => 400,
+            // Never sent: `routes::route` reads the body before the handler
+            // runs, and answers one still arriving itself (the engine drops
+            // that answer and calls again once the body is in).
+            ApiError::Body(BodyError::NotYet) => 400,
             ApiError::Invalid(_) => 400,
             ApiError::Store(StoreError::Exists(_)) => 409,
             ApiError::Store(StoreError::NotFound(_)) => 404,
@@ -66,7 +75,7 @@ impl ApiError {
     pub fn to_response(&self) -> Response {
         let response = Response::error(self.status(), &self.to_string());
         match self {
-            ApiError::MethodNotAllowed(allow) => response.with_header("Allow", *allow),
+            ApiError::MethodNotAllowed(allow) => response.with_header("Allow", allow),
             ApiError::Unauthorized { presented: false } => {
                 response.with_header("WWW-Authenticate", r#"Bearer realm="plantstore""#)
             }
@@ -93,7 +102,12 @@ impl fmt::Display for ApiError {
             ApiError::Unauthorized { presented: true } => f.write_str("invalid bearer token"),
             ApiError::UnsupportedMediaType => f.write_str("Content-Type must be application/json"),
             ApiError::BadParameter(name) => write!(f, "malformed {name}"),
+            ApiError::BadQuery(name) => write!(f, "malformed query parameter {name}"),
             ApiError::UnknownParameter(name, accepted) => {
+                let accepted = match accepted.join(", ") {
+                    none if none.is_empty() => "none".to_owned(),
+                    names => names,
+                };
                 write!(
                     f,
                     "unknown query parameter {name:?}; accepted here: {accepted}"

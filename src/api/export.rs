@@ -12,15 +12,14 @@
 
 use std::sync::Arc;
 
+use super::routes::Call;
 use super::{ApiError, App};
 use crate::http::{Fill, Request, Response, Stream};
 use crate::model::{Plant, PlantRecord};
 use crate::plants::{Export, Piece};
 
 /// `GET /export` (bearer auth).
-pub(super) fn export(app: &App, request: &mut Request<'_>) -> Result<Response, ApiError> {
-    app.authorize(request)?;
-    super::query::none(request.query())?;
+pub(super) fn export(app: &App, request: &mut Request<'_>, _: Call) -> Result<Response, ApiError> {
     // A store that reads pieces later wakes the stream when one is in.
     let wake = request
         .waker()

@@ -17,27 +17,16 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+use super::routes::{ROUTES, label};
 use crate::http::Gauge;
 use crate::metrics::{Exposition, Histogram, Kind, render_process};
 
 /// The target triple the binary was built for (set by `build.rs`).
 const TARGET: &str = env!("PLANTSTORE_TARGET");
 
-/// Route labels, in the order of `Metrics::requests` and `Metrics::latency`.
-pub const ROUTES: [&str; 12] = [
-    "/plants",
-    "/plants/{id}",
-    "/openapi.json",
-    "/healthz",
-    "/metrics",
-    "/export",
-    "/plants/changes",
-    "/",
-    "/ui.css",
-    "/ui.js",
-    "/ui.svg",
-    "other",
-];
+/// Route labels: one per row of `ROUTES` (its path, `routes::label`),
+/// then `other` (`routes::OTHER`) for a request that found none.
+const LABELS: usize = ROUTES.len() + 1;
 /// Method labels, in the order of each route's table; the last takes
 /// every other method.
 pub const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "other"];
@@ -60,8 +49,8 @@ pub struct Metrics {
     started: Instant,
     /// `started` on the wall clock, for `process_start_time_seconds`.
     started_at: SystemTime,
-    requests: [[[AtomicU64; STATUSES.len()]; METHODS.len()]; ROUTES.len()],
-    latency: [Histogram; ROUTES.len()],
+    requests: [[[AtomicU64; STATUSES.len()]; METHODS.len()]; LABELS],
+    latency: [Histogram; LABELS],
     connections: Gauge,
 }
 
@@ -81,7 +70,8 @@ impl Default for Metrics {
 
 impl Metrics {
     /// Counts one request answered `elapsed` after its head was parsed
-    /// (`route` indexes `ROUTES`, `method` `METHODS`). Its duration is
+    /// (`route` is a row of `ROUTES` or `routes::OTHER`, `method` indexes
+    /// `METHODS`). Its duration is
     /// counted whatever the status; a status the table has no column for
     /// is not counted.
     pub fn record(&self, route: usize, method: usize, status: u16, elapsed: Duration) {
@@ -121,13 +111,13 @@ impl Metrics {
             Kind::Counter,
             "Requests answered, by route, method and status.",
         );
-        for (route, table) in ROUTES.iter().zip(&self.requests) {
+        for (route, table) in (0..).map(label).zip(&self.requests) {
             for (method, row) in METHODS.iter().zip(table) {
                 for (status, count) in STATUSES.iter().zip(row) {
                     let count = count.load(Ordering::Relaxed);
                     if count > 0 {
                         let status = status.to_string();
-                        let labels = [("route", *route), ("method", method), ("status", &status)];
+                        let labels = [("route", route), ("method", method), ("status", &status)];
                         out.sample(REQUESTS, &labels, count);
                     }
                 }
@@ -139,7 +129,7 @@ impl Metrics {
             Kind::Histogram,
             "Time from a request's head parsed to its answer queued, by route.",
         );
-        for (route, latency) in ROUTES.iter().zip(&self.latency) {
+        for (route, latency) in (0..).map(label).zip(&self.latency) {
             if latency.count() > 0 {
                 latency.render(out, DURATION, ("route", route));
             }

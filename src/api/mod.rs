@@ -1,10 +1,11 @@
 //! The Plant Store API: routing, authentication, handlers and errors.
 //!
-//! `App` is the engine's `Handler`. A request passes through one routing
-//! `match` on (path, method); the handler then runs the checks in the
-//! order the contract fixes: auth, content type, size, parse, validate,
-//! apply. Nothing here touches a socket (the engine does) or the map behind
-//! the store (the store does).
+//! `App` is the engine's `Handler`. Every endpoint is a row of one table
+//! (`routes::ROUTES`): a request finds its row by path, and `routes::route`
+//! answers 404 or 405, runs the checks the row asks for in the order the
+//! contract fixes (auth, query, content type, body), and calls the row's
+//! handler, which parses, validates and applies. Nothing here touches a
+//! socket (the engine does) or the map behind the store (the store does).
 //!
 //! Browsers: `App::handle` answers a CORS preflight before routing (so
 //! before auth) and adds the CORS headers to every answer, those completed
@@ -21,6 +22,7 @@ mod packed;
 mod plants;
 mod query;
 mod reply;
+mod routes;
 mod service;
 mod ui;
 
@@ -29,6 +31,7 @@ pub use cors::{Cors, CorsHeaders, Refused};
 pub use error::ApiError;
 pub use metrics::Metrics;
 pub use plants::PAGE_BYTES;
+pub use routes::{Method, Params, ROUTES, Route};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -125,27 +128,28 @@ impl App {
 
 impl Handler for App {
     fn handle(&self, request: &mut Request<'_>) -> Response {
-        let resource =
-            resource(request.path()).filter(|r| self.ui.is_some() || !matches!(r, Resource::Ui(_)));
+        // With `--no-ui` the page's rows are not there.
+        let found = routes::find(request.path())
+            .filter(|f| self.ui.is_some() || ROUTES[f.row].part().is_none());
         let cors = self.cors_headers(request);
         if let Some(origin) = request.header("origin")
             && !cors.allowed()
         {
             self.refused.note(origin, request.header("host"));
         }
-        let response = match resource {
+        let response = match found {
             // A preflight carries no token: answered before auth.
             Some(known) if cors.allowed() && is_preflight(request) => {
-                cors::preflight(known.methods())
+                cors::preflight(ROUTES[known.row].allow())
             }
-            _ => route(self, resource, request).unwrap_or_else(|e| e.to_response()),
+            _ => routes::route(self, found, request).unwrap_or_else(|e| e.to_response()),
         };
         // A call that waits for the body answers nothing; a deferred
         // response is counted when it completes (`reply`).
         if !request.awaits_body() && !request.is_deferred() {
             let elapsed = request.started().elapsed();
             self.metrics.record(
-                label(resource),
+                found.map_or(routes::OTHER, |f| f.row),
                 metrics::method_label(request.method()),
                 response.status(),
                 elapsed,
@@ -160,145 +164,7 @@ impl Handler for App {
     }
 }
 
-/// The resources the server knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Resource {
-    Plants,
-    /// One plant; `None` when the path id is not an int64 (400 after auth).
-    Plant(Option<i64>),
-    /// The change feed.
-    Changes,
-    Export,
-    OpenApi,
-    Health,
-    Metrics,
-    /// The built-in page or one of its files.
-    Ui(ui::Part),
-}
-
-impl Resource {
-    /// Index into `metrics::ROUTES`.
-    fn label(self) -> usize {
-        match self {
-            Resource::Plants => 0,
-            Resource::Plant(_) => 1,
-            Resource::OpenApi => 2,
-            Resource::Health => 3,
-            Resource::Metrics => 4,
-            Resource::Export => 5,
-            Resource::Changes => 6,
-            Resource::Ui(part) => 7 + part.index(),
-        }
-    }
-
-    /// The methods it answers (`Allow`, `Access-Control-Allow-Methods`).
-    fn methods(self) -> &'static str {
-        match self {
-            Resource::Plants => "GET, HEAD, POST",
-            Resource::Plant(_) => "GET, HEAD, PUT, DELETE",
-            Resource::Changes
-            | Resource::Export
-            | Resource::OpenApi
-            | Resource::Health
-            | Resource::Metrics
-            | Resource::Ui(_) => "GET, HEAD",
-        }
-    }
-}
-
 /// A CORS preflight: `OPTIONS` asking whether a method may be used.
 fn is_preflight(request: &Request<'_>) -> bool {
     request.method() == "OPTIONS" && request.header("access-control-request-method").is_some()
-}
-
-/// The `metrics::ROUTES` index of a resource (the last: no route).
-fn label(resource: Option<Resource>) -> usize {
-    resource.map_or(metrics::ROUTES.len() - 1, Resource::label)
-}
-
-/// Maps a path to a resource; `None` is 404.
-fn resource(path: &str) -> Option<Resource> {
-    match path {
-        "/plants" => Some(Resource::Plants),
-        "/plants/changes" => Some(Resource::Changes),
-        "/export" => Some(Resource::Export),
-        "/openapi.json" => Some(Resource::OpenApi),
-        "/healthz" => Some(Resource::Health),
-        "/metrics" => Some(Resource::Metrics),
-        _ => {
-            if let Some(part) = ui::Part::at(path) {
-                return Some(Resource::Ui(part));
-            }
-            let id = path.strip_prefix("/plants/")?;
-            (!id.is_empty() && !id.contains('/')).then(|| Resource::Plant(query::integer(id)))
-        }
-    }
-}
-
-/// The one routing table: first match wins, 405 lists what is allowed.
-fn route(
-    app: &App,
-    resource: Option<Resource>,
-    request: &mut Request<'_>,
-) -> Result<Response, ApiError> {
-    let resource = resource.ok_or(ApiError::NoRoute)?;
-    match (resource, request.method()) {
-        (Resource::Plants, "GET" | "HEAD") => plants::list(app, request),
-        (Resource::Plants, "POST") => plants::create(app, request),
-        (Resource::Plant(id), "GET" | "HEAD") => plants::get(app, request, id),
-        (Resource::Plant(id), "PUT") => plants::replace(app, request, id),
-        (Resource::Plant(id), "DELETE") => plants::delete(app, request, id),
-        (Resource::Changes, "GET" | "HEAD") => changes::changes(app, request),
-        (Resource::Export, "GET" | "HEAD") => export::export(app, request),
-        (Resource::OpenApi, "GET" | "HEAD") => Ok(service::openapi(app)),
-        (Resource::Health, "GET" | "HEAD") => Ok(service::health(app)),
-        (Resource::Metrics, "GET" | "HEAD") => service::metrics(app, request),
-        (Resource::Ui(part), "GET" | "HEAD") => match &app.ui {
-            Some(ui) => Ok(ui.serve(part, request)),
-            None => Err(ApiError::NoRoute),
-        },
-        (resource, _) => Err(ApiError::MethodNotAllowed(resource.methods())),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_path_maps_to_its_resource() {
-        let table = [
-            ("/plants", Some(Resource::Plants)),
-            ("/plants/7", Some(Resource::Plant(Some(7)))),
-            (
-                "/plants/-9223372036854775808",
-                Some(Resource::Plant(Some(i64::MIN))),
-            ),
-            ("/plants/9223372036854775808", Some(Resource::Plant(None))),
-            ("/plants/2.0000000000000001", Some(Resource::Plant(None))),
-            ("/plants/x", Some(Resource::Plant(None))),
-            ("/plants/+7", Some(Resource::Plant(None))),
-            ("/plants/-79022.0", Some(Resource::Plant(Some(-79022)))),
-            ("/plants/7.5", Some(Resource::Plant(None))),
-            ("/plants/7/leaves", None),
-            ("/plants/changes", Some(Resource::Changes)),
-            ("/plants/changes/", None),
-            ("/openapi.json", Some(Resource::OpenApi)),
-            ("/healthz", Some(Resource::Health)),
-            ("/metrics", Some(Resource::Metrics)),
-            ("/export", Some(Resource::Export)),
-            ("/plants/", None),
-            ("/Plants", None),
-            ("/", Some(Resource::Ui(ui::Part::Page))),
-            ("/ui.css", Some(Resource::Ui(ui::Part::Style))),
-            ("/ui.js", Some(Resource::Ui(ui::Part::Script))),
-            ("/ui.svg", Some(Resource::Ui(ui::Part::Icon))),
-            ("/ui.html", None),
-            ("//", None),
-            ("", None),
-        ];
-        for (path, want) in table {
-            assert_eq!(resource(path), want, "{path}");
-        }
-    }
 }

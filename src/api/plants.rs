@@ -1,23 +1,26 @@
 //! Handlers for the plant resource: one plain function per operation,
-//! the auth check its first line, then content type, parse and validate,
-//! and the operation through the door (`crate::plants`), whose outcome
+//! called once its row's checks passed (`routes`: auth, query, content
+//! type, the body read), then parse and validate, and the operation
+//! through the door (`crate::plants`), whose outcome
 //! `reply` turns into the response, now or later.
 
 use std::sync::Arc;
 
-use super::query::{self, ListQuery};
+use super::query::ListQuery;
 use super::reply::reply;
-use super::{ApiError, App, Resource};
+use super::routes::Call;
+use super::{ApiError, App};
 use crate::http::{Fill, Request, Response, Stream};
 use crate::model::{NewPlant, Plant, PlantRecord};
 use crate::store::StoreError;
 
 /// `POST /plants`: stores a NewPlant and answers the Plant (no `id`, as the
 /// seed declares); a new plant is announced to the webhooks once stored.
-pub(super) fn create(app: &App, request: &mut Request<'_>) -> Result<Response, ApiError> {
-    app.authorize(request)?;
-    query::none(request.query())?;
-    require_json(request)?;
+pub(super) fn create(
+    app: &App,
+    request: &mut Request<'_>,
+    call: Call,
+) -> Result<Response, ApiError> {
     let new = NewPlant::parse(request.body()?, app.text_limits)?;
     // Built before the plant moves into the store; sent only on success.
     let response =
@@ -29,7 +32,7 @@ pub(super) fn create(app: &App, request: &mut Request<'_>) -> Result<Response, A
         .flatten();
     let webhooks = Arc::clone(&app.webhooks);
     let outcome = app.plants.create(new);
-    reply(app, request, Resource::Plants, outcome, move |()| {
+    reply(app, request, call.row, outcome, move |()| {
         if let Some(body) = event {
             webhooks.publish(body);
         }
@@ -58,16 +61,15 @@ const PIECE_BYTES: usize = 32 * 1024;
 /// `Link: <...>; rel="next"` header while more exist. The page is at most
 /// `limit` plants and at most `PAGE_BYTES` of JSON; the store copies out
 /// no more plants than that could hold.
-pub(super) fn list(app: &App, request: &mut Request<'_>) -> Result<Response, ApiError> {
-    app.authorize(request)?;
-    let query = ListQuery::parse(request.query())?;
+pub(super) fn list(app: &App, request: &mut Request<'_>, call: Call) -> Result<Response, ApiError> {
+    let query = ListQuery::parse(&call.query)?;
     // Plants past PAGE_BYTES of names and tags could not be sent: their
     // JSON is longer still.
     let base = base_url(request);
     let outcome = app
         .plants
         .page(query.after, query.limit, query.tag.clone(), PAGE_BYTES);
-    reply(app, request, Resource::Plants, outcome, move |page| {
+    reply(app, request, call.row, outcome, move |page| {
         Ok(page_response(
             &query,
             base.as_deref(),
@@ -179,25 +181,13 @@ impl Stream for Records {
 }
 
 /// `GET /plants/{id}`: the PlantRecord.
-pub(super) fn get(
-    app: &App,
-    request: &mut Request<'_>,
-    id: Option<i64>,
-) -> Result<Response, ApiError> {
-    app.authorize(request)?;
-    query::none(request.query())?;
-    let id = path_id(id)?;
+pub(super) fn get(app: &App, request: &mut Request<'_>, call: Call) -> Result<Response, ApiError> {
+    let id = path_id(call.id)?;
     let outcome = app.plants.get(id);
-    reply(
-        app,
-        request,
-        Resource::Plant(Some(id)),
-        outcome,
-        move |plant| {
-            let plant = plant.ok_or(StoreError::NotFound(id))?;
-            Ok(Response::json(200, &PlantRecord::new(id, &plant)))
-        },
-    )
+    reply(app, request, call.row, outcome, move |plant| {
+        let plant = plant.ok_or(StoreError::NotFound(id))?;
+        Ok(Response::json(200, &PlantRecord::new(id, &plant)))
+    })
 }
 
 /// `PUT /plants/{id}`: replaces name and tag of an existing plant; answers
@@ -205,53 +195,31 @@ pub(super) fn get(
 pub(super) fn replace(
     app: &App,
     request: &mut Request<'_>,
-    id: Option<i64>,
+    call: Call,
 ) -> Result<Response, ApiError> {
-    app.authorize(request)?;
-    query::none(request.query())?;
-    require_json(request)?;
     let body = request.body()?;
-    let id = path_id(id)?;
+    let id = path_id(call.id)?;
     let plant = Plant::parse(body, app.text_limits)?;
     let response = Response::json(200, &PlantRecord::new(id, &plant));
     let outcome = app.plants.replace(id, plant);
-    reply(app, request, Resource::Plant(Some(id)), outcome, |()| {
-        Ok(response)
-    })
+    reply(app, request, call.row, outcome, |()| Ok(response))
 }
 
 /// `DELETE /plants/{id}`: 204 with an empty body.
 pub(super) fn delete(
     app: &App,
     request: &mut Request<'_>,
-    id: Option<i64>,
+    call: Call,
 ) -> Result<Response, ApiError> {
-    app.authorize(request)?;
-    query::none(request.query())?;
-    let id = path_id(id)?;
+    let id = path_id(call.id)?;
     let outcome = app.plants.delete(id);
-    reply(app, request, Resource::Plant(Some(id)), outcome, |()| {
+    reply(app, request, call.row, outcome, |()| {
         Ok(Response::no_content())
     })
 }
 
 fn path_id(id: Option<i64>) -> Result<i64, ApiError> {
     id.ok_or(ApiError::BadParameter("plant id in the path (an int64)"))
-}
-
-/// 415 unless a request that carries a body says it is JSON (parameters
-/// such as `charset=utf-8` are fine).
-fn require_json(request: &Request<'_>) -> Result<(), ApiError> {
-    if !request.has_body() {
-        return Ok(());
-    }
-    let essence = request
-        .header("content-type")
-        .map(|v| v.split(|&b| b == b';').next().unwrap_or(v).trim_ascii());
-    match essence {
-        Some(v) if v.eq_ignore_ascii_case(b"application/json") => Ok(()),
-        _ => Err(ApiError::UnsupportedMediaType),
-    }
 }
 
 #[cfg(test)]

@@ -1,13 +1,16 @@
-//! Query strings: `GET /plants` takes `limit`, `after` and `tag`; the
-//! change feed `tag`; the other API routes none.
+//! Query strings: which names a route takes is its row's (`routes`);
+//! this reads them, and the values of `GET /plants` (`limit`, `after`,
+//! `tag`) and of the change feed (`tag`).
 //!
 //! Values are percent-decoded (`+` is a space, as in HTML forms) and must be
 //! UTF-8. A malformed or out-of-range value is a 400 naming the parameter,
 //! never silently clamped; a repeated parameter is a 400 too, since which
 //! one counts would be a guess. A parameter the route does not take is a
 //! 400 naming it and those it takes, so that a typo (`?limt=5`, `?tags=x`)
-//! is not read as "no limit" or "no filter". (The page's files take any
-//! query: a cache-busting `?v=2` is theirs to ignore.)
+//! is not read as "no limit" or "no filter". Each pair is judged in turn:
+//! the first fault named is the first in the query. (Routes whose row says
+//! `Any` take any query, unread: a cache-busting `?v=2` is the page's to
+//! ignore.)
 //!
 //! `limit` and `after` (and the id in a path, through [`integer`]) are read
 //! exactly from their text, as body ids are: `10e-1` is 1, while
@@ -32,25 +35,13 @@ pub struct ListQuery {
 }
 
 impl ListQuery {
-    /// Parses the query string (without `?`).
-    pub fn parse(query: Option<&str>) -> Result<ListQuery, ApiError> {
-        let (mut limit, mut after, mut tag) = (None, None, None);
-        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let (slot, name): (&mut Option<String>, &'static str) = match decode(key).as_deref() {
-                Some("limit") => (&mut limit, "query parameter limit"),
-                Some("after") => (&mut after, "query parameter after"),
-                Some("tag") => (&mut tag, "query parameter tag"),
-                _ => return Err(unknown(key, "limit, after, tag")),
-            };
-            if slot.is_some() {
-                return Err(ApiError::BadParameter(name));
-            }
-            *slot = Some(decode(value).ok_or(ApiError::BadParameter(name))?);
-        }
+    /// Reads the values of a query whose names were checked (`read`).
+    pub fn parse(values: &Values) -> Result<ListQuery, ApiError> {
+        let (limit, after) = (values.get("limit"), values.get("after"));
+        let tag = values.get("tag").map(str::to_owned);
         let limit = match limit {
             None => DEFAULT_LIMIT,
-            Some(v) => integer::<i32>(&v)
+            Some(v) => integer::<i32>(v)
                 .and_then(|n| usize::try_from(n).ok())
                 .filter(|&n| n <= MAX_LIMIT)
                 .ok_or(ApiError::BadParameter(
@@ -60,7 +51,7 @@ impl ListQuery {
         let after = match after {
             None => None,
             Some(v) => Some(
-                integer::<i64>(&v)
+                integer::<i64>(v)
                     .ok_or(ApiError::BadParameter("query parameter after (an int64)"))?,
             ),
         };
@@ -76,39 +67,50 @@ pub struct FeedQuery {
 }
 
 impl FeedQuery {
-    /// Parses the query string (without `?`); any parameter but `tag` is
-    /// refused, naming it.
-    pub fn parse(query: Option<&str>) -> Result<FeedQuery, ApiError> {
-        let mut tag = None;
-        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let name = "query parameter tag";
-            match decode(key).as_deref() {
-                Some("tag") if tag.is_none() => {
-                    tag = Some(decode(value).ok_or(ApiError::BadParameter(name))?);
-                }
-                Some("tag") => return Err(ApiError::BadParameter(name)),
-                _ => return Err(unknown(key, "tag")),
-            }
+    /// Reads the values of a query whose names were checked (`read`).
+    pub fn parse(values: &Values) -> FeedQuery {
+        FeedQuery {
+            tag: values.get("tag").map(str::to_owned),
         }
-        Ok(FeedQuery { tag })
     }
 }
 
-/// Refuses any query parameter: for the routes that take none.
-pub fn none(query: Option<&str>) -> Result<(), ApiError> {
-    match query.unwrap_or("").split('&').find(|p| !p.is_empty()) {
-        Some(pair) => Err(unknown(
-            pair.split_once('=').map_or(pair, |(k, _)| k),
-            "none",
-        )),
-        None => Ok(()),
+/// A query's values, percent-decoded, by the names its route takes.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Values(Vec<(&'static str, String)>);
+
+impl Values {
+    /// The value of parameter `name`, if the query has it.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
     }
+}
+
+/// Reads the query string (without `?`) of a route that takes the
+/// parameters `names`: each at most once, its value percent-decoded.
+pub fn read(query: Option<&str>, names: &'static [&'static str]) -> Result<Values, ApiError> {
+    let mut values = Values::default();
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let decoded = decode(key);
+        let Some(&name) = names.iter().find(|&&n| decoded.as_deref() == Some(n)) else {
+            return Err(unknown(key, names));
+        };
+        if values.get(name).is_some() {
+            return Err(ApiError::BadQuery(name));
+        }
+        let value = decode(value).ok_or(ApiError::BadQuery(name))?;
+        values.0.push((name, value));
+    }
+    Ok(values)
 }
 
 /// The 400 for parameter `key` (as sent; at most 64 bytes of it shown),
 /// listing those `accepted`.
-fn unknown(key: &str, accepted: &'static str) -> ApiError {
+fn unknown(key: &str, accepted: &'static [&'static str]) -> ApiError {
     let cut = (0..=key.len().min(64))
         .rev()
         .find(|&at| key.is_char_boundary(at))
@@ -133,53 +135,67 @@ fn decode(text: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    const LIST: &[&str] = &["limit", "after", "tag"];
+
+    /// A listing query read as `GET /plants` reads it.
+    fn list(query: &str) -> Result<ListQuery, ApiError> {
+        ListQuery::parse(&read(Some(query), LIST)?)
+    }
+
+    /// The parameter `read` refuses as unknown, and those it lists.
+    fn refused(query: &str, names: &'static [&'static str]) -> (String, String) {
+        let e = read(Some(query), names).expect_err(query);
+        let ApiError::UnknownParameter(name, _) = &e else {
+            panic!("{query}: {e:?}");
+        };
+        (name.clone(), e.to_string())
+    }
+
     #[test]
     fn the_feed_takes_tag_once_and_nothing_else() {
-        assert_eq!(FeedQuery::parse(None).unwrap().tag, None);
-        let q = FeedQuery::parse(Some("tag=a%20b")).unwrap();
-        assert_eq!(q.tag.as_deref(), Some("a b"));
+        let feed = |query| read(Some(query), &["tag"]).map(|v| FeedQuery::parse(&v));
+        assert_eq!(FeedQuery::parse(&read(None, &["tag"]).unwrap()).tag, None);
+        assert_eq!(feed("tag=a%20b").unwrap().tag.as_deref(), Some("a b"));
         assert!(matches!(
-            FeedQuery::parse(Some("tag=a&tag=b")),
-            Err(ApiError::BadParameter(_))
+            feed("tag=a&tag=b"),
+            Err(ApiError::BadQuery("tag"))
         ));
-        let Err(ApiError::UnknownParameter(name, "tag")) = FeedQuery::parse(Some("tags=x")) else {
-            panic!("tags= is not tag=");
-        };
-        assert_eq!(name, "tags");
-        let long = "k".repeat(100);
-        let Err(ApiError::UnknownParameter(name, _)) = FeedQuery::parse(Some(&long)) else {
-            panic!("unknown");
-        };
+        let (name, message) = refused("tags=x", &["tag"]);
+        assert_eq!(name, "tags", "tags= is not tag=");
+        assert!(message.ends_with("; accepted here: tag"), "{message}");
+        let (name, _) = refused(&"k".repeat(100), &["tag"]);
         assert_eq!(name.len(), 64, "the name is shown cut");
     }
 
     #[test]
     fn defaults_and_values() {
-        let q = ListQuery::parse(None).unwrap();
+        let q = list("").unwrap();
         assert_eq!((q.limit, q.after, q.tag), (100, None, None));
-        let q = ListQuery::parse(Some("limit=0&after=-5&tag=a%20b+c")).unwrap();
+        let q = list("limit=0&after=-5&tag=a%20b+c").unwrap();
         assert_eq!(
             (q.limit, q.after, q.tag.as_deref()),
             (0, Some(-5), Some("a b c"))
         );
-        let Err(ApiError::UnknownParameter(name, accepted)) =
-            ListQuery::parse(Some("limit=0&limt=5"))
-        else {
-            panic!("a misspelt parameter is refused");
-        };
-        assert_eq!((name.as_str(), accepted), ("limt", "limit, after, tag"));
-        assert!(none(None).is_ok() && none(Some("")).is_ok() && none(Some("&&")).is_ok());
-        let Err(ApiError::UnknownParameter(name, "none")) = none(Some("&x=1&y")) else {
-            panic!("a route without parameters takes none");
-        };
-        assert_eq!(name, "x");
-        assert_eq!(ListQuery::parse(Some("limit=1000")).unwrap().limit, 1000);
+        let (name, message) = refused("limit=0&limt=5", LIST);
+        assert_eq!(name, "limt", "a misspelt parameter is refused");
         assert_eq!(
-            ListQuery::parse(Some("limit=5.0&after=-2e0"))
-                .unwrap()
-                .after,
-            Some(-2)
+            message,
+            "unknown query parameter \"limt\"; accepted here: limit, after, tag"
         );
+        for empty in [None, Some(""), Some("&&")] {
+            assert_eq!(read(empty, &[]).unwrap(), Values::default());
+        }
+        let (name, message) = refused("&x=1&y", &[]);
+        assert_eq!(name, "x", "a route without parameters takes none");
+        assert!(message.ends_with("; accepted here: none"), "{message}");
+        // The first fault in the query is the one named.
+        assert!(matches!(
+            read(Some("limit=1&limit=2&x"), LIST),
+            Err(ApiError::BadQuery("limit"))
+        ));
+        assert_eq!(refused("x&limit=1&limit=2", LIST).0, "x");
+        assert_eq!(list("limit=1000").unwrap().limit, 1000);
+        assert_eq!(list("limit=5.0&after=-2e0").unwrap().after, Some(-2));
     }
 
     #[test]
@@ -203,7 +219,7 @@ mod tests {
             "tag=%+0",
             "limit=1&limit=2",
         ] {
-            assert!(ListQuery::parse(Some(query)).is_err(), "{query}");
+            assert!(list(query).is_err(), "{query}");
         }
     }
 }

@@ -9,15 +9,16 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{ApiError, App, CorsHeaders, Metrics, Resource, label};
+use super::{ApiError, App, CorsHeaders, Metrics};
 use crate::http::{Deferred, Request, Response};
 use crate::plants::Outcome;
 
-/// Answers `request` with what `respond` makes of `outcome`'s value.
+/// Answers `request` (of row `route` in `routes::ROUTES`) with what
+/// `respond` makes of `outcome`'s value.
 pub(super) fn reply<T: Send + 'static>(
     app: &App,
     request: &mut Request<'_>,
-    resource: Resource,
+    route: usize,
     outcome: Outcome<T>,
     respond: impl FnOnce(T) -> Result<Response, ApiError> + Send + 'static,
 ) -> Result<Response, ApiError> {
@@ -34,7 +35,7 @@ pub(super) fn reply<T: Send + 'static>(
         metrics: Arc::clone(&app.metrics),
         cors: app.cors_headers(request),
         started: request.started(),
-        resource,
+        route,
         method: super::metrics::method_label(request.method()),
         later,
     };
@@ -48,7 +49,8 @@ struct Completion {
     metrics: Arc<Metrics>,
     cors: CorsHeaders,
     started: Instant,
-    resource: Resource,
+    /// Its row in `routes::ROUTES`, its metrics label.
+    route: usize,
     /// The request's `metrics::METHODS` index.
     method: usize,
     later: Deferred,
@@ -57,9 +59,8 @@ struct Completion {
 impl Completion {
     fn send(self, made: Result<Response, ApiError>) {
         let response = made.unwrap_or_else(|e| e.to_response());
-        let route = label(Some(self.resource));
         self.metrics.record(
-            route,
+            self.route,
             self.method,
             response.status(),
             self.started.elapsed(),

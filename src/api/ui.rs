@@ -28,39 +28,23 @@ pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; 
     connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; \
     frame-ancestors 'none'";
 
-/// One of the page's files.
+/// One of the page's files (where each is served is its row's, in
+/// `routes::ROUTES`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
-    /// `/`, the HTML.
+    /// The HTML.
     Page,
-    /// `/ui.css`.
     Style,
-    /// `/ui.js`.
     Script,
-    /// `/ui.svg`, the icon.
+    /// The icon.
     Icon,
 }
 
 /// Every part, in the order of `Part::index`.
-const PARTS: [Part; 4] = [Part::Page, Part::Style, Part::Script, Part::Icon];
+pub(super) const PARTS: [Part; 4] = [Part::Page, Part::Style, Part::Script, Part::Icon];
 
 impl Part {
-    /// The part served at `path`, if any.
-    pub fn at(path: &str) -> Option<Part> {
-        PARTS.into_iter().find(|part| part.path() == path)
-    }
-
-    /// Where it is served.
-    pub fn path(self) -> &'static str {
-        match self {
-            Part::Page => "/",
-            Part::Style => "/ui.css",
-            Part::Script => "/ui.js",
-            Part::Icon => "/ui.svg",
-        }
-    }
-
-    /// Its position in `PARTS` (and among the metrics' route labels).
+    /// Its position in `PARTS`.
     pub fn index(self) -> usize {
         self as usize
     }
@@ -198,13 +182,10 @@ mod tests {
     }
 
     #[test]
-    fn every_part_is_found_at_its_path() {
+    fn every_part_is_at_its_index() {
         for part in PARTS {
-            assert_eq!(Part::at(part.path()), Some(part));
             assert_eq!(PARTS[part.index()], part);
         }
-        assert_eq!(Part::at("/ui.html"), None);
-        assert_eq!(Part::at(""), None);
     }
 
     #[test]

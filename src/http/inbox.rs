@@ -79,6 +79,11 @@ impl Inbox {
         }
     }
 
+    /// Whether the handler has asked for the current request's body.
+    pub(crate) fn body_asked(&self) -> bool {
+        !matches!(self.body, RequestBody::Unread)
+    }
+
     /// Whether the body was asked for and is still arriving.
     pub(crate) fn awaits_body(&self) -> bool {
         matches!(self.body, RequestBody::Reading(_))
@@ -200,7 +205,9 @@ mod tests {
         let mut inbox = Inbox::new(64);
         inbox.start(Framing::Length(5));
         assert!(!inbox.take_continue(), "not before the handler asks");
+        assert!(!inbox.body_asked(), "a request's first call is not resumed");
         assert_eq!(inbox.body(true), Err(BodyError::NotYet));
+        assert!(inbox.body_asked(), "the next call is");
         assert!(inbox.take_continue());
         assert!(!inbox.take_continue(), "once");
         // A handler run again for the rest of the body owes none.
@@ -208,6 +215,7 @@ mod tests {
         assert!(!inbox.take_continue());
         // A request without a body owes none either.
         inbox.finish();
+        assert!(!inbox.body_asked(), "the next request starts afresh");
         inbox.start(Framing::None);
         assert_eq!(inbox.body(true), Ok(&b""[..]));
         assert!(!inbox.take_continue());

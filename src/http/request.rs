@@ -5,8 +5,9 @@
 //! to a request that passed them. When the handler asks before the whole
 //! body has arrived, `body` answers [`BodyError::NotYet`]: the engine drops
 //! that call's response, reads the rest of the body without blocking, and
-//! calls the handler again, when `body` has its answer. So a handler must
-//! do nothing lasting before it reads the body (checks only).
+//! calls the handler again, when `body` has its answer; on that call
+//! [`Request::resumed`] is true, so the checks need not be made twice. A
+//! handler must do nothing lasting before it reads the body (checks only).
 //!
 //! A `Request` owns nothing: it borrows the connection's parsed head and
 //! its inbox (where the body is decoded) for one call of the handler. It
@@ -37,6 +38,8 @@ pub struct Request<'c> {
     deferred: bool,
     /// It came over TLS.
     secure: bool,
+    /// An earlier call asked for the body (see `resumed`).
+    resumed: bool,
 }
 
 impl<'c> Request<'c> {
@@ -49,6 +52,7 @@ impl<'c> Request<'c> {
         secure: bool,
     ) -> Request<'c> {
         Request {
+            resumed: inbox.body_asked(),
             head,
             inbox,
             peer,
@@ -102,6 +106,14 @@ impl<'c> Request<'c> {
     /// the wait for the body.
     pub fn started(&self) -> Instant {
         self.started
+    }
+
+    /// Whether this is the engine's second call for this request: the first
+    /// asked for a body that had not all arrived, and it is now in (or
+    /// failed, which `body` says). What the first call checked before
+    /// asking passed; what it did otherwise was dropped with its response.
+    pub fn resumed(&self) -> bool {
+        self.resumed
     }
 
     /// Whether the request carries a non-empty body.

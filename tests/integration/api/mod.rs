@@ -8,5 +8,6 @@ mod metrics;
 mod numbers;
 mod plants;
 mod resource;
+mod routes;
 mod ui;
 mod webhook;
