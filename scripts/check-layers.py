@@ -32,6 +32,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import layers_doc as doc  # noqa: E402
 import layers_rust as rust  # noqa: E402
 
 ARCH = "ARCHITECTURE.md"
@@ -220,24 +221,56 @@ def check_table(tops, edges, allowed, rows, err):
     return bad
 
 
+def shortest_loop(part, pairs):
+    """A shortest loop through the nodes of one component, as a list of
+    nodes (the first repeated at the end)."""
+    best = None
+    for start in part:
+        back, queue = {start: None}, [start]
+        while queue:
+            v = queue.pop(0)
+            for a, b in sorted(pairs):
+                if a != v or b not in part:
+                    continue
+                if b == start:
+                    loop, w = [start], v
+                    while w is not None:
+                        loop.insert(0, w)
+                        w = back[w]
+                    if best is None or len(loop) < len(best):
+                        best = loop
+                    queue = []
+                    break
+                if b not in back:
+                    back[b] = v
+                    queue.append(b)
+    return best
+
+
 def report_cycles(kind, found, pairs, err):
+    """Each component: its members, then one shortest loop in it with the
+    references that make each step (fix it and run again for the next)."""
     for part in found:
-        print(f"cycle between {kind}: {', '.join(part)}", file=err)
-        for (a, b), refs in sorted(pairs.items()):
-            if a in part and b in part:
-                print(f"  {a} -> {b}:", file=err)
-                for w in refs:
-                    print(f"    {w[0] if isinstance(w, tuple) else w}", file=err)
+        loop = shortest_loop(part, pairs)
+        print(f"cycle between {kind}: {' -> '.join(loop)}", file=err)
+        if len(part) > len(loop) - 1:
+            print(f"  (one loop of a tangle of {len(part)}: {', '.join(part)})", file=err)
+        for a, b in zip(loop, loop[1:]):
+            print(f"  {a} -> {b}:", file=err)
+            for w in pairs[(a, b)]:
+                print(f"    {w[0] if isinstance(w, tuple) else w}", file=err)
     return len(found)
 
 
 def main():
     args = sys.argv[1:]
+    if args in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        sys.exit(0)
     if args not in ([], ["--files"]):
-        print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
-        sys.exit(0 if args in (["-h"], ["--help"]) else 2)
+        print("usage: scripts/check-layers.py [--files]", file=sys.stderr)
+        sys.exit(2)
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    import layers_doc as doc
     tops, scanned, owner, bindings = read_sources()
     edges, file_edges, roots = graphs(tops, scanned, owner, bindings)
     err = sys.stderr

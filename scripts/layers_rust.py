@@ -228,7 +228,7 @@ def code_path(toks, j):
     return path, j
 
 
-def rust_skip_path(toks, j):
+def skip_path(toks, j):
     """The index after the path at toks[j]."""
     return code_path(toks, j)[1] if j < len(toks) else j
 
@@ -358,7 +358,7 @@ def scan(path, modpath, module_set, test_paths):
         elif t == ";" and test_until and test_until[-1] == len(stack):
             test_until.pop()
         elif t == "in" and prev == "(" and i >= 2 and toks[i - 2][0] == "pub":
-            i = rust_skip_path(toks, i + 1)  # pub(in crate::m): a visibility, not a use
+            i = skip_path(toks, i + 1)  # pub(in crate::m): a visibility, not a use
             continue
         elif IDENT.match(t) and prev not in ("::", ".", "mod") and \
                 (i + 1 >= n or toks[i + 1][0] != "::"):
