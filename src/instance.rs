@@ -1,8 +1,10 @@
 //! A plantstore instance: the store the flags chose behind the door, the
 //! API on the engine, the webhook sender; started, run, reloaded, stopped.
 //!
-//! The top of the house beside `config`: it may import every layer, and
-//! none imports it. `main` calls [`start`], runs the instance and turns a
+//! The top of the house beside `config`: it may import every layer (it is
+//! the wiring: with `plants`, the only module that may name the stores),
+//! and only `signals`, which drives its `Reloader`, imports it. `main`
+//! calls [`start`], runs the instance and turns a
 //! [`StartError`] into an exit code; the integration tests call [`start`]
 //! and [`serve`] (with a store of their own).
 

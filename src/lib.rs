@@ -1,20 +1,23 @@
 //! plantstore: a tiny, fast HTTP server for the Plant Store API.
 //!
-//! The layers, each importing only those below it (ARCHITECTURE.md has
-//! the map and a request's path; `scripts/check-layers.sh` checks it):
+//! The layers, each importing only those below it (ARCHITECTURE.md's
+//! table says exactly which may import which, and
+//! `scripts/check-layers.sh` holds the code to it):
 //!
-//! - leaves: [`model`] (the model and its validation), [`metrics`] (the
-//!   Prometheus writer, histograms), [`os`], `lock` (the poisoned-lock
-//!   policy), `percent` (percent-escapes), [`logging`];
-//! - [`store`] (memory shards and the `--data` journal), [`database`]
-//!   (PostgreSQL, the `postgres` feature), [`seed`] (the `--seed` reader),
-//!   [`webhook`] (the sender), and [`http`], the engine, which knows
-//!   nothing of plants;
+//! - leaves, importing nothing of the crate: [`model`] (the model and its
+//!   validation), [`metrics`] (the Prometheus writer, histograms), [`os`],
+//!   `lock` (the poisoned-lock policy), `percent` (percent-escapes),
+//!   [`logging`], `reach` (the host's addresses);
+//! - [`tls`] (certificate files, the `tls` feature), [`store`] (memory
+//!   shards and the `--data` journal), [`webhook`] (the sender), [`http`]
+//!   (the engine, which knows nothing of plants), [`seed`] (the `--seed`
+//!   reader), [`changes`] (the change feed), [`database`] (PostgreSQL,
+//!   the `postgres` feature);
 //! - [`plants`]: the one door to the plants, the only module that knows
 //!   which store is in use;
 //! - [`api`]: the Plant Store API as the engine's handler;
-//! - [`config`] (flags to a checked `Config`) and [`instance`] (start,
-//!   run, reload, stop), which `main.rs` drives.
+//! - [`config`] (flags to a checked `Config`), [`instance`] (start, run,
+//!   reload, stop) and [`signals`], which `main.rs` drives.
 
 // Denied, not forbidden: audited calls allow it locally, in
 // `store/journal/file.rs` (`statvfs`, which std lacks, and `statx` asking

@@ -8,8 +8,8 @@
 //! and `X-Accel-Buffering: no` keep caches and nginx from holding events
 //! back. HEAD answers the same head, without a body.
 
+use super::Call;
 use super::query::FeedQuery;
-use super::routes::Call;
 use super::{ApiError, App};
 use crate::http::{Request, Response};
 

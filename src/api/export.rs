@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use super::routes::Call;
+use super::Call;
 use super::{ApiError, App};
 use crate::http::{Fill, Request, Response, Stream};
 use crate::model::{Plant, PlantRecord};

@@ -17,16 +17,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::routes::{ROUTES, label};
 use crate::http::Gauge;
 use crate::metrics::{Exposition, Histogram, Kind, render_process};
 
 /// The target triple the binary was built for (set by `build.rs`).
 const TARGET: &str = env!("PLANTSTORE_TARGET");
 
-/// Route labels: one per row of `ROUTES` (its path, `routes::label`),
-/// then `other` (`routes::OTHER`) for a request that found none.
-const LABELS: usize = ROUTES.len() + 1;
 /// Method labels, in the order of each route's table; the last takes
 /// every other method.
 pub const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "other"];
@@ -49,29 +45,21 @@ pub struct Metrics {
     started: Instant,
     /// `started` on the wall clock, for `process_start_time_seconds`.
     started_at: SystemTime,
-    requests: [[[AtomicU64; STATUSES.len()]; METHODS.len()]; LABELS],
-    latency: [Histogram; LABELS],
+    /// The route labels, given at start: one per row of the endpoint
+    /// table (its path), then `other` for a request that found none. They
+    /// are given, not imported, so that counting knows nothing of the
+    /// handlers the table names.
+    routes: Box<[&'static str]>,
+    /// By route, method and status.
+    requests: Box<[[[AtomicU64; STATUSES.len()]; METHODS.len()]]>,
+    /// By route.
+    latency: Box<[Histogram]>,
     connections: Gauge,
-}
-
-impl Default for Metrics {
-    fn default() -> Metrics {
-        Metrics {
-            started: Instant::now(),
-            started_at: SystemTime::now(),
-            requests: std::array::from_fn(|_| {
-                std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0)))
-            }),
-            latency: std::array::from_fn(|_| Histogram::default()),
-            connections: Gauge::new(),
-        }
-    }
 }
 
 impl Metrics {
     /// Counts one request answered `elapsed` after its head was parsed
-    /// (`route` is a row of `ROUTES` or `routes::OTHER`, `method` indexes
-    /// `METHODS`). Its duration is
+    /// (`route` indexes the route labels, `method` indexes `METHODS`). Its duration is
     /// counted whatever the status; a status the table has no column for
     /// is not counted.
     pub fn record(&self, route: usize, method: usize, status: u16, elapsed: Duration) {
@@ -85,11 +73,17 @@ impl Metrics {
         }
     }
 
-    /// Counters that report the open connections `gauge` counts.
-    pub fn new(gauge: Gauge) -> Metrics {
+    /// Counters for the `routes` labels (`other` last) that report the
+    /// open connections `gauge` counts.
+    pub fn new(gauge: Gauge, routes: Box<[&'static str]>) -> Metrics {
+        let zeros = || std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0)));
         Metrics {
+            started: Instant::now(),
+            started_at: SystemTime::now(),
+            requests: routes.iter().map(|_| zeros()).collect(),
+            latency: routes.iter().map(|_| Histogram::default()).collect(),
+            routes,
             connections: gauge,
-            ..Metrics::default()
         }
     }
 
@@ -111,7 +105,7 @@ impl Metrics {
             Kind::Counter,
             "Requests answered, by route, method and status.",
         );
-        for (route, table) in (0..).map(label).zip(&self.requests) {
+        for (&route, table) in self.routes.iter().zip(&self.requests) {
             for (method, row) in METHODS.iter().zip(table) {
                 for (status, count) in STATUSES.iter().zip(row) {
                     let count = count.load(Ordering::Relaxed);
@@ -129,7 +123,7 @@ impl Metrics {
             Kind::Histogram,
             "Time from a request's head parsed to its answer queued, by route.",
         );
-        for (route, latency) in (0..).map(label).zip(&self.latency) {
+        for (&route, latency) in self.routes.iter().zip(&self.latency) {
             if latency.count() > 0 {
                 latency.render(out, DURATION, ("route", route));
             }
@@ -175,6 +169,12 @@ impl Metrics {
 mod tests {
     use super::*;
 
+    /// Counters for three routes and `other`.
+    fn metrics() -> Metrics {
+        let routes = ["/plants", "/plants/{id}", "/healthz", "other"];
+        Metrics::new(Gauge::new(), routes.into())
+    }
+
     fn text(metrics: &Metrics) -> String {
         let mut out = Exposition::new();
         metrics.render(&mut out);
@@ -183,7 +183,7 @@ mod tests {
 
     #[test]
     fn counts_by_route_and_status() {
-        let metrics = Metrics::default();
+        let metrics = metrics();
         let fast = Duration::from_micros(50);
         let (get, post) = (method_label("GET"), method_label("POST"));
         metrics.record(0, post, 200, fast);
@@ -216,7 +216,7 @@ mod tests {
 
     #[test]
     fn durations_by_route_and_build() {
-        let metrics = Metrics::default();
+        let metrics = metrics();
         metrics.record(0, 2, 200, Duration::from_millis(3));
         metrics.record(0, 2, 409, Duration::from_millis(30));
         let text = text(&metrics);

@@ -42,6 +42,17 @@ use crate::model::TextLimits;
 use crate::plants::Plants;
 use crate::webhook::Webhooks;
 
+/// What a handler is given besides the request.
+#[derive(Debug)]
+struct Call {
+    /// The request's row in `routes::ROUTES`, its metrics label.
+    pub row: usize,
+    /// The id in the path (`None` when not an int64: a 400, after the auth check).
+    pub id: Option<i64>,
+    /// The query's values, by the names the row takes.
+    pub query: query::Values,
+}
+
 /// The application: the plants, the accepted tokens, the webhook sender,
 /// the counters, and the name and tag limits (the OpenAPI document
 /// declares them).
@@ -82,7 +93,7 @@ impl App {
             plants,
             tokens,
             webhooks: Arc::new(webhooks),
-            metrics: Arc::new(Metrics::new(gauge)),
+            metrics: Arc::new(Metrics::new(gauge, routes::labels())),
             text_limits,
             cors,
             ui: ui.then(ui::Ui::new),

@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
+use super::Call;
 use super::query::ListQuery;
 use super::reply::reply;
-use super::routes::Call;
 use super::{ApiError, App};
 use crate::http::{Fill, Request, Response, Stream};
 use crate::model::{NewPlant, Plant, PlantRecord};

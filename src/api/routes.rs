@@ -25,7 +25,7 @@
 
 use super::query::{self, Values};
 use super::ui::Part;
-use super::{ApiError, App, changes, export, plants, service};
+use super::{ApiError, App, Call, changes, export, plants, service};
 use crate::http::{BodyError, Request, Response};
 
 /// A handler: called after the gate, with the request's row, path id and
@@ -219,17 +219,6 @@ pub(super) struct Found {
     pub id: Option<i64>,
 }
 
-/// What a handler is given besides the request.
-#[derive(Debug)]
-pub(super) struct Call {
-    /// The request's row in `ROUTES`, its metrics label.
-    pub row: usize,
-    /// The id in the path (see `Found`).
-    pub id: Option<i64>,
-    /// The query's values, by the names the row takes.
-    pub query: Values,
-}
-
 /// The row for `path`: a literal path first, then a pattern, so that
 /// `/plants/changes` is the feed and not a plant; `None` is 404.
 pub(super) fn find(path: &str) -> Option<Found> {
@@ -248,9 +237,10 @@ pub(super) fn find(path: &str) -> Option<Found> {
     })
 }
 
-/// The metrics' route label of row `row` (`OTHER` and past: `other`).
-pub(super) fn label(row: usize) -> &'static str {
-    ROUTES.get(row).map_or("other", |r| r.path)
+/// The metrics' route labels: each row's path, in order, then `other`
+/// (row `OTHER`).
+pub(super) fn labels() -> Box<[&'static str]> {
+    ROUTES.iter().map(|r| r.path).chain(["other"]).collect()
 }
 
 /// 404 without a row, 405 for a method it does not answer; then the gate,
@@ -391,9 +381,11 @@ mod tests {
 
     #[test]
     fn labels_are_the_paths_then_other() {
-        assert_eq!(label(0), "/plants");
-        assert_eq!(label(OTHER - 1), "/ui.svg");
-        assert_eq!((label(OTHER), label(OTHER + 5)), ("other", "other"));
+        let labels = labels();
+        assert_eq!(labels.len(), OTHER + 1);
+        assert_eq!(labels[0], "/plants");
+        assert_eq!(labels[OTHER - 1], "/ui.svg");
+        assert_eq!(labels[OTHER], "other");
         assert_eq!(ROUTES[1].allow(), "GET, HEAD, PUT, DELETE");
     }
 }

@@ -8,8 +8,8 @@
 //! is unpacked for each request and given the configured ones
 //! (`document`).
 
+use super::Call;
 use super::packed::{packed, unpack};
-use super::routes::Call;
 use super::{ApiError, App};
 use crate::http::{Request, Response};
 use crate::metrics::Exposition;

@@ -13,21 +13,15 @@ use std::time::{Duration, Instant};
 
 use postgres::Row;
 
-use super::batch::BATCH_CHANGES;
+use super::waiting::BATCH_CHANGES;
 use super::{Connection, DbError};
 use crate::model::{ChangeKind, Plant, PlantChange};
-
-/// The log's batches that hold changes after a number ($2), in order, at
-/// most $3 of them. A batch holds at most `BATCH_CHANGES`, so it starts
-/// after that number less that ($1): the index bounds the scan.
-pub(super) const CHANGES_AFTER: &str = "SELECT seq, ids, kinds, names, tags FROM plant_changes
-WHERE seq > $1 AND seq + cardinality(ids) - 1 > $2 ORDER BY seq LIMIT $3";
 
 /// The log's batches that hold changes after a number ($2) and start at
 /// or before another ($3), newest first, at most $4 of them, and only
 /// while the names and tags of the newer ones take at most $5 bytes (the
 /// batch that passes it is the last). $1 bounds the index scan as in
-/// [`CHANGES_AFTER`].
+/// [`CHANGES_AFTER`](super::sql::CHANGES_AFTER).
 const CHANGES_BACK: &str = "SELECT seq, ids, kinds, names, tags FROM (
     SELECT seq, ids, kinds, names, tags,
         (sum(bytes) OVER (ORDER BY seq DESC))::bigint - bytes AS newer

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use log::{info, warn};
 
-use super::pool::PoolState;
+use super::state::PoolState;
 use super::{DbError, Unavailable};
 
 /// How often the heartbeat asks.

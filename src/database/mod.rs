@@ -49,16 +49,18 @@ mod health;
 mod pool;
 mod seed;
 mod sql;
+mod state;
 mod tls;
+mod waiting;
 mod watchdog;
 mod worker;
 
-pub use batch::{Answer, Change};
 pub use config::DatabaseConfig;
 pub use follow::follow;
 pub use pool::{JobSender, Pool};
 pub use seed::load_seed;
 pub use sql::{Connection, DbError, SCHEMA_VERSION, SchemaError, ensure_schema, feed_start};
+pub use waiting::{Answer, Change};
 
 use std::fmt;
 use std::sync::Arc;

@@ -282,6 +282,12 @@ pub struct Connection {
     errors: u64,
 }
 
+/// Prepared on every connection, read by `changelog.rs`: the log's batches that hold changes after a number ($2), in order, at
+/// most $3 of them. A batch holds at most `waiting::BATCH_CHANGES`, so it starts
+/// after that number less that ($1): the index bounds the scan.
+pub(super) const CHANGES_AFTER: &str = "SELECT seq, ids, kinds, names, tags FROM plant_changes
+WHERE seq > $1 AND seq + cardinality(ids) - 1 > $2 ORDER BY seq LIMIT $3";
+
 impl Connection {
     /// Connects and prepares the statements.
     pub fn open(config: &postgres::Config, tls: super::tls::Rustls) -> Result<Connection, DbError> {
@@ -293,7 +299,7 @@ impl Connection {
             create_one: prepare(CREATE_ONE)?,
             replace_one: prepare(REPLACE_ONE)?,
             delete_one: prepare(DELETE_ONE)?,
-            changes_after: prepare(super::changelog::CHANGES_AFTER)?,
+            changes_after: prepare(CHANGES_AFTER)?,
             get: prepare("SELECT name, tag FROM plants WHERE id = $1")?,
             page: prepare("SELECT id, name, tag FROM plants WHERE id >= $1 ORDER BY id LIMIT $2")?,
             page_tagged: prepare(

@@ -9,7 +9,7 @@ use std::thread;
 use log::warn;
 
 use super::health::ANSWER;
-use super::pool::{Job, PoolState, Refuse, Slot};
+use super::state::{Job, PoolState, Refuse, Slot};
 use super::worker::{start_worker, went_down};
 use super::{MAX_WAIT, STUCK, Unavailable, WATCH};
 use crate::lock::lock;

@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 
 use log::{debug, error, info, warn};
 
-use super::pool::{PoolState, Slot};
+use super::batch;
+use super::state::{Job, PoolState, Slot};
 use super::{BACKOFF_MAX, BACKOFF_MIN, Connection, DbError, MAX_WAIT, PING, Unavailable};
-use crate::lock::lock;
+use crate::lock::{lock, wait_timeout};
 
 /// Starts a worker with a place of its own.
 pub(super) fn spawn_worker(shared: &Arc<PoolState>) -> std::io::Result<()> {
@@ -121,11 +122,31 @@ pub(super) fn went_down(shared: &PoolState, why: String, left: usize) {
     }
 }
 
+/// The next job: a batch of the changes waiting when one may run,
+/// else the first job, waiting up to `PING` for either; `None` on a
+/// timeout or when stopping with nothing queued.
+fn next(shared: &Arc<PoolState>) -> Option<Job> {
+    let mut queues = shared.lock_queue();
+    for round in 0..2 {
+        if let Some(batch) = queues.changes.take() {
+            drop(queues);
+            return Some(batch::job(shared, batch));
+        }
+        if let Some(job) = queues.jobs.pop_front() {
+            return Some(job);
+        }
+        if round == 0 && !shared.is_stopping() {
+            queues = wait_timeout(&shared.ready, queues, PING).0;
+        }
+    }
+    None
+}
+
 /// Runs jobs on `connection` until it is lost (then says why), the pool
 /// stops, or the watchdog gives up on this worker.
 fn serve(shared: &Arc<PoolState>, slot: &Slot, connection: &mut Connection) -> Ended {
     loop {
-        let Some(job) = shared.next() else {
+        let Some(job) = next(shared) else {
             if shared.is_stopping() {
                 return Ended::Lost("stopping".into());
             }

@@ -18,7 +18,7 @@ use mio::net::TcpStream;
 use super::protocol::Protocol;
 use super::response::{Delimit, Persist, Response};
 use super::session::{self, Home};
-use super::worker::ServerState;
+use super::state::ServerState;
 
 /// Rounds (a read, or output drained) served to one connection before the
 /// others get their turn.

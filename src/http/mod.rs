@@ -15,13 +15,21 @@
 //! (`deferred`), which wakes the loop when done, and a streamed body made
 //! on another thread says it is pending and is woken the same way.
 //!
-//! The rest of the crate sees `Server` (with `Limits`, `Gauge` and
-//! `Stopper`) to run the engine, and `Request`, `Response` (with a
-//! `Stream` for a body made as it is sent), `Deferred`, `StreamWaker` and the
-//! `Handler` trait to answer it. Every limit and timeout lives in
-//! `Limits`. What it does not do: TLS, HTTP/2, compression, routing or
-//! anything about plants, or draining an unread body (the connection is
-//! closed instead).
+//! With HTTPS (the `tls` feature), `tls` keeps a connection's rustls
+//! state between its socket and its protocol, in the same loop, and holds
+//! the configuration served (`Https`, which the crate's `tls` module makes
+//! from the certificate files). What
+//! the loops share is `state` (`ServerState`), a file of its own so that
+//! `server`, `worker` and `conn` import it one way.
+//!
+//! The rest of the crate sees `Server` (with `Limits`, `Gauge`, `Stopper`,
+//! `Https` and `raise_open_file_limit`) to run the engine, and `Request`
+//! (with `BodyError`), `Response` (with a `Stream` and its `Fill` for a
+//! body made as it is sent), `Deferred`, `StreamWaker` and the `Handler`
+//! trait to answer it. Every limit and timeout lives in `Limits`. What it
+//! does not do: certificate files (the crate's `tls` module reads them),
+//! HTTP/2, compression, routing or anything about plants, or draining an
+//! unread body (the connection is closed instead).
 
 mod access;
 mod body;
@@ -37,6 +45,7 @@ mod request;
 mod response;
 mod server;
 mod session;
+mod state;
 #[cfg(feature = "tls")]
 mod tls;
 mod worker;

@@ -21,9 +21,10 @@ use std::time::Duration;
 use log::{error, warn};
 use mio::Waker;
 
+use super::state::ServerState;
 #[cfg(feature = "tls")]
 use super::tls::Https;
-use super::worker::{ServerState, Worker};
+use super::worker::Worker;
 use super::{Handler, Limits};
 
 /// Connections the kernel may hold waiting to be accepted.

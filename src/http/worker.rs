@@ -35,7 +35,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -49,7 +49,7 @@ use super::deferred::{self, Mailbox, Ticket};
 use super::protocol::Protocol;
 use super::response::Response;
 use super::session::Home;
-use super::{Handler, Limits};
+use super::state::ServerState;
 use crate::lock::lock;
 
 const LISTENER: Token = Token(usize::MAX - 1);
@@ -59,27 +59,6 @@ const SWEEP: Duration = Duration::from_millis(100);
 /// Unsent bytes the kernel may hold for a connection before it stops
 /// taking more (`TCP_NOTSENT_LOWAT`).
 const NOTSENT_LOWAT: u32 = 64 * 1024;
-/// What every event loop of one server shares: the limits, the handler,
-/// the count of open connections and the stopping flag.
-pub(crate) struct ServerState {
-    pub(crate) limits: Limits,
-    pub(crate) handler: Arc<dyn Handler>,
-    /// Connections open over all loops.
-    pub(crate) open: Arc<AtomicUsize>,
-    /// TLS handshakes that failed, for `/metrics`.
-    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
-    pub(crate) failed_handshakes: Arc<AtomicU64>,
-    pub(crate) stopping: Arc<AtomicBool>,
-    /// With HTTPS: the certificate new connections are served.
-    #[cfg(feature = "tls")]
-    pub(crate) https: Option<Arc<super::tls::Https>>,
-}
-
-impl ServerState {
-    fn is_stopping(&self) -> bool {
-        self.stopping.load(Ordering::Relaxed)
-    }
-}
 
 /// A loop's mailbox: responses completed and streams woken by other
 /// threads, and the waker that tells the loop about them.
