@@ -9,8 +9,8 @@ use super::query::{self, ListQuery};
 use super::reply::reply;
 use super::{ApiError, App, Resource};
 use crate::http::{Fill, Request, Response, Stream};
+use crate::model::Refusal;
 use crate::model::{NewPlant, Plant, PlantRecord};
-use crate::store::StoreError;
 
 /// `POST /plants`: stores a NewPlant and answers the Plant (no `id`, as the
 /// seed declares); a new plant is announced to the webhooks once stored.
@@ -194,7 +194,7 @@ pub(super) fn get(
         Resource::Plant(Some(id)),
         outcome,
         move |plant| {
-            let plant = plant.ok_or(StoreError::NotFound(id))?;
+            let plant = plant.ok_or(Refusal::NotFound(id))?;
             Ok(Response::json(200, &PlantRecord::new(id, &plant)))
         },
     )

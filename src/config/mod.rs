@@ -35,8 +35,7 @@ use log::LevelFilter;
 use crate::api::Cors;
 use crate::http::Limits;
 use crate::logging::Format as LogFormat;
-use crate::model::{MAX_TEXT_BYTES, TextLimits};
-use crate::store::{Durability, SyncMode};
+use crate::model::{Durability, MAX_TEXT_BYTES, SyncMode, TextLimits};
 use crate::webhook::{Target, WebhookConfig};
 use tokens::tokens;
 

@@ -35,7 +35,7 @@ use std::time::Instant;
 use log::{error, warn};
 
 use super::pool::{Job, PoolState, Refuse};
-use super::{Connection, MAX_WAIT, Unavailable};
+use super::{Connection, JobFailure, MAX_WAIT};
 use crate::lock::lock;
 use crate::model::Plant;
 
@@ -74,7 +74,7 @@ impl Change {
 /// A change's answer: whether it was applied (`false`: a create found the
 /// id taken, a replace or delete found no such plant), or why it was not
 /// run or did not commit.
-pub type Answer = Box<dyn FnOnce(Result<bool, Unavailable>) + Send>;
+pub type Answer = Box<dyn FnOnce(Result<bool, JobFailure>) + Send>;
 
 /// A change waiting for its batch.
 pub(super) struct Queued {
@@ -94,7 +94,7 @@ impl Queued {
         }
     }
 
-    pub(super) fn refuse(self, why: Unavailable) {
+    pub(super) fn refuse(self, why: JobFailure) {
         (self.answer)(Err(why));
     }
 }
@@ -223,7 +223,7 @@ struct Batch {
 impl Batch {
     /// Gives every answer from `made` (one result per change, or one for
     /// all), unless they were given already.
-    fn answer(&self, made: Result<Vec<bool>, Unavailable>) {
+    fn answer(&self, made: Result<Vec<bool>, JobFailure>) {
         let Some(answers) = lock(&self.answers).take() else {
             return;
         };
@@ -244,7 +244,7 @@ impl Batch {
     /// Answers `why` to every change and lets another batch start. The
     /// ids stay taken until the statement has ended, since it may still
     /// commit: a later change to one of them must not overtake it.
-    fn refuse(&self, why: Unavailable) {
+    fn refuse(&self, why: JobFailure) {
         self.answer(Err(why));
         if self.holds_slot.swap(false, Ordering::AcqRel)
             && let Some(shared) = self.shared.upgrade()
@@ -258,7 +258,7 @@ impl Batch {
 
 /// One answer, a panic in it contained: the other changes of the batch
 /// are still answered.
-fn give(answer: Answer, result: Result<bool, Unavailable>) {
+fn give(answer: Answer, result: Result<bool, JobFailure>) {
     if catch_unwind(AssertUnwindSafe(|| answer(result))).is_err() {
         error!("answering a database change panicked");
     }
@@ -275,9 +275,8 @@ struct Release {
 impl Drop for Release {
     fn drop(&mut self) {
         // Answered already unless the job panicked or never ran.
-        self.batch.answer(Err(Unavailable::Failed(
-            "the batch did not complete".into(),
-        )));
+        self.batch
+            .answer(Err(JobFailure::Failed("the batch did not complete".into())));
         let Some(shared) = self.batch.shared.upgrade() else {
             return;
         };
@@ -330,7 +329,7 @@ pub(super) fn job(shared: &Arc<PoolState>, batch: Vec<Queued>) -> Job {
             let _release = release;
             let made = connection.apply(&changes).map_err(|e| {
                 warn!("database: a batch of {} changes: {e}", changes.len());
-                Unavailable::from(e)
+                JobFailure::from(e)
             });
             if let (Ok(_), Some(shared)) = (&made, state.shared.upgrade()) {
                 shared.stats.batches.fetch_add(1, Ordering::Relaxed);

@@ -8,7 +8,7 @@
 //! worker threads, each with its own connection ([`Connection`]), runs a
 //! job, or every change waiting as one batch (group commit, `batch`), and
 //! gives the answers. A job or change is always answered: run on a
-//! connection, or refused with an [`Unavailable`] reason (the API answers
+//! connection, or refused with a [`JobFailure`] reason (the API answers
 //! 503 with `Retry-After`). Nothing here knows HTTP or the API; nothing
 //! outside this module speaks SQL.
 //!
@@ -57,7 +57,7 @@ pub use batch::{Answer, Change};
 pub use config::DatabaseConfig;
 pub use follow::follow;
 pub use pool::{JobSender, Pool};
-pub use seed::load_seed;
+pub use seed::SeedLoad;
 pub use sql::{Connection, DbError, SCHEMA_VERSION, SchemaError, ensure_schema, feed_start};
 
 use std::fmt;
@@ -92,9 +92,11 @@ const WATCH: Duration = Duration::from_millis(100);
 /// Default `--database-pool`.
 pub const DEFAULT_POOL: usize = 8;
 
-/// Why a job did not run.
+/// Why a job got no result: it did not run, or its statement failed. The
+/// door turns it into the model's `Unavailable`, the words a client is
+/// told.
 #[derive(Debug, Clone)]
-pub enum Unavailable {
+pub enum JobFailure {
     /// No worker is connected (the last error).
     Down(Arc<str>),
     /// `QUEUE` jobs already wait.
@@ -107,22 +109,22 @@ pub enum Unavailable {
     Failed(Arc<str>),
 }
 
-impl fmt::Display for Unavailable {
+impl fmt::Display for JobFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Unavailable::Down(_) | Unavailable::Failed(_) => {
+            JobFailure::Down(_) | JobFailure::Failed(_) => {
                 f.write_str("the database is unavailable; try again shortly")
             }
-            Unavailable::Busy | Unavailable::Expired => {
+            JobFailure::Busy | JobFailure::Expired => {
                 f.write_str("the database is busy; try again shortly")
             }
-            Unavailable::Stopping => f.write_str("the server is stopping"),
+            JobFailure::Stopping => f.write_str("the server is stopping"),
         }
     }
 }
 
-impl From<DbError> for Unavailable {
-    fn from(e: DbError) -> Unavailable {
-        Unavailable::Failed(e.0.into())
+impl From<DbError> for JobFailure {
+    fn from(e: DbError) -> JobFailure {
+        JobFailure::Failed(e.0.into())
     }
 }

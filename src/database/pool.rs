@@ -1,6 +1,6 @@
 //! The worker pool: jobs and changes queued (at most `QUEUE` together),
 //! answered exactly once (run on a worker's connection, or refused with an
-//! `Unavailable` reason), the pool's state that workers and the watchdog
+//! `JobFailure` reason), the pool's state that workers and the watchdog
 //! share, its metrics, and shutdown. The workers are `worker.rs`, the
 //! watchdog `watchdog.rs`, the batches of changes `batch.rs`.
 
@@ -14,7 +14,7 @@ use super::batch::{self, Answer, Change, Queued, Waiting};
 use super::health::beat;
 use super::watchdog::watch;
 use super::worker::spawn_worker;
-use super::{Connection, DatabaseConfig, PING, QUEUE, STUCK, Unavailable};
+use super::{Connection, DatabaseConfig, JobFailure, PING, QUEUE, STUCK};
 use crate::lock::{lock, wait_timeout};
 use crate::metrics::{Exposition, Histogram, Kind};
 
@@ -30,7 +30,7 @@ pub(super) struct Job {
 }
 
 /// Answers a job with why it did not run; later calls do nothing.
-pub(super) type Refuse = Arc<dyn Fn(Unavailable) + Send + Sync>;
+pub(super) type Refuse = Arc<dyn Fn(JobFailure) + Send + Sync>;
 
 /// A worker's place, which the watchdog reads: the job it runs, and since
 /// when. The watchdog gives up on a job by taking it from here (and the
@@ -155,7 +155,7 @@ impl Pool {
     pub fn submit<R: Send + 'static>(
         &self,
         work: impl FnOnce(&mut Connection) -> R + Send + 'static,
-        answer: impl FnOnce(Result<R, Unavailable>) + Send + 'static,
+        answer: impl FnOnce(Result<R, JobFailure>) + Send + 'static,
     ) {
         self.queue().submit(work, answer);
     }
@@ -174,7 +174,7 @@ impl JobSender {
     pub fn submit<R: Send + 'static>(
         &self,
         work: impl FnOnce(&mut Connection) -> R + Send + 'static,
-        answer: impl FnOnce(Result<R, Unavailable>) + Send + 'static,
+        answer: impl FnOnce(Result<R, JobFailure>) + Send + 'static,
     ) {
         let once = Arc::new(Mutex::new(Some(answer)));
         let given = Arc::clone(&once);
@@ -229,11 +229,11 @@ impl Pool {
     /// `Ok` while the database answers and a worker is connected, else the
     /// refusal to answer with, counted as one (for a request that would
     /// not reach `submit`).
-    pub fn check(&self) -> Result<(), Unavailable> {
+    pub fn check(&self) -> Result<(), JobFailure> {
         match self.failure() {
             None => Ok(()),
             Some(why) => {
-                let refused = Unavailable::Down(why);
+                let refused = JobFailure::Down(why);
                 self.shared.stats.refuse(&refused);
                 Err(refused)
             }
@@ -257,7 +257,7 @@ impl Pool {
             }
         }
         // Whatever a worker did not take (none may have been connected).
-        self.shared.refuse_all(Unavailable::Stopping);
+        self.shared.refuse_all(JobFailure::Stopping);
     }
 
     /// The pool's lines of `/metrics`.
@@ -357,11 +357,11 @@ impl PoolState {
         &self,
         item: T,
         push: impl FnOnce(&mut Queues, T) -> bool,
-    ) -> Result<(), (T, Unavailable)> {
+    ) -> Result<(), (T, JobFailure)> {
         let refused = if self.is_stopping() {
-            Unavailable::Stopping
+            JobFailure::Stopping
         } else if let Some(why) = self.down() {
-            Unavailable::Down(why)
+            JobFailure::Down(why)
         } else {
             let mut queues = self.lock_queue();
             if queues.len() < QUEUE {
@@ -372,7 +372,7 @@ impl PoolState {
                 }
                 return Ok(());
             }
-            Unavailable::Busy
+            JobFailure::Busy
         };
         self.stats.refuse(&refused);
         Err((item, refused))
@@ -398,7 +398,7 @@ impl PoolState {
     }
 
     /// Refuses every queued job and change.
-    pub(super) fn refuse_all(&self, why: Unavailable) {
+    pub(super) fn refuse_all(&self, why: JobFailure) {
         let (jobs, changes) = {
             let mut queues = self.lock_queue();
             (std::mem::take(&mut queues.jobs), queues.changes.drain())
@@ -438,13 +438,13 @@ impl PoolState {
 const FAILED: usize = 3;
 
 impl Stats {
-    pub(super) fn refuse(&self, why: &Unavailable) {
+    pub(super) fn refuse(&self, why: &JobFailure) {
         let index = match why {
-            Unavailable::Down(_) => 0,
-            Unavailable::Busy => 1,
-            Unavailable::Expired => 2,
-            Unavailable::Failed(_) => FAILED,
-            Unavailable::Stopping => return,
+            JobFailure::Down(_) => 0,
+            JobFailure::Busy => 1,
+            JobFailure::Expired => 2,
+            JobFailure::Failed(_) => FAILED,
+            JobFailure::Stopping => return,
         };
         self.refused[index].fetch_add(1, Ordering::Relaxed);
     }
@@ -478,7 +478,7 @@ mod tests {
         let started = Instant::now();
         database.submit(
             |_| panic!("no connection to run on"),
-            move |answer: Result<(), Unavailable>| {
+            move |answer: Result<(), JobFailure>| {
                 let _ = tx.send(answer.err().map(|why| why.to_string()));
             },
         );

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use log::{debug, error, info, warn};
 
 use super::pool::{PoolState, Slot};
-use super::{BACKOFF_MAX, BACKOFF_MIN, Connection, DbError, MAX_WAIT, PING, Unavailable};
+use super::{BACKOFF_MAX, BACKOFF_MIN, Connection, DbError, JobFailure, MAX_WAIT, PING};
 use crate::lock::lock;
 
 /// Starts a worker with a place of its own.
@@ -65,7 +65,7 @@ fn work(shared: &Arc<PoolState>, mut slot: Arc<Slot>) {
                 debug!("database {}: cannot connect: {e}", shared.config.describe());
                 shared.set_failure(format!("cannot connect: {e}"));
                 if shared.up.load(Ordering::Acquire) == 0 {
-                    shared.refuse_all(Unavailable::Down(shared.failure()));
+                    shared.refuse_all(JobFailure::Down(shared.failure()));
                 }
                 pause(shared, backoff);
                 backoff = (backoff * 2).min(BACKOFF_MAX);
@@ -117,7 +117,7 @@ pub(super) fn went_down(shared: &PoolState, why: String, left: usize) {
             shared.config.describe(),
             shared.failure()
         );
-        shared.refuse_all(Unavailable::Down(shared.failure()));
+        shared.refuse_all(JobFailure::Down(shared.failure()));
     }
 }
 
@@ -139,8 +139,8 @@ fn serve(shared: &Arc<PoolState>, slot: &Slot, connection: &mut Connection) -> E
             let waited = queued.elapsed();
             shared.stats.wait.observe(waited);
             if waited > MAX_WAIT {
-                shared.stats.refuse(&Unavailable::Expired);
-                (job.refuse)(Unavailable::Expired);
+                shared.stats.refuse(&JobFailure::Expired);
+                (job.refuse)(JobFailure::Expired);
                 continue;
             }
         }
@@ -157,7 +157,7 @@ fn serve(shared: &Arc<PoolState>, slot: &Slot, connection: &mut Connection) -> E
         if ran.is_err() {
             // A bug, not the database: answer, and start afresh.
             error!("a database job panicked; its connection is closed");
-            (job.refuse)(Unavailable::Failed("a job panicked".into()));
+            (job.refuse)(JobFailure::Failed("a job panicked".into()));
             return Ended::Lost("a job panicked".into());
         }
         shared.stats.failed(connection.errors() - errors);

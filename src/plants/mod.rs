@@ -16,8 +16,12 @@
 #[cfg(feature = "postgres")]
 mod database;
 mod outcome;
+mod seed;
+#[cfg(test)]
+mod seed_tests;
 
-pub use outcome::{Outcome, Pending, Refused, Reply, Unavailable};
+pub use outcome::{Outcome, Pending, Reply};
+use seed::Before;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -26,11 +30,12 @@ use std::sync::Arc;
 use log::{info, warn};
 
 use crate::metrics::Exposition;
-use crate::model::{ChangeHook, ChangeLog, NewPlant, Plant, TextLimits};
-use crate::seed::{self, Before, SeedError};
-use crate::store::{
-    Ack, AllPlants, Capacity, Durability, OpenError, Page, Store, StoreError, SyncMode,
+use crate::model::{
+    Capacity, ChangeHook, ChangeLog, Durability, NewPlant, NotDone, Page, Plant, Refusal, SyncMode,
+    TextLimits,
 };
+use crate::seed::SeedError;
+use crate::store::{Ack, AllPlants, OpenError, Store};
 
 /// Plants read for one piece of the export, at most.
 pub const PIECE_PLANTS: usize = 512;
@@ -175,7 +180,7 @@ impl Plants {
             }
         };
         if let Some(path) = &setup.seed {
-            seed::load(path, &store, before, setup.limits, setup.capacity)
+            seed::into_memory(path, &store, before, setup.limits, setup.capacity)
                 .map_err(SetupError::Seed)?;
         }
         Ok(Plants::memory(store, setup.journal.as_ref()))
@@ -195,7 +200,7 @@ impl Plants {
         let mut client = config.connect_client().map_err(|e| failed(&e))?;
         db::ensure_schema(&mut client).map_err(|e| failed(&e))?;
         if let Some(path) = &setup.seed {
-            db::load_seed(path, &mut client, setup.limits).map_err(SetupError::Seed)?;
+            seed::into_database(path, &mut client, setup.limits).map_err(SetupError::Seed)?;
         }
         let start = db::feed_start(&mut client).map_err(|e| failed(&e))?;
         drop(client);
@@ -338,7 +343,7 @@ impl Plants {
     /// Every plant, a piece at a time, in ascending id order. `wake` is
     /// called when a pending piece has arrived; a store that answers later
     /// refuses an export without one.
-    pub fn export(&self, wake: Option<Wake>) -> Result<Export, Refused> {
+    pub fn export(&self, wake: Option<Wake>) -> Result<Export, NotDone> {
         let source = match &self.kept {
             Kept::Memory { store, .. } => {
                 let _ = wake;
@@ -403,14 +408,14 @@ impl Plants {
 /// The outcome of a change the memory store has applied: ready when
 /// nothing is left to write, else pending until the committer thread has
 /// written (and synced) its journal record.
-fn acknowledged(store: &Store, applied: Result<Ack, StoreError>) -> Outcome<()> {
+fn acknowledged(store: &Store, applied: Result<Ack, Refusal>) -> Outcome<()> {
     match applied {
         Err(e) => Outcome::Ready(Err(e.into())),
         Ok(ack) if ack.is_done() => Outcome::Ready(Ok(())),
         Ok(ack) => {
             let acknowledger = store.acknowledger();
             Outcome::Pending(Pending::new(move |reply| {
-                acknowledger.when_acked(ack, move |result| reply(result.map_err(Refused::from)));
+                acknowledger.when_acked(ack, move |result| reply(result.map_err(NotDone::from)));
             }))
         }
     }
@@ -459,7 +464,7 @@ mod tests {
             Outcome::Ready(Ok(()))
         ));
         let again = plants.create(new(1, "moss"));
-        let refused = Refused::Store(StoreError::Exists(1));
+        let refused = NotDone::Refused(Refusal::Exists(1));
         assert!(matches!(again, Outcome::Ready(Err(e)) if e == refused));
         assert!(matches!(plants.get(1), Outcome::Ready(Ok(Some(p))) if p.name == "fern"));
         assert!(matches!(plants.delete(1), Outcome::Ready(Ok(()))));

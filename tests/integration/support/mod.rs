@@ -15,8 +15,8 @@ use std::time::Instant;
 use plantstore::api::Cors;
 use plantstore::config::{Config, TokenSource};
 use plantstore::http::{Limits, Stopper};
-use plantstore::model::TextLimits;
-use plantstore::store::{Durability, OpenError, Store, SyncMode};
+use plantstore::model::{Durability, SyncMode, TextLimits};
+use plantstore::store::{OpenError, Store};
 use plantstore::webhook::WebhookConfig;
 use plantstore::{Instance, StartError};
 
