@@ -3,9 +3,11 @@
 //! The layers, each importing only those below it (ARCHITECTURE.md has
 //! the map and a request's path; `scripts/check-layers.sh` checks it):
 //!
-//! - leaves: [`model`] (the model and its validation), [`metrics`] (the
-//!   Prometheus writer, histograms), [`os`], `lock` (the poisoned-lock
-//!   policy), `percent` (percent-escapes), [`logging`];
+//! - leaves: [`model`] (the model and its validation, and the words every
+//!   store speaks: refusals, a page, capacity, durability), [`metrics`]
+//!   (the Prometheus writer, histograms), [`os`], `lock` (the
+//!   poisoned-lock policy), `percent` (percent-escapes), [`logging`];
+//! - [`dbconfig`] (the `--database` URL checked, the `postgres` feature);
 //! - [`store`] (memory shards and the `--data` journal), [`database`]
 //!   (PostgreSQL, the `postgres` feature), [`seed`] (the `--seed` reader),
 //!   [`webhook`] (the sender), and [`http`], the engine, which knows
@@ -27,6 +29,8 @@ pub mod changes;
 pub mod config;
 #[cfg(feature = "postgres")]
 pub mod database;
+#[cfg(feature = "postgres")]
+pub mod dbconfig;
 pub mod http;
 pub mod instance;
 mod lock;

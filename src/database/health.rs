@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use log::{info, warn};
 
 use super::pool::PoolState;
-use super::{DbError, JobFailure};
+use super::{Connect, DbError, JobFailure};
 
 /// How often the heartbeat asks.
 pub const BEAT: Duration = Duration::from_millis(250);

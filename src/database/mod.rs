@@ -12,11 +12,13 @@
 //! 503 with `Retry-After`). Nothing here knows HTTP or the API; nothing
 //! outside this module speaks SQL.
 //!
-//! Files: `config` (the URL), `pool` (the queues, shared state, metrics),
-//! `batch` (group commit), `worker`, `watchdog`, `sql` (the statements and
-//! schema, the change log), `changelog` (reading the change log back),
-//! `follow` (the change log read for the change feed), `seed` (the
-//! `--seed` file into the table).
+//! Files: `connect` (connecting with the `--database` URL that
+//! `crate::dbconfig` checked), `tls` (the TLS connector), `pool` (the
+//! queues, shared state, metrics), `batch` (group commit), `worker`,
+//! `health` (the heartbeat), `watchdog`, `sql` (the statements and schema,
+//! the change log), `changelog` (reading the change log back), `follow`
+//! (the change log read for the change feed), `seed` (the SQL of `--seed`:
+//! the door reads the file and hands the plants to [`SeedLoad`]).
 //!
 //! Bounds. At most [`QUEUE`] jobs and changes wait; past that a request is refused at
 //! once. A job that waited [`MAX_WAIT`] is refused (by the worker that
@@ -43,7 +45,7 @@
 
 mod batch;
 mod changelog;
-mod config;
+mod connect;
 mod follow;
 mod health;
 mod pool;
@@ -53,12 +55,16 @@ mod tls;
 mod watchdog;
 mod worker;
 
+/// The bounds a connection is made with, set where the URL is checked.
+pub use crate::dbconfig::{CONNECT_TIMEOUT, STATEMENT_TIMEOUT, TCP_TIMEOUT};
 pub use batch::{Answer, Change};
-pub use config::DatabaseConfig;
+pub use connect::Connect;
 pub use follow::follow;
 pub use pool::{JobSender, Pool};
 pub use seed::SeedLoad;
 pub use sql::{Connection, DbError, SCHEMA_VERSION, SchemaError, ensure_schema, feed_start};
+
+use crate::dbconfig::DatabaseConfig;
 
 use std::fmt;
 use std::sync::Arc;
@@ -70,13 +76,6 @@ use std::time::Duration;
 pub const QUEUE: usize = 1024;
 /// A job that waited this long is refused (503) rather than run late.
 pub const MAX_WAIT: Duration = Duration::from_secs(5);
-/// The longest any statement may run (PostgreSQL's `statement_timeout`).
-pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Connecting gives up after this.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// Data unacknowledged by the server for this long ends the connection
-/// (`TCP_USER_TIMEOUT`).
-pub const TCP_TIMEOUT: Duration = Duration::from_secs(5);
 /// First wait before connecting again, doubled after each failure...
 pub const BACKOFF_MIN: Duration = Duration::from_millis(50);
 /// ... up to this.
@@ -88,9 +87,6 @@ pub const PING: Duration = Duration::from_millis(500);
 pub const STUCK: Duration = Duration::from_secs(7);
 /// How often the watchdog looks.
 const WATCH: Duration = Duration::from_millis(100);
-
-/// Default `--database-pool`.
-pub const DEFAULT_POOL: usize = 8;
 
 /// Why a job got no result: it did not run, or its statement failed. The
 /// door turns it into the model's `Unavailable`, the words a client is

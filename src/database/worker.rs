@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use log::{debug, error, info, warn};
 
 use super::pool::{PoolState, Slot};
-use super::{BACKOFF_MAX, BACKOFF_MIN, Connection, DbError, JobFailure, MAX_WAIT, PING};
+use super::{BACKOFF_MAX, BACKOFF_MIN, Connect, Connection, DbError, JobFailure, MAX_WAIT, PING};
 use crate::lock::lock;
 
 /// Starts a worker with a place of its own.

@@ -31,14 +31,14 @@ pub(super) struct Remote {
 /// numbered cluster-wide in commit order. The follower lives as long as
 /// this does.
 pub(super) struct Announcer {
-    config: database::DatabaseConfig,
+    config: crate::dbconfig::DatabaseConfig,
     /// The log's epoch and last number when the store opened.
     pub(super) start: (u64, u64),
     hooked: OnceLock<()>,
 }
 
 impl Announcer {
-    pub(super) fn new(config: database::DatabaseConfig, start: (u64, u64)) -> Announcer {
+    pub(super) fn new(config: crate::dbconfig::DatabaseConfig, start: (u64, u64)) -> Announcer {
         Announcer {
             config,
             start,

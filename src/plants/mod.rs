@@ -11,7 +11,14 @@
 //!
 //! It knows nothing of HTTP: the API turns outcomes into responses and
 //! pieces of the export into a streamed body. It does not validate: a
-//! plant arrives here already checked against the limits.
+//! plant arrives here already checked against the limits. What it answers
+//! is said in the model's words (`model/refusal.rs`: `NotDone`, a
+//! `Refusal` or `Unavailable`; `Page`), which every store speaks.
+//!
+//! Files: `outcome.rs` (an answer ready now or pending), `seed.rs` (the
+//! `--seed` file, read by `crate::seed`, loaded into either store),
+//! `database.rs` (the PostgreSQL store's side of the door); the memory
+//! store's side is short enough to be here.
 
 #[cfg(feature = "postgres")]
 mod database;
@@ -56,7 +63,7 @@ pub struct Setup {
     pub seed: Option<PathBuf>,
     /// `--database`: the PostgreSQL store instead.
     #[cfg(feature = "postgres")]
-    pub database: Option<crate::database::DatabaseConfig>,
+    pub database: Option<crate::dbconfig::DatabaseConfig>,
 }
 
 /// Why the store could not be opened.
@@ -192,9 +199,9 @@ impl Plants {
     #[cfg(feature = "postgres")]
     fn open_database(
         setup: &Setup,
-        config: &crate::database::DatabaseConfig,
+        config: &crate::dbconfig::DatabaseConfig,
     ) -> Result<Plants, SetupError> {
-        use crate::database as db;
+        use crate::database::{self as db, Connect};
         let at = config.describe();
         let failed = |e: &dyn fmt::Display| SetupError::Database(format!("database {at}: {e}"));
         let mut client = config.connect_client().map_err(|e| failed(&e))?;

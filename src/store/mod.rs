@@ -2,15 +2,20 @@
 //! `RwLock`, and with `--data` a journal that makes each change durable
 //! before it is acknowledged.
 //!
-//! Owns the map from id to plant and its limits ([`Capacity`]: plants, and
-//! bytes of names and tags). Its callers are the door (`crate::plants`)
-//! and the seed loader; it knows neither them nor HTTP, and answers with
-//! values, `Ack`s and callbacks. The shards and what a change costs are in
-//! `shards.rs`; listing in `listing.rs`; the thread that acknowledges
-//! journalled changes in `committer.rs`; the change hook in `hook.rs`;
-//! compaction in `compaction.rs`; the file in `journal/`. Sharding is for writers: with one lock, a writer preempted
-//! while holding it (its allocation page-faulting, its time slice ending)
-//! stalled every other writer, which set the tail latency under load.
+//! Owns the map from id to plant and keeps its limits ([`Capacity`]:
+//! plants, and bytes of names and tags). Its caller is the door
+//! (`crate::plants`, which also loads the seed through it); it knows
+//! neither the door nor HTTP, and answers with values, `Ack`s and
+//! callbacks, in the model's words ([`Refusal`], `Page`).
+//!
+//! The shards and what a change costs are in `shards.rs`; listing in
+//! `listing.rs`; the thread that acknowledges journalled changes in
+//! `committer.rs`; the change hook in `hook.rs`; compaction in
+//! `compaction.rs`; the file in `journal/`; a plant packed into 24 bytes
+//! in `packed.rs`. Sharding is for writers: with one lock, a writer
+//! preempted while holding it (its allocation page-faulting, its time
+//! slice ending) stalled every other writer, which set the tail latency
+//! under load.
 //!
 //! No reader holds a lock for long. A listing page and a compaction read
 //! the shards in short steps, one shard's read lock at a time (see

@@ -224,7 +224,7 @@ impl FreshDatabase {
 
     /// `config` set to use this database, with the tests' pool.
     pub fn config(&self, config: Config) -> Config {
-        let parsed = plantstore::database::DatabaseConfig::parse(&self.url, TEST_POOL)
+        let parsed = plantstore::dbconfig::DatabaseConfig::parse(&self.url, TEST_POOL)
             .expect("the test URL parses");
         Config {
             database: Some(parsed),
