@@ -1,26 +1,26 @@
 //! Tells the crate the target triple it is built for, for
 //! `plantstore_build_info` in `/metrics`; and writes the files the binary
-//! serves, packed (`api::packed` describes the format and unpacks them):
+//! serves, compressed (`api::lz` describes the format and decompresses them):
 //! the OpenAPI document, `src/api/openapi.json` without the whitespace
 //! between its tokens (the file is laid out for people), and the built-in
-//! page's four files. Packed, the binary carries 15 KB of them instead of
+//! page's four files. Compressed, the binary carries 15 KB of them instead of
 //! 39 KB.
 
 use std::path::Path;
 
-#[path = "src/api/pack.rs"]
-mod pack;
-use pack::pack;
+#[path = "src/api/lzpack.rs"]
+mod lzpack;
+use lzpack::compress;
 
 fn main() {
     let target = std::env::var("TARGET").unwrap_or_else(|_| "unknown".into());
     println!("cargo:rustc-env=PLANTSTORE_TARGET={target}");
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=src/api/pack.rs");
+    println!("cargo:rerun-if-changed=src/api/lzpack.rs");
     let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     let write = |name: &str, bytes: &[u8]| {
-        let path = Path::new(&out).join(format!("{name}.packed"));
-        std::fs::write(path, pack(bytes)).expect("OUT_DIR is writable");
+        let path = Path::new(&out).join(format!("{name}.lz"));
+        std::fs::write(path, compress(bytes)).expect("OUT_DIR is writable");
     };
 
     let source = "src/api/openapi.json";

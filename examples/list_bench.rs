@@ -11,8 +11,8 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use plantstore::model::{NewPlant, Plant};
-use plantstore::store::{Capacity, Store};
+use plantstore::model::{Capacity, NewPlant, Plant};
+use plantstore::store::Store;
 
 const PLANTS: i64 = 1_000_000;
 const ROUNDS: u32 = 50;

@@ -15,8 +15,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use plantstore::model::{NewPlant, Plant};
-use plantstore::store::{Capacity, Durability, Store, SyncMode};
+use plantstore::model::{Capacity, Durability, NewPlant, Plant, SyncMode};
+use plantstore::store::Store;
 
 const USAGE: &str = "usage: make_journal FILE N [--rare K] [--rewrites R]";
 

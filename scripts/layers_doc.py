@@ -5,7 +5,7 @@ path and module path it cites in backticks must exist.
     `http/conn.rs`): a file or folder from the repository's root, or
     from src/;
   - a file name alone (`lib.rs`): a file of src/;
-  - a module path (`api::App::handle`, `store::feed::Feed`): its modules
+  - a module path (`api::App::handle`, `store::hook::Sequencer`): its modules
     exist and the first item after them is defined (or imported by name)
     in that module. Paths that start outside the crate (`std::`) and
     names that are not paths are not checked.

@@ -19,10 +19,11 @@ use log::{info, warn};
 use crate::api::{App, Tokens};
 use crate::config::{self, Config, TokenSource};
 use crate::http::{self, Gauge, Server, Stopper};
+use crate::model::Capacity;
 use crate::plants::{Plants, Setup, SetupError};
 use crate::reach;
 use crate::seed::SeedError;
-use crate::store::{Capacity, OpenError, Store};
+use crate::store::{OpenError, Store};
 use crate::webhook::Webhooks;
 
 /// How long queued webhook deliveries may still go out after the server

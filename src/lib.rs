@@ -5,10 +5,12 @@
 //! `scripts/check-layers.sh` holds the code to it):
 //!
 //! - leaves, importing nothing of the crate: [`model`] (the model and its
-//!   validation), [`metrics`] (the Prometheus writer, histograms), [`os`],
-//!   `lock` (the poisoned-lock policy), `percent` (percent-escapes),
-//!   [`logging`], `reach` (the host's addresses);
-//! - [`tls`] (certificate files, the `tls` feature), [`store`] (memory
+//!   validation, and the words every store speaks: refusals, a page,
+//!   capacity, durability), [`metrics`] (the Prometheus writer,
+//!   histograms), [`os`], `lock` (the poisoned-lock policy), `percent`
+//!   (percent-escapes), [`logging`], `reach` (the host's addresses);
+//! - [`tls`] (certificate files, the `tls` feature), [`dbconfig`] (the
+//!   `--database` URL checked, the `postgres` feature), [`store`] (memory
 //!   shards and the `--data` journal), [`webhook`] (the sender), [`http`]
 //!   (the engine, which knows nothing of plants), [`seed`] (the `--seed`
 //!   reader), [`changes`] (the change feed), [`database`] (PostgreSQL,
@@ -30,6 +32,8 @@ pub mod changes;
 pub mod config;
 #[cfg(feature = "postgres")]
 pub mod database;
+#[cfg(feature = "postgres")]
+pub mod dbconfig;
 pub mod http;
 pub mod instance;
 mod lock;

@@ -120,12 +120,12 @@ impl Cors {
 
 /// The origins refused so far, each logged once.
 #[derive(Debug, Default)]
-pub struct Refused {
-    state: Mutex<RefusedState>,
+pub struct RefusedOrigins {
+    state: Mutex<RefusedOriginsState>,
 }
 
 #[derive(Debug, Default)]
-struct RefusedState {
+struct RefusedOriginsState {
     /// A list: at most `REMEMBERED_BYTES` of them, looked at only for a
     /// refused origin.
     origins: Vec<Box<[u8]>>,
@@ -134,7 +134,7 @@ struct RefusedState {
     full: bool,
 }
 
-impl Refused {
+impl RefusedOrigins {
     /// Logs `origin`, which the headers refused for a request to `host`,
     /// unless it is the request's own origin or was logged before.
     pub fn note(&self, origin: &[u8], host: Option<&[u8]>) {
@@ -336,7 +336,7 @@ mod tests {
 
     #[test]
     fn refused_origins_are_remembered_up_to_their_byte_bound() {
-        let refused = Refused::default();
+        let refused = RefusedOrigins::default();
         refused.note(b"http://a.example", Some(b"b.example"));
         refused.note(b"http://a.example", None);
         refused.note(b"http://b.example", Some(b"b.example"));

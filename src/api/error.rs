@@ -7,9 +7,7 @@
 use std::fmt;
 
 use crate::http::{BodyError, Response};
-use crate::model::InvalidBody;
-use crate::plants::{Refused, Unavailable};
-use crate::store::StoreError;
+use crate::model::{InvalidBody, NotDone, Refusal, Unavailable};
 
 /// A request that cannot be answered with success.
 #[derive(Debug)]
@@ -39,7 +37,7 @@ pub enum ApiError {
     /// The body is not a valid NewPlant or Plant.
     Invalid(InvalidBody),
     /// The store refused the change.
-    Store(StoreError),
+    Store(Refusal),
     /// The store cannot be used now (503 with `Retry-After`).
     Unavailable(Unavailable),
 }
@@ -63,10 +61,10 @@ impl ApiError {
             // that answer and calls again once the body is in).
             ApiError::Body(BodyError::NotYet) => 400,
             ApiError::Invalid(_) => 400,
-            ApiError::Store(StoreError::Exists(_)) => 409,
-            ApiError::Store(StoreError::NotFound(_)) => 404,
-            ApiError::Store(StoreError::Full(_) | StoreError::DataFull(_)) => 507,
-            ApiError::Store(StoreError::Storage(_)) => 500,
+            ApiError::Store(Refusal::Exists(_)) => 409,
+            ApiError::Store(Refusal::NotFound(_)) => 404,
+            ApiError::Store(Refusal::Full(_) | Refusal::DataFull(_)) => 507,
+            ApiError::Store(Refusal::Storage(_)) => 500,
             ApiError::Unavailable(_) => 503,
         }
     }
@@ -144,17 +142,17 @@ impl From<InvalidBody> for ApiError {
     }
 }
 
-impl From<Refused> for ApiError {
-    fn from(e: Refused) -> ApiError {
+impl From<NotDone> for ApiError {
+    fn from(e: NotDone) -> ApiError {
         match e {
-            Refused::Store(e) => ApiError::Store(e),
-            Refused::Unavailable(e) => ApiError::Unavailable(e),
+            NotDone::Refused(e) => ApiError::Store(e),
+            NotDone::Unavailable(e) => ApiError::Unavailable(e),
         }
     }
 }
 
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> ApiError {
+impl From<Refusal> for ApiError {
+    fn from(e: Refusal) -> ApiError {
         ApiError::Store(e)
     }
 }

@@ -17,8 +17,8 @@ mod changes;
 mod cors;
 mod error;
 mod export;
+mod lz;
 mod metrics;
-mod packed;
 mod plants;
 mod query;
 mod reply;
@@ -27,7 +27,7 @@ mod service;
 mod ui;
 
 pub use auth::Tokens;
-pub use cors::{Cors, CorsHeaders, Refused};
+pub use cors::{Cors, CorsHeaders, RefusedOrigins};
 pub use error::ApiError;
 pub use metrics::Metrics;
 pub use plants::PAGE_BYTES;
@@ -66,7 +66,7 @@ pub struct App {
     ui: Option<ui::Ui>,
     changes: Arc<Hub>,
     /// Origins refused so far (logged once each).
-    refused: Refused,
+    refused: RefusedOrigins,
 }
 
 impl App {
@@ -98,7 +98,7 @@ impl App {
             cors,
             ui: ui.then(ui::Ui::new),
             changes,
-            refused: Refused::default(),
+            refused: RefusedOrigins::default(),
         }
     }
 

@@ -11,8 +11,8 @@ use super::query::ListQuery;
 use super::reply::reply;
 use super::{ApiError, App};
 use crate::http::{Fill, Request, Response, Stream};
+use crate::model::Refusal;
 use crate::model::{NewPlant, Plant, PlantRecord};
-use crate::store::StoreError;
 
 /// `POST /plants`: stores a NewPlant and answers the Plant (no `id`, as the
 /// seed declares); a new plant is announced to the webhooks once stored.
@@ -185,7 +185,7 @@ pub(super) fn get(app: &App, request: &mut Request<'_>, call: Call) -> Result<Re
     let id = path_id(call.id)?;
     let outcome = app.plants.get(id);
     reply(app, request, call.row, outcome, move |plant| {
-        let plant = plant.ok_or(StoreError::NotFound(id))?;
+        let plant = plant.ok_or(Refusal::NotFound(id))?;
         Ok(Response::json(200, &PlantRecord::new(id, &plant)))
     })
 }

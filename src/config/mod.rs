@@ -8,7 +8,9 @@
 //! ([`ConfigError`]).
 //!
 //! Checked here: the address, non-zero limits, the log level, the journal
-//! and database flags, the webhook URLs. `--sync` and `--compact-min` need
+//! and database flags (the store's settings are the model's words,
+//! `Capacity` and `Durability`; the `--database` URL is checked by
+//! `crate::dbconfig`, so no store is imported here), the webhook URLs. `--sync` and `--compact-min` need
 //! `--data`. Each value is checked on its own before the flags it needs or
 //! excludes, so a bad value is named as such whatever the other flags
 //! (`--sync sometimes` alone is a bad `--sync`, not a missing `--data`).
@@ -35,8 +37,7 @@ use log::LevelFilter;
 use crate::api::Cors;
 use crate::http::Limits;
 use crate::logging::Format as LogFormat;
-use crate::model::{MAX_TEXT_BYTES, TextLimits};
-use crate::store::{Durability, SyncMode};
+use crate::model::{Durability, MAX_TEXT_BYTES, SyncMode, TextLimits};
 use crate::webhook::{Target, WebhookConfig};
 use tokens::tokens;
 
@@ -93,7 +94,7 @@ pub struct Config {
     pub ui: bool,
     /// The PostgreSQL store, with `--database`.
     #[cfg(feature = "postgres")]
-    pub database: Option<crate::database::DatabaseConfig>,
+    pub database: Option<crate::dbconfig::DatabaseConfig>,
     /// HTTPS, with `--tls-cert` and `--tls-key`: the files (read again on
     /// SIGHUP) and what they made at start.
     #[cfg(feature = "tls")]
@@ -216,7 +217,7 @@ fn tls(
 #[cfg(feature = "postgres")]
 fn database(
     args: &Args,
-) -> Result<(Option<crate::database::DatabaseConfig>, Option<String>), ConfigError> {
+) -> Result<(Option<crate::dbconfig::DatabaseConfig>, Option<String>), ConfigError> {
     let pool = match args.database_pool {
         Some(0) => return Err(ConfigError::Zero("--database-pool")),
         Some(n) => Some(n),
@@ -227,8 +228,8 @@ fn database(
         (Some(url), None) => (url.clone(), None),
         (None, Some(path)) => {
             let (url, warning) = database_file(path)?;
-            let pool = pool.unwrap_or(crate::database::DEFAULT_POOL);
-            crate::database::DatabaseConfig::parse(&url, pool)
+            let pool = pool.unwrap_or(crate::dbconfig::DEFAULT_POOL);
+            crate::dbconfig::DatabaseConfig::parse(&url, pool)
                 .map_err(|why| ConfigError::DatabaseFile(path.clone(), why))?;
             (url, warning)
         }
@@ -239,9 +240,9 @@ fn database(
             };
         }
     };
-    let pool = pool.unwrap_or(crate::database::DEFAULT_POOL);
+    let pool = pool.unwrap_or(crate::dbconfig::DEFAULT_POOL);
     let database =
-        crate::database::DatabaseConfig::parse(&url, pool).map_err(ConfigError::Database)?;
+        crate::dbconfig::DatabaseConfig::parse(&url, pool).map_err(ConfigError::Database)?;
     if args.data.is_some() {
         return Err(ConfigError::DataAndDatabase);
     }

@@ -27,7 +27,7 @@ use log::{error, warn};
 
 use super::state::{Job, PoolState, Refuse};
 use super::waiting::{Answer, Changes, Queued};
-use super::{Connection, Unavailable};
+use super::{Connection, JobFailure};
 use crate::lock::lock;
 
 /// What the worker running a batch and whoever refuses it (the watchdog,
@@ -43,7 +43,7 @@ struct Batch {
 impl Batch {
     /// Gives every answer from `made` (one result per change, or one for
     /// all), unless they were given already.
-    fn answer(&self, made: Result<Vec<bool>, Unavailable>) {
+    fn answer(&self, made: Result<Vec<bool>, JobFailure>) {
         let Some(answers) = lock(&self.answers).take() else {
             return;
         };
@@ -64,7 +64,7 @@ impl Batch {
     /// Answers `why` to every change and lets another batch start. The
     /// ids stay taken until the statement has ended, since it may still
     /// commit: a later change to one of them must not overtake it.
-    fn refuse(&self, why: Unavailable) {
+    fn refuse(&self, why: JobFailure) {
         self.answer(Err(why));
         if self.holds_slot.swap(false, Ordering::AcqRel)
             && let Some(shared) = self.shared.upgrade()
@@ -78,7 +78,7 @@ impl Batch {
 
 /// One answer, a panic in it contained: the other changes of the batch
 /// are still answered.
-fn give(answer: Answer, result: Result<bool, Unavailable>) {
+fn give(answer: Answer, result: Result<bool, JobFailure>) {
     if catch_unwind(AssertUnwindSafe(|| answer(result))).is_err() {
         error!("answering a database change panicked");
     }
@@ -95,9 +95,8 @@ struct Release {
 impl Drop for Release {
     fn drop(&mut self) {
         // Answered already unless the job panicked or never ran.
-        self.batch.answer(Err(Unavailable::Failed(
-            "the batch did not complete".into(),
-        )));
+        self.batch
+            .answer(Err(JobFailure::Failed("the batch did not complete".into())));
         let Some(shared) = self.batch.shared.upgrade() else {
             return;
         };
@@ -150,7 +149,7 @@ pub(super) fn job(shared: &Arc<PoolState>, batch: Vec<Queued>) -> Job {
             let _release = release;
             let made = connection.apply(&changes).map_err(|e| {
                 warn!("database: a batch of {} changes: {e}", changes.len());
-                Unavailable::from(e)
+                JobFailure::from(e)
             });
             if let (Ok(_), Some(shared)) = (&made, state.shared.upgrade()) {
                 shared.stats.batches.fetch_add(1, Ordering::Relaxed);

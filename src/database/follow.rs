@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use log::{info, warn};
 
-use super::{BACKOFF_MAX, BACKOFF_MIN, Connection, DatabaseConfig, DbError};
+use super::{BACKOFF_MAX, BACKOFF_MIN, Connect, Connection, DatabaseConfig, DbError};
 use crate::model::PlantChange;
 
 /// How often the log is read.

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use log::{info, warn};
 
 use super::state::PoolState;
-use super::{DbError, Unavailable};
+use super::{Connect, DbError, JobFailure};
 
 /// How often the heartbeat asks.
 pub const BEAT: Duration = Duration::from_millis(250);
@@ -66,7 +66,7 @@ pub(super) fn beat(shared: &Arc<PoolState>) {
                         shared.config.describe(),
                     );
                 }
-                shared.refuse_all(Unavailable::Down(shared.failure()));
+                shared.refuse_all(JobFailure::Down(shared.failure()));
                 // A client that timed out is kept and asked again (its late
                 // answer is passed over): closing it would wait for a
                 // frozen server to end the connection, and connecting again

@@ -8,15 +8,17 @@
 //! worker threads, each with its own connection ([`Connection`]), runs a
 //! job, or every change waiting as one batch (group commit, `batch`), and
 //! gives the answers. A job or change is always answered: run on a
-//! connection, or refused with an [`Unavailable`] reason (the API answers
+//! connection, or refused with a [`JobFailure`] reason (the API answers
 //! 503 with `Retry-After`). Nothing here knows HTTP or the API; nothing
 //! outside this module speaks SQL.
 //!
-//! Files: `config` (the URL), `pool` (the queues, shared state, metrics),
-//! `batch` (group commit), `worker`, `watchdog`, `sql` (the statements and
-//! schema, the change log), `changelog` (reading the change log back),
-//! `follow` (the change log read for the change feed), `seed` (the
-//! `--seed` file into the table).
+//! Files: `connect` (connecting with the `--database` URL that
+//! `crate::dbconfig` checked), `tls` (the TLS connector), `pool` (the
+//! queues, shared state, metrics), `batch` (group commit), `worker`,
+//! `health` (the heartbeat), `watchdog`, `sql` (the statements and schema,
+//! the change log), `changelog` (reading the change log back), `follow`
+//! (the change log read for the change feed), `seed` (the SQL of `--seed`:
+//! the door reads the file and hands the plants to [`SeedLoad`]).
 //!
 //! Bounds. At most [`QUEUE`] jobs and changes wait; past that a request is refused at
 //! once. A job that waited [`MAX_WAIT`] is refused (by the worker that
@@ -43,7 +45,7 @@
 
 mod batch;
 mod changelog;
-mod config;
+mod connect;
 mod follow;
 mod health;
 mod pool;
@@ -55,12 +57,16 @@ mod waiting;
 mod watchdog;
 mod worker;
 
-pub use config::DatabaseConfig;
+/// The bounds a connection is made with, set where the URL is checked.
+pub use crate::dbconfig::{CONNECT_TIMEOUT, STATEMENT_TIMEOUT, TCP_TIMEOUT};
+pub use connect::Connect;
 pub use follow::follow;
 pub use pool::{JobSender, Pool};
-pub use seed::load_seed;
+pub use seed::SeedLoad;
 pub use sql::{Connection, DbError, SCHEMA_VERSION, SchemaError, ensure_schema, feed_start};
 pub use waiting::{Answer, Change};
+
+use crate::dbconfig::DatabaseConfig;
 
 use std::fmt;
 use std::sync::Arc;
@@ -72,13 +78,6 @@ use std::time::Duration;
 pub const QUEUE: usize = 1024;
 /// A job that waited this long is refused (503) rather than run late.
 pub const MAX_WAIT: Duration = Duration::from_secs(5);
-/// The longest any statement may run (PostgreSQL's `statement_timeout`).
-pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Connecting gives up after this.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// Data unacknowledged by the server for this long ends the connection
-/// (`TCP_USER_TIMEOUT`).
-pub const TCP_TIMEOUT: Duration = Duration::from_secs(5);
 /// First wait before connecting again, doubled after each failure...
 pub const BACKOFF_MIN: Duration = Duration::from_millis(50);
 /// ... up to this.
@@ -91,12 +90,11 @@ pub const STUCK: Duration = Duration::from_secs(7);
 /// How often the watchdog looks.
 const WATCH: Duration = Duration::from_millis(100);
 
-/// Default `--database-pool`.
-pub const DEFAULT_POOL: usize = 8;
-
-/// Why a job did not run.
+/// Why a job got no result: it did not run, or its statement failed. The
+/// door turns it into the model's `Unavailable`, the words a client is
+/// told.
 #[derive(Debug, Clone)]
-pub enum Unavailable {
+pub enum JobFailure {
     /// No worker is connected (the last error).
     Down(Arc<str>),
     /// `QUEUE` jobs already wait.
@@ -109,22 +107,22 @@ pub enum Unavailable {
     Failed(Arc<str>),
 }
 
-impl fmt::Display for Unavailable {
+impl fmt::Display for JobFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Unavailable::Down(_) | Unavailable::Failed(_) => {
+            JobFailure::Down(_) | JobFailure::Failed(_) => {
                 f.write_str("the database is unavailable; try again shortly")
             }
-            Unavailable::Busy | Unavailable::Expired => {
+            JobFailure::Busy | JobFailure::Expired => {
                 f.write_str("the database is busy; try again shortly")
             }
-            Unavailable::Stopping => f.write_str("the server is stopping"),
+            JobFailure::Stopping => f.write_str("the server is stopping"),
         }
     }
 }
 
-impl From<DbError> for Unavailable {
-    fn from(e: DbError) -> Unavailable {
-        Unavailable::Failed(e.0.into())
+impl From<DbError> for JobFailure {
+    fn from(e: DbError) -> JobFailure {
+        JobFailure::Failed(e.0.into())
     }
 }

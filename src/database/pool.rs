@@ -1,7 +1,7 @@
 //! The worker pool: the handle the door holds. It starts the workers,
 //! the watchdog and the heartbeat, queues jobs and changes (at most
 //! `QUEUE` together), each answered exactly once (run on a worker's
-//! connection, or refused with an `Unavailable` reason), renders the
+//! connection, or refused with an `JobFailure` reason), renders the
 //! metrics, and shuts down. What the threads share is `state.rs`; the
 //! workers are `worker.rs`, the watchdog `watchdog.rs`, the heartbeat
 //! `health.rs`, the changes waiting `waiting.rs`, a batch run `batch.rs`.
@@ -16,7 +16,7 @@ use super::state::{Job, PoolState, Queues, Refuse, Stats};
 use super::waiting::{Answer, Change, Queued};
 use super::watchdog::watch;
 use super::worker::spawn_worker;
-use super::{Connection, DatabaseConfig, STUCK, Unavailable};
+use super::{Connection, DatabaseConfig, JobFailure, STUCK};
 use crate::lock::lock;
 use crate::metrics::{Exposition, Kind};
 
@@ -79,7 +79,7 @@ impl Pool {
     pub fn submit<R: Send + 'static>(
         &self,
         work: impl FnOnce(&mut Connection) -> R + Send + 'static,
-        answer: impl FnOnce(Result<R, Unavailable>) + Send + 'static,
+        answer: impl FnOnce(Result<R, JobFailure>) + Send + 'static,
     ) {
         self.queue().submit(work, answer);
     }
@@ -98,7 +98,7 @@ impl JobSender {
     pub fn submit<R: Send + 'static>(
         &self,
         work: impl FnOnce(&mut Connection) -> R + Send + 'static,
-        answer: impl FnOnce(Result<R, Unavailable>) + Send + 'static,
+        answer: impl FnOnce(Result<R, JobFailure>) + Send + 'static,
     ) {
         let once = Arc::new(Mutex::new(Some(answer)));
         let given = Arc::clone(&once);
@@ -153,11 +153,11 @@ impl Pool {
     /// `Ok` while the database answers and a worker is connected, else the
     /// refusal to answer with, counted as one (for a request that would
     /// not reach `submit`).
-    pub fn check(&self) -> Result<(), Unavailable> {
+    pub fn check(&self) -> Result<(), JobFailure> {
         match self.failure() {
             None => Ok(()),
             Some(why) => {
-                let refused = Unavailable::Down(why);
+                let refused = JobFailure::Down(why);
                 self.shared.stats.refuse(&refused);
                 Err(refused)
             }
@@ -181,7 +181,7 @@ impl Pool {
             }
         }
         // Whatever a worker did not take (none may have been connected).
-        self.shared.refuse_all(Unavailable::Stopping);
+        self.shared.refuse_all(JobFailure::Stopping);
     }
 
     /// The pool's lines of `/metrics`.
@@ -291,7 +291,7 @@ mod tests {
         let started = Instant::now();
         database.submit(
             |_| panic!("no connection to run on"),
-            move |answer: Result<(), Unavailable>| {
+            move |answer: Result<(), JobFailure>| {
                 let _ = tx.send(answer.err().map(|why| why.to_string()));
             },
         );

@@ -1,92 +1,75 @@
-//! `--seed` into the database: the file read and checked by `crate::seed`
-//! as for the memory store, written here in one transaction of batched
-//! inserts (the only SQL of seeding).
+//! `--seed` into the database: the only SQL of seeding, one transaction of
+//! batched inserts. The door (`plants/seed.rs`) reads the file through
+//! `crate::seed`, decides when a batch is written and hands the plants
+//! here; nothing here knows the file.
 
-use std::path::Path;
-use std::time::Instant;
-
-use log::info;
+use postgres::{Statement, Transaction};
 
 use super::DbError;
-use crate::model::TextLimits;
-use crate::seed::{BATCH, Fault, SeedError, check, loaded, located, read};
-use crate::store::Capacity;
+use crate::model::NewPlant;
 
-/// Loads the seed at `path` into the database's `plants` table if it has
-/// none, in one transaction: a seed that fails leaves the table empty, and
-/// of instances starting together on an empty database exactly one loads
-/// it (the table is locked while it checks and loads). Checked as
-/// `POST /plants` checks a body, and for ids repeated in the file;
-/// `--max-plants` and `--max-data` bound the in-memory store, not this.
-pub fn load_seed(
-    path: &Path,
-    client: &mut postgres::Client,
-    limits: TextLimits,
-) -> Result<Option<u64>, SeedError> {
-    let started = Instant::now();
-    let unbounded = Capacity {
-        plants: usize::MAX,
-        data: u64::MAX,
-    };
-    check(path, limits, unbounded)?;
-    let failed = |e: postgres::Error| SeedError {
-        path: path.to_path_buf(),
-        at: None,
-        fault: Fault::Database(DbError::from(e).0),
-        partial: false,
-    };
-    let mut tx = client.transaction().map_err(failed)?;
-    // Other instances starting together wait here for the whole load,
-    // however long it takes: no statement timeout in this transaction.
-    tx.batch_execute(
-        "SET LOCAL statement_timeout = 0; LOCK TABLE plants IN SHARE ROW EXCLUSIVE MODE",
-    )
-    .map_err(failed)?;
-    let held: bool = tx
-        .query_one("SELECT EXISTS (SELECT 1 FROM plants)", &[])
-        .map_err(failed)?
-        .get(0);
-    if held {
-        info!(
-            target: "plantstore::seed",
-            "--seed {}: not loaded: the database already holds plants, and a seed only \
-             fills an empty one",
-            path.display()
-        );
-        return Ok(None);
-    }
-    let insert = tx
-        .prepare(
+/// A seed being loaded into an empty `plants` table, in one transaction
+/// that holds the table locked: of instances starting together on an empty
+/// database exactly one loads it, and a load not committed (dropped) leaves
+/// the table empty.
+pub struct SeedLoad<'a> {
+    tx: Transaction<'a>,
+    insert: Statement,
+    rows: Rows,
+}
+
+impl<'a> SeedLoad<'a> {
+    /// Locks the table and begins the load; `None` (nothing begun) when the
+    /// table already holds plants.
+    pub fn begin(client: &'a mut postgres::Client) -> Result<Option<SeedLoad<'a>>, DbError> {
+        let mut tx = client.transaction()?;
+        // Other instances starting together wait here for the whole load,
+        // however long it takes: no statement timeout in this transaction.
+        tx.batch_execute(
+            "SET LOCAL statement_timeout = 0; LOCK TABLE plants IN SHARE ROW EXCLUSIVE MODE",
+        )?;
+        let held: bool = tx
+            .query_one("SELECT EXISTS (SELECT 1 FROM plants)", &[])?
+            .get(0);
+        if held {
+            return Ok(None);
+        }
+        let insert = tx.prepare(
             "INSERT INTO plants (id, name, tag) \
              SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[])",
-        )
-        .map_err(failed)?;
-    let mut batch = Rows::default();
-    let write = |tx: &mut postgres::Transaction<'_>, batch: &mut Rows| {
-        let result = tx.execute(&insert, &[&batch.ids, &batch.names, &batch.tags]);
-        *batch = Rows::default();
-        result
-            .map(drop)
-            .map_err(|e| Fault::Database(DbError::from(e).0))
-    };
-    let plants = read(path, limits, |_, new| {
-        batch.ids.push(new.id);
-        batch.names.push(new.plant.name.into_bytes());
-        batch.tags.push(new.plant.tag.map(String::into_bytes));
-        match batch.ids.len() as u64 >= BATCH {
-            true => write(&mut tx, &mut batch),
-            false => Ok(()),
-        }
-    })
-    .map_err(|e| located(path, e, limits))?;
-    write(&mut tx, &mut batch).map_err(|fault| SeedError {
-        path: path.to_path_buf(),
-        at: None,
-        fault,
-        partial: false,
-    })?;
-    tx.commit().map_err(failed)?;
-    Ok(Some(loaded(path, plants, started)))
+        )?;
+        Ok(Some(SeedLoad {
+            tx,
+            insert,
+            rows: Rows::default(),
+        }))
+    }
+
+    /// Adds a plant to the rows the next `write` inserts.
+    pub fn push(&mut self, new: NewPlant) {
+        self.rows.ids.push(new.id);
+        self.rows.names.push(new.plant.name.into_bytes());
+        self.rows.tags.push(new.plant.tag.map(String::into_bytes));
+    }
+
+    /// Rows pushed and not yet written.
+    pub fn rows(&self) -> usize {
+        self.rows.ids.len()
+    }
+
+    /// Inserts the rows pushed since the last write, in one statement.
+    pub fn write(&mut self) -> Result<(), DbError> {
+        let rows = std::mem::take(&mut self.rows);
+        self.tx
+            .execute(&self.insert, &[&rows.ids, &rows.names, &rows.tags])?;
+        Ok(())
+    }
+
+    /// Writes the rows left and commits the load.
+    pub fn commit(mut self) -> Result<(), DbError> {
+        self.write()?;
+        Ok(self.tx.commit()?)
+    }
 }
 
 /// Columns of plants to insert at once.

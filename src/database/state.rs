@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use super::waiting::Waiting;
-use super::{Connection, DatabaseConfig, QUEUE, Unavailable};
+use super::{Connection, DatabaseConfig, JobFailure, QUEUE};
 use crate::lock::lock;
 use crate::metrics::Histogram;
 
@@ -26,7 +26,7 @@ pub(super) struct Job {
 }
 
 /// Answers a job with why it did not run; later calls do nothing.
-pub(super) type Refuse = Arc<dyn Fn(Unavailable) + Send + Sync>;
+pub(super) type Refuse = Arc<dyn Fn(JobFailure) + Send + Sync>;
 
 /// A worker's place, which the watchdog reads: the job it runs, and since
 /// when. The watchdog gives up on a job by taking it from here (and the
@@ -107,11 +107,11 @@ impl PoolState {
         &self,
         item: T,
         push: impl FnOnce(&mut Queues, T) -> bool,
-    ) -> Result<(), (T, Unavailable)> {
+    ) -> Result<(), (T, JobFailure)> {
         let refused = if self.is_stopping() {
-            Unavailable::Stopping
+            JobFailure::Stopping
         } else if let Some(why) = self.down() {
-            Unavailable::Down(why)
+            JobFailure::Down(why)
         } else {
             let mut queues = self.lock_queue();
             if queues.len() < QUEUE {
@@ -122,7 +122,7 @@ impl PoolState {
                 }
                 return Ok(());
             }
-            Unavailable::Busy
+            JobFailure::Busy
         };
         self.stats.refuse(&refused);
         Err((item, refused))
@@ -148,7 +148,7 @@ impl PoolState {
     }
 
     /// Refuses every queued job and change.
-    pub(super) fn refuse_all(&self, why: Unavailable) {
+    pub(super) fn refuse_all(&self, why: JobFailure) {
         let (jobs, changes) = {
             let mut queues = self.lock_queue();
             (std::mem::take(&mut queues.jobs), queues.changes.drain())
@@ -168,13 +168,13 @@ impl PoolState {
 const FAILED: usize = 3;
 
 impl Stats {
-    pub(super) fn refuse(&self, why: &Unavailable) {
+    pub(super) fn refuse(&self, why: &JobFailure) {
         let index = match why {
-            Unavailable::Down(_) => 0,
-            Unavailable::Busy => 1,
-            Unavailable::Expired => 2,
-            Unavailable::Failed(_) => FAILED,
-            Unavailable::Stopping => return,
+            JobFailure::Down(_) => 0,
+            JobFailure::Busy => 1,
+            JobFailure::Expired => 2,
+            JobFailure::Failed(_) => FAILED,
+            JobFailure::Stopping => return,
         };
         self.refused[index].fetch_add(1, Ordering::Relaxed);
     }

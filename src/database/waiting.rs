@@ -16,7 +16,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::time::Instant;
 
-use super::{MAX_WAIT, Unavailable};
+use super::{JobFailure, MAX_WAIT};
 use crate::model::Plant;
 
 /// Most changes in one batch.
@@ -54,7 +54,7 @@ impl Change {
 /// A change's answer: whether it was applied (`false`: a create found the
 /// id taken, a replace or delete found no such plant), or why it was not
 /// run or did not commit.
-pub type Answer = Box<dyn FnOnce(Result<bool, Unavailable>) + Send>;
+pub type Answer = Box<dyn FnOnce(Result<bool, JobFailure>) + Send>;
 
 /// A change waiting for its batch.
 pub(super) struct Queued {
@@ -74,7 +74,7 @@ impl Queued {
         }
     }
 
-    pub(super) fn refuse(self, why: Unavailable) {
+    pub(super) fn refuse(self, why: JobFailure) {
         (self.answer)(Err(why));
     }
 }

@@ -11,7 +11,7 @@ use log::warn;
 use super::health::ANSWER;
 use super::state::{Job, PoolState, Refuse, Slot};
 use super::worker::{start_worker, went_down};
-use super::{MAX_WAIT, STUCK, Unavailable, WATCH};
+use super::{JobFailure, MAX_WAIT, STUCK, WATCH};
 use crate::lock::lock;
 
 /// The watchdog: every `WATCH`, refuses jobs and changes that waited
@@ -35,12 +35,12 @@ pub(super) fn watch(shared: &Arc<PoolState>) {
             (queues.jobs.drain(..old).collect(), queues.changes.expired())
         };
         for job in expired {
-            shared.stats.refuse(&Unavailable::Expired);
-            (job.refuse)(Unavailable::Expired);
+            shared.stats.refuse(&JobFailure::Expired);
+            (job.refuse)(JobFailure::Expired);
         }
         for change in changes {
-            shared.stats.refuse(&Unavailable::Expired);
-            change.refuse(Unavailable::Expired);
+            shared.stats.refuse(&JobFailure::Expired);
+            change.refuse(JobFailure::Expired);
         }
         // While the heartbeat gets no answer, a job running longer than an
         // answer may take is held by the database too.
@@ -76,7 +76,7 @@ pub(super) fn watch(shared: &Arc<PoolState>) {
             (stuck, replacements)
         };
         for refuse in stuck {
-            let why = Unavailable::Failed("no answer from the database".into());
+            let why = JobFailure::Failed("no answer from the database".into());
             shared.stats.refuse(&why);
             refuse(why);
             let left = shared.up.fetch_sub(1, Ordering::AcqRel) - 1;

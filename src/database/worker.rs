@@ -13,7 +13,7 @@ use log::{debug, error, info, warn};
 
 use super::batch;
 use super::state::{Job, PoolState, Slot};
-use super::{BACKOFF_MAX, BACKOFF_MIN, Connection, DbError, MAX_WAIT, PING, Unavailable};
+use super::{BACKOFF_MAX, BACKOFF_MIN, Connect, Connection, DbError, JobFailure, MAX_WAIT, PING};
 use crate::lock::{lock, wait_timeout};
 
 /// Starts a worker with a place of its own.
@@ -66,7 +66,7 @@ fn work(shared: &Arc<PoolState>, mut slot: Arc<Slot>) {
                 debug!("database {}: cannot connect: {e}", shared.config.describe());
                 shared.set_failure(format!("cannot connect: {e}"));
                 if shared.up.load(Ordering::Acquire) == 0 {
-                    shared.refuse_all(Unavailable::Down(shared.failure()));
+                    shared.refuse_all(JobFailure::Down(shared.failure()));
                 }
                 pause(shared, backoff);
                 backoff = (backoff * 2).min(BACKOFF_MAX);
@@ -118,7 +118,7 @@ pub(super) fn went_down(shared: &PoolState, why: String, left: usize) {
             shared.config.describe(),
             shared.failure()
         );
-        shared.refuse_all(Unavailable::Down(shared.failure()));
+        shared.refuse_all(JobFailure::Down(shared.failure()));
     }
 }
 
@@ -160,8 +160,8 @@ fn serve(shared: &Arc<PoolState>, slot: &Slot, connection: &mut Connection) -> E
             let waited = queued.elapsed();
             shared.stats.wait.observe(waited);
             if waited > MAX_WAIT {
-                shared.stats.refuse(&Unavailable::Expired);
-                (job.refuse)(Unavailable::Expired);
+                shared.stats.refuse(&JobFailure::Expired);
+                (job.refuse)(JobFailure::Expired);
                 continue;
             }
         }
@@ -178,7 +178,7 @@ fn serve(shared: &Arc<PoolState>, slot: &Slot, connection: &mut Connection) -> E
         if ran.is_err() {
             // A bug, not the database: answer, and start afresh.
             error!("a database job panicked; its connection is closed");
-            (job.refuse)(Unavailable::Failed("a job panicked".into()));
+            (job.refuse)(JobFailure::Failed("a job panicked".into()));
             return Ended::Lost("a job panicked".into());
         }
         shared.stats.failed(connection.errors() - errors);

@@ -24,10 +24,16 @@ use serde_json::value::RawValue;
 
 mod change;
 mod decimal;
+mod page;
+mod refusal;
+mod settings;
 mod text;
 
 pub use change::{ChangeHook, ChangeKind, ChangeLog, LogAnswer, PlantChange};
 pub use decimal::int64_text;
+pub use page::Page;
+pub use refusal::{NotDone, Refusal, Unavailable};
+pub use settings::{Capacity, Durability, SyncMode};
 use text::Text;
 
 /// A plant as stored and as answered by `POST /plants`: `name` and an

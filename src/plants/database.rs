@@ -13,12 +13,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use log::warn;
 
-use super::outcome::{Outcome, Pending, Refused, Unavailable};
+use super::outcome::{Outcome, Pending};
 use super::{Piece, Wake};
 use crate::database::{self, Change, Connection, DbError, JobSender};
 use crate::lock::lock;
 use crate::model::{ChangeHook, ChangeLog, LogAnswer, Plant, PlantChange};
-use crate::store::{Page, StoreError};
+use crate::model::{NotDone, Page, Refusal, Unavailable};
 
 /// The database store as the door sees it.
 pub(super) struct Remote {
@@ -31,14 +31,14 @@ pub(super) struct Remote {
 /// numbered cluster-wide in commit order. The follower lives as long as
 /// this does.
 pub(super) struct Announcer {
-    config: database::DatabaseConfig,
+    config: crate::dbconfig::DatabaseConfig,
     /// The log's epoch and last number when the store opened.
     pub(super) start: (u64, u64),
     hooked: OnceLock<()>,
 }
 
 impl Announcer {
-    pub(super) fn new(config: database::DatabaseConfig, start: (u64, u64)) -> Announcer {
+    pub(super) fn new(config: crate::dbconfig::DatabaseConfig, start: (u64, u64)) -> Announcer {
         Announcer {
             config,
             start,
@@ -83,7 +83,7 @@ impl ChangeLog for Log {
 }
 
 /// What a worker made of the change log, its failure logged.
-fn logged<T>(made: Result<Result<T, DbError>, database::Unavailable>, did: &str) -> Option<T> {
+fn logged<T>(made: Result<Result<T, DbError>, database::JobFailure>, did: &str) -> Option<T> {
     match made {
         Ok(Ok(made)) => Some(made),
         Ok(Err(e)) => {
@@ -99,21 +99,21 @@ fn logged<T>(made: Result<Result<T, DbError>, database::Unavailable>, did: &str)
     }
 }
 
-impl From<database::Unavailable> for Unavailable {
-    fn from(why: database::Unavailable) -> Unavailable {
+impl From<database::JobFailure> for Unavailable {
+    fn from(why: database::JobFailure) -> Unavailable {
         match why {
-            database::Unavailable::Down(_) | database::Unavailable::Failed(_) => Unavailable::Down,
-            database::Unavailable::Busy | database::Unavailable::Expired => Unavailable::Busy,
-            database::Unavailable::Stopping => Unavailable::Stopping,
+            database::JobFailure::Down(_) | database::JobFailure::Failed(_) => Unavailable::Down,
+            database::JobFailure::Busy | database::JobFailure::Expired => Unavailable::Busy,
+            database::JobFailure::Stopping => Unavailable::Stopping,
         }
     }
 }
 
 /// A failed statement: logged here (the client is told only that the
 /// database is unavailable).
-fn failed(e: DbError) -> Refused {
+fn failed(e: DbError) -> NotDone {
     warn!("database: {e}");
-    Refused::Unavailable(Unavailable::Down)
+    NotDone::Unavailable(Unavailable::Down)
 }
 
 impl Remote {
@@ -121,7 +121,7 @@ impl Remote {
     /// outcome.
     fn run<T: Send + 'static>(
         &self,
-        work: impl FnOnce(&mut Connection) -> Result<T, Refused> + Send + 'static,
+        work: impl FnOnce(&mut Connection) -> Result<T, NotDone> + Send + 'static,
     ) -> Outcome<T> {
         let queue = self.pool.queue();
         Outcome::Pending(Pending::new(move |reply| {
@@ -132,10 +132,10 @@ impl Remote {
     }
 
     /// Queues `change` for the next batch; not applied is `unapplied`.
-    fn change(&self, id: i64, change: Change, unapplied: StoreError) -> Outcome<()> {
+    fn change(&self, id: i64, change: Change, unapplied: Refusal) -> Outcome<()> {
         let queue = self.pool.queue();
         Outcome::Pending(Pending::new(move |reply| {
-            let answer = move |applied: Result<bool, database::Unavailable>| {
+            let answer = move |applied: Result<bool, database::JobFailure>| {
                 reply(match applied {
                     Ok(true) => Ok(()),
                     Ok(false) => Err(unapplied.into()),
@@ -147,7 +147,7 @@ impl Remote {
     }
 
     pub(super) fn create(&self, id: i64, plant: Plant) -> Outcome<()> {
-        self.change(id, Change::Create(plant), StoreError::Exists(id))
+        self.change(id, Change::Create(plant), Refusal::Exists(id))
     }
 
     pub(super) fn get(&self, id: i64) -> Outcome<Option<Plant>> {
@@ -155,11 +155,11 @@ impl Remote {
     }
 
     pub(super) fn replace(&self, id: i64, plant: Plant) -> Outcome<()> {
-        self.change(id, Change::Replace(plant), StoreError::NotFound(id))
+        self.change(id, Change::Replace(plant), Refusal::NotFound(id))
     }
 
     pub(super) fn delete(&self, id: i64) -> Outcome<()> {
-        self.change(id, Change::Delete, StoreError::NotFound(id))
+        self.change(id, Change::Delete, Refusal::NotFound(id))
     }
 
     pub(super) fn page(
@@ -180,11 +180,11 @@ impl Remote {
     }
 
     /// A cursor over every plant, or why there cannot be one now.
-    pub(super) fn export(&self, wake: Option<Wake>) -> Result<Cursor, Refused> {
+    pub(super) fn export(&self, wake: Option<Wake>) -> Result<Cursor, NotDone> {
         self.pool
             .check()
-            .map_err(|why| Refused::Unavailable(why.into()))?;
-        let wake = wake.ok_or(Refused::Unavailable(Unavailable::Busy))?;
+            .map_err(|why| NotDone::Unavailable(why.into()))?;
+        let wake = wake.ok_or(NotDone::Unavailable(Unavailable::Busy))?;
         Ok(Cursor {
             queue: self.pool.queue(),
             wake,
@@ -196,7 +196,7 @@ impl Remote {
 }
 
 /// A piece read for the export, or why it could not be.
-type Read = Result<Vec<(i64, Plant)>, database::Unavailable>;
+type Read = Result<Vec<(i64, Plant)>, database::JobFailure>;
 
 /// `GET /export` from the database: a keyset cursor. Each piece is one
 /// statement, `id > last ORDER BY id LIMIT PIECE_PLANTS`, run on any
@@ -222,8 +222,8 @@ impl Cursor {
         self.asked = true;
         let (after, piece, wake) = (self.after, Arc::clone(&self.piece), Arc::clone(&self.wake));
         let read = move |c: &mut Connection| c.page(after, super::PIECE_PLANTS, None);
-        let answer = move |read: Result<Result<_, _>, database::Unavailable>| {
-            let read = read.and_then(|plants| plants.map_err(database::Unavailable::from));
+        let answer = move |read: Result<Result<_, _>, database::JobFailure>| {
+            let read = read.and_then(|plants| plants.map_err(database::JobFailure::from));
             *lock(&piece) = Some(read);
             wake();
         };

@@ -11,13 +11,26 @@
 //!
 //! It knows nothing of HTTP: the API turns outcomes into responses and
 //! pieces of the export into a streamed body. It does not validate: a
-//! plant arrives here already checked against the limits.
+//! plant arrives here already checked against the limits. What it answers
+//! is said in the model's words (`model/refusal.rs`: `NotDone`, a
+//! `Refusal` or `Unavailable`; `Page`), which every store speaks.
+//!
+//! Files: `outcome.rs` (an answer ready now or pending), `seed.rs` (the
+//! `--seed` file, read by `crate::seed`, loaded into either store),
+//! `database.rs` (the PostgreSQL store's side of the door); the memory
+//! store's side is short enough to be here.
 
 #[cfg(feature = "postgres")]
 mod database;
 mod outcome;
+mod seed;
+#[cfg(test)]
+mod seed_tests;
+#[cfg(test)]
+mod tests;
 
-pub use outcome::{Outcome, Pending, Refused, Reply, Unavailable};
+pub use outcome::{Outcome, Pending, Reply};
+use seed::Before;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -26,11 +39,12 @@ use std::sync::Arc;
 use log::{info, warn};
 
 use crate::metrics::Exposition;
-use crate::model::{ChangeHook, ChangeLog, NewPlant, Plant, TextLimits};
-use crate::seed::{self, Before, SeedError};
-use crate::store::{
-    Ack, AllPlants, Capacity, Durability, OpenError, Page, Store, StoreError, SyncMode,
+use crate::model::{
+    Capacity, ChangeHook, ChangeLog, Durability, NewPlant, NotDone, Page, Plant, Refusal, SyncMode,
+    TextLimits,
 };
+use crate::seed::SeedError;
+use crate::store::{Ack, AllPlants, OpenError, Store};
 
 /// Plants read for one piece of the export, at most.
 pub const PIECE_PLANTS: usize = 512;
@@ -51,7 +65,7 @@ pub struct Setup {
     pub seed: Option<PathBuf>,
     /// `--database`: the PostgreSQL store instead.
     #[cfg(feature = "postgres")]
-    pub database: Option<crate::database::DatabaseConfig>,
+    pub database: Option<crate::dbconfig::DatabaseConfig>,
 }
 
 /// Why the store could not be opened.
@@ -175,7 +189,7 @@ impl Plants {
             }
         };
         if let Some(path) = &setup.seed {
-            seed::load(path, &store, before, setup.limits, setup.capacity)
+            seed::into_memory(path, &store, before, setup.limits, setup.capacity)
                 .map_err(SetupError::Seed)?;
         }
         Ok(Plants::memory(store, setup.journal.as_ref()))
@@ -187,15 +201,15 @@ impl Plants {
     #[cfg(feature = "postgres")]
     fn open_database(
         setup: &Setup,
-        config: &crate::database::DatabaseConfig,
+        config: &crate::dbconfig::DatabaseConfig,
     ) -> Result<Plants, SetupError> {
-        use crate::database as db;
+        use crate::database::{self as db, Connect};
         let at = config.describe();
         let failed = |e: &dyn fmt::Display| SetupError::Database(format!("database {at}: {e}"));
         let mut client = config.connect_client().map_err(|e| failed(&e))?;
         db::ensure_schema(&mut client).map_err(|e| failed(&e))?;
         if let Some(path) = &setup.seed {
-            db::load_seed(path, &mut client, setup.limits).map_err(SetupError::Seed)?;
+            seed::into_database(path, &mut client, setup.limits).map_err(SetupError::Seed)?;
         }
         let start = db::feed_start(&mut client).map_err(|e| failed(&e))?;
         drop(client);
@@ -338,7 +352,7 @@ impl Plants {
     /// Every plant, a piece at a time, in ascending id order. `wake` is
     /// called when a pending piece has arrived; a store that answers later
     /// refuses an export without one.
-    pub fn export(&self, wake: Option<Wake>) -> Result<Export, Refused> {
+    pub fn export(&self, wake: Option<Wake>) -> Result<Export, NotDone> {
         let source = match &self.kept {
             Kept::Memory { store, .. } => {
                 let _ = wake;
@@ -403,112 +417,15 @@ impl Plants {
 /// The outcome of a change the memory store has applied: ready when
 /// nothing is left to write, else pending until the committer thread has
 /// written (and synced) its journal record.
-fn acknowledged(store: &Store, applied: Result<Ack, StoreError>) -> Outcome<()> {
+fn acknowledged(store: &Store, applied: Result<Ack, Refusal>) -> Outcome<()> {
     match applied {
         Err(e) => Outcome::Ready(Err(e.into())),
         Ok(ack) if ack.is_done() => Outcome::Ready(Ok(())),
         Ok(ack) => {
             let acknowledger = store.acknowledger();
             Outcome::Pending(Pending::new(move |reply| {
-                acknowledger.when_acked(ack, move |result| reply(result.map_err(Refused::from)));
+                acknowledger.when_acked(ack, move |result| reply(result.map_err(NotDone::from)));
             }))
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::{ChangeKind, PlantChange};
-    use std::sync::Mutex;
-    use std::sync::mpsc;
-    use std::time::Duration;
-
-    fn new(id: i64, name: &str) -> NewPlant {
-        let plant = Plant {
-            name: name.into(),
-            tag: None,
-        };
-        NewPlant { id, plant }
-    }
-
-    fn setup(journal: Option<Durability>) -> Setup {
-        Setup {
-            capacity: Capacity::plants(100),
-            limits: TextLimits::default(),
-            journal,
-            seed: None,
-            #[cfg(feature = "postgres")]
-            database: None,
-        }
-    }
-
-    fn hook(plants: &Plants) -> Arc<Mutex<Vec<PlantChange>>> {
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let into = Arc::clone(&seen);
-        assert!(plants.set_change_hook(Box::new(move |c| into.lock().unwrap().push(c.clone()))));
-        seen
-    }
-
-    #[test]
-    fn in_memory_every_outcome_is_ready_and_each_change_is_reported_at_once() {
-        let plants = Plants::open(&setup(None)).unwrap();
-        let seen = hook(&plants);
-        assert!(matches!(
-            plants.create(new(1, "fern")),
-            Outcome::Ready(Ok(()))
-        ));
-        let again = plants.create(new(1, "moss"));
-        let refused = Refused::Store(StoreError::Exists(1));
-        assert!(matches!(again, Outcome::Ready(Err(e)) if e == refused));
-        assert!(matches!(plants.get(1), Outcome::Ready(Ok(Some(p))) if p.name == "fern"));
-        assert!(matches!(plants.delete(1), Outcome::Ready(Ok(()))));
-        let kinds: Vec<_> = seen
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|c| (c.seq, c.kind))
-            .collect();
-        assert_eq!(kinds, [(1, ChangeKind::Created), (2, ChangeKind::Deleted)]);
-        assert!(plants.describe().starts_with("in memory only"));
-    }
-
-    #[test]
-    fn with_a_synced_journal_a_change_is_pending_until_its_record_is_written() {
-        let path =
-            std::env::temp_dir().join(format!("plantstore-door-{}.journal", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        let journal = Durability {
-            path: path.clone(),
-            sync: SyncMode::Always,
-            compact_min: u64::MAX,
-        };
-        let plants = Plants::open(&setup(Some(journal))).unwrap();
-        let seen = hook(&plants);
-        let Outcome::Pending(pending) = plants.create(new(7, "fern")) else {
-            panic!("a change waiting for the disk is answered later");
-        };
-        assert!(
-            seen.lock().unwrap().is_empty(),
-            "reported before it is durable"
-        );
-        let (tx, rx) = mpsc::channel();
-        pending.then(move |answer| tx.send(answer).unwrap());
-        plants.flush();
-        let answer = rx.recv_timeout(Duration::from_secs(5)).expect("answered");
-        assert_eq!(answer, Ok(()));
-        let change = seen.lock().unwrap()[0].clone();
-        assert_eq!(
-            (change.seq, change.id, change.kind),
-            (1, 7, ChangeKind::Created)
-        );
-        // Reads are answered at once; the page is bounded in bytes too.
-        let Outcome::Ready(Ok(page)) = plants.page(None, 10, None, 1024) else {
-            panic!("a page from memory is ready");
-        };
-        assert_eq!((page.items.len(), page.more), (1, false));
-        assert!(plants.describe().contains("(sync always), 1 plants"));
-        drop(plants);
-        let _ = std::fs::remove_file(&path);
     }
 }

@@ -1,6 +1,7 @@
 //! What the door answers: an [`Outcome`] that is ready now or pending
-//! (answered later, from another thread), and why an operation was
-//! [`Refused`].
+//! (answered later, from another thread). Why an operation was not done
+//! ([`NotDone`]) is the model's word (`model/refusal.rs`), which every
+//! store speaks.
 //!
 //! Handlers are written once against `Outcome`: the memory store answers
 //! most operations at once and a change whose journal record is still to
@@ -9,64 +10,19 @@
 //! would answer later too. Nothing here knows HTTP: the API turns a
 //! pending outcome into a deferred response.
 
-use std::fmt;
 use std::sync::{Arc, Condvar, Mutex};
 
 use crate::lock::{lock, wait};
-
-use crate::store::StoreError;
-
-/// Why an operation on the plants did not succeed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refused {
-    /// The store refused it (exists, not found, full, cannot write).
-    Store(StoreError),
-    /// The store cannot be used now; the client may try again shortly.
-    Unavailable(Unavailable),
-}
-
-/// Why a store cannot be used now (the database's reasons, in the words a
-/// client is told; the detail is logged where it is known).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unavailable {
-    /// No connection to the database is up, or its statement failed.
-    Down,
-    /// Too much waits already, or it waited too long.
-    Busy,
-    /// The server is stopping.
-    Stopping,
-}
-
-impl fmt::Display for Unavailable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Unavailable::Down => "the database is unavailable; try again shortly",
-            Unavailable::Busy => "the database is busy; try again shortly",
-            Unavailable::Stopping => "the server is stopping",
-        })
-    }
-}
-
-impl From<StoreError> for Refused {
-    fn from(e: StoreError) -> Refused {
-        Refused::Store(e)
-    }
-}
-
-impl From<Unavailable> for Refused {
-    fn from(e: Unavailable) -> Refused {
-        Refused::Unavailable(e)
-    }
-}
+use crate::model::{NotDone, Unavailable};
 
 /// A reply to a pending outcome: called exactly once.
-pub type Reply<T> = Box<dyn FnOnce(Result<T, Refused>) + Send>;
+pub type Reply<T> = Box<dyn FnOnce(Result<T, NotDone>) + Send>;
 
 /// The answer to an operation: ready now, or later.
 #[must_use]
 pub enum Outcome<T> {
     /// Answered now, on the caller's thread.
-    Ready(Result<T, Refused>),
+    Ready(Result<T, NotDone>),
     /// Answered later, through [`Pending::then`].
     Pending(Pending<T>),
 }
@@ -88,13 +44,13 @@ impl<T: Send + 'static> Pending<T> {
     }
 
     /// Calls `reply` with the answer, once, from whichever thread has it.
-    pub fn then(self, reply: impl FnOnce(Result<T, Refused>) + Send + 'static) {
+    pub fn then(self, reply: impl FnOnce(Result<T, NotDone>) + Send + 'static) {
         (self.start)(Box::new(reply));
     }
 
     /// Blocks this thread until the answer comes (for a caller that cannot
     /// be answered later).
-    pub fn wait(self) -> Result<T, Refused> {
+    pub fn wait(self) -> Result<T, NotDone> {
         let slot = Arc::new(Slot::default());
         let filler = Filler(Some(Arc::clone(&slot)));
         self.then(move |answer| filler.fill(answer));
@@ -105,7 +61,7 @@ impl<T: Send + 'static> Pending<T> {
 /// Where a waiting thread gets its answer. A reply dropped unanswered
 /// (a broken promise) leaves `Stopping`, so the waiter never hangs.
 struct Slot<T> {
-    answer: Mutex<Option<Option<Result<T, Refused>>>>,
+    answer: Mutex<Option<Option<Result<T, NotDone>>>>,
     filled: Condvar,
 }
 
@@ -119,17 +75,17 @@ impl<T> Default for Slot<T> {
 }
 
 impl<T> Slot<T> {
-    fn fill(&self, answer: Option<Result<T, Refused>>) {
+    fn fill(&self, answer: Option<Result<T, NotDone>>) {
         *lock(&self.answer) = Some(answer);
         self.filled.notify_one();
     }
 
-    fn take(&self) -> Result<T, Refused> {
+    fn take(&self) -> Result<T, NotDone> {
         let mut answer = lock(&self.answer);
         loop {
             match answer.take() {
                 Some(Some(answer)) => return answer,
-                Some(None) => return Err(Refused::Unavailable(Unavailable::Stopping)),
+                Some(None) => return Err(NotDone::Unavailable(Unavailable::Stopping)),
                 None => answer = wait(&self.filled, answer),
             }
         }
@@ -140,7 +96,7 @@ impl<T> Slot<T> {
 struct Filler<T>(Option<Arc<Slot<T>>>);
 
 impl<T> Filler<T> {
-    fn fill(mut self, answer: Result<T, Refused>) {
+    fn fill(mut self, answer: Result<T, NotDone>) {
         if let Some(slot) = self.0.take() {
             slot.fill(Some(answer));
         }
@@ -157,7 +113,7 @@ impl<T> Drop for Filler<T> {
 
 impl<T: Send + 'static> Outcome<T> {
     /// The answer, waiting for it if it is pending.
-    pub fn wait(self) -> Result<T, Refused> {
+    pub fn wait(self) -> Result<T, NotDone> {
         match self {
             Outcome::Ready(answer) => answer,
             Outcome::Pending(pending) => pending.wait(),
@@ -168,6 +124,7 @@ impl<T: Send + 'static> Outcome<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Refusal;
     use std::sync::mpsc;
     use std::thread;
 
@@ -188,7 +145,7 @@ mod tests {
 
     #[test]
     fn waiting_gives_a_ready_answer_or_the_later_one() {
-        let refused = Refused::Store(StoreError::NotFound(3));
+        let refused = NotDone::Refused(Refusal::NotFound(3));
         assert_eq!(
             Outcome::<()>::Ready(Err(refused.clone())).wait(),
             Err(refused)
@@ -201,7 +158,7 @@ mod tests {
         let dropped = Pending::new(|reply: Reply<()>| drop(reply));
         assert_eq!(
             dropped.wait(),
-            Err(Refused::Unavailable(Unavailable::Stopping))
+            Err(NotDone::Unavailable(Unavailable::Stopping))
         );
     }
 }

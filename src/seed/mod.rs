@@ -1,48 +1,21 @@
-//! `--seed FILE`: plants loaded into an empty store at start-up.
-//!
-//! This module reads and checks the file (`read.rs`, `read/array.rs`) and
-//! loads it into the memory store; the door (`crate::plants`) decides when
-//! and into which store, and the database store writes it with its own
-//! SQL (`database/seed.rs`) from the records read here.
+//! `--seed FILE`: the file read and checked, a record at a time. It knows
+//! no store: the door (`crate::plants`, `plants/seed.rs`) decides whether
+//! and into which store a seed is loaded, and hands each record read here
+//! to that store.
 //!
 //! The file holds PlantRecords `{"id","name","tag"?}`, the shape `GET
 //! /plants` lists, as a JSON array or as NDJSON (one a line); `read.rs`
 //! reads either a record at a time and says where each one is. Every record
 //! is checked as `POST /plants` checks a body (`NewPlant::parse` with the
 //! configured `--max-name` and `--max-tag`), ids must be unique within the
-//! file, and the whole seed must fit `--max-plants` and `--max-data`. The
-//! first record that breaks a rule stops start-up, naming the file, the
-//! record's position and the rule. An empty file, or `[]`, loads nothing.
+//! file, and the whole seed must fit `--max-plants` and `--max-data`
+//! ([`check`], which changes nothing). The first record that breaks a rule
+//! stops start-up, naming the file, the record's position and the rule. An
+//! empty file, or `[]`, loads nothing.
 //!
-//! When it is loaded. Without `--data` the store always starts empty, so
-//! the seed is always loaded. With `--data`, only into a journal with no
-//! records at all (a new or empty file); any other is left as it is, with a
-//! log line saying why, so a restart with the same flags neither doubles
-//! the seed nor undoes changes made since, deletions included (a journal
-//! whose plants were all deleted still holds records). The one exception:
-//! a compaction of a journal with no plants left rewrites it to no records,
-//! and the next start seeds it again.
-//!
-//! How it is applied. Through the store's normal create path, so with
-//! `--data` every plant is in the journal, written in batches of
-//! `BATCH` (one write, and with `--sync always` one `fdatasync`, each;
-//! `Store::create_queued` leaves the write to the batch's end even with
-//! `--sync never`, where a create would write each record itself).
-//! Seeded plants are not announced to webhooks (start-up has no
-//! subscribers running yet, and they are not new to anyone).
-//!
-//! Reading twice. With `--data` the file is read twice: first checked
-//! whole (ids kept in a set, to find duplicates), then applied. A seed that
-//! fails a check therefore leaves the journal untouched, which matters
-//! doubly here: a half-seeded journal has records, so the next start would
-//! skip the seed and serve half of it without a word. The price is a second
-//! read and parse of the file (see the README for timings), chosen over
-//! holding every record in memory beside the store. Without `--data` a
-//! failed start leaves nothing behind, so the file is read once and each
-//! record applied as it is read, the store's own checks catching
-//! duplicates and limits. What remains possible: a journal write that fails
-//! half way, or a file changed between the two reads; either stops
-//! start-up, and the message says the journal may hold part of the seed.
+//! A store that fails while a seed is loaded says so in its own words
+//! ([`Fault::Store`]); whether the store may then hold part of the seed is
+//! the loader's to say ([`SeedError::partial`]).
 //!
 //! A duplicate id is found where it repeats; the first position of that id
 //! is then found by reading the file again up to it (only on that error),
@@ -62,12 +35,8 @@ use std::time::Instant;
 
 use log::info;
 
-use crate::model::{InvalidBody, NewPlant, TextLimits};
-use crate::store::{Capacity, Store, StoreError};
-pub(crate) use read::{Failure, read};
-
-/// Plants written to the journal per batch.
-pub(crate) const BATCH: u64 = 8192;
+use crate::model::{Capacity, InvalidBody, NewPlant, TextLimits};
+use read::{Failure, read};
 
 /// Why a seed cannot be loaded, and where in the file.
 #[derive(Debug)]
@@ -108,24 +77,9 @@ pub enum Fault {
     TooMany(usize),
     /// More bytes of names and tags than `--max-data`.
     TooMuchData(u64),
-    /// The journal failed while the seed was applied (the reason).
-    Storage(String),
-    /// The database failed while the seed was applied (the reason).
-    #[cfg(feature = "postgres")]
-    Database(String),
-}
-
-impl Fault {
-    fn from_store(e: StoreError) -> Fault {
-        match e {
-            StoreError::Exists(id) => Fault::Duplicate { id, first: None },
-            StoreError::Full(most) => Fault::TooMany(most),
-            StoreError::DataFull(most) => Fault::TooMuchData(most),
-            StoreError::Storage(reason) => Fault::Storage(reason.to_string()),
-            // A create never looks for an existing plant.
-            e @ StoreError::NotFound(_) => Fault::Storage(e.to_string()),
-        }
-    }
+    /// The store failed while the seed was applied: what it could not do
+    /// and why, in its words (`cannot write the journal: ...`).
+    Store(String),
 }
 
 impl fmt::Display for Fault {
@@ -145,9 +99,7 @@ impl fmt::Display for Fault {
             Fault::TooMuchData(most) => {
                 write!(f, "names and tags take more than --max-data {most} bytes")
             }
-            Fault::Storage(reason) => write!(f, "cannot write the journal: {reason}"),
-            #[cfg(feature = "postgres")]
-            Fault::Database(reason) => write!(f, "cannot write to the database: {reason}"),
+            Fault::Store(words) => f.write_str(words),
         }
     }
 }
@@ -203,58 +155,24 @@ impl std::error::Error for SeedError {
 
 impl SeedError {
     /// Whether the fault is the seed's (a bad file: like a bad flag value)
-    /// rather than the journal's.
+    /// rather than the store's.
     pub fn is_in_seed(&self) -> bool {
-        match self.fault {
-            Fault::Storage(_) => false,
-            #[cfg(feature = "postgres")]
-            Fault::Database(_) => false,
-            _ => true,
+        !matches!(self.fault, Fault::Store(_))
+    }
+
+    /// A fault of the whole file, at no record.
+    pub fn whole(path: &Path, fault: Fault) -> SeedError {
+        SeedError {
+            path: path.to_path_buf(),
+            at: None,
+            fault,
+            partial: false,
         }
     }
 }
 
-/// What the store held before the seed, which decides whether it is
-/// loaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Before {
-    /// No journal: an empty store that forgets everything at exit.
-    InMemory,
-    /// A journal, replayed: this many records.
-    Journal(u64),
-}
-
-/// Loads the seed at `path` into `store` if `before` says it is to be
-/// (see the module header), and logs what was done: how many plants it
-/// stored, `None` if it was skipped.
-pub fn load(
-    path: &Path,
-    store: &Store,
-    before: Before,
-    limits: TextLimits,
-    capacity: Capacity,
-) -> Result<Option<u64>, SeedError> {
-    let started = Instant::now();
-    let plants = match before {
-        Before::Journal(records) if records > 0 => {
-            info!(
-                "--seed {}: not loaded: the journal already holds {records} records, \
-                 and a seed only fills a new, empty one",
-                path.display()
-            );
-            return Ok(None);
-        }
-        Before::Journal(_) => {
-            check(path, limits, capacity)?;
-            apply(path, store, limits).map_err(|e| SeedError { partial: true, ..e })?
-        }
-        Before::InMemory => apply(path, store, limits)?,
-    };
-    Ok(Some(loaded(path, plants, started)))
-}
-
 /// Logs that `plants` were loaded from `path` since `started`.
-pub(crate) fn loaded(path: &Path, plants: u64, started: Instant) -> u64 {
+pub fn loaded(path: &Path, plants: u64, started: Instant) -> u64 {
     info!(
         "--seed {}: loaded {plants} plants in {} ms",
         path.display(),
@@ -263,8 +181,9 @@ pub(crate) fn loaded(path: &Path, plants: u64, started: Instant) -> u64 {
     plants
 }
 
-/// Reads the whole seed and checks it, changing nothing.
-pub(crate) fn check(path: &Path, limits: TextLimits, capacity: Capacity) -> Result<u64, SeedError> {
+/// Reads the whole seed and checks it against the limits of an empty
+/// store of this capacity, changing nothing: how many records it holds.
+pub fn check(path: &Path, limits: TextLimits, capacity: Capacity) -> Result<u64, SeedError> {
     let mut admission = Admission {
         ids: HashSet::new(),
         plants: 0,
@@ -274,33 +193,15 @@ pub(crate) fn check(path: &Path, limits: TextLimits, capacity: Capacity) -> Resu
     read(path, limits, |_, plant| admission.admit(&plant)).map_err(|e| located(path, e, limits))
 }
 
-/// Adds every plant of the seed to `store`, waiting for the journal once
-/// every `BATCH` plants and at the end; a plant the store refuses stops
-/// it, leaving those before it stored.
-fn apply(path: &Path, store: &Store, limits: TextLimits) -> Result<u64, SeedError> {
-    let (mut written, mut last) = (0, None);
-    let wait = |ack| store.wait(ack).map_err(Fault::from_store);
-    let records = read(path, limits, |_, plant| {
-        let ack = store.create_queued(plant).map_err(Fault::from_store)?;
-        written += 1;
-        if written % BATCH == 0 {
-            last = None;
-            wait(ack)
-        } else {
-            last = Some(ack);
-            Ok(())
-        }
-    })
-    .map_err(|e| located(path, e, limits))?;
-    if let Some(ack) = last {
-        wait(ack).map_err(|fault| SeedError {
-            path: path.to_path_buf(),
-            at: None,
-            fault,
-            partial: false,
-        })?;
-    }
-    Ok(records)
+/// Reads the seed, handing each record to `each`, in the order of the
+/// file: how many there were. The first record that fails a check, or
+/// that `each` refuses with a fault, stops it, named where it is.
+pub fn records(
+    path: &Path,
+    limits: TextLimits,
+    mut each: impl FnMut(NewPlant) -> Result<(), Fault>,
+) -> Result<u64, SeedError> {
+    read(path, limits, |_, plant| each(plant)).map_err(|e| located(path, e, limits))
 }
 
 /// The whole seed against the limits of an empty store, as the store would
@@ -336,7 +237,7 @@ impl Admission {
 
 /// A read's failure as a `SeedError`; for a duplicate id, with the
 /// position of its first record, found by reading the file again.
-pub(crate) fn located(path: &Path, failure: Failure, limits: TextLimits) -> SeedError {
+fn located(path: &Path, failure: Failure, limits: TextLimits) -> SeedError {
     let fault = match failure.fault {
         Fault::Duplicate { id, first: None } => Fault::Duplicate {
             id,

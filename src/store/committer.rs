@@ -5,10 +5,10 @@
 use std::sync::{Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use super::{Core, StoreError};
+use super::{Core, Refusal};
 use crate::lock::{lock, wait, wait_timeout};
 
-pub(super) type Done = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+pub(super) type Done = Box<dyn FnOnce(Result<(), Refusal>) + Send>;
 /// A queued change waits at most this long for a `kick`.
 const LATEST: Duration = Duration::from_millis(5);
 /// Changes waiting for their records: the record's sequence number, and

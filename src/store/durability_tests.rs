@@ -10,6 +10,7 @@ use std::thread;
 
 use super::journal::compact_path;
 use super::*;
+use crate::model::SyncMode;
 
 /// A fresh path in the temp directory, removed (with its `.compact`) when
 /// dropped.
@@ -84,7 +85,7 @@ fn changes_survive_a_reopen() {
         store.create(new(-3, "ivy")).unwrap();
         store.replace(2, plant("moss", Some("green é"))).unwrap();
         store.delete(1).unwrap();
-        assert_eq!(store.create(new(2, "dup")), Err(StoreError::Exists(2)));
+        assert_eq!(store.create(new(2, "dup")), Err(Refusal::Exists(2)));
     }
     let (store, recovery) = path.open().unwrap();
     assert_eq!((recovery.records, recovery.torn_bytes), (5, 0));
@@ -237,19 +238,19 @@ fn a_failed_sync_fails_the_change_and_refuses_every_later_one() {
     fail.store(true, Ordering::SeqCst);
     assert!(matches!(
         store.create(new(2, "lost")),
-        Err(StoreError::Storage(_))
+        Err(Refusal::Storage(_))
     ));
     let tried = syncs.load(Ordering::SeqCst);
     fail.store(false, Ordering::SeqCst);
     // Never retried, even though the disk works again.
     assert!(matches!(
         store.create(new(3, "x")),
-        Err(StoreError::Storage(_))
+        Err(Refusal::Storage(_))
     ));
-    assert!(matches!(store.delete(1), Err(StoreError::Storage(_))));
+    assert!(matches!(store.delete(1), Err(Refusal::Storage(_))));
     assert!(matches!(
         store.replace(1, plant("y", None)),
-        Err(StoreError::Storage(_))
+        Err(Refusal::Storage(_))
     ));
     assert_eq!(
         syncs.load(Ordering::SeqCst),
@@ -498,7 +499,7 @@ fn queued_creates_are_written_at_the_next_wait_in_either_sync_mode() {
             );
             assert_eq!(
                 store.create_queued(new(3, "again")).unwrap_err(),
-                StoreError::Exists(3)
+                Refusal::Exists(3)
             );
             store.wait(last.unwrap()).unwrap();
             assert!(fs::metadata(&path.0).unwrap().len() > empty);

@@ -22,19 +22,10 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use super::{Core, Packed, SHARDS, Shard, Store};
-use crate::model::Plant;
+use crate::model::{Page, Plant};
 
 /// Entries one step copies from one shard, at most.
 const STEP: usize = 256;
-
-/// One page of a listing.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Page {
-    /// The plants, ascending by id.
-    pub items: Vec<(i64, Plant)>,
-    /// Whether more matching plants follow the last one.
-    pub more: bool,
-}
 
 impl Store {
     /// One page of plants in ascending id order: ids greater than `after`,

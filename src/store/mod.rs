@@ -2,15 +2,20 @@
 //! `RwLock`, and with `--data` a journal that makes each change durable
 //! before it is acknowledged.
 //!
-//! Owns the map from id to plant and its limits ([`Capacity`]: plants, and
-//! bytes of names and tags). Its callers are the door (`crate::plants`)
-//! and the seed loader; it knows neither them nor HTTP, and answers with
-//! values, `Ack`s and callbacks. The shards and what a change costs are in
-//! `shards.rs`; listing in `listing.rs`; the thread that acknowledges
-//! journalled changes in `committer.rs`; the change hook in `feed.rs`;
-//! compaction in `compaction.rs`; the file in `journal/`. Sharding is for writers: with one lock, a writer preempted
-//! while holding it (its allocation page-faulting, its time slice ending)
-//! stalled every other writer, which set the tail latency under load.
+//! Owns the map from id to plant and keeps its limits ([`Capacity`]:
+//! plants, and bytes of names and tags). Its caller is the door
+//! (`crate::plants`, which also loads the seed through it); it knows
+//! neither the door nor HTTP, and answers with values, `Ack`s and
+//! callbacks, in the model's words ([`Refusal`], `Page`).
+//!
+//! The shards and what a change costs are in `shards.rs`; listing in
+//! `listing.rs`; the thread that acknowledges journalled changes in
+//! `committer.rs`; the change hook in `hook.rs`; compaction in
+//! `compaction.rs`; the file in `journal/`; a plant packed into 24 bytes
+//! in `packed.rs`. Sharding is for writers: with one lock, a writer
+//! preempted while holding it (its allocation page-faulting, its time
+//! slice ending) stalled every other writer, which set the tail latency
+//! under load.
 //!
 //! No reader holds a lock for long. A listing page and a compaction read
 //! the shards in short steps, one shard's read lock at a time (see
@@ -21,7 +26,7 @@
 //! journal, written it as `--sync` asks; a `*_nowait` call's `Ack` says
 //! what is still to be written, and `when_acked` reports it from the
 //! committer thread); a call that returns `Err` other than
-//! [`StoreError::Storage`] has changed nothing. Critical sections are
+//! [`Refusal::Storage`] has changed nothing. Critical sections are
 //! short: requests are parsed before a shard lock is taken, the journal
 //! record is encoded under it (so the journal order of each id's changes is
 //! their apply order; changes to different ids commute), and the wait for
@@ -29,27 +34,25 @@
 //!
 //! A change is visible to readers as soon as it is applied, a moment
 //! before its write is acknowledged. If that write fails, the change stays
-//! in memory, its caller gets `StoreError::Storage` (the change may or may
+//! in memory, its caller gets `Refusal::Storage` (the change may or may
 //! not be on disk), and the store refuses every later change until
 //! restarted; reads keep working. See `journal/mod.rs` for the file format and compaction.
 
 mod committer;
 mod compaction;
-mod error;
-mod feed;
+mod hook;
 mod journal;
 mod listing;
 mod packed;
 mod shards;
 
 pub use journal::{
-    Change, Damage, Disk, Durability, HEADER, JournalStats, MAGIC, MAGIC_V1, MAGIC_V2, MAX_PAYLOAD,
-    OpenError, Recovery, Salt, Scan, ScanError, SyncMode, Version, convert, crc32c, crc64, decode,
-    encode, header, scan, scan_from, seal,
+    Change, Damage, Disk, HEADER, JournalStats, MAGIC, MAGIC_V1, MAGIC_V2, MAX_PAYLOAD, OpenError,
+    Recovery, Salt, Scan, ScanError, Version, convert, crc32c, crc64, decode, encode, header, scan,
+    scan_from, seal,
 };
-pub use listing::{AllPlants, Page};
+pub use listing::AllPlants;
 pub use packed::Packed;
-pub use shards::Capacity;
 
 use std::fs::File;
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
@@ -57,14 +60,12 @@ use std::thread;
 
 use crate::lock::{read, write};
 use crate::metrics::{Exposition, Kind};
-use crate::model::{ChangeHook, ChangeKind, NewPlant, Plant};
+use crate::model::{Capacity, ChangeHook, ChangeKind, Durability, NewPlant, Plant, Refusal};
 use committer::{Committer, commit_on_request};
 use compaction::compact_on_request;
-use feed::Feed;
+use hook::Sequencer;
 use journal::Journal;
 use shards::{Cost, Delta, Over, SHARDS, Shard, Usage, shard_of};
-
-pub use error::StoreError;
 
 /// The plants, keyed and ordered by id.
 pub struct Store {
@@ -100,13 +101,13 @@ pub struct Acknowledger {
 
 impl Acknowledger {
     /// See [`Store::when_acked`]; a store already dropped refuses.
-    pub fn when_acked(&self, ack: Ack, done: impl FnOnce(Result<(), StoreError>) + Send + 'static) {
+    pub fn when_acked(&self, ack: Ack, done: impl FnOnce(Result<(), Refusal>) + Send + 'static) {
         match (ack.0, &self.committer) {
             (Some(seq), Some(committer)) => committer.push(seq, Box::new(done)),
             (None, _) => done(Ok(())),
             (Some(seq), None) => match self.shared.upgrade() {
                 Some(shared) => done(shared.commit(Some(seq), true)),
-                None => done(Err(StoreError::Storage("the store is closed".into()))),
+                None => done(Err(Refusal::Storage("the store is closed".into()))),
             },
         }
     }
@@ -124,7 +125,7 @@ struct Core {
     capacity: Capacity,
     journal: Option<Journal>,
     /// The change hook, once one is set.
-    feed: OnceLock<Feed>,
+    hook: OnceLock<Sequencer>,
 }
 
 impl Store {
@@ -188,18 +189,18 @@ impl Store {
                 usage,
                 capacity,
                 journal,
-                feed: OnceLock::new(),
+                hook: OnceLock::new(),
             }),
         }
     }
 
     /// Reports every change made from now on to `hook` once it is
-    /// durable, in commit order, numbered from 1 (see `feed.rs`): changes
+    /// durable, in commit order, numbered from 1 (see `hook.rs`): changes
     /// made before (a seed) are not reported. One hook per store: `false`,
     /// and `hook` unused, if one is already set.
     pub fn set_change_hook(&self, hook: ChangeHook) -> bool {
         let before = self.shared.journal.as_ref().map_or(0, Journal::appended);
-        self.shared.feed.set(Feed::new(hook, before)).is_ok()
+        self.shared.hook.set(Sequencer::new(hook, before)).is_ok()
     }
 
     /// Why changes are refused, once the journal has failed.
@@ -209,14 +210,14 @@ impl Store {
 
     /// Adds a plant; refuses an existing id (the stored plant is unchanged)
     /// and a full store. Waits for the journal.
-    pub fn create(&self, new: NewPlant) -> Result<(), StoreError> {
+    pub fn create(&self, new: NewPlant) -> Result<(), Refusal> {
         let ack = self.create_nowait(new)?;
         self.wait(ack)
     }
 
     /// As [`create`](Self::create), without waiting for the journal: what
     /// the change still needs before it may be acknowledged.
-    pub fn create_nowait(&self, new: NewPlant) -> Result<Ack, StoreError> {
+    pub fn create_nowait(&self, new: NewPlant) -> Result<Ack, Refusal> {
         let Ack(seq) = self.create_queued(new)?;
         self.shared.ack(seq)
     }
@@ -226,7 +227,7 @@ impl Store {
     /// once): the next [`wait`](Self::wait) writes everything queued in one
     /// go. For bulk loads at start-up, where a write per plant would cost
     /// more than the plant.
-    pub fn create_queued(&self, new: NewPlant) -> Result<Ack, StoreError> {
+    pub fn create_queued(&self, new: NewPlant) -> Result<Ack, Refusal> {
         let change = Change::Put {
             id: new.id,
             name: &new.plant.name,
@@ -236,7 +237,7 @@ impl Store {
         let seq = self
             .shared
             .change_logged(&change, created, |old| match old {
-                Some(_) => Err(StoreError::Exists(new.id)),
+                Some(_) => Err(Refusal::Exists(new.id)),
                 None => Ok(()),
             })?;
         Ok(Ack(seq))
@@ -298,13 +299,13 @@ impl Store {
 
     /// Replaces the name and tag of an existing plant. Waits for the
     /// journal.
-    pub fn replace(&self, id: i64, plant: Plant) -> Result<(), StoreError> {
+    pub fn replace(&self, id: i64, plant: Plant) -> Result<(), Refusal> {
         let ack = self.replace_nowait(id, plant)?;
         self.wait(ack)
     }
 
     /// As [`replace`](Self::replace), without waiting for the journal.
-    pub fn replace_nowait(&self, id: i64, plant: Plant) -> Result<Ack, StoreError> {
+    pub fn replace_nowait(&self, id: i64, plant: Plant) -> Result<Ack, Refusal> {
         let change = Change::Put {
             id,
             name: &plant.name,
@@ -313,28 +314,28 @@ impl Store {
         self.shared
             .change(&change, ChangeKind::Replaced, |old| match old {
                 Some(_) => Ok(()),
-                None => Err(StoreError::NotFound(id)),
+                None => Err(Refusal::NotFound(id)),
             })
     }
 
     /// Removes a plant. Waits for the journal.
-    pub fn delete(&self, id: i64) -> Result<(), StoreError> {
+    pub fn delete(&self, id: i64) -> Result<(), Refusal> {
         let ack = self.delete_nowait(id)?;
         self.wait(ack)
     }
 
     /// As [`delete`](Self::delete), without waiting for the journal.
-    pub fn delete_nowait(&self, id: i64) -> Result<Ack, StoreError> {
+    pub fn delete_nowait(&self, id: i64) -> Result<Ack, Refusal> {
         let deleted = ChangeKind::Deleted;
         self.shared
             .change(&Change::Delete(id), deleted, |old| match old {
                 Some(_) => Ok(()),
-                None => Err(StoreError::NotFound(id)),
+                None => Err(Refusal::NotFound(id)),
             })
     }
 
     /// Waits until a change may be acknowledged.
-    pub fn wait(&self, ack: Ack) -> Result<(), StoreError> {
+    pub fn wait(&self, ack: Ack) -> Result<(), Refusal> {
         self.shared.commit(ack.0, true)
     }
 
@@ -352,7 +353,7 @@ impl Store {
     /// that needs nothing more, else from the committer thread once its
     /// journal record is written (and synced, with `--sync always`). Never
     /// waits for the disk.
-    pub fn when_acked(&self, ack: Ack, done: impl FnOnce(Result<(), StoreError>) + Send + 'static) {
+    pub fn when_acked(&self, ack: Ack, done: impl FnOnce(Result<(), Refusal>) + Send + 'static) {
         self.acknowledger().when_acked(ack, done);
     }
 
@@ -411,8 +412,8 @@ impl Core {
         &self,
         change: &Change<'_>,
         kind: ChangeKind,
-        check: impl FnOnce(Option<&Packed>) -> Result<(), StoreError>,
-    ) -> Result<Ack, StoreError> {
+        check: impl FnOnce(Option<&Packed>) -> Result<(), Refusal>,
+    ) -> Result<Ack, Refusal> {
         let seq = self.change_logged(change, kind, check)?;
         self.ack(seq)
     }
@@ -422,8 +423,8 @@ impl Core {
         &self,
         change: &Change<'_>,
         kind: ChangeKind,
-        check: impl FnOnce(Option<&Packed>) -> Result<(), StoreError>,
-    ) -> Result<Option<u64>, StoreError> {
+        check: impl FnOnce(Option<&Packed>) -> Result<(), Refusal>,
+    ) -> Result<Option<u64>, Refusal> {
         let seq = {
             let mut shard = self.write(shard_of(change.id()));
             let old = shard.plants.get(&change.id());
@@ -436,22 +437,22 @@ impl Core {
             self.usage
                 .admit(delta, self.capacity)
                 .map_err(|over| match over {
-                    Over::Plants => StoreError::Full(self.capacity.plants),
-                    Over::Data => StoreError::DataFull(self.capacity.data),
+                    Over::Plants => Refusal::Full(self.capacity.plants),
+                    Over::Data => Refusal::DataFull(self.capacity.data),
                 })?;
             let seq = match &self.journal {
                 Some(journal) => match journal.log(change) {
                     Ok(seq) => Some(seq),
                     Err(reason) => {
                         self.usage.retract(delta);
-                        return Err(StoreError::Storage(reason));
+                        return Err(Refusal::Storage(reason));
                     }
                 },
                 None => None,
             };
             shard.apply(change);
             self.usage.settle(delta);
-            if let Some(feed) = self.feed.get() {
+            if let Some(sequencer) = self.hook.get() {
                 let plant = match *change {
                     Change::Put { name, tag, .. } => Some(Plant {
                         name: name.to_owned(),
@@ -459,7 +460,7 @@ impl Core {
                     }),
                     Change::Delete(_) => None,
                 };
-                feed.record(seq, change.id(), kind, plant);
+                sequencer.record(seq, change.id(), kind, plant);
             }
             seq
         };
@@ -486,7 +487,7 @@ impl Core {
     /// caller is an event loop, and a leader's wait for more records
     /// stalled it (`bench/run.sh durable`, 64 connections: 0.36-0.43x of
     /// the in-memory rate with the wait, 1.0x without).
-    fn ack(&self, seq: Option<u64>) -> Result<Ack, StoreError> {
+    fn ack(&self, seq: Option<u64>) -> Result<Ack, Refusal> {
         match &self.journal {
             Some(journal) if !journal.waits_for_disk() => {
                 self.commit(seq, false)?;
@@ -498,14 +499,14 @@ impl Core {
 
     /// Waits for an appended record to be written. `gather`: see
     /// `Journal::commit`.
-    fn commit(&self, seq: Option<u64>, gather: bool) -> Result<(), StoreError> {
+    fn commit(&self, seq: Option<u64>, gather: bool) -> Result<(), Refusal> {
         match (&self.journal, seq) {
             (Some(journal), Some(seq)) => {
                 journal
                     .commit(seq, self.usage.records(), gather)
-                    .map_err(StoreError::Storage)?;
-                if let Some(feed) = self.feed.get() {
-                    feed.durable(seq);
+                    .map_err(Refusal::Storage)?;
+                if let Some(sequencer) = self.hook.get() {
+                    sequencer.durable(seq);
                 }
                 Ok(())
             }

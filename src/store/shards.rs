@@ -19,6 +19,7 @@ use std::ops::Bound;
 use super::Packed;
 use super::journal::Change;
 use crate::lock::lock;
+use crate::model::Capacity;
 
 /// Shards of the map: a power of two, so that a shard is a few bits of a
 /// hash of the id.
@@ -160,25 +161,6 @@ struct Totals {
     plants: u64,
     data: u64,
     records: u64,
-}
-
-/// What the store may hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Capacity {
-    /// Most plants (`--max-plants`).
-    pub plants: usize,
-    /// Most bytes of names and tags (`--max-data`).
-    pub data: u64,
-}
-
-impl Capacity {
-    /// At most `plants` plants, with no limit on their bytes.
-    pub fn plants(plants: usize) -> Capacity {
-        Capacity {
-            plants,
-            data: u64::MAX,
-        }
-    }
 }
 
 /// Which limit a change would pass.

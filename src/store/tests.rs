@@ -2,6 +2,7 @@
 //! writers, the change hook.
 
 use super::*;
+use crate::model::Page;
 
 fn new_plant(id: i64, name: &str) -> NewPlant {
     NewPlant {
@@ -17,10 +18,7 @@ fn new_plant(id: i64, name: &str) -> NewPlant {
 fn create_refuses_existing_id_and_keeps_the_first() {
     let store = Store::new(Capacity::plants(10));
     store.create(new_plant(1, "fern")).unwrap();
-    assert_eq!(
-        store.create(new_plant(1, "moss")),
-        Err(StoreError::Exists(1))
-    );
+    assert_eq!(store.create(new_plant(1, "moss")), Err(Refusal::Exists(1)));
     assert_eq!(store.get(1).unwrap().name, "fern");
 }
 
@@ -266,11 +264,11 @@ fn data_is_bounded_in_bytes_of_names_and_tags() {
             id: 2,
             plant: plant("12345", None)
         }),
-        Err(StoreError::DataFull(10))
+        Err(Refusal::DataFull(10))
     );
     assert_eq!(
         store.replace(1, plant("abcdefghijk", None)),
-        Err(StoreError::DataFull(10))
+        Err(Refusal::DataFull(10))
     );
     assert_eq!(
         store.get(1),
@@ -295,11 +293,8 @@ fn replace_and_delete_need_an_existing_plant() {
         name: "x".into(),
         tag: None,
     };
-    assert_eq!(
-        store.replace(1, plant.clone()),
-        Err(StoreError::NotFound(1))
-    );
-    assert_eq!(store.delete(1), Err(StoreError::NotFound(1)));
+    assert_eq!(store.replace(1, plant.clone()), Err(Refusal::NotFound(1)));
+    assert_eq!(store.delete(1), Err(Refusal::NotFound(1)));
     store.create(new_plant(1, "a")).unwrap();
     store.replace(1, plant.clone()).unwrap();
     assert_eq!(store.get(1), Some(plant));
@@ -312,7 +307,7 @@ fn create_refuses_past_the_cap() {
     let store = Store::new(Capacity::plants(2));
     store.create(new_plant(1, "a")).unwrap();
     store.create(new_plant(2, "b")).unwrap();
-    assert_eq!(store.create(new_plant(3, "c")), Err(StoreError::Full(2)));
+    assert_eq!(store.create(new_plant(3, "c")), Err(Refusal::Full(2)));
     assert_eq!(store.len(), 2);
     assert!(store.get(3).is_none());
 }

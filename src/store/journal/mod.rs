@@ -206,28 +206,9 @@ use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use crate::lock::{lock, wait};
+use crate::model::{Durability, SyncMode};
 use format::fresh_salt;
 use rewrite::sync_dir;
-
-/// When a change counts as written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SyncMode {
-    /// After `fdatasync`: survives a power cut.
-    Always,
-    /// After `write`: survives a crash of the process, not of the machine.
-    Never,
-}
-
-/// Where and how the store keeps its journal.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Durability {
-    /// The journal file.
-    pub path: PathBuf,
-    /// When a change counts as written.
-    pub sync: SyncMode,
-    /// No compaction below this file size, in bytes.
-    pub compact_min: u64,
-}
 
 /// The write side of the journal file: the seam through which tests inject
 /// failures. `File` is the real one.

@@ -4,7 +4,8 @@
 //! `verify-ca` included) and `sslrootcert` itself; whether a connection is
 //! encrypted is asked of the server (`pg_stat_ssl`).
 
-use plantstore::database::DatabaseConfig;
+use plantstore::database::Connect;
+use plantstore::dbconfig::DatabaseConfig;
 
 use crate::process::binary::run_to_exit;
 use crate::support::{AUTH, FreshDatabase, JSON, TOKEN, TempDir, TestServer, config};

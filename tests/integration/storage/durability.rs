@@ -6,7 +6,8 @@ use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use plantstore::store::{Capacity, Disk, Store};
+use plantstore::model::Capacity;
+use plantstore::store::{Disk, Store};
 
 use crate::support::{AUTH, JSON, TempFile, TestServer, durable_config};
 

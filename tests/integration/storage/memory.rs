@@ -197,8 +197,8 @@ fn idle_connections_after_a_large_page_give_their_buffers_back() {
 /// for 320 MB of live data).
 #[test]
 fn compaction_needs_little_memory_beyond_the_store() {
-    use plantstore::model::{NewPlant, Plant};
-    use plantstore::store::{Capacity, Durability, Store, SyncMode};
+    use plantstore::model::{Capacity, Durability, NewPlant, Plant, SyncMode};
+    use plantstore::store::Store;
 
     const PLANTS: i64 = 100_000;
     let file = crate::support::TempFile::new("memory-compaction.journal");

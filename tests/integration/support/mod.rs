@@ -15,8 +15,8 @@ use std::time::Instant;
 use plantstore::api::Cors;
 use plantstore::config::{Config, TokenSource};
 use plantstore::http::{Limits, Stopper};
-use plantstore::model::TextLimits;
-use plantstore::store::{Durability, OpenError, Store, SyncMode};
+use plantstore::model::{Durability, SyncMode, TextLimits};
+use plantstore::store::{OpenError, Store};
 use plantstore::webhook::WebhookConfig;
 use plantstore::{Instance, StartError};
 
@@ -224,7 +224,7 @@ impl FreshDatabase {
 
     /// `config` set to use this database, with the tests' pool.
     pub fn config(&self, config: Config) -> Config {
-        let parsed = plantstore::database::DatabaseConfig::parse(&self.url, TEST_POOL)
+        let parsed = plantstore::dbconfig::DatabaseConfig::parse(&self.url, TEST_POOL)
             .expect("the test URL parses");
         Config {
             database: Some(parsed),

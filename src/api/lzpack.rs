@@ -1,5 +1,5 @@
-//! Packing, the other half of `packed`: run by `build.rs` on the files the
-//! binary serves, and by `packed`'s tests; never part of the server.
+//! Compressing, the other half of `lz`: run by `build.rs` on the files the
+//! binary serves, and by `lz`'s tests; never part of the server.
 
 use std::collections::HashMap;
 
@@ -10,10 +10,10 @@ const WINDOW: usize = u16::MAX as usize;
 /// Earlier places tried for each copy (the most recent first).
 const TRIES: usize = 256;
 
-/// `data` in the packed form: its length, then literal runs and copies,
+/// `data` in the compressed form: its length, then literal runs and copies,
 /// chosen greedily with one step of lookahead (a copy is put off by a
 /// byte when the next place starts a longer one).
-pub fn pack(data: &[u8]) -> Vec<u8> {
+pub fn compress(data: &[u8]) -> Vec<u8> {
     let mut out = u32::try_from(data.len())
         .expect("under 4 GiB")
         .to_le_bytes()

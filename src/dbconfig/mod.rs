@@ -1,11 +1,35 @@
-//! `--database URL` and `--database-pool N`, checked: the client's
-//! timeouts set, the password never shown (`describe`, `Debug`).
+//! `--database URL` and `--database-pool N`, checked into a
+//! [`DatabaseConfig`]: the client's timeouts set, TLS as the URL asks for
+//! it (`tls.rs`), the password never shown (`describe`, `Debug`).
+//!
+//! A module of its own, below `config/` and `database/` (the `postgres`
+//! feature): the flags are checked here when they are read, a bad URL or
+//! `sslrootcert` being a flag error at start-up and at reload, and the
+//! database connects with what they made, so neither `config/` nor the door
+//! imports the database to say where it is. It knows nothing of pools,
+//! workers or SQL (`database/` does); it holds the bounds a connection is
+//! made with, which `database/` also states.
+
+mod tls;
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::{CONNECT_TIMEOUT, Connection, DbError, STATEMENT_TIMEOUT, TCP_TIMEOUT};
+use rustls::ClientConfig;
+use tls::SslSettings;
+
+/// The longest any statement may run (PostgreSQL's `statement_timeout`).
+pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connecting gives up after this.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Data unacknowledged by the server for this long ends the connection
+/// (`TCP_USER_TIMEOUT`).
+pub const TCP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Default `--database-pool`.
+pub const DEFAULT_POOL: usize = 8;
 
 /// `--database` and `--database-pool`, checked.
 #[derive(Clone)]
@@ -14,7 +38,7 @@ pub struct DatabaseConfig {
     /// Workers, one connection each.
     pub pool: usize,
     /// TLS as `sslmode` and `sslrootcert` say (see `tls.rs`).
-    tls: super::tls::Rustls,
+    tls: Arc<ClientConfig>,
 }
 
 impl DatabaseConfig {
@@ -31,8 +55,8 @@ impl DatabaseConfig {
                  (write a % itself as %25)"
                 .into());
         }
-        let (url, ssl) = super::tls::SslSettings::take(url)?;
-        let tls = super::tls::Rustls(ssl.client_config()?);
+        let (url, ssl) = SslSettings::take(url)?;
+        let tls = ssl.client_config()?;
         let mut client = postgres::Config::from_str(&url).map_err(|_| {
             "cannot be read as postgres://user:password@host:port/dbname or as key=value \
              settings (the text is not shown: it may hold the password)"
@@ -85,30 +109,15 @@ impl DatabaseConfig {
         )
     }
 
-    /// A worker's connection, its statements prepared.
-    pub(super) fn connect(&self) -> Result<Connection, DbError> {
-        Connection::open(&self.client, self.tls.clone())
+    /// The client library's configuration: the URL's, timeouts set.
+    pub fn client(&self) -> &postgres::Config {
+        &self.client
     }
 
-    /// The heartbeat's client, named apart from the workers' in
-    /// `pg_stat_activity`.
-    pub(super) fn connect_health(&self) -> Result<postgres::Client, DbError> {
-        let mut config = self.client.clone();
-        config.application_name("plantstore-health");
-        Ok(config.connect(self.tls.clone())?)
-    }
-
-    /// The change feed's follower's connection, named apart from the
-    /// workers' in `pg_stat_activity`.
-    pub(super) fn connect_follower(&self) -> Result<Connection, DbError> {
-        let mut config = self.client.clone();
-        config.application_name("plantstore-feed");
-        Connection::open(&config, self.tls.clone())
-    }
-
-    /// A plain client, for start-up work (the schema, the seed).
-    pub fn connect_client(&self) -> Result<postgres::Client, DbError> {
-        Ok(self.client.connect(self.tls.clone())?)
+    /// The TLS client configuration the URL's `sslmode` and `sslrootcert`
+    /// make.
+    pub fn tls(&self) -> Arc<ClientConfig> {
+        Arc::clone(&self.tls)
     }
 }
 

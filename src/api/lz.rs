@@ -1,26 +1,27 @@
-//! The files the binary serves, compiled in packed: `build.rs` packs the
-//! OpenAPI document and the page's files, and they are unpacked for each
+//! The files the binary serves, compiled in compressed (LZ77, hence the
+//! name): `build.rs` compresses the
+//! OpenAPI document and the page's files, and they are decompressed for each
 //! answer, so nothing is kept in memory. That costs CPU on these rare
 //! requests only: `GET /openapi.json` (23 KB) answers about 38,000 a
 //! second on two cores against 41,000-75,000 for a copy kept at start-up,
 //! `GET /ui.js` 60,000 against 77,000-85,000; a page revalidated by its
-//! `ETag` (a 304) unpacks nothing.
+//! `ETag` (a 304) decompresses nothing.
 //!
-//! Packed, they take 15 KB of the binary instead of 39 KB. The format is a
+//! Compressed, they take 15 KB of the binary instead of 39 KB. The format is a
 //! byte-oriented LZ77, the simplest that gets most of what deflate would
 //! (10 KB) without an inflater in the binary:
 //!
-//! - four bytes, little-endian: the unpacked length;
+//! - four bytes, little-endian: the decompressed length;
 //! - then items, each opened by one byte `b`:
 //!   - `b` below `0x80`: a literal run, the `b + 1` bytes that follow;
 //!   - else a copy of `(b & 0x7f) + 3` bytes, starting the number of bytes
 //!     back in the output that the next two bytes give (little-endian, at
 //!     least 1); a copy may overlap what it makes, byte by byte.
 
-/// `packed`, unpacked. A malformed stream (`build.rs` makes none; a unit
-/// test unpacks each file) ends the output where it goes wrong.
-pub fn unpack(packed: &[u8]) -> Vec<u8> {
-    let Some((len, mut rest)) = packed.split_first_chunk::<4>() else {
+/// `compressed`, decompressed. A malformed stream (`build.rs` makes none; a unit
+/// test decompresses each file) ends the output where it goes wrong.
+pub fn decompress(compressed: &[u8]) -> Vec<u8> {
+    let Some((len, mut rest)) = compressed.split_first_chunk::<4>() else {
         return Vec::new();
     };
     // Room for the length it declares, but never more than the stream
@@ -57,74 +58,77 @@ pub fn unpack(packed: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A file `build.rs` packed into the build's output folder.
-macro_rules! packed {
+/// A file `build.rs` compressed into the build's output folder.
+macro_rules! compressed {
     ($name:literal) => {
-        include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".packed"))
+        include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".lz"))
     };
 }
-pub(super) use packed;
+pub(super) use compressed;
 
-/// The packer `build.rs` runs, for the tests.
+/// The compressor `build.rs` runs, for the tests.
 #[cfg(test)]
-#[path = "pack.rs"]
-mod pack;
+#[path = "lzpack.rs"]
+mod lzpack;
 
 #[cfg(test)]
 mod tests {
-    use super::pack::pack;
+    use super::lzpack::compress;
     use super::*;
 
     #[test]
-    fn each_file_unpacks_to_itself_and_packs_small() {
+    fn each_file_decompresses_to_itself_and_compresses_small() {
         let files: [(&[u8], &[u8]); 4] = [
-            (packed!("index.html"), include_bytes!("ui/index.html")),
-            (packed!("ui.css"), include_bytes!("ui/ui.css")),
-            (packed!("ui.js"), include_bytes!("ui/ui.js")),
-            (packed!("ui.svg"), include_bytes!("ui/ui.svg")),
+            (compressed!("index.html"), include_bytes!("ui/index.html")),
+            (compressed!("ui.css"), include_bytes!("ui/ui.css")),
+            (compressed!("ui.js"), include_bytes!("ui/ui.js")),
+            (compressed!("ui.svg"), include_bytes!("ui/ui.svg")),
         ];
-        let (mut packed_total, mut total) = (0, 0);
-        for (packed, file) in files {
-            assert_eq!(unpack(packed), file);
-            (packed_total, total) = (packed_total + packed.len(), total + file.len());
+        let (mut compressed_total, mut total) = (0, 0);
+        for (compressed, file) in files {
+            assert_eq!(decompress(compressed), file);
+            (compressed_total, total) = (compressed_total + compressed.len(), total + file.len());
         }
-        let document = unpack(packed!("openapi.json"));
+        let document = decompress(compressed!("openapi.json"));
         let file: serde_json::Value = serde_json::from_str(include_str!("openapi.json")).unwrap();
         assert_eq!(
             serde_json::from_slice::<serde_json::Value>(&document).unwrap(),
             file
         );
-        (packed_total, total) = (
-            packed_total + packed!("openapi.json").len(),
+        (compressed_total, total) = (
+            compressed_total + compressed!("openapi.json").len(),
             total + document.len(),
         );
-        assert!(packed_total * 2 < total, "{packed_total} of {total} bytes");
+        assert!(
+            compressed_total * 2 < total,
+            "{compressed_total} of {total} bytes"
+        );
     }
 
     #[test]
     fn copies_may_overlap_and_a_broken_stream_ends_early() {
         // "ab", then 7 bytes copied from 2 back: "ababababa".
-        let packed = [9, 0, 0, 0, 1, b'a', b'b', 0x84, 2, 0];
-        assert_eq!(unpack(&packed), b"ababababa");
-        assert_eq!(unpack(&packed[..8]), b"ab", "a copy cut short");
-        assert_eq!(unpack(&packed[..6]), b"", "a run cut short");
+        let compressed = [9, 0, 0, 0, 1, b'a', b'b', 0x84, 2, 0];
+        assert_eq!(decompress(&compressed), b"ababababa");
+        assert_eq!(decompress(&compressed[..8]), b"ab", "a copy cut short");
+        assert_eq!(decompress(&compressed[..6]), b"", "a run cut short");
         assert_eq!(
-            unpack(&[1, 0, 0, 0, 0x80, 1, 0]),
+            decompress(&[1, 0, 0, 0, 0x80, 1, 0]),
             b"",
             "a copy from before the start"
         );
         assert_eq!(
-            unpack(&[1, 0, 0, 0, 0, b'x', 0x80, 0, 0]),
+            decompress(&[1, 0, 0, 0, 0, b'x', 0x80, 0, 0]),
             b"x",
             "a copy from 0 back"
         );
-        assert_eq!(unpack(&[]), b"");
+        assert_eq!(decompress(&[]), b"");
         // A length that lies reserves no more than the items could make.
-        assert_eq!(unpack(&[0xff, 0xff, 0xff, 0xff, 0, b'y']), b"y");
+        assert_eq!(decompress(&[0xff, 0xff, 0xff, 0xff, 0, b'y']), b"y");
     }
 
     #[test]
-    fn anything_packed_unpacks_to_itself() {
+    fn anything_compressed_decompresses_to_itself() {
         // Runs longer than one item, copies longer than one item, far and
         // overlapping copies, bytes that look like items.
         let mut state = 0x2545_f491_4f6c_dd1du64;
@@ -153,7 +157,7 @@ mod tests {
                     _ => data.push(random(256) as u8),
                 }
             }
-            assert_eq!(unpack(&pack(&data)), data, "round {round}");
+            assert_eq!(decompress(&compress(&data)), data, "round {round}");
         }
     }
 }

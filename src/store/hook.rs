@@ -1,5 +1,7 @@
 //! The store's change hook: each change reported once it is durable, in
-//! commit order, numbered (see `model::ChangeHook`).
+//! commit order, numbered (see `model::ChangeHook`), by a [`Sequencer`].
+//! It is not the change feed (`crate::changes`, `GET /plants/changes`):
+//! that is one of the hook's callers, through the door.
 //!
 //! Order. With a journal the number is the journal record's sequence
 //! number, which the journal hands out one by one under its own lock, so
@@ -25,7 +27,7 @@ use crate::lock::lock;
 use crate::model::{ChangeHook, ChangeKind, Plant, PlantChange};
 
 /// The hook and the changes waiting to be reported.
-pub(super) struct Feed {
+pub(super) struct Sequencer {
     hook: ChangeHook,
     /// The journal's number of the last change before the hook was set:
     /// the hook numbers from 1 after it.
@@ -49,11 +51,11 @@ struct State {
     waiting: VecDeque<Option<PlantChange>>,
 }
 
-impl Feed {
-    /// A feed for the changes after the journal's record `base` (0
+impl Sequencer {
+    /// A sequencer for the changes after the journal's record `base` (0
     /// without a journal).
-    pub(super) fn new(hook: ChangeHook, base: u64) -> Feed {
-        Feed {
+    pub(super) fn new(hook: ChangeHook, base: u64) -> Sequencer {
+        Sequencer {
             hook,
             base,
             state: Mutex::new(State {
@@ -128,39 +130,39 @@ mod tests {
     use std::sync::Arc;
     use std::thread;
 
-    fn collecting() -> (Feed, Arc<Mutex<Vec<u64>>>) {
+    fn collecting() -> (Sequencer, Arc<Mutex<Vec<u64>>>) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let into = Arc::clone(&seen);
-        let feed = Feed::new(Box::new(move |c: &PlantChange| lock(&into).push(c.seq)), 0);
-        (feed, seen)
+        let sequencer = Sequencer::new(Box::new(move |c: &PlantChange| lock(&into).push(c.seq)), 0);
+        (sequencer, seen)
     }
 
     #[test]
     fn changes_are_reported_only_when_durable_and_in_number_order() {
-        let (feed, seen) = collecting();
+        let (sequencer, seen) = collecting();
         // Journal numbers recorded out of order (two shards), then made
         // durable in two batches.
-        feed.record(Some(2), 20, ChangeKind::Created, None);
-        feed.record(Some(1), 10, ChangeKind::Created, None);
-        feed.record(Some(3), 30, ChangeKind::Deleted, None);
+        sequencer.record(Some(2), 20, ChangeKind::Created, None);
+        sequencer.record(Some(1), 10, ChangeKind::Created, None);
+        sequencer.record(Some(3), 30, ChangeKind::Deleted, None);
         assert!(lock(&seen).is_empty(), "nothing is durable yet");
-        feed.durable(2);
+        sequencer.durable(2);
         assert_eq!(*lock(&seen), [1, 2]);
         // Durable up to 4, but 4 is not recorded yet: 3 goes, 4 waits.
-        feed.durable(4);
+        sequencer.durable(4);
         assert_eq!(*lock(&seen), [1, 2, 3]);
-        feed.record(Some(4), 40, ChangeKind::Replaced, None);
+        sequencer.record(Some(4), 40, ChangeKind::Replaced, None);
         assert_eq!(*lock(&seen), [1, 2, 3, 4]);
         // A late, smaller durable mark changes nothing.
-        feed.durable(1);
+        sequencer.durable(1);
         assert_eq!(*lock(&seen), [1, 2, 3, 4]);
     }
 
     #[test]
     fn without_a_journal_changes_are_numbered_here_and_reported_at_once() {
-        let (feed, seen) = collecting();
+        let (sequencer, seen) = collecting();
         for id in 0..5 {
-            feed.record(None, id, ChangeKind::Created, None);
+            sequencer.record(None, id, ChangeKind::Created, None);
         }
         assert_eq!(*lock(&seen), [1, 2, 3, 4, 5]);
     }

@@ -1,0 +1,95 @@
+//! Tests of the door over the memory store: outcomes ready or pending,
+//! and the change hook reporting each change once it is durable.
+
+use super::*;
+use crate::model::{ChangeKind, PlantChange};
+use std::sync::Mutex;
+use std::sync::mpsc;
+use std::time::Duration;
+
+fn new(id: i64, name: &str) -> NewPlant {
+    let plant = Plant {
+        name: name.into(),
+        tag: None,
+    };
+    NewPlant { id, plant }
+}
+
+fn setup(journal: Option<Durability>) -> Setup {
+    Setup {
+        capacity: Capacity::plants(100),
+        limits: TextLimits::default(),
+        journal,
+        seed: None,
+        #[cfg(feature = "postgres")]
+        database: None,
+    }
+}
+
+fn hook(plants: &Plants) -> Arc<Mutex<Vec<PlantChange>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let into = Arc::clone(&seen);
+    assert!(plants.set_change_hook(Box::new(move |c| into.lock().unwrap().push(c.clone()))));
+    seen
+}
+
+#[test]
+fn in_memory_every_outcome_is_ready_and_each_change_is_reported_at_once() {
+    let plants = Plants::open(&setup(None)).unwrap();
+    let seen = hook(&plants);
+    assert!(matches!(
+        plants.create(new(1, "fern")),
+        Outcome::Ready(Ok(()))
+    ));
+    let again = plants.create(new(1, "moss"));
+    let refused = NotDone::Refused(Refusal::Exists(1));
+    assert!(matches!(again, Outcome::Ready(Err(e)) if e == refused));
+    assert!(matches!(plants.get(1), Outcome::Ready(Ok(Some(p))) if p.name == "fern"));
+    assert!(matches!(plants.delete(1), Outcome::Ready(Ok(()))));
+    let kinds: Vec<_> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|c| (c.seq, c.kind))
+        .collect();
+    assert_eq!(kinds, [(1, ChangeKind::Created), (2, ChangeKind::Deleted)]);
+    assert!(plants.describe().starts_with("in memory only"));
+}
+
+#[test]
+fn with_a_synced_journal_a_change_is_pending_until_its_record_is_written() {
+    let path = std::env::temp_dir().join(format!("plantstore-door-{}.journal", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let journal = Durability {
+        path: path.clone(),
+        sync: SyncMode::Always,
+        compact_min: u64::MAX,
+    };
+    let plants = Plants::open(&setup(Some(journal))).unwrap();
+    let seen = hook(&plants);
+    let Outcome::Pending(pending) = plants.create(new(7, "fern")) else {
+        panic!("a change waiting for the disk is answered later");
+    };
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "reported before it is durable"
+    );
+    let (tx, rx) = mpsc::channel();
+    pending.then(move |answer| tx.send(answer).unwrap());
+    plants.flush();
+    let answer = rx.recv_timeout(Duration::from_secs(5)).expect("answered");
+    assert_eq!(answer, Ok(()));
+    let change = seen.lock().unwrap()[0].clone();
+    assert_eq!(
+        (change.seq, change.id, change.kind),
+        (1, 7, ChangeKind::Created)
+    );
+    // Reads are answered at once; the page is bounded in bytes too.
+    let Outcome::Ready(Ok(page)) = plants.page(None, 10, None, 1024) else {
+        panic!("a page from memory is ready");
+    };
+    assert_eq!((page.items.len(), page.more), (1, false));
+    assert!(plants.describe().contains("(sync always), 1 plants"));
+    drop(plants);
+    let _ = std::fs::remove_file(&path);
+}
