@@ -14,11 +14,14 @@
 //!
 //! Files: `connect` (connecting with the `--database` URL that
 //! `crate::dbconfig` checked), `tls` (the TLS connector), `pool` (the
-//! queues, shared state, metrics), `batch` (group commit), `worker`,
-//! `health` (the heartbeat), `watchdog`, `sql` (the statements and schema,
-//! the change log), `changelog` (reading the change log back), `follow`
-//! (the change log read for the change feed), `seed` (the SQL of `--seed`:
-//! the door reads the file and hands the plants to [`SeedLoad`]).
+//! handle: queueing, metrics, shutdown), `state` (what the pool's threads
+//! share), `waiting` (the changes waiting, in order per id), `batch` (one
+//! batch run: group commit), `worker`, `health` (the heartbeat),
+//! `watchdog`, `sql` (the statements and schema, the change log),
+//! `changelog` (reading the change log back), `follow` (the change log
+//! read for the change feed), `seed` (the SQL of `--seed`: the door reads
+//! the file and hands the plants to [`SeedLoad`]). The files import one
+//! way: `state` and `waiting` below everything that runs.
 //!
 //! Bounds. At most [`QUEUE`] jobs and changes wait; past that a request is refused at
 //! once. A job that waited [`MAX_WAIT`] is refused (by the worker that
