@@ -12,7 +12,9 @@ Fails (exit 1), naming the file and line of every reference involved, on:
   - a row of the table that no import uses any more (the table is the
     module map, not a wish list);
   - a cycle between top-level modules;
-  - a cycle between the files of one module: each .rs file is a node, and
+  - a cycle between the files of one module (siblings import one way; a
+    file with child files, such as a mod.rs, may use its children and they
+    it, so a loop through a parent file is not one): each .rs file is a node, and
     a file's code naming an item of another file of the module (through
     `super::`, `self::`, `crate::m::`, a child module, or a re-export,
     followed to the file that defines the item) is an edge. Test code
@@ -21,8 +23,16 @@ Fails (exit 1), naming the file and line of every reference involved, on:
     test back, so it only adds the test's own reach;
   - a reference into the crate root (`crate::random_hex`): shared items
     belong in a leaf module, not in lib.rs;
+  - a `pub use` of another top-level module's item: a module shows its
+    own items, so that an import of it is an import of it (a re-export
+    would let `api` reach `store` through `plants` unseen);
+  - a `use` that names the crate root or an ancestor module under another
+    name (`use crate as c;`), after which paths could not be read;
   - a path (`src/...`, `scripts/...`, `docs/...`, `http/conn.rs`) or a
     module path (`api::App`) cited in ARCHITECTURE.md that does not exist.
+Not seen: `#[path]`, paths built by macros, method calls into another
+file's `impl`, and names a glob `use` (`use x::*`) brings in outside
+test code (there is none; write the names).
 Prints the module map (`*`: an import made only from test code) and a
 layering order, lowest first; with --files, each module's file map too.
 """
@@ -88,7 +98,7 @@ def graphs(tops, scanned, owner, bindings):
     """The module edges {(a, b): [(where, test)]}, the file edges per
     module {top: {(file a, file b): [where]}} (test code left out) and the
     references into the crate root."""
-    edges, file_edges, roots = {}, {top: {} for top in tops}, []
+    edges, file_edges, roots, relays = {}, {top: {} for top in tops}, [], []
     for top, path, mp, lines, refs in scanned:
         for ref in refs:
             if not ref.target:
@@ -97,6 +107,9 @@ def graphs(tops, scanned, owner, bindings):
             if head not in tops:
                 roots.append((top, head, where(path, lines, ref)))
                 continue
+            relay = (top, head, where(path, lines, ref))
+            if head != top and ref.export and relay not in relays:
+                relays.append(relay)
             if head != top:
                 seen = edges.setdefault((top, head), [])
                 if (where(path, lines, ref), ref.test) not in seen:
@@ -112,7 +125,20 @@ def graphs(tops, scanned, owner, bindings):
                 seen = file_edges[top].setdefault((path, other), [])
                 if where(path, lines, ref) not in seen:
                     seen.append(where(path, lines, ref))
-    return edges, file_edges, roots
+    return edges, file_edges, roots, relays
+
+
+def aliases(scanned, err):
+    """`use crate as c;` and its kin: paths through such a name are not
+    read, so the name itself is refused."""
+    bad = 0
+    for _, path, _, lines, _ in scanned:
+        for number, line in enumerate(lines, 1):
+            code = line.split("//")[0]
+            if re.search(r"\buse\s+(crate|super(\s*::\s*super)*)\s+as\b", code):
+                print(f"the crate root or an ancestor under another name (paths through it are not read):\n    {path}:{number}: {line.strip()}", file=err)
+                bad += 1
+    return bad
 
 
 def cycles(nodes, pairs):
@@ -272,7 +298,7 @@ def main():
         sys.exit(2)
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     tops, scanned, owner, bindings = read_sources()
-    edges, file_edges, roots = graphs(tops, scanned, owner, bindings)
+    edges, file_edges, roots, relays = graphs(tops, scanned, owner, bindings)
     err = sys.stderr
     with open(ARCH, encoding="utf-8") as f:
         text = f.read()
@@ -309,6 +335,12 @@ def main():
               file=err)
         print(f"    {w}", file=err)
         bad += 1
+    for top, target, w in relays:
+        print(f"re-export of another module's item ({top} shows {target}'s; import it from "
+              f"{target}):", file=err)
+        print(f"    {w}", file=err)
+        bad += 1
+    bad += aliases(scanned, err)
     bad += doc.check(text, tops, owner, bindings, err)
     if bad:
         print(f"check-layers: {bad} failure(s)", file=err)

@@ -20,14 +20,15 @@
 //! `watchdog`, `sql` (the statements and schema, the change log),
 //! `changelog` (reading the change log back), `follow` (the change log
 //! read for the change feed), `seed` (the SQL of `--seed`: the door reads
-//! the file and hands the plants to [`SeedLoad`]). The files import one
-//! way: `state` and `waiting` below everything that runs.
+//! the file and hands the plants to [`SeedLoad`]). The files beside this
+//! one import one way: `waiting` and `state` below the ones that run
+//! (`batch`, `worker`, `health`, `watchdog`, `pool`).
 //!
 //! Bounds. At most [`QUEUE`] jobs and changes wait; past that a request is refused at
 //! once. A job that waited [`MAX_WAIT`] is refused (by the worker that
 //! reaches it, or by the watchdog), every statement has
-//! [`STATEMENT_TIMEOUT`], and the TCP connection gives up on an
-//! unresponsive network after [`TCP_TIMEOUT`]. A server that stops
+//! [`STATEMENT_TIMEOUT`](crate::dbconfig::STATEMENT_TIMEOUT), and the TCP connection gives up on an
+//! unresponsive network after [`TCP_TIMEOUT`](crate::dbconfig::TCP_TIMEOUT). A server that stops
 //! answering but keeps its connections open meets none of those: the
 //! watchdog answers a job that ran [`STUCK`] with 503 and replaces its
 //! worker, so no request hangs on a database that stopped answering.
@@ -60,8 +61,6 @@ mod waiting;
 mod watchdog;
 mod worker;
 
-/// The bounds a connection is made with, set where the URL is checked.
-pub use crate::dbconfig::{CONNECT_TIMEOUT, STATEMENT_TIMEOUT, TCP_TIMEOUT};
 pub use connect::Connect;
 pub use follow::follow;
 pub use pool::{JobSender, Pool};

@@ -17,8 +17,9 @@
 //!
 //! With HTTPS (the `tls` feature), `tls` keeps a connection's rustls
 //! state between its socket and its protocol, in the same loop, and holds
-//! the configuration served (`Https`, which the crate's `tls` module makes
-//! from the certificate files). What
+//! the configuration served (`Https`, which `instance` makes from the
+//! rustls configuration the crate's `tls` module reads from the
+//! certificate files). What
 //! the loops share is `state` (`ServerState`), a file of its own so that
 //! `server`, `worker` and `conn` import it one way.
 //!

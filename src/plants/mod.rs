@@ -214,7 +214,7 @@ impl Plants {
         let start = db::feed_start(&mut client).map_err(|e| failed(&e))?;
         drop(client);
         let pool = db::Pool::start(config.clone()).map_err(|e| failed(&e))?;
-        if !pool.wait_up(db::CONNECT_TIMEOUT) {
+        if !pool.wait_up(crate::dbconfig::CONNECT_TIMEOUT) {
             warn!(target: "plantstore", "database {at}: no pool connection yet; answering 503 until one is up");
         }
         let announcer = Arc::new(database::Announcer::new(config.clone(), start));
