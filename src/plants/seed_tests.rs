@@ -2,43 +2,15 @@
 //! into a journal once, and refused the same way whether checked whole or
 //! applied record by record. Reading the file is tested in `seed/tests.rs`.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
 
 use super::seed::{BATCH, Before, into_memory};
 use crate::model::{Capacity, Durability, Plant, SyncMode, TextLimits};
+use crate::seed::tests::Temp;
 use crate::seed::{Fault, check};
 use crate::store::Store;
 
 const LIMITS: TextLimits = TextLimits { name: 256, tag: 64 };
-
-/// A fresh file in the temp directory, removed when dropped.
-struct Temp(PathBuf);
-
-impl Temp {
-    fn new(name: &str) -> Temp {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!(
-            "plantstore-seed-load-{}-{n}-{name}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_file(&path);
-        Temp(path)
-    }
-
-    fn with(name: &str, contents: &[u8]) -> Temp {
-        let file = Temp::new(name);
-        std::fs::write(&file.0, contents).unwrap();
-        file
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
 
 fn store(plants: usize, data: u64) -> Store {
     Store::new(Capacity { plants, data })

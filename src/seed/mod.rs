@@ -23,7 +23,7 @@
 
 mod read;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use read::Position;
 

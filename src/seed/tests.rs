@@ -10,11 +10,12 @@ use crate::model::Plant;
 
 const LIMITS: TextLimits = TextLimits { name: 256, tag: 64 };
 
-/// A fresh file in the temp directory, removed when dropped.
-struct Temp(PathBuf);
+/// A fresh file in the temp directory, removed when dropped (the door's
+/// seed tests use it too).
+pub(crate) struct Temp(pub(crate) PathBuf);
 
 impl Temp {
-    fn new(name: &str) -> Temp {
+    pub(crate) fn new(name: &str) -> Temp {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let path =
@@ -23,7 +24,7 @@ impl Temp {
         Temp(path)
     }
 
-    fn with(name: &str, contents: &[u8]) -> Temp {
+    pub(crate) fn with(name: &str, contents: &[u8]) -> Temp {
         let file = Temp::new(name);
         std::fs::write(&file.0, contents).unwrap();
         file
