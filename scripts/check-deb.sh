@@ -100,7 +100,9 @@ fail() {
 # The packages, copied aside: cargo-deb replaces a package of the same
 # architecture.
 mkdir "$WORK/debs"
-scripts/package-deb.sh "$V1" "${ARCHS[@]}" | tee /dev/stderr | cut -d' ' -f3 | xargs -I{} cp {} "$WORK/debs/"
+# (tee to a process, not to /dev/stderr: opening that path truncates a log
+# file that stderr is redirected to, and CI's log lost every step before.)
+scripts/package-deb.sh "$V1" "${ARCHS[@]}" | tee >(cat >&2) | cut -d' ' -f3 | xargs -I{} cp {} "$WORK/debs/"
 scripts/package-deb.sh "$V2" amd64 | cut -d' ' -f3 | xargs -I{} cp {} "$WORK/debs/"
 deb() { echo "$WORK/debs/plantstore_$1_$2.deb"; }
 
