@@ -66,9 +66,15 @@ pub(super) fn list(app: &App, request: &mut Request<'_>, call: Call) -> Result<R
     // Plants past PAGE_BYTES of names and tags could not be sent: their
     // JSON is longer still.
     let base = base_url(request);
-    let outcome = app
-        .plants
-        .page(query.after, query.limit, query.tag.clone(), PAGE_BYTES);
+    let outcome = app.plants.page(
+        crate::model::Query {
+            after: query.after.map(crate::model::Position::Id),
+            tag: query.tag.clone(),
+            limit: query.limit,
+            ..Default::default()
+        },
+        PAGE_BYTES,
+    );
     reply(app, request, call.row, outcome, move |page| {
         Ok(page_response(
             &query,

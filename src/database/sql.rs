@@ -50,7 +50,7 @@ use postgres::error::SqlState;
 use postgres::{Client, Row, Statement};
 
 use super::Change;
-use crate::model::Plant;
+use crate::model::{Page, Plant, Position, Query};
 
 /// A batch of changes in one statement: creates ($1-$3: ids, names,
 /// tags), replaces ($4-$6) and deletes ($7), each array in id order; the
@@ -409,6 +409,23 @@ impl Connection {
     pub fn get(&mut self, id: i64) -> Result<Option<Plant>, DbError> {
         let row = self.client.query_opt(&self.get, &[&id]);
         self.counted(row)?.map(|row| plant(&row, 0)).transpose()
+    }
+
+    /// One page of a listing `query`.
+    // TODO(query): every order, search and count; only ascending ids now.
+    pub fn query(&mut self, query: &Query) -> Result<Page, DbError> {
+        let after = match &query.after {
+            Some(Position::Id(id)) => Some(*id),
+            _ => None,
+        };
+        let mut items = self.page(after, query.limit.saturating_add(1), query.tag.as_deref())?;
+        let more = items.len() > query.limit;
+        items.truncate(query.limit);
+        Ok(Page {
+            items,
+            more,
+            total: None,
+        })
     }
 
     /// Up to `limit` plants with ids above `after` (all with `None`),

@@ -26,13 +26,15 @@ mod change;
 mod decimal;
 mod page;
 mod refusal;
+mod search;
 mod settings;
 mod text;
 
 pub use change::{ChangeHook, ChangeKind, ChangeLog, LogAnswer, PlantChange};
 pub use decimal::int64_text;
-pub use page::Page;
+pub use page::{CURSOR_NAME, NameBound, Order, Page, Position, Query};
 pub use refusal::{NotDone, Refusal, Unavailable};
+pub use search::{MAX_SEARCH, contains_folded, fold};
 pub use settings::{Capacity, Durability, SyncMode};
 use text::Text;
 

@@ -1,13 +1,209 @@
-//! A page of plants, as every store lists them: the door (`crate::plants`)
-//! hands the API the same `Page` whichever store read it.
+//! A listing, as every store reads it: the door (`crate::plants`) takes
+//! the same [`Query`] and hands the API the same [`Page`] whichever store
+//! read it.
+//!
+//! Orders: by id (the default) or by name, each either way; ties of name
+//! are broken by id, in the same direction. Names compare as their UTF-8
+//! bytes (that is, by code point), on both stores: no locale.
+//!
+//! Where a page resumes is a [`Position`] in its order. In name order it
+//! holds the last plant's name, at most [`CURSOR_NAME`] bytes of it: a
+//! longer name is `cut`, and the store reads the whole name of plant `id`
+//! if that plant still has a name starting so ([`Position::resume`]). If
+//! it has not (renamed or deleted since), the page resumes at the first
+//! name in the walk's direction that starts with the cut name, so plants
+//! sharing those first bytes may be listed again, never skipped.
 
 use super::Plant;
+
+/// Bytes of a name a cursor carries, at most: every name the default
+/// `--max-name` (256 characters) allows in ASCII.
+pub const CURSOR_NAME: usize = 256;
 
 /// One page of a listing.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Page {
-    /// The plants, ascending by id.
+    /// The plants, in the query's order.
     pub items: Vec<(i64, Plant)>,
     /// Whether more matching plants follow the last one.
     pub more: bool,
+    /// How many plants match the query's filters (tag, search), over the
+    /// whole store: only when the query asked to `count`.
+    pub total: Option<u64>,
+}
+
+/// The order of a listing.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Order {
+    /// Ascending id.
+    #[default]
+    Id,
+    /// Descending id.
+    IdDesc,
+    /// Ascending name, then ascending id.
+    Name,
+    /// Descending name, then descending id.
+    NameDesc,
+}
+
+impl Order {
+    /// Whether the order walks downwards.
+    pub fn descending(self) -> bool {
+        matches!(self, Order::IdDesc | Order::NameDesc)
+    }
+
+    /// Whether the order is by name.
+    pub fn by_name(self) -> bool {
+        matches!(self, Order::Name | Order::NameDesc)
+    }
+}
+
+/// Where a listing resumes: past this plant, in the query's order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Position {
+    /// Past this id (id orders).
+    Id(i64),
+    /// Past this name and id (name orders); `cut`: `name` is only the
+    /// first [`CURSOR_NAME`] bytes (at most) of the plant's name.
+    Name { name: String, id: i64, cut: bool },
+}
+
+/// Where a walk in name order resumes, once a cut name is resolved: past
+/// `(name, id)` in the walk's direction, or, when `inclusive`, at it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameBound {
+    pub name: Vec<u8>,
+    pub id: i64,
+    pub inclusive: bool,
+}
+
+impl Position {
+    /// The bound a name order resumes from. `current` is the name plant
+    /// `id` has now (`None` if it is gone), read by the store only when
+    /// the name is `cut`; `descending` is the walk's direction. `None`
+    /// for an id position.
+    pub fn resume(&self, current: Option<&str>, descending: bool) -> Option<NameBound> {
+        let Position::Name { name, id, cut } = self else {
+            return None;
+        };
+        if !cut {
+            return Some(NameBound {
+                name: name.as_bytes().to_vec(),
+                id: *id,
+                inclusive: false,
+            });
+        }
+        match current {
+            Some(whole) if whole.starts_with(name.as_str()) => Some(NameBound {
+                name: whole.as_bytes().to_vec(),
+                id: *id,
+                inclusive: false,
+            }),
+            // Renamed or gone: at the first name starting with `name`.
+            _ if !descending => Some(NameBound {
+                name: name.as_bytes().to_vec(),
+                id: i64::MIN,
+                inclusive: true,
+            }),
+            _ => match successor(name.as_bytes()) {
+                // Every name below the next prefix: those starting with
+                // `name` and all after them.
+                Some(next) => Some(NameBound {
+                    name: next,
+                    id: i64::MIN,
+                    inclusive: false,
+                }),
+                // `name` is all 0xFF bytes: no UTF-8 name is above it...
+                // nor starts with it; resume from the very top.
+                None => Some(NameBound {
+                    name: vec![0xFF; CURSOR_NAME + 1],
+                    id: i64::MAX,
+                    inclusive: true,
+                }),
+            },
+        }
+    }
+}
+
+/// The smallest byte string greater than every string starting with
+/// `prefix`: the prefix with trailing 0xFF bytes dropped and its last byte
+/// raised by one. `None` if there is none (empty or all 0xFF).
+fn successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut next = prefix.to_vec();
+    while let Some(last) = next.pop() {
+        if last < 0xFF {
+            next.push(last + 1);
+            return Some(next);
+        }
+    }
+    None
+}
+
+/// What a listing asks of a store.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Query {
+    pub order: Order,
+    /// Resume past this position; `None` from the start.
+    pub after: Option<Position>,
+    /// Exact tag filter.
+    pub tag: Option<String>,
+    /// Search text, already folded ([`fold`](super::fold)): plants whose
+    /// folded name or folded tag contains it.
+    pub search: Option<String>,
+    /// Page size.
+    pub limit: usize,
+    /// Count every plant matching `tag` and `search` (`Page::total`).
+    pub count: bool,
+}
+
+impl Query {
+    /// Whether `plant` passes the query's filters (tag and search).
+    pub fn matches(&self, name: &str, tag: Option<&str>) -> bool {
+        if let Some(want) = &self.tag
+            && tag != Some(want.as_str())
+        {
+            return false;
+        }
+        match &self.search {
+            None => true,
+            Some(text) => {
+                super::contains_folded(name, text)
+                    || tag.is_some_and(|t| super::contains_folded(t, text))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_name_resumes_at_its_plant_or_at_its_prefix() {
+        let cut = Position::Name {
+            name: "ab".into(),
+            id: 7,
+            cut: true,
+        };
+        let past = |name: &str, id, inclusive| {
+            Some(NameBound {
+                name: name.as_bytes().to_vec(),
+                id,
+                inclusive,
+            })
+        };
+        assert_eq!(cut.resume(Some("abcd"), false), past("abcd", 7, false));
+        assert_eq!(cut.resume(Some("abcd"), true), past("abcd", 7, false));
+        assert_eq!(cut.resume(Some("xy"), false), past("ab", i64::MIN, true));
+        assert_eq!(cut.resume(None, true), past("ac", i64::MIN, false));
+        assert_eq!(successor(b"a\xff\xff"), Some(b"b".to_vec()));
+        assert_eq!(successor(b"\xff"), None);
+        let whole = Position::Name {
+            name: "ab".into(),
+            id: 7,
+            cut: false,
+        };
+        assert_eq!(whole.resume(None, true), past("ab", 7, false));
+        assert_eq!(Position::Id(3).resume(None, false), None);
+    }
 }

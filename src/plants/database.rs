@@ -18,7 +18,7 @@ use super::{Piece, Wake};
 use crate::database::{self, Change, Connection, DbError, JobSender};
 use crate::lock::lock;
 use crate::model::{ChangeHook, ChangeLog, LogAnswer, Plant, PlantChange};
-use crate::model::{NotDone, Page, Refusal, Unavailable};
+use crate::model::{NotDone, Page, Query, Refusal, Unavailable};
 
 /// The database store as the door sees it.
 pub(super) struct Remote {
@@ -162,21 +162,8 @@ impl Remote {
         self.change(id, Change::Delete, Refusal::NotFound(id))
     }
 
-    pub(super) fn page(
-        &self,
-        after: Option<i64>,
-        limit: usize,
-        tag: Option<String>,
-    ) -> Outcome<Page> {
-        self.run(move |c| {
-            // One more than the page, to know whether more follow.
-            let mut items = c
-                .page(after, limit.saturating_add(1), tag.as_deref())
-                .map_err(failed)?;
-            let more = items.len() > limit;
-            items.truncate(limit);
-            Ok(Page { items, more })
-        })
+    pub(super) fn page(&self, query: Query) -> Outcome<Page> {
+        self.run(move |c| c.query(&query).map_err(failed))
     }
 
     /// A cursor over every plant, or why there cannot be one now.

@@ -40,8 +40,8 @@ use log::{info, warn};
 
 use crate::metrics::Exposition;
 use crate::model::{
-    Capacity, ChangeHook, ChangeLog, Durability, NewPlant, NotDone, Page, Plant, Refusal, SyncMode,
-    TextLimits,
+    Capacity, ChangeHook, ChangeLog, Durability, NewPlant, NotDone, Page, Plant, Query, Refusal,
+    SyncMode, TextLimits,
 };
 use crate::seed::SeedError;
 use crate::store::{Ack, AllPlants, OpenError, Store};
@@ -329,23 +329,14 @@ impl Plants {
         }
     }
 
-    /// One page, ascending by id: at most `limit` plants with ids above
-    /// `after` (and this `tag`). The memory store also stops before
+    /// One page of a listing `query`. The memory store also stops before
     /// `bytes` of names and tags, which a page's JSON could not hold
     /// anyway (the database's rows are already bounded by the limits).
-    pub fn page(
-        &self,
-        after: Option<i64>,
-        limit: usize,
-        tag: Option<String>,
-        bytes: usize,
-    ) -> Outcome<Page> {
+    pub fn page(&self, query: Query, bytes: usize) -> Outcome<Page> {
         match &self.kept {
-            Kept::Memory { store, .. } => {
-                Outcome::Ready(Ok(store.page_within(after, limit, tag.as_deref(), bytes)))
-            }
+            Kept::Memory { store, .. } => Outcome::Ready(Ok(store.query(&query, bytes))),
             #[cfg(feature = "postgres")]
-            Kept::Database(remote) => remote.page(after, limit, tag),
+            Kept::Database(remote) => remote.page(query),
         }
     }
 

@@ -22,7 +22,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use super::{Core, Packed, SHARDS, Shard, Store};
-use crate::model::{Page, Plant};
+use crate::model::{Order, Page, Plant, Position, Query};
 
 /// Entries one step copies from one shard, at most.
 const STEP: usize = 256;
@@ -62,6 +62,22 @@ impl Store {
         between: impl FnMut(),
     ) -> Page {
         self.shared.page(after, limit, tag, bytes, between)
+    }
+
+    /// One page of a listing `query`, stopping early (with `more` set)
+    /// once the plants copied hold `bytes` bytes of names and tags.
+    // TODO(query): every order, search and count; only ascending ids now.
+    pub fn query(&self, query: &Query, bytes: usize) -> Page {
+        let after = match &query.after {
+            Some(Position::Id(id)) => Some(*id),
+            _ => None,
+        };
+        let _ = Order::Id;
+        let mut page = self.page_within(after, query.limit, query.tag.as_deref(), bytes);
+        if query.count {
+            page.total = Some(self.len() as u64);
+        }
+        page
     }
 
     /// Every plant, in ascending id order, read as the caller asks.
@@ -165,6 +181,7 @@ impl Core {
         Page {
             items,
             more: more && limit > 0,
+            total: None,
         }
     }
 }
