@@ -11,7 +11,7 @@
 //! - Every response to an allowed origin carries `Access-Control-Allow-
 //!   Origin`, `Access-Control-Expose-Headers` (`Link` to page, `Location`
 //!   of a created plant, `WWW-Authenticate` and `Retry-After` to explain a
-//!   refusal). With the flag
+//!   refusal, `X-Total-Count` of a counted listing). With the flag
 //!   set, every response carries `Vary: Origin`, whatever the request's
 //!   origin: the answer depends on it, and a shared cache must not hand one
 //!   origin's answer to another. A disallowed origin gets no
@@ -63,7 +63,7 @@ pub const MAX_AGE: &str = "7200";
 pub const ALLOW_HEADERS: &str = "Authorization, Content-Type, Last-Event-ID";
 
 /// The response headers a page may read beyond the safelisted ones.
-pub const EXPOSE_HEADERS: &str = "Link, Location, WWW-Authenticate, Retry-After";
+pub const EXPOSE_HEADERS: &str = "Link, Location, WWW-Authenticate, Retry-After, X-Total-Count";
 
 /// The origins allowed to read answers from a browser.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -468,7 +468,7 @@ mod tests {
             .with_header("Access-Control-Allow-Origin", "http://localhost:3000")
             .with_header(
                 "Access-Control-Expose-Headers",
-                "Link, Location, WWW-Authenticate, Retry-After",
+                "Link, Location, WWW-Authenticate, Retry-After, X-Total-Count",
             );
         assert_eq!(format!("{answer:?}"), format!("{want:?}"));
     }

@@ -15,8 +15,10 @@
 mod auth;
 mod changes;
 mod cors;
+mod cursor;
 mod error;
 mod export;
+mod listing;
 mod lz;
 mod metrics;
 mod plants;
@@ -29,8 +31,8 @@ mod ui;
 pub use auth::Tokens;
 pub use cors::{Cors, CorsHeaders, RefusedOrigins};
 pub use error::ApiError;
+pub use listing::PAGE_BYTES;
 pub use metrics::Metrics;
-pub use plants::PAGE_BYTES;
 pub use routes::{Method, Params, ROUTES, Route};
 
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! Query strings: which names a route takes is its row's (`routes`);
 //! this reads them, and the values of `GET /plants` (`limit`, `after`,
-//! `tag`) and of the change feed (`tag`).
+//! `tag`, `q`, `sort`, `count`, `fields`) and of the change feed (`tag`).
 //!
 //! Values are percent-decoded (`+` is a space, as in HTML forms) and must be
 //! UTF-8. A malformed or out-of-range value is a 400 naming the parameter,
@@ -16,8 +16,8 @@
 //! exactly from their text, as body ids are: `10e-1` is 1, while
 //! `0.99999999999999999` is not an integer and is refused, not rounded.
 
-use super::ApiError;
-use crate::model::int64_text;
+use super::{ApiError, cursor};
+use crate::model::{MAX_SEARCH, Order, Position, Query, fold, int64_text};
 
 /// Default and largest page sizes.
 pub const DEFAULT_LIMIT: usize = 100;
@@ -28,18 +28,71 @@ pub const MAX_LIMIT: usize = 1000;
 pub struct ListQuery {
     /// Page size, `0..=MAX_LIMIT`.
     pub limit: usize,
-    /// Return ids strictly greater than this.
-    pub after: Option<i64>,
+    /// Where the page resumes (the cursor of `sort`).
+    pub after: Option<Position>,
     /// Exact tag filter.
     pub tag: Option<String>,
+    /// Search text, as sent (`q`).
+    pub search: Option<String>,
+    pub order: Order,
+    /// `count=true`: answer `X-Total-Count`.
+    pub count: bool,
+    /// The fields each record shows (`fields`).
+    pub fields: Fields,
+}
+
+/// Which fields of a plant a listing shows, in the order id, name, tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fields {
+    pub id: bool,
+    pub name: bool,
+    pub tag: bool,
+}
+
+impl Fields {
+    pub const ALL: Fields = Fields {
+        id: true,
+        name: true,
+        tag: true,
+    };
+
+    /// `id,name,tag`, any non-empty subset, each once.
+    fn parse(text: &str) -> Option<Fields> {
+        let mut fields = Fields {
+            id: false,
+            name: false,
+            tag: false,
+        };
+        for field in text.split(',') {
+            let slot = match field {
+                "id" => &mut fields.id,
+                "name" => &mut fields.name,
+                "tag" => &mut fields.tag,
+                _ => return None,
+            };
+            if std::mem::replace(slot, true) {
+                return None;
+            }
+        }
+        Some(fields)
+    }
+
+    /// As the `fields` parameter writes them.
+    pub fn to_param(self) -> String {
+        let names = [(self.id, "id"), (self.name, "name"), (self.tag, "tag")];
+        let shown: Vec<&str> = names
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, n)| *n)
+            .collect();
+        shown.join(",")
+    }
 }
 
 impl ListQuery {
     /// Reads the values of a query whose names were checked (`read`).
     pub fn parse(values: &Values) -> Result<ListQuery, ApiError> {
-        let (limit, after) = (values.get("limit"), values.get("after"));
-        let tag = values.get("tag").map(str::to_owned);
-        let limit = match limit {
+        let limit = match values.get("limit") {
             None => DEFAULT_LIMIT,
             Some(v) => integer::<i32>(v)
                 .and_then(|n| usize::try_from(n).ok())
@@ -48,14 +101,101 @@ impl ListQuery {
                     "query parameter limit (an integer from 0 to 1000)",
                 ))?,
         };
-        let after = match after {
-            None => None,
-            Some(v) => Some(
-                integer::<i64>(v)
-                    .ok_or(ApiError::BadParameter("query parameter after (an int64)"))?,
-            ),
+        let order = match values.get("sort") {
+            None | Some("id") => Order::Id,
+            Some("-id") => Order::IdDesc,
+            Some("name") => Order::Name,
+            Some("-name") => Order::NameDesc,
+            Some(_) => {
+                return Err(ApiError::BadParameter(
+                    "query parameter sort (one of id, -id, name, -name)",
+                ));
+            }
         };
-        Ok(ListQuery { limit, after, tag })
+        let after = match values.get("after") {
+            None => None,
+            Some(v) => Some(cursor::read(order, v).ok_or(if order == Order::Id {
+                ApiError::BadParameter("query parameter after (an int64)")
+            } else {
+                ApiError::BadParameter(
+                    "query parameter after (a cursor of this sort, as the Link header gives it)",
+                )
+            })?),
+        };
+        let search = match values.get("q") {
+            None => None,
+            Some(text) if (1..=MAX_SEARCH).contains(&text.len()) => Some(text.to_owned()),
+            Some(_) => {
+                return Err(ApiError::BadParameter(
+                    "query parameter q (1 to 256 bytes of UTF-8)",
+                ));
+            }
+        };
+        let count = match values.get("count") {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => {
+                return Err(ApiError::BadParameter(
+                    "query parameter count (true or false)",
+                ));
+            }
+        };
+        let fields = match values.get("fields") {
+            None => Fields::ALL,
+            Some(text) => Fields::parse(text).ok_or(ApiError::BadParameter(
+                "query parameter fields (a comma-separated list of id, name, tag, each once)",
+            ))?,
+        };
+        Ok(ListQuery {
+            limit,
+            after,
+            tag: values.get("tag").map(str::to_owned),
+            search,
+            order,
+            count,
+            fields,
+        })
+    }
+
+    /// What the store is asked.
+    pub fn to_store(&self) -> Query {
+        Query {
+            order: self.order,
+            after: self.after.clone(),
+            tag: self.tag.clone(),
+            search: self.search.as_deref().map(fold),
+            limit: self.limit,
+            count: self.count,
+        }
+    }
+
+    /// The query string of the page after `(id, name)`: every parameter
+    /// of this one, the cursor moved.
+    pub fn next(&self, id: i64, name: &str) -> String {
+        let encode = crate::percent::encode;
+        let mut query = format!(
+            "after={}&limit={}",
+            encode(&cursor::write(self.order, id, name)),
+            self.limit
+        );
+        let sort = match self.order {
+            Order::Id => None,
+            Order::IdDesc => Some("-id"),
+            Order::Name => Some("name"),
+            Order::NameDesc => Some("-name"),
+        };
+        let mut add = |name: &str, value: Option<&str>| {
+            if let Some(value) = value {
+                query.push_str(&format!("&{name}={}", encode(value)));
+            }
+        };
+        add("tag", self.tag.as_deref());
+        add("q", self.search.as_deref());
+        add("sort", sort);
+        add("count", self.count.then_some("true"));
+        let fields = (self.fields != Fields::ALL).then(|| self.fields.to_param());
+        add("fields", fields.as_deref());
+        query
     }
 }
 
@@ -135,7 +275,7 @@ fn decode(text: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    const LIST: &[&str] = &["limit", "after", "tag"];
+    const LIST: &[&str] = &["limit", "after", "tag", "q", "sort", "count", "fields"];
 
     /// A listing query read as `GET /plants` reads it.
     fn list(query: &str) -> Result<ListQuery, ApiError> {
@@ -171,16 +311,20 @@ mod tests {
     fn defaults_and_values() {
         let q = list("").unwrap();
         assert_eq!((q.limit, q.after, q.tag), (100, None, None));
+        assert_eq!(
+            (q.order, q.count, q.fields, q.search),
+            (Order::Id, false, Fields::ALL, None)
+        );
         let q = list("limit=0&after=-5&tag=a%20b+c").unwrap();
         assert_eq!(
             (q.limit, q.after, q.tag.as_deref()),
-            (0, Some(-5), Some("a b c"))
+            (0, Some(Position::Id(-5)), Some("a b c"))
         );
         let (name, message) = refused("limit=0&limt=5", LIST);
         assert_eq!(name, "limt", "a misspelt parameter is refused");
         assert_eq!(
             message,
-            "unknown query parameter \"limt\"; accepted here: limit, after, tag"
+            "unknown query parameter \"limt\"; accepted here: limit, after, tag, q, sort, count, fields"
         );
         for empty in [None, Some(""), Some("&&")] {
             assert_eq!(read(empty, &[]).unwrap(), Values::default());
@@ -195,7 +339,49 @@ mod tests {
         ));
         assert_eq!(refused("x&limit=1&limit=2", LIST).0, "x");
         assert_eq!(list("limit=1000").unwrap().limit, 1000);
-        assert_eq!(list("limit=5.0&after=-2e0").unwrap().after, Some(-2));
+        assert_eq!(
+            list("limit=5.0&after=-2e0").unwrap().after,
+            Some(Position::Id(-2))
+        );
+    }
+
+    #[test]
+    fn search_sort_count_and_fields() {
+        let q = list("q=F%C3%A9rn&sort=-name&count=true&fields=name,id").unwrap();
+        assert_eq!(q.search.as_deref(), Some("Férn"));
+        assert_eq!(q.to_store().search.as_deref(), Some("férn"));
+        assert_eq!((q.order, q.count), (Order::NameDesc, true));
+        assert_eq!(
+            q.fields,
+            Fields {
+                id: true,
+                name: true,
+                tag: false
+            }
+        );
+        assert_eq!(q.fields.to_param(), "id,name");
+        assert!(list(&format!("q={}", "a".repeat(256))).is_ok());
+        assert!(list(&format!("q={}", "a".repeat(257))).is_err());
+        // The next page keeps every parameter; the cursor reads back.
+        let next = q.next(7, "Fern & co");
+        assert_eq!(
+            next,
+            "after=-name%3A7%3A%3DFern%20%26%20co&limit=100&q=F%C3%A9rn&sort=-name&count=true&fields=id%2Cname"
+        );
+        let again = list(&next).unwrap();
+        assert_eq!(
+            again.after,
+            Some(Position::Name {
+                name: "Fern & co".into(),
+                id: 7,
+                cut: false
+            })
+        );
+        assert_eq!(
+            (again.search, again.order, again.fields),
+            (q.search, q.order, q.fields)
+        );
+        assert_eq!(list("").unwrap().next(3, "x"), "after=3&limit=100");
     }
 
     #[test]
@@ -218,6 +404,18 @@ mod tests {
             "tag=%+a",
             "tag=%+0",
             "limit=1&limit=2",
+            "q=",
+            "sort=Name",
+            "sort=",
+            "after=-id:5",
+            "sort=-id&after=5",
+            "sort=name&after=-name:1:=a",
+            "count=1",
+            "count=",
+            "fields=",
+            "fields=id,",
+            "fields=id,id",
+            "fields=price",
         ] {
             assert!(list(query).is_err(), "{query}");
         }

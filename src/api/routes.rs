@@ -25,7 +25,7 @@
 
 use super::query::{self, Values};
 use super::ui::Part;
-use super::{ApiError, App, Call, changes, export, plants, service};
+use super::{ApiError, App, Call, changes, export, listing, plants, service};
 use crate::http::{BodyError, Request, Response};
 
 /// A handler: called after the gate, with the request's row, path id and
@@ -38,8 +38,8 @@ pub const ROUTES: &[Route] = &[
     Route {
         path: "/plants",
         methods: &[
-            plain("GET", LIST, plants::list),
-            plain("HEAD", LIST, plants::list),
+            plain("GET", LIST, listing::list),
+            plain("HEAD", LIST, listing::list),
             json("POST", NONE, plants::create),
         ],
         auth: true,
@@ -116,7 +116,7 @@ const NONE: Params = Params::Only(&[]);
 /// (a cache-busting `?v=2` is not an error).
 const ANY: Params = Params::Any;
 /// A listing page's.
-const LIST: Params = Params::Only(&["limit", "after", "tag"]);
+const LIST: Params = Params::Only(&["limit", "after", "tag", "q", "sort", "count", "fields"]);
 /// The change feed's filter.
 const FEED: Params = Params::Only(&["tag"]);
 

@@ -98,7 +98,7 @@ impl<'a> PlantRecord<'a> {
 /// The length of `text` as a JSON string's contents, escaped as `serde_json`
 /// escapes: `"` and `\` and the five short control escapes take two bytes,
 /// other control characters six (`\u00XX`), everything else itself.
-fn escaped_len(text: &str) -> usize {
+pub fn escaped_len(text: &str) -> usize {
     text.bytes()
         .map(|b| match b {
             b'"' | b'\\' | 0x08 | 0x09 | 0x0A | 0x0C | 0x0D => 2,

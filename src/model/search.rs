@@ -27,25 +27,18 @@ pub fn contains_folded(text: &str, folded: &str) -> bool {
     if folded.is_empty() {
         return true;
     }
-    if text.is_ascii() {
-        // ASCII folds to ASCII, byte for byte (NUL aside): a folded search
-        // text with anything else cannot be in it.
+    if text.bytes().all(|b| b != 0 && b.is_ascii()) {
+        // ASCII without NUL folds to ASCII, byte for byte: a folded
+        // search text with anything else cannot be in it.
         let needle = folded.as_bytes();
         if !folded.is_ascii() || needle.len() > text.len() {
             return false;
         }
-        let fold_byte = |b: u8| {
-            if b == 0 {
-                None
-            } else {
-                Some(b.to_ascii_lowercase())
-            }
-        };
         return text.as_bytes().windows(needle.len()).any(|window| {
             window
                 .iter()
                 .zip(needle)
-                .all(|(&b, &n)| fold_byte(b) == Some(n))
+                .all(|(&b, &n)| b.to_ascii_lowercase() == n)
         });
     }
     fold(text).contains(folded)

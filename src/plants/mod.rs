@@ -15,7 +15,9 @@
 //! is said in the model's words (`model/refusal.rs`: `NotDone`, a
 //! `Refusal` or `Unavailable`; `Page`), which every store speaks.
 //!
-//! Files: `outcome.rs` (an answer ready now or pending), `seed.rs` (the
+//! Files: `outcome.rs` (an answer ready now or pending), `scan.rs` (the
+//! memory store's searches and counts, read on a thread of their own),
+//! `seed.rs` (the
 //! `--seed` file, read by `crate::seed`, loaded into either store),
 //! `database.rs` (the PostgreSQL store's side of the door); the memory
 //! store's side is short enough to be here.
@@ -23,6 +25,7 @@
 #[cfg(feature = "postgres")]
 mod database;
 mod outcome;
+mod scan;
 mod seed;
 #[cfg(test)]
 mod seed_tests;
@@ -108,7 +111,9 @@ pub struct Plants {
 enum Kept {
     /// In this process; `journal` names its file, if any.
     Memory {
-        store: Store,
+        /// Dropped first: its thread holds the store.
+        scans: scan::Scans,
+        store: Arc<Store>,
         journal: Option<(PathBuf, SyncMode)>,
     },
     /// In PostgreSQL, through a pool of worker threads.
@@ -228,7 +233,8 @@ impl Plants {
     pub fn memory(store: Store, journal: Option<&Durability>) -> Plants {
         Plants {
             kept: Kept::Memory {
-                store,
+                scans: scan::Scans::default(),
+                store: Arc::new(store),
                 journal: journal.map(|j| (j.path.clone(), j.sync)),
             },
         }
@@ -237,7 +243,7 @@ impl Plants {
     /// Where the plants are, for the start-up line.
     pub fn describe(&self) -> String {
         match &self.kept {
-            Kept::Memory { store, journal } => {
+            Kept::Memory { store, journal, .. } => {
                 let plants = store.len();
                 match journal {
                     None => format!("in memory only (a restart starts empty), {plants} plants"),
@@ -329,11 +335,16 @@ impl Plants {
         }
     }
 
-    /// One page of a listing `query`. The memory store also stops before
+    /// One page of a listing `query`. The memory store answers a query
+    /// that may read the whole store later, from its scan thread
+    /// (`scan.rs`), and every other at once. It also stops before
     /// `bytes` of names and tags, which a page's JSON could not hold
     /// anyway (the database's rows are already bounded by the limits).
     pub fn page(&self, query: Query, bytes: usize) -> Outcome<Page> {
         match &self.kept {
+            Kept::Memory { store, scans, .. } if scan::Scans::needed(&query) => {
+                scans.page(store, query, bytes)
+            }
             Kept::Memory { store, .. } => Outcome::Ready(Ok(store.query(&query, bytes))),
             #[cfg(feature = "postgres")]
             Kept::Database(remote) => remote.page(query),

@@ -85,7 +85,13 @@ fn with_a_synced_journal_a_change_is_pending_until_its_record_is_written() {
         (1, 7, ChangeKind::Created)
     );
     // Reads are answered at once; the page is bounded in bytes too.
-    let Outcome::Ready(Ok(page)) = plants.page(None, 10, None, 1024) else {
+    let Outcome::Ready(Ok(page)) = plants.page(
+        crate::model::Query {
+            limit: 10,
+            ..Default::default()
+        },
+        1024,
+    ) else {
         panic!("a page from memory is ready");
     };
     assert_eq!((page.items.len(), page.more), (1, false));

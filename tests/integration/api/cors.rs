@@ -41,7 +41,7 @@ fn assert_allowed(reply: &Reply, origin: &str) {
     assert_eq!(reply.header("vary"), Some("Origin"));
     assert_eq!(
         reply.header("access-control-expose-headers"),
-        Some("Link, Location, WWW-Authenticate, Retry-After")
+        Some("Link, Location, WWW-Authenticate, Retry-After, X-Total-Count")
     );
 }
 
