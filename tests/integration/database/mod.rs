@@ -4,6 +4,7 @@ mod batches;
 mod cluster;
 mod feed;
 mod frozen;
+mod listing;
 mod logs;
 mod serving;
 mod start;
