@@ -6,6 +6,7 @@ mod feed;
 mod frozen;
 mod listing;
 mod logs;
+mod orders;
 mod serving;
 mod start;
 mod tls;
