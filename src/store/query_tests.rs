@@ -228,6 +228,8 @@ fn search_folds_case_and_unicode_matches_name_or_tag_and_takes_wildcards_literal
         (6, "pot", Some("Fern")),
         (7, "KELVIN", None),
         (8, "a\\b", None),
+        (9, "a\0b", None),
+        (10, "\u{212A}elvin \u{1F331}", None),
     ];
     let (store, map) = filled(&spec);
     let found = |search: &str, tag: Option<&str>| {
@@ -254,11 +256,11 @@ fn search_folds_case_and_unicode_matches_name_or_tag_and_takes_wildcards_literal
     assert_eq!(found("\\", None), [8]);
     assert_eq!(found("fern", None), [6], "the tag matches");
     assert_eq!(found("SALE", None), [5]);
-    assert_eq!(
-        found("\u{212A}elvin", None),
-        [7],
-        "the Kelvin sign folds to k"
-    );
+    let kelvin = found("\u{212A}elvin", None);
+    assert_eq!(kelvin, [7, 10], "the Kelvin sign folds to k");
+    assert_eq!(found("kelvin", None), [7, 10]);
+    assert_eq!(found("\u{FFFD}", None), [9], "NUL folds to U+FFFD");
+    assert_eq!(found("A\0", None), [9], "and so does one searched for");
     assert_eq!(found("off", Some("sale")), [5]);
     assert_eq!(found("nothing", None), Vec::<i64>::new());
 }
