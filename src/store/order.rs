@@ -11,9 +11,9 @@
 //! are thus ordered without touching the map at all.
 //!
 //! Entries sit in sorted chunks of at most [`CAP`], each allocated once at
-//! that capacity: an insert or removal moves at most one chunk's entries
-//! (3 KiB), and when it splits or merges a chunk, the chunk list (24 bytes
-//! a chunk: about a hundredth of the entries' bytes). A full chunk first hands an
+//! that capacity: an insert or removal moves the entries of at most two
+//! chunks (3 KiB each), and when it splits or merges a chunk, the chunk
+//! list (24 bytes a chunk: about a hundredth of the entries' bytes). A full chunk first hands an
 //! entry to a neighbour with room and splits only when both are full, so
 //! names arriving in order fill chunks; a removal merges a chunk into a
 //! neighbour whenever the two fit in one. Every two neighbouring chunks
