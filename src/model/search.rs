@@ -25,33 +25,45 @@ pub fn fold(text: &str) -> String {
 /// without allocating when `text` is ASCII (and, if the search text is
 /// not, holds no NUL).
 pub fn contains_folded(text: &str, folded: &str) -> bool {
-    if folded.is_empty() {
-        return true;
+    contains_folded_bytes(text.as_bytes(), folded).unwrap_or_else(|| fold(text).contains(folded))
+}
+
+/// [`contains_folded`] for the bytes of a UTF-8 text, where they tell
+/// without folding: `None` where they do not (text that is not ASCII, or
+/// that holds NUL when the search text is not ASCII), and the caller
+/// folds. A store scanning many plants skips the UTF-8 check this way.
+pub fn contains_folded_bytes(text: &[u8], folded: &str) -> Option<bool> {
+    let needle = folded.as_bytes();
+    let Some((&first, rest)) = needle.split_first() else {
+        return Some(true);
+    };
+    if !text.is_ascii() {
+        return None;
     }
-    let (bytes, needle) = (text.as_bytes(), folded.as_bytes());
-    if text.is_ascii() && folded.is_ascii() {
-        // ASCII folds to ASCII byte for byte, but for NUL, which folds to
-        // U+FFFD and so is in no ASCII search text.
-        if needle.len() > bytes.len() {
-            return false;
-        }
-        // Where the first byte matches, the rest is compared.
-        let (first, rest) = (needle[0], &needle[1..]);
-        let fold_byte = |b: u8| if b == 0 { 0xFF } else { b.to_ascii_lowercase() };
-        let starts = bytes[..=bytes.len() - needle.len()].iter().enumerate();
-        return starts
-            .filter(|&(_, &b)| fold_byte(b) == first)
-            .any(|(at, _)| {
-                let after = &bytes[at + 1..at + needle.len()];
-                after.iter().zip(rest).all(|(&b, &n)| fold_byte(b) == n)
-            });
+    if !folded.is_ascii() {
+        // ASCII folds to ASCII, but for NUL, which folds to U+FFFD.
+        return (!text.contains(&0)).then_some(false);
     }
-    if text.is_ascii() && !bytes.contains(&0) {
-        // It folds to ASCII: a search text with anything else is not in
-        // it.
-        return false;
+    // Byte for byte, NUL matching nothing: it folds to U+FFFD, and no
+    // folded text holds NUL. Where the first byte matches, the rest is
+    // compared; a letter matches either case with one OR.
+    if first == 0 || needle.len() > text.len() {
+        return Some(false);
     }
-    fold(text).contains(folded)
+    let fold = |b: u8| if b == 0 { 0xFF } else { b.to_ascii_lowercase() };
+    let letter = first.is_ascii_lowercase();
+    let mut starts = text[..=text.len() - needle.len()].iter().enumerate();
+    let found = starts.any(|(at, &b)| {
+        (if letter {
+            b | 0x20 == first
+        } else {
+            fold(b) == first
+        }) && text[at + 1..at + needle.len()]
+            .iter()
+            .zip(rest)
+            .all(|(&b, &n)| fold(b) == n)
+    });
+    Some(found)
 }
 
 #[cfg(test)]
@@ -84,10 +96,13 @@ mod tests {
         for text in texts {
             for search in searches {
                 let folded = fold(search);
+                let want = fold(text).contains(&folded);
+                assert_eq!(contains_folded(text, &folded), want, "{text:?} {search:?}");
+                let bytes = contains_folded_bytes(text.as_bytes(), &folded);
+                assert!(bytes.is_none_or(|b| b == want), "{text:?} {search:?}");
                 assert_eq!(
-                    contains_folded(text, &folded),
-                    fold(text).contains(&folded),
-                    "{text:?} {search:?}"
+                    bytes.is_none(),
+                    !text.is_ascii() || (!folded.is_ascii() && text.contains('\0'))
                 );
             }
         }

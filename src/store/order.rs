@@ -11,9 +11,9 @@
 //! are thus ordered without touching the map at all.
 //!
 //! Entries sit in sorted chunks of at most [`CAP`], each allocated once at
-//! that capacity: an insert or removal moves at most one chunk's entries
-//! (3 KiB), and when it splits or merges a chunk, the chunk list (24 bytes
-//! a chunk: about a hundredth of the entries' bytes). A full chunk first hands an
+//! that capacity: an insert or removal moves the entries of at most two
+//! chunks (3 KiB each), and when it splits or merges a chunk, the chunk
+//! list (24 bytes a chunk: about a hundredth of the entries' bytes). A full chunk first hands an
 //! entry to a neighbour with room and splits only when both are full, so
 //! names arriving in order fill chunks; a removal merges a chunk into a
 //! neighbour whenever the two fit in one. Every two neighbouring chunks
@@ -62,6 +62,10 @@ struct Target<'a> {
     name: &'a [u8],
     id: i64,
     key: [u64; 2],
+    /// Whether the entry with this id, where there is one, is the one
+    /// sought (a removal: the map may already hold the plant's new name,
+    /// or none).
+    own: bool,
 }
 
 impl<'a> Target<'a> {
@@ -70,21 +74,29 @@ impl<'a> Target<'a> {
             name,
             id,
             key: key(name),
+            own: true,
         }
     }
 
     /// How `entry` compares with the target, reading the entry's whole
     /// name from `plants` only when the keys cannot tell.
     fn compare(&self, entry: &Entry, plants: &BTreeMap<i64, Packed>) -> Ordering {
-        let long = entry.key[1] & 0xFF > PREFIX as u64;
-        entry
-            .key
-            .cmp(&self.key)
-            .then_with(|| match long {
-                true => tail(name_of(plants, entry.id)).cmp(tail(self.name)),
-                false => Ordering::Equal,
-            })
-            .then(entry.id.cmp(&self.id))
+        let [high, low] = entry.key;
+        if high != self.key[0] {
+            return high.cmp(&self.key[0]);
+        }
+        if low != self.key[1] {
+            return low.cmp(&self.key[1]);
+        }
+        // Equal keys: equal names, unless both are longer than the prefix.
+        let long = low & 0xFF > PREFIX as u64;
+        if long && !(self.own && entry.id == self.id) {
+            let names = tail(name_of(plants, entry.id)).cmp(tail(self.name));
+            if names.is_ne() {
+                return names;
+            }
+        }
+        entry.id.cmp(&self.id)
     }
 }
 
@@ -106,8 +118,9 @@ pub(super) struct NameOrder {
 }
 
 impl NameOrder {
-    /// Adds plant `id` named `name`. `plants` holds the names of the
-    /// plants already in the order (it need not hold `id`).
+    /// Adds plant `id` named `name`, which the order does not hold.
+    /// `plants` holds the names of the plants in the order (whatever it
+    /// holds for `id`).
     pub fn insert(&mut self, name: &[u8], id: i64, plants: &BTreeMap<i64, Packed>) {
         let target = Target::new(name, id);
         let entry = Entry {
@@ -127,10 +140,14 @@ impl NameOrder {
         self.put(at, pos, entry);
     }
 
-    /// Removes plant `id` named `name`; `plants` holds the names of the
-    /// plants in the order. Whether it was there.
+    /// Removes plant `id`, which was named `name` when it was put in;
+    /// `plants` holds the names of the other plants in the order (whatever
+    /// it holds for `id`). Whether it was there.
     pub fn remove(&mut self, name: &[u8], id: i64, plants: &BTreeMap<i64, Packed>) -> bool {
-        let target = Target::new(name, id);
+        let target = Target {
+            own: true,
+            ..Target::new(name, id)
+        };
         let (at, pos) = self.seek(|e| target.compare(e, plants).is_lt());
         let Some(chunk) = self.chunks.get_mut(at) else {
             return false;

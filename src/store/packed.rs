@@ -93,20 +93,11 @@ impl Packed {
         has_tag.then(|| std::str::from_utf8(tag).unwrap_or_default())
     }
 
-    /// The name and the tag, if any, read in one pass (a search reads
-    /// both of every plant).
-    pub fn parts(&self) -> (&str, Option<&str>) {
+    /// The bytes of the name and of the tag, if any, not checked as text:
+    /// what a search reads of every plant.
+    pub fn raw_parts(&self) -> (&[u8], Option<&[u8]>) {
         let (name, tag, has_tag) = self.split();
-        let name_len = name.len();
-        // Both parts are UTF-8, so their concatenation is, and the name
-        // ends on a char boundary of it.
-        let both = self.bytes();
-        let both =
-            std::str::from_utf8(&both[both.len() - name_len - tag.len()..]).unwrap_or_default();
-        match both.split_at_checked(name_len) {
-            Some((name, tag)) => (name, has_tag.then_some(tag)),
-            None => ("", None),
-        }
+        (name, has_tag.then_some(tag))
     }
 
     /// An owned `Plant` with the same name and tag.
@@ -149,7 +140,8 @@ mod tests {
         ] {
             let packed = Packed::new(name, tag);
             assert_eq!((packed.name(), packed.tag()), (name, tag));
-            assert_eq!(packed.parts(), (name, tag));
+            let raw = (name.as_bytes(), tag.map(str::as_bytes));
+            assert_eq!(packed.raw_parts(), raw);
             let header = if name.len() < 64 { 1 } else { 2 };
             let total = header + name.len() + tag.map_or(0, str::len);
             assert_eq!(matches!(packed.0, Repr::Inline { .. }), total <= INLINE);

@@ -50,35 +50,19 @@ pub(super) struct Shard {
 impl Shard {
     /// Makes the change; its effect on the totals.
     pub fn apply(&mut self, change: &Change<'_>) -> Delta {
-        // The name order first, while the map still holds the names it
-        // was sorted by.
-        let old_name = self.plants.get(&change.id()).map(Packed::name);
-        let new_name = match *change {
-            Change::Put { name, .. } => Some(name),
-            Change::Delete(_) => None,
-        };
-        if old_name != new_name {
-            if let Some(old) = old_name {
-                self.names.remove(old.as_bytes(), change.id(), &self.plants);
-            }
-            if let Some(new) = new_name {
-                self.names.insert(new.as_bytes(), change.id(), &self.plants);
-            }
-        }
+        let id = change.id();
         let (old, new) = match *change {
-            Change::Put { id, name, tag } => {
-                let plant = Packed::new(name, tag);
-                let new = Cost::new(name, tag);
+            Change::Put { name, tag, .. } => {
                 if let Some(tag) = tag {
                     self.index(id, tag);
                 }
-                let old = self.plants.insert(id, plant);
+                let old = self.plants.insert(id, Packed::new(name, tag));
                 if let Some(old) = &old
                     && old.tag() != tag
                 {
                     self.unindex(id, old);
                 }
-                (old, Some(new))
+                (old, Some((name, Cost::new(name, tag))))
             }
             Change::Delete(id) => {
                 let old = self.plants.remove(&id);
@@ -88,7 +72,18 @@ impl Shard {
                 (old, None)
             }
         };
-        Delta::between(old.as_ref().map(Cost::of), new)
+        // The name order moves a plant only when its name changes.
+        let old_name = old.as_ref().map(Packed::name);
+        let new_name = new.map(|(name, _)| name);
+        if old_name != new_name {
+            if let Some(name) = old_name {
+                self.names.remove(name.as_bytes(), id, &self.plants);
+            }
+            if let Some(name) = new_name {
+                self.names.insert(name.as_bytes(), id, &self.plants);
+            }
+        }
+        Delta::between(old.as_ref().map(Cost::of), new.map(|(_, cost)| cost))
     }
 
     /// A shard whose tag hashes use `hasher` (the same for every shard).

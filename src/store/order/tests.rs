@@ -11,8 +11,11 @@ struct Both {
 }
 
 impl Both {
+    /// As `Shard::apply` does: the map first, then the order, which
+    /// finds the plant by the name it had.
     fn put(&mut self, id: i64, name: &str) {
-        match self.plants.get(&id) {
+        let old = self.plants.insert(id, Packed::new(name, None));
+        match old {
             Some(old) if old.name() == name => {}
             Some(old) => {
                 assert!(self.order.remove(old.name().as_bytes(), id, &self.plants));
@@ -20,13 +23,11 @@ impl Both {
             }
             None => self.order.insert(name.as_bytes(), id, &self.plants),
         }
-        self.plants.insert(id, Packed::new(name, None));
     }
 
     fn delete(&mut self, id: i64) {
-        if let Some(old) = self.plants.get(&id) {
+        if let Some(old) = self.plants.remove(&id) {
             assert!(self.order.remove(old.name().as_bytes(), id, &self.plants));
-            self.plants.remove(&id);
         }
     }
 
