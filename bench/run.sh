@@ -587,6 +587,26 @@ writer_run() {
   P50=$(ms "$P50") P99=$(ms "$P99") MAX=$(ms "$MAX")
 }
 
+# writer_under OUT PATH...: writer_run while one listing loop per PATH
+# (wrk -t1 -c1, bench/get.lua) runs, started 2 s before the writer's
+# warm-up and lasting past its end; loop I's output (from 0) goes to OUT.I.
+writer_under() {
+  local out=$1 secs i pid
+  shift
+  local paths=("$@")
+  secs=$(($(seconds "$DURATION") + 5))
+  LOAD_PIDS=()
+  for i in "${!paths[@]}"; do
+    PLANTSTORE_TOKEN=$TOKEN GET_PATH=${paths[$i]} wrk -t1 -c1 -d"${secs}s" \
+      -s bench/get.lua "http://$ADDR" >"$out.$i" &
+    LOAD_PIDS+=($!)
+  done
+  sleep 2
+  writer_run
+  for pid in "${LOAD_PIDS[@]}"; do wait "$pid" || true; done
+  LOAD_PIDS=()
+}
+
 section_writers() {
   echo "## Writers under looping worst-case listings ($PLANTS plants, --data, --sync never; $DURATION, $ROUNDS rounds)"
   echo
@@ -605,23 +625,13 @@ section_writers() {
   echo
   echo "| round | writer | requests/s | p50 ms | p99 ms | max ms | errors | p99 / alone |"
   echo "|---|---|---|---|---|---|---|---|"
-  local round alone_p99 secs i pid
-  secs=$(($(seconds "$DURATION") + 5))
+  local round alone_p99 i
   for round in $(seq 1 "$ROUNDS"); do
     writer_run
     alone_p99=$P99
     add writers.alone.p99 "$P99"
     echo "| $round | alone | $RPS | $P50 | $P99 | $MAX | $ERRORS | 1.00 |"
-    LOAD_PIDS=()
-    for i in "${!LISTINGS[@]}"; do
-      PLANTSTORE_TOKEN=$TOKEN GET_PATH=${LISTINGS[$i]} wrk -t1 -c1 -d"${secs}s" \
-        -s bench/get.lua "http://$ADDR" >"$WORK/listing.$round.$i" &
-      LOAD_PIDS+=($!)
-    done
-    sleep 2
-    writer_run
-    for pid in "${LOAD_PIDS[@]}"; do wait "$pid" || true; done
-    LOAD_PIDS=()
+    writer_under "$WORK/listing.$round" "${LISTINGS[@]}"
     add writers.loaded.p99 "$P99"
     WRITERS_MAX=$(awk "BEGIN{print ($MAX > ${WRITERS_MAX:-0}) ? $MAX : ${WRITERS_MAX:-0}}")
     echo "| $round | under 4 listing loops | $RPS | $P50 | $P99 | $MAX | $ERRORS | $(ratio "$P99" "$alone_p99") |"
@@ -660,24 +670,14 @@ for i in range(3000):
     reply.read()
     assert reply.status == 200, reply.status
 PY
-  local page round secs pid
-  page=$(curl -sf -H "Authorization: Bearer $TOKEN" "http://$ADDR/plants?limit=1000" | wc -c)
+  local page round big="/plants?limit=1000"
+  page=$(curl -sf -H "Authorization: Bearer $TOKEN" "http://$ADDR$big" | wc -c)
   echo "One page: $page bytes. Writer: \`PUT /plants/{id}\` (wrk -t1 -c1, bench/put.lua)."
   echo
   echo "| round | writer | requests/s | p50 ms | p99 ms | max ms | errors |"
   echo "|---|---|---|---|---|---|---|"
-  secs=$(($(seconds "$DURATION") + 5))
   for round in $(seq 1 "$ROUNDS"); do
-    LOAD_PIDS=()
-    for i in 1 2 3 4; do
-      PLANTSTORE_TOKEN=$TOKEN GET_PATH="/plants?limit=1000" wrk -t1 -c1 -d"${secs}s" \
-        -s bench/get.lua "http://$ADDR" >/dev/null &
-      LOAD_PIDS+=($!)
-    done
-    sleep 2
-    PLANTS=3000 writer_run
-    for pid in "${LOAD_PIDS[@]}"; do wait "$pid" || true; done
-    LOAD_PIDS=()
+    PLANTS=3000 writer_under "$WORK/large.$round" "$big" "$big" "$big" "$big"
     add writers.large.p99 "$P99"
     echo "| $round | under 4 loops of 256 KiB pages | $RPS | $P50 | $P99 | $MAX | $ERRORS |"
   done
