@@ -22,24 +22,34 @@ pub fn fold(text: &str) -> String {
 }
 
 /// Whether `fold(text)` contains `folded` (a search text already folded),
-/// without allocating when `text` is ASCII.
+/// without allocating when `text` is ASCII (and, if the search text is
+/// not, holds no NUL).
 pub fn contains_folded(text: &str, folded: &str) -> bool {
     if folded.is_empty() {
         return true;
     }
-    if text.bytes().all(|b| b != 0 && b.is_ascii()) {
-        // ASCII without NUL folds to ASCII, byte for byte: a folded
-        // search text with anything else cannot be in it.
-        let needle = folded.as_bytes();
-        if !folded.is_ascii() || needle.len() > text.len() {
+    let (bytes, needle) = (text.as_bytes(), folded.as_bytes());
+    if text.is_ascii() && folded.is_ascii() {
+        // ASCII folds to ASCII byte for byte, but for NUL, which folds to
+        // U+FFFD and so is in no ASCII search text.
+        if needle.len() > bytes.len() {
             return false;
         }
-        return text.as_bytes().windows(needle.len()).any(|window| {
-            window
-                .iter()
-                .zip(needle)
-                .all(|(&b, &n)| b.to_ascii_lowercase() == n)
-        });
+        // Where the first byte matches, the rest is compared.
+        let (first, rest) = (needle[0], &needle[1..]);
+        let fold_byte = |b: u8| if b == 0 { 0xFF } else { b.to_ascii_lowercase() };
+        let starts = bytes[..=bytes.len() - needle.len()].iter().enumerate();
+        return starts
+            .filter(|&(_, &b)| fold_byte(b) == first)
+            .any(|(at, _)| {
+                let after = &bytes[at + 1..at + needle.len()];
+                after.iter().zip(rest).all(|(&b, &n)| fold_byte(b) == n)
+            });
+    }
+    if text.is_ascii() && !bytes.contains(&0) {
+        // It folds to ASCII: a search text with anything else is not in
+        // it.
+        return false;
     }
     fold(text).contains(folded)
 }

@@ -1,28 +1,39 @@
-//! Listing: one page of plants in ascending id order, read in short steps.
+//! Listing: one page of plants in a query's order (by id or by name,
+//! either way), filtered by tag and search text, read in short steps; and
+//! counting what a query matches.
 //!
-//! Each step holds one shard's read lock while it copies at most a few
-//! hundred entries past the cursor (with a tag, it walks that tag's ids in
-//! the shard's index, so a rare or absent tag costs almost nothing). The
-//! steps of all shards are merged: everything up to the smallest "last id
-//! read" among shards that may hold more is in id order and final; the
-//! rest is read again from there in the next round. A writer therefore
-//! waits for at most one step, however large the store.
+//! Each step holds one shard's read lock while it examines at most a few
+//! hundred entries past the cursor, in the shard's order for the query
+//! (`walk.rs`: the map by id, the tag index, or the name order of
+//! `order.rs`), and copies those that match. The steps of all shards are
+//! merged: everything up to the least advanced place where a shard that
+//! may hold more stopped is in order and final; the rest is read again
+//! from there in the next round. A writer therefore waits for at most one
+//! step, however large the store, and a search that matches one plant in
+//! a million reads the store a step at a time as a page without filters
+//! does.
 //!
 //! A page is not one frozen state of the whole store: a plant changed while
-//! the page is read may appear as it was or as it became. Ids are strictly
-//! ascending, none is listed twice, and a plant that exists for the whole
-//! read and matches is listed.
+//! the page is read may appear as it was or as it became. Plants come
+//! strictly in the query's order, none twice, and a plant that exists for
+//! the whole read, matches, and keeps its place in the order (its name, in
+//! name order) is listed. A plant renamed while a page is read may move
+//! across the page's cursor, but it is never listed twice on one page.
+//!
+//! A count with a tag or search text reads every shard in steps the same
+//! way; without either it is the number of plants, which is kept.
 //!
 //! An [`AllPlants`] reads every plant the same way, a piece at a time as its
 //! caller asks (`GET /export` streams them out): it holds no copy of the
 //! store and no lock between pieces, and promises across the whole read
 //! what a page promises.
 
-use std::ops::Bound;
+use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::{Core, Packed, SHARDS, Shard, Store};
-use crate::model::{Order, Page, Plant, Position, Query};
+use super::walk::{self, Mark, compare};
+use super::{Core, Packed, SHARDS, Store, shard_of};
+use crate::model::{Page, Plant, Position, Query};
 
 /// Entries one step copies from one shard, at most.
 const STEP: usize = 256;
@@ -47,35 +58,39 @@ impl Store {
         tag: Option<&str>,
         bytes: usize,
     ) -> Page {
-        self.page_between_steps(after, limit, tag, bytes, || {})
-    }
-
-    /// As `page_within`, calling `between` before each step takes its
-    /// shard's lock: the seam through which tests change the store while a
-    /// page is read.
-    pub(super) fn page_between_steps(
-        &self,
-        after: Option<i64>,
-        limit: usize,
-        tag: Option<&str>,
-        bytes: usize,
-        between: impl FnMut(),
-    ) -> Page {
-        self.shared.page(after, limit, tag, bytes, between)
+        let query = Query {
+            after: after.map(Position::Id),
+            tag: tag.map(str::to_owned),
+            limit,
+            ..Query::default()
+        };
+        self.query(&query, bytes)
     }
 
     /// One page of a listing `query`, stopping early (with `more` set)
-    /// once the plants copied hold `bytes` bytes of names and tags.
-    // TODO(query): every order, search and count; only ascending ids now.
+    /// once the plants copied hold `bytes` bytes of names and tags (at
+    /// least one plant is copied); with `query.count`, the number of
+    /// plants it matches. A position of another kind than the order's
+    /// (which the API refuses) lists nothing.
     pub fn query(&self, query: &Query, bytes: usize) -> Page {
-        let after = match &query.after {
-            Some(Position::Id(id)) => Some(*id),
-            _ => None,
+        self.query_between_steps(query, bytes, || {})
+    }
+
+    /// As `query`, calling `between` before each step takes its shard's
+    /// lock: the seam through which tests change the store while a page
+    /// is read.
+    pub(super) fn query_between_steps(
+        &self,
+        query: &Query,
+        bytes: usize,
+        mut between: impl FnMut(),
+    ) -> Page {
+        let mut page = match self.shared.start(query) {
+            Some(from) if query.limit > 0 => self.shared.page(query, from, bytes, &mut between),
+            _ => Page::default(),
         };
-        let _ = Order::Id;
-        let mut page = self.page_within(after, query.limit, query.tag.as_deref(), bytes);
         if query.count {
-            page.total = Some(self.len() as u64);
+            page.total = Some(self.shared.count(query, &mut between));
         }
         page
     }
@@ -108,10 +123,19 @@ impl AllPlants {
     /// The next plants: at most `limit`, fewer once they hold `bytes`
     /// bytes of names and tags (at least one). Empty once all were read.
     pub fn next_piece(&mut self, limit: usize, bytes: usize) -> Vec<(i64, Plant)> {
-        if self.done {
+        if self.done || limit == 0 {
             return Vec::new();
         }
-        let page = self.shared.page(self.after, limit, None, bytes, || {});
+        let query = Query {
+            limit,
+            ..Query::default()
+        };
+        let from = self.after.map(|id| Mark {
+            name: Vec::new(),
+            id,
+            inclusive: false,
+        });
+        let page = self.shared.page(&query, from, bytes, &mut || {});
         self.done = !page.more;
         if let Some((last, _)) = page.items.last() {
             self.after = Some(*last);
@@ -121,46 +145,69 @@ impl AllPlants {
 }
 
 impl Core {
-    /// A page, as `Store::page_within`, calling `between` before each step.
+    /// Where a query's walk starts: `Some(None)` at the beginning; `None`
+    /// if its position is of another kind than its order. A cut name is
+    /// resolved with the whole name its plant has now.
+    fn start(&self, query: &Query) -> Option<Option<Mark>> {
+        let descending = query.order.descending();
+        match (&query.after, query.order.by_name()) {
+            (None, _) => Some(None),
+            (Some(Position::Id(id)), false) => Some(Some(Mark {
+                name: Vec::new(),
+                id: *id,
+                inclusive: false,
+            })),
+            (Some(at @ Position::Name { id, cut, .. }), true) => {
+                let current = match cut {
+                    true => self
+                        .read(shard_of(*id))
+                        .plants
+                        .get(id)
+                        .map(|p| p.name().to_owned()),
+                    false => None,
+                };
+                let bound = at.resume(current.as_deref(), descending)?;
+                Some(Some(Mark {
+                    name: bound.name,
+                    id: bound.id,
+                    inclusive: bound.inclusive,
+                }))
+            }
+            _ => None,
+        }
+    }
+
+    /// A page of `query` from `from` on, as `Store::query`, calling
+    /// `between` before each step.
     fn page(
         &self,
-        after: Option<i64>,
-        limit: usize,
-        tag: Option<&str>,
+        query: &Query,
+        mut from: Option<Mark>,
         bytes: usize,
-        mut between: impl FnMut(),
+        between: &mut impl FnMut(),
     ) -> Page {
+        let (order, limit) = (query.order, query.limit);
         let mut held = 0usize;
-        let mut cursor = match after {
-            Some(i64::MAX) => return Page::default(),
-            Some(after) => Bound::Excluded(after),
-            None => Bound::Unbounded,
-        };
         let mut items: Vec<(i64, Plant)> = Vec::with_capacity(limit.min(1024) + 1);
+        // In name order, the ids listed: a plant renamed past the
+        // frontier of one round would be read again in the next.
+        let mut listed: HashSet<i64> = HashSet::new();
         let mut step: Vec<(i64, Packed)> = Vec::new();
         // One more than the page, to learn whether more follow.
         let mut want = limit.saturating_add(1);
         while items.len() < want {
             let need = want - items.len();
-            // Ids are spread evenly over shards, so each is asked for a
-            // share of what is needed, with some slack.
+            // Plants are spread evenly over shards, so each is asked for
+            // a share of what is needed, with some slack.
             let take = (need.div_ceil(SHARDS) + need / (4 * SHARDS) + 4).min(STEP);
-            step.clear();
-            // The smallest last id read from a shard that may hold more.
-            let mut frontier: Option<i64> = None;
-            for shard in 0..SHARDS {
-                between();
-                let plants = self.read(shard);
-                let read = walk(&plants, cursor, tag, take, &mut step);
-                if let Some(last) = read {
-                    frontier = Some(frontier.map_or(last, |f| f.min(last)));
-                }
-            }
-            step.sort_unstable_by_key(|(id, _)| *id);
-            let final_up_to = |id: i64| frontier.is_none_or(|f| id <= f);
-            for (id, plant) in step.drain(..).take_while(|(id, _)| final_up_to(*id)) {
-                if items.len() == want {
+            let frontier = self.round(query, from.as_ref(), take, &mut step, between);
+            for (id, plant) in step.drain(..) {
+                let past = |f: &Mark| compare(order, place(id, &plant), (&f.name, f.id)).is_gt();
+                if items.len() == want || frontier.as_ref().is_some_and(past) {
                     break;
+                }
+                if order.by_name() && !listed.insert(id) {
+                    continue;
                 }
                 if held >= bytes && !items.is_empty() {
                     // The byte budget is spent: this one only shows that
@@ -172,8 +219,7 @@ impl Core {
             }
             match frontier {
                 None => break, // every shard was read to its end
-                Some(f) if f == i64::MAX => break,
-                Some(f) => cursor = Bound::Excluded(f),
+                Some(f) => from = Some(f),
             }
         }
         let more = items.len() == want;
@@ -184,34 +230,58 @@ impl Core {
             total: None,
         }
     }
+
+    /// One round of a page: a step of every shard, what they copied put
+    /// in `step` in the query's order, and the frontier: the least
+    /// advanced place where a shard that may hold more stopped.
+    fn round(
+        &self,
+        query: &Query,
+        from: Option<&Mark>,
+        take: usize,
+        step: &mut Vec<(i64, Packed)>,
+        between: &mut impl FnMut(),
+    ) -> Option<Mark> {
+        let order = query.order;
+        let mut frontier: Option<Mark> = None;
+        for shard in 0..SHARDS {
+            between();
+            let stopped = walk::step(&self.read(shard), query, from, take, step);
+            if let Some(mark) = stopped {
+                let behind = |f: &Mark| compare(order, (&mark.name, mark.id), (&f.name, f.id));
+                if frontier.as_ref().is_none_or(|f| behind(f).is_lt()) {
+                    frontier = Some(mark);
+                }
+            }
+        }
+        step.sort_unstable_by(|(a, p), (b, q)| compare(order, place(*a, p), place(*b, q)));
+        frontier
+    }
+
+    /// How many plants match `query`'s tag and search text: kept without
+    /// either, else counted shard by shard a step at a time.
+    fn count(&self, query: &Query, between: &mut impl FnMut()) -> u64 {
+        if query.tag.is_none() && query.search.is_none() {
+            return self.usage.plants() as u64;
+        }
+        let mut total = 0;
+        for shard in 0..SHARDS {
+            let mut from = None;
+            loop {
+                between();
+                let (found, stopped) = walk::count(&self.read(shard), query, from);
+                total += found;
+                match stopped {
+                    Some(id) => from = Some(id),
+                    None => break,
+                }
+            }
+        }
+        total
+    }
 }
 
-/// Copies up to `take` plants with ids past `cursor` (with `tag`, if
-/// given) from one shard into `out`: `Some(last id)` if it stopped at
-/// `take` (the shard may hold more), `None` if it read to the end.
-fn walk(
-    shard: &Shard,
-    cursor: Bound<i64>,
-    tag: Option<&str>,
-    take: usize,
-    out: &mut Vec<(i64, Packed)>,
-) -> Option<i64> {
-    let range = (cursor, Bound::Unbounded);
-    let mut copied = 0;
-    let mut last = None;
-    // `false` once `take` are copied: the shard holds at least one more.
-    let mut copy = |id: i64, plant: &Packed| {
-        if copied == take {
-            return false;
-        }
-        out.push((id, plant.clone()));
-        copied += 1;
-        last = Some(id);
-        true
-    };
-    let stopped = match tag {
-        None => !shard.plants.range(range).all(|(&id, p)| copy(id, p)),
-        Some(tag) => !shard.tagged(tag, range).all(|(id, p)| copy(id, p)),
-    };
-    if stopped { last } else { None }
+/// A copied plant's place, as `compare` takes it.
+fn place(id: i64, plant: &Packed) -> (&[u8], i64) {
+    (plant.name().as_bytes(), id)
 }

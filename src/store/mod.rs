@@ -8,8 +8,10 @@
 //! neither the door nor HTTP, and answers with values, `Ack`s and
 //! callbacks, in the model's words ([`Refusal`], `Page`).
 //!
-//! The shards and what a change costs are in `shards.rs`; listing in
-//! `listing.rs`; the thread that acknowledges journalled changes in
+//! The shards and what a change costs are in `shards.rs`; each shard's
+//! ids in name order in `order.rs`; listing (every order, tag and search
+//! filters, counts) in `listing.rs`, a step of it in one shard in
+//! `walk.rs`; the thread that acknowledges journalled changes in
 //! `committer.rs`; the change hook in `hook.rs`; compaction in
 //! `compaction.rs`; the file in `journal/`; a plant packed into 24 bytes
 //! in `packed.rs`. Sharding is for writers: with one lock, a writer
@@ -17,10 +19,11 @@
 //! slice ending) stalled every other writer, which set the tail latency
 //! under load.
 //!
-//! No reader holds a lock for long. A listing page and a compaction read
-//! the shards in short steps, one shard's read lock at a time (see
-//! `listing.rs` and `Core::compact`), so a writer waits for at most one
-//! step, whatever the size of the store.
+//! No reader holds a lock for long. A listing page (in any order, with or
+//! without a search), a count and a compaction read the shards in short
+//! steps, one shard's read lock at a time (see `listing.rs` and
+//! `Core::compact`), so a writer waits for at most one step, whatever the
+//! size of the store.
 //!
 //! Invariants: a call that returns `Ok` has applied its change (and, with a
 //! journal, written it as `--sync` asks; a `*_nowait` call's `Ack` says
@@ -43,8 +46,10 @@ mod compaction;
 mod hook;
 mod journal;
 mod listing;
+mod order;
 mod packed;
 mod shards;
+mod walk;
 
 pub use journal::{
     Change, Damage, Disk, HEADER, JournalStats, MAGIC, MAGIC_V1, MAGIC_V2, MAX_PAYLOAD, OpenError,
@@ -519,5 +524,9 @@ impl Core {
 mod durability_tests;
 #[cfg(test)]
 mod format_tests;
+#[cfg(test)]
+mod query_change_tests;
+#[cfg(test)]
+mod query_tests;
 #[cfg(test)]
 mod tests;

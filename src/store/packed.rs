@@ -93,6 +93,22 @@ impl Packed {
         has_tag.then(|| std::str::from_utf8(tag).unwrap_or_default())
     }
 
+    /// The name and the tag, if any, read in one pass (a search reads
+    /// both of every plant).
+    pub fn parts(&self) -> (&str, Option<&str>) {
+        let (name, tag, has_tag) = self.split();
+        let name_len = name.len();
+        // Both parts are UTF-8, so their concatenation is, and the name
+        // ends on a char boundary of it.
+        let both = self.bytes();
+        let both =
+            std::str::from_utf8(&both[both.len() - name_len - tag.len()..]).unwrap_or_default();
+        match both.split_at_checked(name_len) {
+            Some((name, tag)) => (name, has_tag.then_some(tag)),
+            None => ("", None),
+        }
+    }
+
     /// An owned `Plant` with the same name and tag.
     pub fn to_plant(&self) -> Plant {
         Plant {
@@ -133,6 +149,7 @@ mod tests {
         ] {
             let packed = Packed::new(name, tag);
             assert_eq!((packed.name(), packed.tag()), (name, tag));
+            assert_eq!(packed.parts(), (name, tag));
             let header = if name.len() < 64 { 1 } else { 2 };
             let total = header + name.len() + tag.map_or(0, str::len);
             assert_eq!(matches!(packed.0, Repr::Inline { .. }), total <= INLINE);

@@ -6,9 +6,11 @@
 //! only the ids whose tag hashes alike (and keeps those whose stored tag is
 //! the one asked for). The index costs the same per tagged plant, about 16
 //! bytes and a share of a B-tree node, however many distinct tags there
-//! are; it keeps no copy of any tag. [`Shard::apply`] is the one place a change is made, for
-//! replay and live writes alike; it keeps the index in step with the map
-//! and returns the change's [`Delta`], which [`Usage`] adds up.
+//! are; it keeps no copy of any tag. Beside them, the shard's ids in name
+//! order (`order.rs`). [`Shard::apply`] is the one place a change is made,
+//! for replay and live writes alike; it keeps the index and the name order
+//! in step with the map (a replace that keeps the name leaves the order
+//! alone) and returns the change's [`Delta`], which [`Usage`] adds up.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, RandomState};
@@ -18,6 +20,7 @@ use std::ops::Bound;
 
 use super::Packed;
 use super::journal::Change;
+use super::order::NameOrder;
 use crate::lock::lock;
 use crate::model::Capacity;
 
@@ -35,6 +38,8 @@ pub(super) fn shard_of(id: i64) -> usize {
 #[derive(Debug)]
 pub(super) struct Shard {
     pub plants: BTreeMap<i64, Packed>,
+    /// The ids in name order.
+    pub names: NameOrder,
     /// (hash of the tag, id) for every plant with a tag.
     tagged: BTreeSet<(u64, i64)>,
     /// The tag hash: keyed at random per process, so that which tags
@@ -45,6 +50,21 @@ pub(super) struct Shard {
 impl Shard {
     /// Makes the change; its effect on the totals.
     pub fn apply(&mut self, change: &Change<'_>) -> Delta {
+        // The name order first, while the map still holds the names it
+        // was sorted by.
+        let old_name = self.plants.get(&change.id()).map(Packed::name);
+        let new_name = match *change {
+            Change::Put { name, .. } => Some(name),
+            Change::Delete(_) => None,
+        };
+        if old_name != new_name {
+            if let Some(old) = old_name {
+                self.names.remove(old.as_bytes(), change.id(), &self.plants);
+            }
+            if let Some(new) = new_name {
+                self.names.insert(new.as_bytes(), change.id(), &self.plants);
+            }
+        }
         let (old, new) = match *change {
             Change::Put { id, name, tag } => {
                 let plant = Packed::new(name, tag);
@@ -75,25 +95,27 @@ impl Shard {
     pub fn new(hasher: RandomState) -> Shard {
         Shard {
             plants: BTreeMap::new(),
+            names: NameOrder::default(),
             tagged: BTreeSet::new(),
             hasher,
         }
     }
 
-    /// The ids of plants with this tag, ascending, within `range`.
+    /// The ids of plants with this tag, ascending (or, reversed,
+    /// descending), within `range`.
     pub fn tagged<'a>(
         &'a self,
         tag: &'a str,
         range: (Bound<i64>, Bound<i64>),
-    ) -> impl Iterator<Item = (i64, &'a Packed)> + 'a {
+    ) -> impl DoubleEndedIterator<Item = (i64, &'a Packed)> + 'a {
         let hash = self.hasher.hash_one(tag);
-        let from = match range.0 {
+        let at = |bound, unbounded| match bound {
             Bound::Included(id) => Bound::Included((hash, id)),
             Bound::Excluded(id) => Bound::Excluded((hash, id)),
-            Bound::Unbounded => Bound::Included((hash, i64::MIN)),
+            Bound::Unbounded => Bound::Included((hash, unbounded)),
         };
         self.tagged
-            .range((from, Bound::Included((hash, i64::MAX))))
+            .range((at(range.0, i64::MIN), at(range.1, i64::MAX)))
             .filter_map(|&(_, id)| self.plants.get(&id).map(|plant| (id, plant)))
             .filter(move |(_, plant)| plant.tag() == Some(tag))
     }

@@ -2,7 +2,7 @@
 //! writers, the change hook.
 
 use super::*;
-use crate::model::Page;
+use crate::model::{Page, Query};
 
 fn new_plant(id: i64, name: &str) -> NewPlant {
     NewPlant {
@@ -141,7 +141,11 @@ fn writers_of_every_shard_go_on_while_a_page_is_read() {
     }
     let mut next = 10_000;
     let mut steps = 0;
-    let page = store.page_between_steps(None, 1000, None, usize::MAX, || {
+    let query = Query {
+        limit: 1000,
+        ..Query::default()
+    };
+    let page = store.query_between_steps(&query, usize::MAX, || {
         steps += 1;
         let (writer, id) = (Arc::clone(&store), next);
         next += 1;

@@ -7,6 +7,7 @@ mod export;
 mod metrics;
 mod numbers;
 mod plants;
+mod query;
 mod resource;
 mod routes;
 mod ui;
