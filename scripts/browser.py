@@ -22,11 +22,15 @@ Checks, failing with a non-zero exit on the first that does not hold:
 3. Live updates: the page open in two tabs, a plant added in one shows
    in the other with no user action (the change feed; bound 5 s, the delay
    printed), and so does a delete made through the API.
-4. Over HTTPS: a browser that does not trust the certificate gets no
+4. Search, sort and total (scripts/browser_query.py): typing into the
+   search box, clicking the Name and Id headers, paging a sorted search
+   and a change made elsewhere show the rows and the total the API
+   answers for the same query.
+5. Over HTTPS: a browser that does not trust the certificate gets no
    page; one told to trust its key (Chromium's
    --ignore-certificate-errors-spki-list) loads the page in a secure
    context, with no console error, and adds a plant through it.
-5. Screenshots at 1280x800 and 390x844 go to SHOTS_DIR.
+6. Screenshots at 1280x800 and 390x844 go to SHOTS_DIR.
 
 Selenium is given the driver and browser paths, so it never downloads
 anything (SE_OFFLINE is set too, by browser.sh).
@@ -34,18 +38,16 @@ anything (SE_OFFLINE is set too, by browser.sh).
 
 import json
 import os
-import re
 import sys
 import time
-import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
-WAIT = 10  # seconds for anything to appear
+from browser_page import WAIT, Page, api, check, fail, screenshot, severe
+from browser_query import check_query
 
 # Watches for CSP violations from before the first script of every page
 # runs; installed through the DevTools protocol, so no inline script.
@@ -55,31 +57,6 @@ document.addEventListener('securitypolicyviolation', (e) => {
   window.__violations.push(e.violatedDirective + ' ' + e.blockedURI);
 });
 """
-
-
-def fail(message):
-    print(f"browser: FAIL: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def check(condition, message):
-    if not condition:
-        fail(message)
-
-
-def api(base, token, method, path, body=None):
-    """A request from Python (not the browser): (status, parsed body)."""
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(base + path, data=data, method=method)
-    request.add_header("Authorization", f"Bearer {token}")
-    if data is not None:
-        request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            text = response.read()
-            return response.status, json.loads(text) if text else None
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
 
 
 def chromium(extra=()):
@@ -103,12 +80,6 @@ def chromium(extra=()):
     driver.set_script_timeout(30)
     driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": WATCH})
     return driver
-
-
-def severe(driver, expected=()):
-    """Console errors since the last call, less those matching `expected`."""
-    entries = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-    return [e["message"] for e in entries if not any(re.search(p, e["message"]) for p in expected)]
 
 
 def violations(driver):
@@ -146,56 +117,6 @@ def check_cross_origin(driver, static, cors_api, plain_api, token):
     print(f"browser: ok: another origin, without the flag: all {len(steps)} fetches reject")
 
 
-class Page:
-    """The built-in page, as a user sees it."""
-
-    def __init__(self, driver, base):
-        self.driver = driver
-        self.base = base
-        self.wait = WebDriverWait(driver, WAIT)
-
-    def find(self, css):
-        return self.driver.find_element(By.CSS_SELECTOR, css)
-
-    def visible(self, css):
-        return self.wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, css)))
-
-    def message(self, text):
-        """Waits for the status line to say `text` (a substring); returns it."""
-        self.wait.until(lambda d: text in d.find_element(By.ID, "msg").text)
-        return self.find("#msg")
-
-    def ids(self):
-        # In one step: the list may be re-rendered between two reads.
-        return self.driver.execute_script(
-            "return [...document.querySelectorAll('#list li')].map((li) => li.dataset.id)"
-        )
-
-    def wait_ids(self, want):
-        try:
-            self.wait.until(lambda d: self.ids() == want)
-        except Exception:
-            fail(f"listed {self.ids()}, want {want}")
-
-    def row(self, id):
-        return self.find(f'#list li[data-id="{id}"]')
-
-    def type(self, css, text):
-        field = self.find(css)
-        field.clear()
-        field.send_keys(text)
-
-    def add(self, id, name, tag=""):
-        self.type("#add [name=id]", str(id))
-        self.type("#add [name=name]", name)
-        self.type("#add [name=tag]", tag)
-        self.find("#add button").click()
-
-    def filter(self, tag):
-        self.type("#filter [name=tag]", tag)
-        self.find("#filter button").click()
-
-
 def check_page(driver, base, token, shots):
     driver.get(base + "/")
     page = Page(driver, base)
@@ -230,14 +151,15 @@ def check_page(driver, base, token, shots):
     page.message("Added plant 104.")
     page.wait_ids(["101", "102", "103", "104"])
 
-    page.filter("tropical")
+    page.row(101).find_element(By.CSS_SELECTOR, ".tag").click()  # a tag filters
     page.wait_ids(["101", "104"])
-    check("tagged \u201ctropical\u201d" in page.find("#shown").text, "the filter is shown")
+    shown = page.find("#shown").text
+    check(shown == "2 plants tagged \u201ctropical\u201d", f"the filter is shown: {shown!r}")
     page.row(101).find_element(By.XPATH, ".//button[text()='Edit']").click()
-    name = page.visible('#list li[data-id="101"] input[aria-label=Name]')
+    name = page.visible('#list tr[data-id="101"] input[aria-label=Name]')
     name.clear()
     name.send_keys("Monstera deliciosa")
-    tag = page.find('#list li[data-id="101"] input[aria-label=Tag]')
+    tag = page.find('#list tr[data-id="101"] input[aria-label=Tag]')
     tag.clear()
     tag.send_keys("jungle")
     page.row(101).find_element(By.XPATH, ".//button[text()='Save']").click()
@@ -250,7 +172,7 @@ def check_page(driver, base, token, shots):
     check(shown[0].startswith("Monstera deliciosa") and shown[1] == "jungle", f"edited row: {shown}")
     status, stored = api(base, token, "GET", "/plants/101")
     check(stored == {"id": 101, "name": "Monstera deliciosa", "tag": "jungle"}, f"stored {stored}")
-    page.row(101).find_element(By.CSS_SELECTOR, ".tag").click()  # a tag filters
+    page.row(101).find_element(By.CSS_SELECTOR, ".tag").click()
     page.wait_ids(["101"])
     page.find("#all").click()
     page.wait_ids(["101", "102", "103", "104"])
@@ -357,7 +279,7 @@ def phone_checks(page, shots):
     check(width <= 390, f"the page scrolls sideways on a phone ({width} px)")
     screenshot(driver, shots, "phone.png")
     page.row(103).find_element(By.XPATH, ".//button[text()='Edit']").click()
-    page.visible('#list li[data-id="103"] input[aria-label=Name]')
+    page.visible('#list tr[data-id="103"] input[aria-label=Name]')
     width = driver.execute_script("return document.documentElement.scrollWidth")
     check(width <= 390, f"editing scrolls sideways on a phone ({width} px)")
     screenshot(driver, shots, "phone-edit.png")
@@ -377,12 +299,6 @@ def with_size(driver, metrics, run):
         run()
     finally:
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
-
-
-def screenshot(driver, shots, name):
-    path = os.path.join(shots, name)
-    check(driver.save_screenshot(path), f"cannot write {path}")
-    print(f"browser: screenshot {path}")
 
 
 def check_https(driver, https_api, token, spki, shots):
@@ -424,6 +340,7 @@ def main():
         check_cross_origin(driver, static, cors_api, plain_api, token)
         check_page(driver, plain_api, token, shots)
         check_live(driver, plain_api, token)
+        check_query(driver, plain_api, token, shots)
         check_https(driver, https_api, token, spki, shots)
     finally:
         driver.quit()

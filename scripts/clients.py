@@ -198,7 +198,7 @@ def generated_client_checks():
     from plantstore_client import AuthenticatedClient
     from plantstore_client.api.plants import (add_plant, delete_plant, get_plant, list_plants,
                                               replace_plant)
-    from plantstore_client.models import Error, NewPlant, Plant, PlantRecord
+    from plantstore_client.models import Error, ListedPlant, NewPlant, Plant
 
     client = AuthenticatedClient(base_url=BASE, token=TOKEN)
     r = add_plant.sync_detailed(client=client, body=NewPlant(id=30, name="Cactus", tag="dry"))
@@ -208,10 +208,10 @@ def generated_client_checks():
     r = add_plant.sync_detailed(client=client, body=NewPlant(id=30, name="Again"))
     check("generated client: duplicate gives 409 and an Error",
           r.status_code == 409 and isinstance(r.parsed, Error) and r.parsed.error == 409, r)
-    r = list_plants.sync_detailed(client=client, after=29, limit=5)
+    r = list_plants.sync_detailed(client=client, after="29", limit=5)
     check("generated client: list after 29 starts with the new plant",
           r.status_code == 200 and isinstance(r.parsed, list) and r.parsed
-          and isinstance(r.parsed[0], PlantRecord) and r.parsed[0].id == 30, r)
+          and isinstance(r.parsed[0], ListedPlant) and r.parsed[0].id == 30, r)
     r = get_plant.sync_detailed(30, client=client)
     check("generated client: fetch gives the PlantRecord",
           r.status_code == 200 and r.parsed.id == 30 and r.parsed.name == "Cactus", r)

@@ -24,15 +24,14 @@ const OPENAPI: &[u8] = compressed!("openapi.json");
 /// `limits` (unchanged for the default limits).
 ///
 /// The file is patched as text, so the document keeps its order and
-/// layout: in one pass, each `"maxLength":<default name limit>` becomes
-/// the name limit and each `"maxLength":<default tag limit>` the tag
-/// limit (a unit test checks that those are exactly the name and tag
-/// schemas).
+/// layout: in one pass, the `maxLength` of each `name` and `tag` property
+/// (written `"name":{"type":"string","maxLength":N`) becomes the limit.
+/// Other lengths, such as the search text's 256 bytes, stay as written (a
+/// unit test checks which are patched).
 pub fn document(limits: TextLimits) -> Vec<u8> {
-    const KEY: &str = "\"maxLength\":";
+    const PROPERTY: &str = "\":{\"type\":\"string\",\"maxLength\":";
     let document = decompress(OPENAPI);
-    let defaults = TextLimits::default();
-    if limits == defaults {
+    if limits == TextLimits::default() {
         return document;
     }
     // The file is UTF-8 (build.rs read it as a string).
@@ -41,15 +40,18 @@ pub fn document(limits: TextLimits) -> Vec<u8> {
     };
     let mut out = String::with_capacity(document.len() + 64);
     let mut rest = document;
-    while let Some(at) = rest.find(KEY) {
-        let (before, after) = rest.split_at(at + KEY.len());
+    while let Some(at) = rest.find(PROPERTY) {
+        let (before, after) = rest.split_at(at + PROPERTY.len());
         out.push_str(before);
         let digits = after.bytes().take_while(u8::is_ascii_digit).count();
         let (number, tail) = after.split_at(digits);
-        match number.parse::<usize>() {
-            Ok(n) if n == defaults.name => out.push_str(&limits.name.to_string()),
-            Ok(n) if n == defaults.tag => out.push_str(&limits.tag.to_string()),
-            _ => out.push_str(number),
+        let key = &rest[..at];
+        if key.ends_with("\"name") {
+            out.push_str(&limits.name.to_string());
+        } else if key.ends_with("\"tag") {
+            out.push_str(&limits.tag.to_string());
+        } else {
+            out.push_str(number);
         }
         rest = tail;
     }
@@ -142,6 +144,10 @@ mod tests {
         for (name, tag) in [(256, 64), (64, 256), (1000, 7)] {
             let document = document(TextLimits { name, tag });
             let want = vec![
+                // The search text's bytes: not a name's length.
+                ("/components/parameters/ListQ/schema".into(), 256),
+                (at("ListedPlant", "name"), name as u64),
+                (at("ListedPlant", "tag"), tag as u64),
                 (at("Plant", "name"), name as u64),
                 (at("Plant", "tag"), tag as u64),
                 (at("PlantRecord", "name"), name as u64),
@@ -158,6 +164,8 @@ mod tests {
             serde_json::from_slice(&document(TextLimits { name: 9, tag: 8 })).unwrap();
         let original: Value = serde_json::from_slice(&decompress(OPENAPI)).unwrap();
         for (schema, field, value) in [
+            ("ListedPlant", "name", 256),
+            ("ListedPlant", "tag", 64),
             ("Plant", "name", 256),
             ("Plant", "tag", 64),
             ("PlantRecord", "name", 256),

@@ -1,7 +1,7 @@
 //! The built-in page at `/`: browse and edit plants from a browser.
 //!
 //! Four hand-written files (`ui/index.html`, `ui.css`, `ui.js`, `ui.svg`),
-//! compiled into the binary compressed (`lz`), at most 16 KiB together
+//! compiled into the binary compressed (`lz`), at most 18 KiB together
 //! decompressed (a unit test holds that). No framework, nothing loaded from
 //! elsewhere. The page needs no token to load; it asks for one and keeps
 //! it in `sessionStorage` (gone with the tab), and calls the API with
@@ -138,7 +138,7 @@ mod tests {
     use super::*;
 
     /// The most bytes the page's files may take together.
-    const BUDGET: usize = 16 * 1024;
+    const BUDGET: usize = 18 * 1024;
 
     #[test]
     fn the_page_fits_its_budget() {

@@ -17,7 +17,10 @@
 //! handle: queueing, metrics, shutdown), `state` (what the pool's threads
 //! share), `waiting` (the changes waiting, in order per id), `batch` (one
 //! batch run: group commit), `worker`, `health` (the heartbeat),
-//! `watchdog`, `sql` (the statements and schema, the change log),
+//! `watchdog`, `sql` (the statements that change plants and read them
+//! by id, the change log), `listing` (a page of a listing: orders,
+//! search, count) and `shapes` (its statements' SQL), `schema` (made,
+//! upgraded, checked at start),
 //! `changelog` (reading the change log back), `follow` (the change log
 //! read for the change feed), `seed` (the SQL of `--seed`: the door reads
 //! the file and hands the plants to [`SeedLoad`]). The files beside this
@@ -52,8 +55,11 @@ mod changelog;
 mod connect;
 mod follow;
 mod health;
+mod listing;
 mod pool;
+mod schema;
 mod seed;
+mod shapes;
 mod sql;
 mod state;
 mod tls;
@@ -64,8 +70,9 @@ mod worker;
 pub use connect::Connect;
 pub use follow::follow;
 pub use pool::{JobSender, Pool};
+pub use schema::{SCHEMA_VERSION, Schema, SchemaError, ensure_schema, feed_start};
 pub use seed::SeedLoad;
-pub use sql::{Connection, DbError, SCHEMA_VERSION, SchemaError, ensure_schema, feed_start};
+pub use sql::{Connection, DbError};
 pub use waiting::{Answer, Change};
 
 use crate::dbconfig::DatabaseConfig;

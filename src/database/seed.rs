@@ -3,9 +3,11 @@
 //! `crate::seed`, decides when a batch is written and hands the plants
 //! here; nothing here knows the file.
 
+use postgres::types::ToSql;
 use postgres::{Statement, Transaction};
 
 use super::DbError;
+use super::sql::folded;
 use crate::model::NewPlant;
 
 /// A seed being loaded into an empty `plants` table, in one transaction
@@ -35,8 +37,8 @@ impl<'a> SeedLoad<'a> {
             return Ok(None);
         }
         let insert = tx.prepare(
-            "INSERT INTO plants (id, name, tag) \
-             SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[])",
+            "INSERT INTO plants (id, name, tag, name_folded, tag_folded) \
+             SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[], $4::text[], $5::text[])",
         )?;
         Ok(Some(SeedLoad {
             tx,
@@ -47,6 +49,9 @@ impl<'a> SeedLoad<'a> {
 
     /// Adds a plant to the rows the next `write` inserts.
     pub fn push(&mut self, new: NewPlant) {
+        let (name, tag) = folded(&new.plant);
+        self.rows.names_folded.push(name);
+        self.rows.tags_folded.push(tag);
         self.rows.ids.push(new.id);
         self.rows.names.push(new.plant.name.into_bytes());
         self.rows.tags.push(new.plant.tag.map(String::into_bytes));
@@ -60,8 +65,14 @@ impl<'a> SeedLoad<'a> {
     /// Inserts the rows pushed since the last write, in one statement.
     pub fn write(&mut self) -> Result<(), DbError> {
         let rows = std::mem::take(&mut self.rows);
-        self.tx
-            .execute(&self.insert, &[&rows.ids, &rows.names, &rows.tags])?;
+        let values: [&(dyn ToSql + Sync); 5] = [
+            &rows.ids,
+            &rows.names,
+            &rows.tags,
+            &rows.names_folded,
+            &rows.tags_folded,
+        ];
+        self.tx.execute(&self.insert, &values)?;
         Ok(())
     }
 
@@ -78,4 +89,6 @@ struct Rows {
     ids: Vec<i64>,
     names: Vec<Vec<u8>>,
     tags: Vec<Option<Vec<u8>>>,
+    names_folded: Vec<String>,
+    tags_folded: Vec<Option<String>>,
 }

@@ -1,7 +1,10 @@
-//! One connection to the database and every statement the API runs.
+//! One connection to the database and the statements that change plants
+//! or read them by id (the listing's are `listing`, the schema `schema`).
 //!
-//! The table is `plants (id bigint PRIMARY KEY, name bytea, tag bytea)`
-//! with an index on `(tag, id)`. Names and tags are UTF-8 kept as `bytea`:
+//! The table is `plants (id bigint PRIMARY KEY, name bytea, tag bytea,
+//! name_folded text, tag_folded text)` with an index on `(tag, id)`; every
+//! write sets the folded name and tag that a search compares ([`folded`]).
+//! Names and tags are UTF-8 kept as `bytea`:
 //! a JSON string may hold U+0000, which PostgreSQL's `text` refuses, and
 //! the API must take every name the in-memory store takes. (In `psql`,
 //! `convert_from(name, 'UTF8')` shows them as text.)
@@ -47,29 +50,33 @@
 use std::fmt;
 
 use postgres::error::SqlState;
+use postgres::types::ToSql;
 use postgres::{Client, Row, Statement};
 
 use super::Change;
-use crate::model::{Page, Plant, Position, Query};
+use crate::model::{Plant, fold};
 
-/// A batch of changes in one statement: creates ($1-$3: ids, names,
-/// tags), replaces ($4-$6) and deletes ($7), each array in id order; the
-/// changes applied are numbered and logged (see the module header). It
-/// returns the ids it changed.
+/// A batch of changes in one statement: creates ($1-$5: ids, names,
+/// tags, folded names, folded tags), replaces ($6-$10) and deletes ($11),
+/// each array in id order; the changes applied are numbered and logged
+/// (see the module header). It returns the ids it changed.
 const APPLY: &str = "WITH created AS (
-    INSERT INTO plants (id, name, tag)
-    SELECT id, name, tag
-    FROM unnest($1::bigint[], $2::bytea[], $3::bytea[]) AS c (id, name, tag)
+    INSERT INTO plants (id, name, tag, name_folded, tag_folded)
+    SELECT id, name, tag, name_folded, tag_folded
+    FROM unnest($1::bigint[], $2::bytea[], $3::bytea[], $4::text[], $5::text[])
+        AS c (id, name, tag, name_folded, tag_folded)
     ORDER BY id
     ON CONFLICT (id) DO NOTHING
     RETURNING id, name, tag
 ), replaced AS (
-    UPDATE plants SET name = r.name, tag = r.tag
-    FROM unnest($4::bigint[], $5::bytea[], $6::bytea[]) AS r (id, name, tag)
+    UPDATE plants SET name = r.name, tag = r.tag, name_folded = r.name_folded,
+        tag_folded = r.tag_folded
+    FROM unnest($6::bigint[], $7::bytea[], $8::bytea[], $9::text[], $10::text[])
+        AS r (id, name, tag, name_folded, tag_folded)
     WHERE plants.id = r.id
     RETURNING plants.id, r.name, r.tag
 ), deleted AS (
-    DELETE FROM plants WHERE id = ANY($7::bigint[])
+    DELETE FROM plants WHERE id = ANY($11::bigint[])
     RETURNING id
 ), changed AS (
     SELECT id, 1::smallint AS kind, name, tag FROM created
@@ -116,16 +123,18 @@ SELECT id FROM changed"
 }
 
 /// A batch of one change: a statement of its own for each kind ($1: the
-/// id, $2 and $3: name and tag), planned in a fraction of [`APPLY`]'s
+/// id, $2 and $3: name and tag, $4 and $5: both folded), planned in a fraction of [`APPLY`]'s
 /// time, which a lone client waits for.
 const CREATE_ONE: &str = concat!(
     "WITH changed AS (
-    INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING RETURNING id",
+    INSERT INTO plants (id, name, tag, name_folded, tag_folded) VALUES ($1, $2, $3, $4, $5)
+    ON CONFLICT (id) DO NOTHING RETURNING id",
     log_one!("1", "$2", "$3")
 );
 const REPLACE_ONE: &str = concat!(
     "WITH changed AS (
-    UPDATE plants SET name = $2, tag = $3 WHERE id = $1 RETURNING id",
+    UPDATE plants SET name = $2, tag = $3, name_folded = $4, tag_folded = $5 WHERE id = $1
+    RETURNING id",
     log_one!("2", "$2", "$3")
 );
 const DELETE_ONE: &str = concat!(
@@ -136,32 +145,6 @@ const DELETE_ONE: &str = concat!(
 
 /// How often a batch cancelled by deadlock detection is run again.
 const DEADLOCK_TRIES: usize = 3;
-
-/// The schema version this build creates and understands: 2 adds the
-/// change log (an instance of an older build would change plants without
-/// logging them, so it refuses to start on it).
-pub const SCHEMA_VERSION: i32 = 2;
-
-/// The schema of version 1, created in one transaction when the database
-/// has none.
-const SCHEMA: &str = "
-CREATE TABLE plantstore_schema (version integer NOT NULL);
-CREATE TABLE plants (id bigint PRIMARY KEY, name bytea NOT NULL, tag bytea);
-CREATE INDEX plants_tag_id ON plants (tag, id);
-";
-
-/// What version 2 adds to version 1: the change log.
-const SCHEMA_2: &str = "
-CREATE TABLE plantstore_feed (
-    one boolean PRIMARY KEY DEFAULT true CHECK (one), epoch bigint NOT NULL, last bigint NOT NULL
-) WITH (fillfactor = 10);
-INSERT INTO plantstore_feed (epoch, last)
-VALUES ((extract(epoch FROM clock_timestamp()) * 1000)::bigint, 0);
-CREATE TABLE plant_changes (
-    seq bigint PRIMARY KEY, ids bigint[] NOT NULL, kinds smallint[] NOT NULL,
-    names bytea[] NOT NULL, tags bytea[] NOT NULL
-);
-";
 
 /// Any failure talking to the database: the connection, a timeout, the
 /// server refusing. The request gets 503; the message is logged.
@@ -195,78 +178,6 @@ impl From<postgres::Error> for DbError {
     }
 }
 
-/// Why the schema cannot be used: start-up stops.
-#[derive(Debug)]
-pub enum SchemaError {
-    /// The database holds a schema newer than this build knows.
-    Newer(i32),
-    /// The database could not be asked.
-    Db(DbError),
-}
-
-impl fmt::Display for SchemaError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SchemaError::Newer(found) => write!(
-                f,
-                "the database holds plantstore schema version {found}, newer than this \
-                 build's {SCHEMA_VERSION}: run a newer plantstore"
-            ),
-            SchemaError::Db(e) => write!(f, "cannot set up the schema: {e}"),
-        }
-    }
-}
-
-impl From<postgres::Error> for SchemaError {
-    fn from(e: postgres::Error) -> SchemaError {
-        SchemaError::Db(e.into())
-    }
-}
-
-/// Creates the schema if the database has none and checks its version.
-/// Instances starting together take turns on an advisory lock, so one
-/// creates and the others find it.
-pub fn ensure_schema(client: &mut Client) -> Result<(), SchemaError> {
-    let mut tx = client.transaction()?;
-    // Any constant will do; this one spells "plantsto".
-    tx.execute("SELECT pg_advisory_xact_lock(8097880036592395375)", &[])?;
-    let exists: bool = tx
-        .query_one("SELECT to_regclass('plantstore_schema') IS NOT NULL", &[])?
-        .get(0);
-    if !exists {
-        tx.batch_execute(SCHEMA)?;
-        tx.execute("INSERT INTO plantstore_schema (version) VALUES (1)", &[])?;
-    }
-    let mut found: Option<i32> = tx
-        .query_one("SELECT max(version) FROM plantstore_schema", &[])?
-        .get(0);
-    if found == Some(1) {
-        // Version 1 (a new database, or one an older build made): add the
-        // change log, before any instance of this build changes a plant.
-        tx.batch_execute(SCHEMA_2)?;
-        tx.execute("INSERT INTO plantstore_schema (version) VALUES (2)", &[])?;
-        found = Some(2);
-    }
-    tx.commit()?;
-    match found {
-        Some(v) if v > SCHEMA_VERSION => Err(SchemaError::Newer(v)),
-        Some(_) => Ok(()),
-        None => Err(SchemaError::Db(DbError(
-            "plantstore_schema has no version row".into(),
-        ))),
-    }
-}
-
-/// The change log's epoch and last number (for a feed to start from).
-pub fn feed_start(client: &mut Client) -> Result<(u64, u64), DbError> {
-    let row = client.query_one("SELECT epoch, last FROM plantstore_feed", &[])?;
-    let number = |at: usize| -> Result<u64, DbError> {
-        let n: i64 = row.try_get(at)?;
-        u64::try_from(n).map_err(|_| DbError(format!("plantstore_feed holds {n}")))
-    };
-    Ok((number(0)?, number(1)?))
-}
-
 /// A connection with its prepared statements.
 pub struct Connection {
     client: Client,
@@ -278,6 +189,9 @@ pub struct Connection {
     get: Statement,
     page: Statement,
     page_tagged: Statement,
+    /// The listing's statements, prepared as each shape is first asked
+    /// for (`listing`).
+    pub(super) listing: super::shapes::Prepared,
     /// Statements that failed on this connection.
     errors: u64,
 }
@@ -305,6 +219,7 @@ impl Connection {
             page_tagged: prepare(
                 "SELECT id, name, tag FROM plants WHERE tag = $3 AND id >= $1 ORDER BY id LIMIT $2",
             )?,
+            listing: super::shapes::Prepared::default(),
             client,
             errors: 0,
         })
@@ -369,7 +284,10 @@ impl Connection {
                     };
                     let name = plant.name.as_bytes();
                     let tag = plant.tag.as_deref().map(str::as_bytes);
-                    self.client.query(statement, &[id, &name, &tag])?
+                    let (name_folded, tag_folded) = folded(plant);
+                    let values: [&(dyn ToSql + Sync); 5] =
+                        [id, &name, &tag, &name_folded, &tag_folded];
+                    self.client.query(statement, &values)?
                 }
                 Change::Delete => self.client.query(&self.delete_one, &[id])?,
             };
@@ -392,9 +310,13 @@ impl Connection {
                 &created.ids,
                 &created.names,
                 &created.tags,
+                &created.names_folded,
+                &created.tags_folded,
                 &replaced.ids,
                 &replaced.names,
                 &replaced.tags,
+                &replaced.names_folded,
+                &replaced.tags_folded,
                 &deleted,
             ],
         )?;
@@ -409,23 +331,6 @@ impl Connection {
     pub fn get(&mut self, id: i64) -> Result<Option<Plant>, DbError> {
         let row = self.client.query_opt(&self.get, &[&id]);
         self.counted(row)?.map(|row| plant(&row, 0)).transpose()
-    }
-
-    /// One page of a listing `query`.
-    // TODO(query): every order, search and count; only ascending ids now.
-    pub fn query(&mut self, query: &Query) -> Result<Page, DbError> {
-        let after = match &query.after {
-            Some(Position::Id(id)) => Some(*id),
-            _ => None,
-        };
-        let mut items = self.page(after, query.limit.saturating_add(1), query.tag.as_deref())?;
-        let more = items.len() > query.limit;
-        items.truncate(query.limit);
-        Ok(Page {
-            items,
-            more,
-            total: None,
-        })
     }
 
     /// Up to `limit` plants with ids above `after` (all with `None`),
@@ -464,7 +369,7 @@ impl Connection {
 /// wrote is UTF-8; anything else written from outside is shown with
 /// U+FFFD rather than refused. A column of another type (a table changed
 /// by hand) is an error, never a panic.
-fn plant(row: &Row, at: usize) -> Result<Plant, DbError> {
+pub(super) fn plant(row: &Row, at: usize) -> Result<Plant, DbError> {
     let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
     Ok(Plant {
         name: text(row.try_get::<_, &[u8]>(at)?),
@@ -478,6 +383,8 @@ struct Columns<'a> {
     ids: Vec<i64>,
     names: Vec<&'a [u8]>,
     tags: Vec<Option<&'a [u8]>>,
+    names_folded: Vec<String>,
+    tags_folded: Vec<Option<String>>,
 }
 
 impl<'a> Columns<'a> {
@@ -485,7 +392,16 @@ impl<'a> Columns<'a> {
         self.ids.push(id);
         self.names.push(plant.name.as_bytes());
         self.tags.push(plant.tag.as_deref().map(str::as_bytes));
+        let (name, tag) = folded(plant);
+        self.names_folded.push(name);
+        self.tags_folded.push(tag);
     }
+}
+
+/// The name and tag of `plant` as a search compares them (the columns
+/// `name_folded` and `tag_folded`, see `schema`).
+pub(super) fn folded(plant: &Plant) -> (String, Option<String>) {
+    (fold(&plant.name), plant.tag.as_deref().map(fold))
 }
 
 /// Whether PostgreSQL cancelled the statement to end a deadlock (or a

@@ -212,7 +212,14 @@ impl Plants {
         let at = config.describe();
         let failed = |e: &dyn fmt::Display| SetupError::Database(format!("database {at}: {e}"));
         let mut client = config.connect_client().map_err(|e| failed(&e))?;
-        db::ensure_schema(&mut client).map_err(|e| failed(&e))?;
+        let schema = db::ensure_schema(&mut client).map_err(|e| failed(&e))?;
+        if let Some(why) = schema.search_scans {
+            warn!(
+                target: "plantstore",
+                "database {at}: search scans: pg_trgm not available ({why}); \
+                 a search (q=) reads every plant (see docs/postgres.md)"
+            );
+        }
         if let Some(path) = &setup.seed {
             seed::into_database(path, &mut client, setup.limits).map_err(SetupError::Seed)?;
         }

@@ -4,6 +4,8 @@
 // (which is exact only to 2^53), both when read and when sent. The change
 // feed keeps the listing current: any change, from this tab or elsewhere,
 // refreshes it (one refresh for a burst; none while a plant is edited).
+// The listing is one query (tag, search, sort; with the total), which Link
+// and the refresh keep.
 (() => {
   const $ = (id) => document.getElementById(id);
   const KEY = 'plantstore.token';
@@ -13,6 +15,8 @@
   let back = [];    // the listings before it
   let next = null;  // the listing after it (from Link)
   let drawn = '';   // what the listing shown was drawn from
+  let want = '';    // the listing last asked for
+  const query = { tag: '', q: '', sort: 'id' };
   let feed = null;  // the change feed being followed (its AbortController)
   let lastId = '';  // the feed's last event id, to resume from
   let refresh = null; // a refresh due after changes
@@ -68,59 +72,72 @@
     return b;
   }
 
-  function listing(tag) {
-    return '/plants?limit=' + LIMIT + (tag ? '&tag=' + encodeURIComponent(tag) : '');
+  // Shows the first page of the query with `change` made to it.
+  function ask(change) {
+    Object.assign(query, change);
+    const p = new URLSearchParams({ limit: LIMIT, sort: query.sort, count: true });
+    if (query.tag) p.set('tag', query.tag);
+    if (query.q) p.set('q', query.q);
+    back = [];
+    return show('/plants?' + p);
   }
 
   // Shows the listing at url; false if it could not. A quiet one (a
   // refresh after changes) draws only a listing that differs, so one that
   // finds nothing new leaves the rows, and what the user does in them, alone.
   async function show(url, quiet) {
+    if (!quiet) want = url;
     try {
       const res = await api('GET', url);
       const link = /<([^>]*)>\s*;\s*rel="?next"?/.exec(res.headers.get('Link') || '');
+      const total = res.headers.get('X-Total-Count');
       const text = await res.text();
-      // The user moved on meanwhile: that listing is no longer shown.
-      if (quiet && url !== page) return true;
+      // The user moved on meanwhile: that listing is no longer asked for.
+      if (url !== want) return true;
       const plants = records(text);
       page = url;
       next = link ? link[1] : null;
-      const from = url + '\n' + next + '\n' + back.length + '\n' + text;
-      if (!quiet || from !== drawn) render(plants);
+      const from = [url, next, back.length, total, text].join('\n');
+      if (!quiet || from !== drawn) render(plants, +total);
       drawn = from;
       return true;
     } catch (e) {
+      if (url === want) want = page;
       say(e.message, true);
       return false;
     }
   }
 
-  function render(plants) {
-    const list = $('list');
-    list.replaceChildren(...plants.map(row));
-    const tag = new URLSearchParams(page.split('?')[1]).get('tag');
-    const tagged = tag ? ' tagged \u201c' + tag + '\u201d' : '';
-    $('shown').textContent = plants.length ? (tag ? 'Plants' + tagged : '') : 'No plants' + tagged + '.';
+  function render(plants, total) {
+    $('list').replaceChildren(...plants.map(row));
+    let what = query.tag ? ' tagged \u201c' + query.tag + '\u201d' : '';
+    if (query.q) what += ' matching \u201c' + query.q + '\u201d';
+    $('shown').textContent = total ? total + (total > 1 ? ' plants' : ' plant') + what : 'No plants' + what + '.';
+    for (const b of document.querySelectorAll('th button')) {
+      const by = query.sort.endsWith(b.value) && (query.sort[0] === '-' ? 'descending' : 'ascending');
+      if (by) b.parentNode.setAttribute('aria-sort', by);
+      else b.parentNode.removeAttribute('aria-sort');
+    }
     $('prev').disabled = back.length === 0;
     $('next').disabled = !next;
     $('pageno').textContent = 'Page ' + (back.length + 1);
   }
 
   function row(plant) {
-    const li = el('li');
-    li.dataset.id = plant.id;
-    const name = el('span', 'name', plant.name);
+    const tr = el('tr');
+    tr.dataset.id = plant.id;
+    const name = el('td', 'name', plant.name);
     if (plant.tag !== undefined) {
-      name.append(button(plant.tag, 'tag', () => filter(plant.tag)));
+      name.append(button(plant.tag, 'tag', () => ask({ tag: plant.tag })));
     }
     const del = button('Delete', 'danger', () => remove(plant, del));
-    const acts = el('span', 'acts');
-    acts.append(button('Edit', 'quiet', () => edit(li, plant)), del);
-    li.append(el('span', 'id', '#' + plant.id), name, acts);
-    return li;
+    const acts = el('td', 'acts');
+    acts.append(button('Edit', 'quiet', () => edit(tr, plant)), del);
+    tr.append(el('td', 'id', '#' + plant.id), name, acts);
+    return tr;
   }
 
-  function edit(li, plant) {
+  function edit(tr, plant) {
     const name = el('input');
     name.value = plant.name;
     name.setAttribute('aria-label', 'Name');
@@ -128,9 +145,9 @@
     tag.value = plant.tag || '';
     tag.placeholder = 'no tag';
     tag.setAttribute('aria-label', 'Tag');
-    const acts = el('span', 'acts');
+    const acts = el('span');
     acts.append(el('button', '', 'Save'), button('Cancel', 'quiet', () => {
-      li.replaceWith(row(plant));
+      tr.replaceWith(row(plant));
       if (stale) changed();
     }));
     const form = el('form');
@@ -139,42 +156,41 @@
       save(plant.id, name.value, tag.value);
     });
     form.append(el('span', 'id', '#' + plant.id), name, tag, acts);
-    li.className = 'edit';
-    li.replaceChildren(form);
+    const td = el('td');
+    td.colSpan = 3;
+    td.append(form);
+    tr.className = 'edit';
+    tr.replaceChildren(td);
     name.focus();
   }
 
-  async function save(id, name, tag) {
+  // Makes a change, says `done` (or the server's refusal) and shows the
+  // listing again; whether it was made.
+  async function change(method, url, body, done) {
     try {
-      await api('PUT', '/plants/' + id, plantBody(null, name, tag.trim()));
-      say('Saved plant ' + id + '.');
+      await api(method, url, body);
+      say(done);
       await show(page);
+      return true;
     } catch (e) {
       say(e.message, true);
+      return false;
     }
   }
 
+  function save(id, name, tag) {
+    change('PUT', '/plants/' + id, plantBody(null, name, tag.trim()), 'Saved plant ' + id + '.');
+  }
+
   // Two clicks: the first arms the button, the second deletes.
-  async function remove(plant, del) {
+  function remove(plant, del) {
     if (!del.classList.contains('armed')) {
       del.classList.add('armed');
       del.textContent = 'Really delete?';
       setTimeout(() => { del.classList.remove('armed'); del.textContent = 'Delete'; }, 4000);
       return;
     }
-    try {
-      await api('DELETE', '/plants/' + plant.id);
-      say('Deleted plant ' + plant.id + ' (' + plant.name + ').');
-      await show(page);
-    } catch (e) {
-      say(e.message, true);
-    }
-  }
-
-  function filter(tag) {
-    $('filter').elements.tag.value = tag;
-    back = [];
-    show(listing(tag));
+    change('DELETE', '/plants/' + plant.id, undefined, 'Deleted plant ' + plant.id + ' (' + plant.name + ').');
   }
 
   async function add(event) {
@@ -185,14 +201,8 @@
       say('The id must be a whole number.', true);
       return;
     }
-    try {
-      await api('POST', '/plants', plantBody(id, form.name.value, form.tag.value.trim()));
-      say('Added plant ' + id + '.');
-      event.target.reset();
-      await show(page);
-    } catch (e) {
-      say(e.message, true);
-    }
+    const body = plantBody(id, form.name.value, form.tag.value.trim());
+    if (await change('POST', '/plants', body, 'Added plant ' + id + '.')) event.target.reset();
   }
 
   // Follows the change feed until signed out: reconnects after a cut (the
@@ -239,18 +249,20 @@
     if (refresh) return;
     refresh = setTimeout(() => {
       refresh = null;
-      stale = document.querySelector('#list li.edit') !== null;
+      stale = document.querySelector('#list .edit') !== null;
       if (!stale) show(page, true);
     }, 100);
   }
 
+  // The token form, or the plants.
+  function signedIn(yes) {
+    for (const id of ['login', 'hint']) $(id).hidden = yes;
+    for (const id of ['session', 'app']) $(id).hidden = !yes;
+  }
+
   function signIn() {
-    $('login').hidden = true;
-    $('hint').hidden = true;
-    $('session').hidden = false;
-    $('app').hidden = false;
-    back = [];
-    show(listing(''));
+    signedIn(true);
+    ask({});
     follow();
   }
 
@@ -260,10 +272,7 @@
     lastId = '';
     token = '';
     sessionStorage.removeItem(KEY);
-    $('login').hidden = false;
-    $('hint').hidden = false;
-    $('session').hidden = true;
-    $('app').hidden = true;
+    signedIn(false);
     $('list').replaceChildren();
   }
 
@@ -277,11 +286,16 @@
   });
   $('forget').addEventListener('click', () => { signOut(); say('Token forgotten.'); });
   $('add').addEventListener('submit', add);
-  $('filter').addEventListener('submit', (event) => {
-    event.preventDefault();
-    filter($('filter').elements.tag.value.trim());
-  });
-  $('all').addEventListener('click', () => filter(''));
+  // A search starts once typing pauses, or at once with Enter.
+  let typing = null;
+  const search = () => { clearTimeout(typing); ask({ q: $('q').value }); };
+  $('q').addEventListener('input', () => { clearTimeout(typing); typing = setTimeout(search, 250); });
+  $('find').addEventListener('submit', (event) => { event.preventDefault(); search(); });
+  $('all').addEventListener('click', () => { $('q').value = ''; ask({ tag: '', q: '' }); });
+  // A header sorts by its column; again, the other way.
+  for (const b of document.querySelectorAll('th button')) {
+    b.addEventListener('click', () => ask({ sort: query.sort === b.value ? '-' + b.value : b.value }));
+  }
   $('prev').addEventListener('click', async () => {
     const url = back.pop();
     if (!(await show(url))) back.push(url);

@@ -1,0 +1,185 @@
+//! A page of a listing [`Query`]: where it starts (a cut name in the
+//! cursor made whole from the plant's name as it is now,
+//! [`Position::resume`]), its values, and the count of what matches. The
+//! statements, and why they are shaped so, are `shapes`.
+//!
+//! A page asks for one plant more than its limit, to learn whether more
+//! follow. The count, when asked for, is a second statement in the same
+//! job, with the same filters: it is not taken in the page's snapshot,
+//! so a write between the two may make it differ from a walk by one.
+
+use postgres::types::ToSql;
+
+use super::shapes::{Resume, Shape, sql};
+use super::sql::plant;
+use super::{Connection, DbError};
+use crate::model::{NameBound, Page, Position, Query};
+
+/// Where a page starts, resolved.
+enum Start {
+    Beginning,
+    Id(i64),
+    Name(NameBound),
+}
+
+/// The `LIKE` pattern of text containing `search`, every character of it
+/// taken literally.
+fn pattern(search: &str) -> String {
+    let mut pattern = String::with_capacity(search.len() + 2);
+    pattern.push('%');
+    for c in search.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
+impl Connection {
+    /// One page of a listing `query`, with its count if asked for.
+    pub fn query(&mut self, query: &Query) -> Result<Page, DbError> {
+        let start = self.start(query)?;
+        let tag = query.tag.as_deref().map(str::as_bytes);
+        let search = query.search.as_deref().map(pattern);
+        let limit = i64::try_from(query.limit.saturating_add(1)).unwrap_or(i64::MAX);
+        let from = match &start {
+            Start::Beginning => Resume::Start,
+            Start::Name(bound) if bound.inclusive => Resume::At,
+            _ => Resume::Past,
+        };
+        let mut values: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(5);
+        match &start {
+            Start::Beginning => {}
+            Start::Id(id) => values.push(id),
+            Start::Name(bound) => {
+                values.push(&bound.name);
+                values.push(&bound.id);
+            }
+        }
+        let filters = push_filters(&mut values, &tag, &search);
+        values.push(&limit);
+        let (has_tag, has_search) = shape_filters(&tag, &search);
+        let shape = Shape::Page {
+            order: query.order,
+            from,
+            tag: has_tag,
+            search: has_search,
+        };
+        let rows = self.run(shape, &values)?;
+        let mut items = rows
+            .iter()
+            .map(|row| Ok((row.try_get::<_, i64>(0)?, plant(row, 1)?)))
+            .collect::<Result<Vec<_>, DbError>>()?;
+        let more = items.len() > query.limit;
+        items.truncate(query.limit);
+        let total = match query.count {
+            true => Some(self.count(shape_filters(&tag, &search), &values[filters])?),
+            false => None,
+        };
+        Ok(Page { items, more, total })
+    }
+
+    /// How many plants match the filters (`values`: their values).
+    fn count(
+        &mut self,
+        (tag, search): (bool, bool),
+        values: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, DbError> {
+        let rows = self.run(Shape::Count { tag, search }, values)?;
+        let counted: i64 = match rows.first() {
+            Some(row) => row.try_get(0)?,
+            None => 0,
+        };
+        Ok(u64::try_from(counted).unwrap_or(0))
+    }
+
+    /// Where `query` starts: a cut name is made whole from the plant's
+    /// name as it is now.
+    fn start(&mut self, query: &Query) -> Result<Start, DbError> {
+        let descending = query.order.descending();
+        Ok(match (&query.after, query.order.by_name()) {
+            (None, _) => Start::Beginning,
+            (Some(Position::Id(id)), false) => Start::Id(*id),
+            (Some(position @ Position::Name { id, cut, .. }), true) => {
+                let current = match cut {
+                    true => self.name_of(*id)?,
+                    false => None,
+                };
+                match position.resume(current.as_deref(), descending) {
+                    Some(bound) => Start::Name(bound),
+                    None => Start::Beginning,
+                }
+            }
+            // A cursor of another order: the API refuses those before they
+            // reach a store; its id is the nearest meaning there is.
+            (Some(Position::Name { id, .. }), false) => Start::Id(*id),
+            (Some(Position::Id(_)), true) => Start::Beginning,
+        })
+    }
+
+    /// The name plant `id` has now, if it exists.
+    fn name_of(&mut self, id: i64) -> Result<Option<String>, DbError> {
+        let rows = self.run(Shape::Name, &[&id])?;
+        match rows.first() {
+            None => Ok(None),
+            Some(row) => {
+                let name: &[u8] = row.try_get(0)?;
+                Ok(Some(String::from_utf8_lossy(name).into_owned()))
+            }
+        }
+    }
+
+    /// Runs the statement of `shape`, preparing it on first use.
+    fn run(
+        &mut self,
+        shape: Shape,
+        values: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<postgres::Row>, DbError> {
+        let statement = match self.listing.0.get(&shape) {
+            Some(statement) => statement.clone(),
+            None => {
+                let prepared = self.client().prepare(&sql(shape));
+                let statement = self.counted(prepared)?;
+                self.listing.0.insert(shape, statement.clone());
+                statement
+            }
+        };
+        let rows = self.client().query(&statement, values);
+        self.counted(rows)
+    }
+}
+
+/// Which filters a query has: a tag, a search.
+fn shape_filters(tag: &Option<&[u8]>, search: &Option<String>) -> (bool, bool) {
+    (tag.is_some(), search.is_some())
+}
+
+/// Pushes the tag and search values (as [`sql`] numbers them); the range
+/// of `values` they take.
+fn push_filters<'a>(
+    values: &mut Vec<&'a (dyn ToSql + Sync)>,
+    tag: &'a Option<&'a [u8]>,
+    search: &'a Option<String>,
+) -> std::ops::Range<usize> {
+    let first = values.len();
+    if let Some(tag) = tag {
+        values.push(tag);
+    }
+    if let Some(search) = search {
+        values.push(search);
+    }
+    first..values.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pattern_takes_every_character_literally() {
+        assert_eq!(pattern("fern"), "%fern%");
+        assert_eq!(pattern(r"50%_a\b"), r"%50\%\_a\\b%");
+    }
+}
