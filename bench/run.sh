@@ -61,9 +61,10 @@
 #              the feed's server CPU per delivered event
 #   query      (bench/query.sh) $PLANTS plants with short names (one in
 #              10,000 with the word fern), the memory store: p99 of the
-#              first page in name order (?sort=name&limit=100), of pages
-#              after random plants (bench/name_page.lua) and of the first
-#              page of ?q=fern, one connection; the writer loop of the
+#              first page in id order (for comparison) and in name order
+#              (?sort=name&limit=100), of pages after random plants
+#              (bench/name_page.lua) and of the first page of ?q=fern,
+#              one connection; the writer loop of the
 #              writers section alone and under 4 loops of that search,
 #              $ROUNDS rounds; what the name order costs a plant: private
 #              memory of the new build less OLD's on the same journal, or
