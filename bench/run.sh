@@ -59,6 +59,18 @@
 #              $FEED_SECONDS s (default 5): whether each got every event in
 #              order, the delay from a create's answer to its event, and
 #              the feed's server CPU per delivered event
+#   query      (bench/query.sh) $PLANTS plants with short names (one in
+#              10,000 with the word fern), the memory store: p99 of the
+#              first page in id order (for comparison) and in name order
+#              (?sort=name&limit=100), of pages after random plants
+#              (bench/name_page.lua) and of the first page of ?q=fern,
+#              one connection; the writer loop of the
+#              writers section alone and under 4 loops of that search,
+#              $ROUNDS rounds; what the name order costs a plant: private
+#              memory of the new build less OLD's on the same journal, or
+#              without OLD the store's own unit measurement. With
+#              PLANTSTORE_TEST_DATABASE, the same pages and search on the
+#              postgres build, seeded with the same plants
 #   budgets    every budget of the spec, met or not, from the figures above
 #   postgres   (only when named; run it through scripts/with-postgres.sh,
 #              which sets PLANTSTORE_TEST_DATABASE) POST /plants, then GET
@@ -99,9 +111,11 @@
 # rounds a table of old vs new per row with the new/old ratio of
 # requests/s, p99 and server CPU per request (above 1: more requests/s, a
 # longer p99, more CPU); its idle-connections part runs old and new. The
-# other sections ignore OLD, and the budgets skip the pinned rows (they
-# are judged against the reference). Without OLD nothing changes. OLD=HEAD
-# (with nothing changed since) shows how far two runs of one build differ.
+# query section measures the old binary's private memory on its journal
+# (OLD=REV bench/run.sh query); the other sections ignore OLD, and the
+# budgets skip the pinned rows (they are judged against the reference).
+# Without OLD nothing changes. OLD=HEAD (with nothing changed since) shows
+# how far two runs of one build differ.
 set -euo pipefail
 # OLD as a path is taken from where the script was started.
 [ -z "${OLD:-}" ] || [ ! -e "$OLD" ] || OLD=$(realpath "$OLD")
@@ -130,7 +144,7 @@ WORST+=" /plants?after=$((PLANTS - 1001))&limit=1000"
 read -ra LISTINGS <<<"${LISTINGS:-$WORST}"
 SECTIONS=("$@")
 [ ${#SECTIONS[@]} -eq 0 ] &&
-  SECTIONS=(reference footprint durable startup restart writers compaction export pinned https feed budgets)
+  SECTIONS=(reference footprint durable startup restart writers compaction export pinned https feed query budgets)
 
 if [[ " ${SECTIONS[*]} " == *" postgres "* ]] && [ -z "${PLANTSTORE_TEST_DATABASE:-}" ]; then
   echo "the postgres section needs PLANTSTORE_TEST_DATABASE: run it through scripts/with-postgres.sh" >&2
@@ -144,9 +158,9 @@ if ! command -v wrk >/dev/null; then
 fi
 [ "$(ulimit -n)" -ge 4096 ] || ulimit -n 4096 2>/dev/null || true
 
-# The earlier build the pinned section compares with (OLD), if any.
+# The earlier build the pinned and query sections compare with (OLD), if any.
 OLD_BIN=
-if [ -n "${OLD:-}" ] && [[ " ${SECTIONS[*]} " == *" pinned "* ]]; then
+if [ -n "${OLD:-}" ] && [[ " ${SECTIONS[*]} " =~ " "(pinned|query)" " ]]; then
   if [ -f "$OLD" ] && [ -x "$OLD" ]; then
     OLD_BIN=$OLD
   elif git rev-parse --verify --quiet "$OLD^{commit}" >/dev/null; then
@@ -171,9 +185,11 @@ fi
 cargo build --release --quiet --bin plantstore --example make_journal --example feed_load
 cargo build --release --quiet --manifest-path bench/reference/Cargo.toml
 BIN=target/$HOST/release/plantstore
-# The postgres build (--database), as published: only for that section.
+# The postgres build (--database), as published: only for that section,
+# and for the query section's PostgreSQL part.
 PG_BIN=
-if [[ " ${SECTIONS[*]} " == *" postgres "* ]]; then
+if [[ " ${SECTIONS[*]} " == *" postgres "* ]] ||
+  { [[ " ${SECTIONS[*]} " == *" query "* ]] && [ -n "${PLANTSTORE_TEST_DATABASE:-}" ]; }; then
   FEATURES=postgres scripts/release-build.sh "$HOST" >/dev/null
   PG_BIN=target/postgres/$HOST/release/plantstore
 fi
@@ -587,6 +603,26 @@ writer_run() {
   P50=$(ms "$P50") P99=$(ms "$P99") MAX=$(ms "$MAX")
 }
 
+# writer_under OUT PATH...: writer_run while one listing loop per PATH
+# (wrk -t1 -c1, bench/get.lua) runs, started 2 s before the writer's
+# warm-up and lasting past its end; loop I's output (from 0) goes to OUT.I.
+writer_under() {
+  local out=$1 secs i pid
+  shift
+  local paths=("$@")
+  secs=$(($(seconds "$DURATION") + 5))
+  LOAD_PIDS=()
+  for i in "${!paths[@]}"; do
+    PLANTSTORE_TOKEN=$TOKEN GET_PATH=${paths[$i]} wrk -t1 -c1 -d"${secs}s" \
+      -s bench/get.lua "http://$ADDR" >"$out.$i" &
+    LOAD_PIDS+=($!)
+  done
+  sleep 2
+  writer_run
+  for pid in "${LOAD_PIDS[@]}"; do wait "$pid" || true; done
+  LOAD_PIDS=()
+}
+
 section_writers() {
   echo "## Writers under looping worst-case listings ($PLANTS plants, --data, --sync never; $DURATION, $ROUNDS rounds)"
   echo
@@ -605,23 +641,13 @@ section_writers() {
   echo
   echo "| round | writer | requests/s | p50 ms | p99 ms | max ms | errors | p99 / alone |"
   echo "|---|---|---|---|---|---|---|---|"
-  local round alone_p99 secs i pid
-  secs=$(($(seconds "$DURATION") + 5))
+  local round alone_p99 i
   for round in $(seq 1 "$ROUNDS"); do
     writer_run
     alone_p99=$P99
     add writers.alone.p99 "$P99"
     echo "| $round | alone | $RPS | $P50 | $P99 | $MAX | $ERRORS | 1.00 |"
-    LOAD_PIDS=()
-    for i in "${!LISTINGS[@]}"; do
-      PLANTSTORE_TOKEN=$TOKEN GET_PATH=${LISTINGS[$i]} wrk -t1 -c1 -d"${secs}s" \
-        -s bench/get.lua "http://$ADDR" >"$WORK/listing.$round.$i" &
-      LOAD_PIDS+=($!)
-    done
-    sleep 2
-    writer_run
-    for pid in "${LOAD_PIDS[@]}"; do wait "$pid" || true; done
-    LOAD_PIDS=()
+    writer_under "$WORK/listing.$round" "${LISTINGS[@]}"
     add writers.loaded.p99 "$P99"
     WRITERS_MAX=$(awk "BEGIN{print ($MAX > ${WRITERS_MAX:-0}) ? $MAX : ${WRITERS_MAX:-0}}")
     echo "| $round | under 4 listing loops | $RPS | $P50 | $P99 | $MAX | $ERRORS | $(ratio "$P99" "$alone_p99") |"
@@ -660,24 +686,14 @@ for i in range(3000):
     reply.read()
     assert reply.status == 200, reply.status
 PY
-  local page round secs pid
-  page=$(curl -sf -H "Authorization: Bearer $TOKEN" "http://$ADDR/plants?limit=1000" | wc -c)
+  local page round big="/plants?limit=1000"
+  page=$(curl -sf -H "Authorization: Bearer $TOKEN" "http://$ADDR$big" | wc -c)
   echo "One page: $page bytes. Writer: \`PUT /plants/{id}\` (wrk -t1 -c1, bench/put.lua)."
   echo
   echo "| round | writer | requests/s | p50 ms | p99 ms | max ms | errors |"
   echo "|---|---|---|---|---|---|---|"
-  secs=$(($(seconds "$DURATION") + 5))
   for round in $(seq 1 "$ROUNDS"); do
-    LOAD_PIDS=()
-    for i in 1 2 3 4; do
-      PLANTSTORE_TOKEN=$TOKEN GET_PATH="/plants?limit=1000" wrk -t1 -c1 -d"${secs}s" \
-        -s bench/get.lua "http://$ADDR" >/dev/null &
-      LOAD_PIDS+=($!)
-    done
-    sleep 2
-    PLANTS=3000 writer_run
-    for pid in "${LOAD_PIDS[@]}"; do wait "$pid" || true; done
-    LOAD_PIDS=()
+    PLANTS=3000 writer_under "$WORK/large.$round" "$big" "$big" "$big" "$big"
     add writers.large.p99 "$P99"
     echo "| $round | under 4 loops of 256 KiB pages | $RPS | $P50 | $P99 | $MAX | $ERRORS |"
   done
@@ -1665,6 +1681,22 @@ section_budgets() {
     large=$(mean writers.large.p99 3)
     echo "| writers' p99 under 4 loops of 256 KiB pages <= 5 ms (mean of rounds) | $large ms | $(met "$large <= 5") |"
   fi
+  if [ -n "${SUM[query.memory.any.p99]:-}" ]; then
+    local first any search writer
+    first=$(mean query.memory.first.p99) any=$(mean query.memory.any.p99)
+    search=$(mean query.memory.search.p99) writer=$(mean query.writer.p99 3)
+    echo "| \`?sort=name&limit=100\`, any page: p99 <= 5 ms, 1,000,000 plants, memory store (mean of rounds; pages after random plants, and the first) | $any ms, first page $first ms (first page in id order: $(mean query.memory.id.p99) ms) | $(met_at_scale "$any <= 5 && $first <= 5") |"
+    echo "| \`?q=\` matching 1 plant in 10,000, first page: p99 <= 100 ms (mean of rounds) | $search ms | $(met_at_scale "$search <= 100") |"
+    echo "| writers' p99 while 4 clients loop that search <= 1 ms (mean of rounds) | $writer ms (alone: $(mean query.alone.p99 3) ms) | $(met_at_scale "$writer <= 1") |"
+    echo "| memory for the name order <= 48 bytes a plant | $QUERY_ORDER_BYTES bytes ($QUERY_ORDER_HOW) | $(PLANTS=$QUERY_ORDER_AT met_at_scale "$QUERY_ORDER_BYTES <= 48") |"
+  fi
+  if [ -n "${SUM[query.postgres.any.p99]:-}" ]; then
+    local first any search
+    first=$(mean query.postgres.first.p99) any=$(mean query.postgres.any.p99)
+    search=$(mean query.postgres.search.p99)
+    echo "| PostgreSQL, 1,000,000 rows: \`?sort=name\` page p99 <= 10 ms (mean of rounds; after random plants, and the first) | $any ms, first page $first ms (first page in id order: $(mean query.postgres.id.p99) ms) | $(met_at_scale "$any <= 10 && $first <= 10") |"
+    echo "| PostgreSQL, 1,000,000 rows: \`?q=\` with the trigram index p99 <= 50 ms (mean of rounds) | $search ms$([ -n "${QUERY_PG_TRGM:-}" ] || echo ", **no trigram index**") | $(met_at_scale "$search <= 50") |"
+  fi
   if [ -n "${COMPACT_HOLDS[*]:-}" ]; then
     # The largest round is judged: a writer waits as long as the worst hold.
     local hold
@@ -1698,6 +1730,10 @@ section_budgets() {
   fi
   echo
 }
+
+# The query section, in a file of its own.
+# shellcheck source=bench/query.sh
+source bench/query.sh
 
 echo "# plantstore $(grep -m1 '^version' Cargo.toml | cut -d'"' -f2) benchmarks, $(nproc) cores, $(date -u +%Y-%m-%d)"
 echo

@@ -1,10 +1,13 @@
 //! Writes a journal of N short plants, for the benchmarks:
-//! `cargo run --release --example make_journal -- FILE N [--rare K] [--rewrites R]`.
+//! `cargo run --release --example make_journal -- FILE N [--rare K] [--marked K] [--rewrites R]`.
 //!
 //! Plant `id` (0 to N-1) is named "plant {id}"; every 10th has the tag
 //! "bench", the others none. `--rare K`: the plants with `id % K == K - 1`
 //! (one in K, none of them a 10th) have the tag "rare" instead, for a
-//! listing by a tag that almost nothing carries. `--rewrites R`: then every
+//! listing by a tag that almost nothing carries. `--marked K`: the plants
+//! with `id % K == K - 1` are named "plant {id} fern" instead, for a search
+//! (`?q=fern`) that matches one plant in K (no other name or tag contains
+//! "fern"). `--rewrites R`: then every
 //! plant is replaced R times by the same plant, so the file holds R + 1
 //! records per live plant and a server started on it compacts it at its
 //! first change (past `--compact-min` and twice the live size).
@@ -18,24 +21,26 @@ use std::process::ExitCode;
 use plantstore::model::{Capacity, Durability, NewPlant, Plant, SyncMode};
 use plantstore::store::Store;
 
-const USAGE: &str = "usage: make_journal FILE N [--rare K] [--rewrites R]";
+const USAGE: &str = "usage: make_journal FILE N [--rare K] [--marked K] [--rewrites R]";
 
 /// The command line, as given.
 struct Args {
     path: PathBuf,
     count: i64,
     rare: Option<i64>,
+    marked: Option<i64>,
     rewrites: u32,
 }
 
 fn parse(mut args: impl Iterator<Item = String>) -> Option<Args> {
     let path = PathBuf::from(args.next()?);
     let count = args.next()?.parse().ok().filter(|&n: &i64| n >= 0)?;
-    let (mut rare, mut rewrites) = (None, 0);
+    let (mut rare, mut marked, mut rewrites) = (None, None, 0);
     while let Some(flag) = args.next() {
         let value = args.next()?;
         match flag.as_str() {
             "--rare" => rare = Some(value.parse().ok().filter(|&k: &i64| k > 0)?),
+            "--marked" => marked = Some(value.parse().ok().filter(|&k: &i64| k > 0)?),
             "--rewrites" => rewrites = value.parse().ok()?,
             _ => return None,
         }
@@ -44,17 +49,21 @@ fn parse(mut args: impl Iterator<Item = String>) -> Option<Args> {
         path,
         count,
         rare,
+        marked,
         rewrites,
     })
 }
 
-fn plant(id: i64, rare: Option<i64>) -> Plant {
-    let tag = match rare {
-        Some(k) if id % k == k - 1 => Some("rare"),
-        _ => (id % 10 == 0).then_some("bench"),
+fn plant(id: i64, args: &Args) -> Plant {
+    let one_in = |k: Option<i64>| k.is_some_and(|k| id % k == k - 1);
+    let tag = if one_in(args.rare) {
+        Some("rare")
+    } else {
+        (id % 10 == 0).then_some("bench")
     };
+    let mark = if one_in(args.marked) { " fern" } else { "" };
     Plant {
-        name: format!("plant {id}"),
+        name: format!("plant {id}{mark}"),
         tag: tag.map(String::from),
     }
 }
@@ -65,7 +74,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let durability = Durability {
-        path: args.path,
+        path: args.path.clone(),
         sync: SyncMode::Never,
         compact_min: u64::MAX,
     };
@@ -77,7 +86,7 @@ fn main() -> ExitCode {
         }
     };
     for id in 0..args.count {
-        let plant = plant(id, args.rare);
+        let plant = plant(id, &args);
         if let Err(e) = store.create(NewPlant { id, plant }) {
             eprintln!("make_journal: plant {id}: {e}");
             return ExitCode::FAILURE;
@@ -85,7 +94,7 @@ fn main() -> ExitCode {
     }
     for _ in 0..args.rewrites {
         for id in 0..args.count {
-            if let Err(e) = store.replace(id, plant(id, args.rare)) {
+            if let Err(e) = store.replace(id, plant(id, &args)) {
                 eprintln!("make_journal: plant {id}: {e}");
                 return ExitCode::FAILURE;
             }
