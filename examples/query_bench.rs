@@ -86,11 +86,7 @@ fn pages(store: &Store, query: &Query, rounds: u64) -> String {
         let id = (seed >> 33) as i64 % PLANTS;
         let after = match query.order {
             Order::Id | Order::IdDesc => Position::Id(id),
-            Order::Name | Order::NameDesc => Position::Name {
-                name: plant(id).name,
-                id,
-                cut: false,
-            },
+            Order::Name | Order::NameDesc => Position::past_name(&plant(id).name, id),
         };
         let query = Query {
             after: Some(after),

@@ -7,9 +7,10 @@
 //! a 400 rather than a wrong page: `-id:ID`, or `name:ID:=NAME` and
 //! `-name:ID:=NAME` with the last plant's whole name. A name longer than
 //! [`CURSOR_NAME`] bytes is cut at a character boundary and written
-//! `name:ID:^PREFIX` (the store resumes at plant `ID`'s whole name while
-//! it still starts so: see `model/page.rs`), so a cursor stays short
-//! (at most some 800 bytes percent-encoded) whatever `--max-name` allows.
+//! `name:ID:^HASH:PREFIX`, HASH the whole name's `name_hash` in 16 hex
+//! digits (the store resumes past plant `ID` while its name is still the
+//! one cut: see `model/page.rs`), so a cursor stays short (at most some
+//! 800 bytes percent-encoded) whatever `--max-name` allows.
 
 use crate::model::{CURSOR_NAME, Order, Position, int64_text};
 
@@ -24,14 +25,13 @@ pub fn write(order: Order, id: i64, name: &str) -> String {
             } else {
                 "-name"
             };
-            if name.len() <= CURSOR_NAME {
-                format!("{sort}:{id}:={name}")
-            } else {
-                let cut = (0..=CURSOR_NAME)
-                    .rev()
-                    .find(|&at| name.is_char_boundary(at))
-                    .unwrap_or(0);
-                format!("{sort}:{id}:^{}", &name[..cut])
+            match Position::past_name(name, id) {
+                Position::Name {
+                    name,
+                    cut: Some(hash),
+                    ..
+                } => format!("{sort}:{id}:^{hash:016x}:{name}"),
+                _ => format!("{sort}:{id}:={name}"),
             }
         }
     }
@@ -58,12 +58,19 @@ pub fn read(order: Order, text: &str) -> Option<Position> {
     let (id, name) = rest.split_once(':')?;
     let id = id.parse::<i64>().ok()?;
     let (cut, name) = match name.split_at_checked(1)? {
-        ("=", name) => (false, name),
-        ("^", name) => (true, name),
+        ("=", name) => (None, name),
+        ("^", rest) => {
+            let (hash, name) = rest.split_once(':')?;
+            let hex = hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit());
+            (
+                Some(u64::from_str_radix(hash, 16).ok().filter(|_| hex)?),
+                name,
+            )
+        }
         _ => return None,
     };
     // A cut name is as long as a cut makes it; a whole one fits.
-    if name.len() > CURSOR_NAME || (cut && name.len() + 4 <= CURSOR_NAME) {
+    if name.len() > CURSOR_NAME || (cut.is_some() && name.len() + 4 <= CURSOR_NAME) {
         return None;
     }
     Some(Position::Name {
@@ -76,6 +83,7 @@ pub fn read(order: Order, text: &str) -> Option<Position> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::name_hash;
 
     #[test]
     fn a_cursor_reads_back_in_its_own_order_only() {
@@ -93,13 +101,13 @@ mod tests {
                     Position::Name {
                         name: kept.into(),
                         id,
-                        cut,
+                        cut: cut.then(|| name_hash(name.as_bytes())),
                     }
                 } else {
                     Position::Id(id)
                 };
                 assert_eq!(read(order, &cursor), Some(expected), "{cursor}");
-                assert!(cursor.len() <= CURSOR_NAME + 32, "{cursor}");
+                assert!(cursor.len() <= CURSOR_NAME + 50, "{cursor}");
                 for (j, other) in orders.into_iter().enumerate() {
                     if i != j {
                         assert_eq!(read(other, &cursor), None, "{cursor} in {other:?}");
@@ -121,6 +129,9 @@ mod tests {
             (Order::Name, "name:5:a"),
             (Order::Name, "name:5:"),
             (Order::Name, "name:5:^short"),
+            (Order::Name, "name:5:^0123456789abcdef:short"),
+            (Order::Name, "name:5:^+123456789abcdef:x"),
+            (Order::Name, "name:5:^0123:x"),
             (Order::NameDesc, "name:5:=a"),
         ] {
             assert_eq!(read(order, text), None, "{text}");

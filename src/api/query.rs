@@ -374,7 +374,7 @@ mod tests {
             Some(Position::Name {
                 name: "Fern & co".into(),
                 id: 7,
-                cut: false
+                cut: None
             })
         );
         assert_eq!(

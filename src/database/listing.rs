@@ -104,8 +104,8 @@ impl Connection {
             (Some(Position::Id(id)), false) => Start::Id(*id),
             (Some(position @ Position::Name { id, cut, .. }), true) => {
                 let current = match cut {
-                    true => self.name_of(*id)?,
-                    false => None,
+                    Some(_) => self.name_of(*id)?,
+                    None => None,
                 };
                 match position.resume(current.as_deref(), descending) {
                     Some(bound) => Start::Name(bound),

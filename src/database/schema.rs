@@ -85,6 +85,9 @@ CREATE INDEX IF NOT EXISTS plants_tag_trgm ON plants USING gin (tag_folded gin_t
 pub enum SchemaError {
     /// The database holds a schema newer than this build knows.
     Newer(i32),
+    /// The database's encoding cannot hold every name (its name): the
+    /// folded search columns are `text`, in the database's encoding.
+    Encoding(String),
     /// The database could not be asked.
     Db(DbError),
 }
@@ -96,6 +99,11 @@ impl fmt::Display for SchemaError {
                 f,
                 "the database holds plantstore schema version {found}, newer than this \
                  build's {SCHEMA_VERSION}: run a newer plantstore"
+            ),
+            SchemaError::Encoding(found) => write!(
+                f,
+                "the database's encoding is {found}, which cannot hold every plant name: \
+                 use a database created with ENCODING 'UTF8'"
             ),
             SchemaError::Db(e) => write!(f, "cannot set up the schema: {e}"),
         }
@@ -119,6 +127,12 @@ pub struct Schema {
 /// Creates the schema if the database has none, upgrades an older one,
 /// and checks its version.
 pub fn ensure_schema(client: &mut Client) -> Result<Schema, SchemaError> {
+    // The folded columns are text: a LATIN1 database would refuse names
+    // outside it (and the upgrade would stop part way).
+    let encoding: String = client.query_one("SHOW server_encoding", &[])?.get(0);
+    if !matches!(encoding.as_str(), "UTF8" | "SQL_ASCII") {
+        return Err(SchemaError::Encoding(encoding));
+    }
     let mut tx = client.transaction()?;
     // An upgrade of a large table takes longer than the statement timeout,
     // and instances starting meanwhile wait for it here.

@@ -8,11 +8,13 @@
 //!
 //! Where a page resumes is a [`Position`] in its order. In name order it
 //! holds the last plant's name, at most [`CURSOR_NAME`] bytes of it: a
-//! longer name is `cut`, and the store reads the whole name of plant `id`
-//! if that plant still has a name starting so ([`Position::resume`]). If
-//! it has not (renamed or deleted since), the page resumes at the first
-//! name in the walk's direction that starts with the cut name, so plants
-//! sharing those first bytes may be listed again, never skipped.
+//! longer name is `cut`, with a hash of the whole name, and the store
+//! reads plant `id`'s name as it is now: if it is still the name cut (its
+//! hash and first bytes agree), the page resumes past it
+//! ([`Position::resume`]). If it is not (renamed or deleted since), the
+//! page resumes at the first name in the walk's direction that starts with
+//! the cut name, so plants sharing those first bytes may be listed again,
+//! never skipped.
 
 use super::Plant;
 
@@ -64,8 +66,22 @@ pub enum Position {
     /// Past this id (id orders).
     Id(i64),
     /// Past this name and id (name orders); `cut`: `name` is only the
-    /// first [`CURSOR_NAME`] bytes (at most) of the plant's name.
-    Name { name: String, id: i64, cut: bool },
+    /// first [`CURSOR_NAME`] bytes (at most) of the plant's name, whose
+    /// [`name_hash`] this is.
+    Name {
+        name: String,
+        id: i64,
+        cut: Option<u64>,
+    },
+}
+
+/// A hash of a whole name, for a cut cursor to tell whether its plant
+/// still has the name it was cut from: FNV-1a (64 bits), the same in
+/// every instance and build.
+pub fn name_hash(name: &[u8]) -> u64 {
+    name.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Where a walk in name order resumes, once a cut name is resolved: past
@@ -78,6 +94,28 @@ pub struct NameBound {
 }
 
 impl Position {
+    /// The position past plant `id` named `name` in a name order: the
+    /// name cut at a character boundary if it is longer than
+    /// [`CURSOR_NAME`] bytes.
+    pub fn past_name(name: &str, id: i64) -> Position {
+        if name.len() <= CURSOR_NAME {
+            return Position::Name {
+                name: name.to_owned(),
+                id,
+                cut: None,
+            };
+        }
+        let end = (0..=CURSOR_NAME)
+            .rev()
+            .find(|&at| name.is_char_boundary(at))
+            .unwrap_or(0);
+        Position::Name {
+            name: name[..end].to_owned(),
+            id,
+            cut: Some(name_hash(name.as_bytes())),
+        }
+    }
+
     /// The bound a name order resumes from. `current` is the name plant
     /// `id` has now (`None` if it is gone), read by the store only when
     /// the name is `cut`; `descending` is the walk's direction. `None`
@@ -86,20 +124,24 @@ impl Position {
         let Position::Name { name, id, cut } = self else {
             return None;
         };
-        if !cut {
+        let Some(hash) = cut else {
             return Some(NameBound {
                 name: name.as_bytes().to_vec(),
                 id: *id,
                 inclusive: false,
             });
-        }
+        };
+        let still =
+            |whole: &str| whole.starts_with(name.as_str()) && name_hash(whole.as_bytes()) == *hash;
         match current {
-            Some(whole) if whole.starts_with(name.as_str()) => Some(NameBound {
+            Some(whole) if still(whole) => Some(NameBound {
                 name: whole.as_bytes().to_vec(),
                 id: *id,
                 inclusive: false,
             }),
-            // Renamed or gone: at the first name starting with `name`.
+            // Renamed or gone (or, for a name renamed within its first
+            // bytes, moved past plants a walk has not seen): at the first
+            // name starting with `name`.
             _ if !descending => Some(NameBound {
                 name: name.as_bytes().to_vec(),
                 id: i64::MIN,
@@ -183,7 +225,7 @@ mod tests {
         let cut = Position::Name {
             name: "ab".into(),
             id: 7,
-            cut: true,
+            cut: Some(name_hash(b"abcd")),
         };
         let past = |name: &str, id, inclusive| {
             Some(NameBound {
@@ -195,15 +237,19 @@ mod tests {
         assert_eq!(cut.resume(Some("abcd"), false), past("abcd", 7, false));
         assert_eq!(cut.resume(Some("abcd"), true), past("abcd", 7, false));
         assert_eq!(cut.resume(Some("xy"), false), past("ab", i64::MIN, true));
+        // Renamed within the cut bytes: at the prefix, not past its new name.
+        assert_eq!(cut.resume(Some("abce"), false), past("ab", i64::MIN, true));
+        assert_eq!(cut.resume(Some("abce"), true), past("ac", i64::MIN, false));
         assert_eq!(cut.resume(None, true), past("ac", i64::MIN, false));
         assert_eq!(successor(b"a\xff\xff"), Some(b"b".to_vec()));
         assert_eq!(successor(b"\xff"), None);
-        let whole = Position::Name {
-            name: "ab".into(),
-            id: 7,
-            cut: false,
-        };
+        let whole = Position::past_name("ab", 7);
         assert_eq!(whole.resume(None, true), past("ab", 7, false));
         assert_eq!(Position::Id(3).resume(None, false), None);
+        let long = "é".repeat(200);
+        let Position::Name { name, cut, .. } = Position::past_name(&long, 1) else {
+            panic!("a name position");
+        };
+        assert_eq!((name.len(), cut), (256, Some(name_hash(long.as_bytes()))));
     }
 }

@@ -1,10 +1,13 @@
 //! Search text folding: one rule for both stores.
 //!
 //! A search matches a plant whose name or tag contains the search text,
-//! case-insensitively: both are folded by [`fold`] (Unicode lower-casing,
-//! as `str::to_lowercase`, and NUL as U+FFFD, since PostgreSQL's `text`
-//! cannot hold NUL) and the folded text must contain the folded search
-//! text. The PostgreSQL store keeps the folded name and tag in columns
+//! case-insensitively: both are folded by [`fold`] (Unicode lower-casing
+//! character by character, as `char::to_lowercase`; the final sigma `ς`
+//! as `σ`; NUL as U+FFFD, since PostgreSQL's `text` cannot hold NUL) and
+//! the folded text must contain the folded search text. Character by
+//! character, not as `str::to_lowercase`, whose Σ becomes ς at the end of
+//! a word: then "ΑΣ" typed into a search box would not find "ΑΣΤΡΟ",
+//! which contains it. The PostgreSQL store keeps the folded name and tag in columns
 //! this function wrote, so its `LIKE` compares what the memory store
 //! compares; `%`, `_` and `\` in a search are escaped there, so they are
 //! taken literally.
@@ -14,9 +17,13 @@ pub const MAX_SEARCH: usize = 256;
 
 /// Folds text for searching.
 pub fn fold(text: &str) -> String {
-    let mut folded = text.to_lowercase();
-    if folded.contains('\0') {
-        folded = folded.replace('\0', "\u{FFFD}");
+    let mut folded = String::with_capacity(text.len());
+    for c in text.chars().flat_map(char::to_lowercase) {
+        folded.push(match c {
+            'ς' => 'σ',
+            '\0' => '\u{FFFD}',
+            c => c,
+        });
     }
     folded
 }
@@ -72,7 +79,10 @@ mod tests {
 
     #[test]
     fn folding_is_unicode_lower_casing() {
-        assert_eq!(fold("Ärger ΣΑΣ"), "ärger σας");
+        assert_eq!(fold("Ärger ΣΑΣ σας"), "ärger σασ σασ");
+        // What a search box holds mid-word finds the whole word.
+        assert!(fold("ΑΣΤΡΟ").contains(&fold("ΑΣ")));
+        assert!(contains_folded("ΟΔΟΣ", &fold("Σ")));
         assert_eq!(fold("a\0b"), "a\u{FFFD}b");
         // The Kelvin sign folds to an ASCII k.
         assert_eq!(fold("\u{212A}"), "k");

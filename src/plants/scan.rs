@@ -1,7 +1,8 @@
 //! The memory store's scans, read off the event loops.
 //!
 //! A page that may have to read the whole store to fill (a search, whose
-//! matches may be few) or to count (`count` with a tag or a search) takes
+//! matches may be few, or a tag in name order) or to count (`count` with a
+//! tag or a search) takes
 //! tens of milliseconds at a million plants. Read on an event loop, it
 //! would hold every other connection of that loop for as long; so such a
 //! query is answered later, from one scan thread, as a database query is
@@ -37,9 +38,13 @@ pub(super) struct Scans {
 }
 
 impl Scans {
-    /// Whether `query` may read more than a page's worth of the store.
+    /// Whether `query` may read more than a page's worth of the store: a
+    /// search, a count with a filter, or a tag in name order (the tag
+    /// index is in id order, so a rare tag is looked for among every
+    /// name).
     pub fn needed(query: &Query) -> bool {
-        query.search.is_some() || (query.count && query.tag.is_some())
+        let tagged = query.tag.is_some();
+        query.search.is_some() || (tagged && (query.count || query.order.by_name()))
     }
 
     /// `query` answered later, from the scan thread.

@@ -2,8 +2,8 @@
 //! either way), filtered by tag and search text, read in short steps; and
 //! counting what a query matches.
 //!
-//! Each step holds one shard's read lock while it examines at most a few
-//! hundred entries past the cursor, in the shard's order for the query
+//! Each step holds one shard's read lock while it examines at most
+//! `walk::SCAN` (1,024) entries past the cursor, in the shard's order for the query
 //! (`walk.rs`: the map by id, the tag index, or the name order of
 //! `order.rs`), and copies those that match. The steps of all shards are
 //! merged: everything up to the least advanced place where a shard that
@@ -159,12 +159,12 @@ impl Core {
             })),
             (Some(at @ Position::Name { id, cut, .. }), true) => {
                 let current = match cut {
-                    true => self
+                    Some(_) => self
                         .read(shard_of(*id))
                         .plants
                         .get(id)
                         .map(|p| p.name().to_owned()),
-                    false => None,
+                    None => None,
                 };
                 let bound = at.resume(current.as_deref(), descending)?;
                 Some(Some(Mark {

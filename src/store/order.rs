@@ -64,7 +64,10 @@ struct Target<'a> {
     key: [u64; 2],
     /// Whether the entry with this id, where there is one, is the one
     /// sought (a removal: the map may already hold the plant's new name,
-    /// or none).
+    /// or none). Otherwise (an insert, where a walk resumes) an entry is
+    /// placed by its name as the map holds it now: a cursor's plant
+    /// renamed since (within the same key) is where its new name puts it,
+    /// and the target where the cursor's name does.
     own: bool,
 }
 
@@ -74,7 +77,7 @@ impl<'a> Target<'a> {
             name,
             id,
             key: key(name),
-            own: true,
+            own: false,
         }
     }
 

@@ -22,15 +22,7 @@ pub(super) fn position(order: Order, id: i64, name: &str) -> Position {
     if !order.by_name() {
         return Position::Id(id);
     }
-    let mut end = name.len().min(CURSOR_NAME);
-    while !name.is_char_boundary(end) {
-        end -= 1;
-    }
-    Position::Name {
-        name: name[..end].to_owned(),
-        id,
-        cut: end < name.len(),
-    }
+    Position::past_name(name, id)
 }
 
 pub(super) fn query(order: Order, tag: Option<&str>, search: Option<&str>, limit: usize) -> Query {
@@ -188,7 +180,7 @@ fn a_cut_name_resumes_at_its_plant_or_at_its_prefix() {
     let (store, _) = filled(&spec);
     let from_two = |order: Order| {
         let after = Some(position(order, 2, &b));
-        assert!(matches!(after, Some(Position::Name { cut: true, .. })));
+        assert!(matches!(after, Some(Position::Name { cut: Some(_), .. })));
         let page = store.query(
             &Query {
                 after,
@@ -292,7 +284,7 @@ fn a_position_of_another_kind_or_past_the_end_lists_nothing() {
     let name = Position::Name {
         name: "a".into(),
         id: 0,
-        cut: false,
+        cut: None,
     };
     for (order, after) in [
         (Order::Id, name.clone()),
@@ -324,7 +316,7 @@ fn a_position_of_another_kind_or_past_the_end_lists_nothing() {
     let top = Position::Name {
         name: "\u{10FFFF}".into(),
         id: 0,
-        cut: true,
+        cut: Some(0),
     };
     let page = store.query(
         &Query {

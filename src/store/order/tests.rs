@@ -180,3 +180,42 @@ fn bytes_per_plant_for_a_million_short_names() {
         assert!(per_plant <= budget, "{per_plant} bytes a plant");
     }
 }
+
+/// Regression: a walk resumed past a plant that was renamed within the
+/// same 15-byte key since compared that plant by id alone, wherever its
+/// new name had moved it, and so skipped plants that never changed.
+#[test]
+fn a_walk_resumes_past_a_name_whatever_its_plant_is_called_now() {
+    let mut both = Both::default();
+    let stem = "Monstera delici"; // 15 bytes: every name shares the key
+    for id in 0..40 {
+        both.put(id, &format!("{stem}{:02}", id));
+    }
+    for (renamed, to) in [(7, 33), (30, 2), (0, 39), (39, 0)] {
+        let old = format!("{stem}{renamed:02}");
+        both.put(renamed, &format!("{stem}{to:02}x"));
+        both.check();
+        for descending in [false, true] {
+            let from = Some((old.as_bytes(), renamed, false));
+            let got: Vec<i64> = both.order.walk(&both.plants, from, descending).collect();
+            let mut want: Vec<(Vec<u8>, i64)> = both.sorted();
+            want.retain(|(name, id)| {
+                let place = (name.as_slice(), *id).cmp(&(old.as_bytes(), renamed));
+                if descending {
+                    place.is_lt()
+                } else {
+                    place.is_gt()
+                }
+            });
+            if descending {
+                want.reverse();
+            }
+            let want: Vec<i64> = want.into_iter().map(|(_, id)| id).collect();
+            assert_eq!(
+                got, want,
+                "past {old:?}, {renamed} renamed, descending {descending}"
+            );
+        }
+        both.put(renamed, &old);
+    }
+}

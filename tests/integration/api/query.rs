@@ -85,12 +85,16 @@ fn search_matches_name_or_tag_case_insensitively_and_literally(kind: Kind) {
     plant(&server, 5, "50%_off", None);
     plant(&server, 6, "a\\b", Some("x"));
     plant(&server, 7, "5000 off", Some("Ärger"));
+    plant(&server, 8, "ΑΣΤΡΟ", None);
     for (q, want) in [
         ("fern", vec![2, 3]),
         ("FeRn", vec![2, 3]),
         ("%C3%A4rg", vec![4, 7]), // ä: Unicode, name or tag
         ("%C3%84R", vec![4, 7]),
         ("trop", vec![1]),
+        // ΑΣ, as typed mid-word, finds ΑΣΤΡΟ (no final sigma); σ too.
+        ("%CE%91%CE%A3", vec![8]),
+        ("%CF%83", vec![8]),
         ("%25", vec![5]), // % is literal, not "anything"
         ("_", vec![5]),   // _ is literal, not "one character"
         ("%25_", vec![5]),
@@ -434,20 +438,26 @@ fn long_names_keep_the_cursor_short(kind: Kind) {
         }
         assert_eq!(all, want, "{sort}");
     }
-    // The last plant of the first page is renamed away from the stem.
-    let first = get(&server, "/plants?sort=name&limit=5");
-    assert_eq!(ids(&first), [11, 10, 9, 8, 7]);
-    let body = r#"{"name":"zz"}"#;
-    assert_eq!(
-        server.send("PUT", "/plants/7", &[AUTH, JSON], body).status,
-        200
-    );
-    let again = get(&server, &next(&first).unwrap());
-    assert_eq!(
-        ids(&again),
-        [11, 10, 9, 8, 6],
-        "from the prefix's first name"
-    );
+    // The last plant of the first page is renamed: away from the stem, or
+    // within the cursor's 256 bytes (past every other name). Either way
+    // the next page starts again at the first name with those bytes: a
+    // repeat, never a skip.
+    for to in ["zz".to_owned(), format!("{stem}99")] {
+        let body = json!({"name": format!("{stem}04")}).to_string();
+        assert_eq!(
+            server.send("PUT", "/plants/7", &[AUTH, JSON], &body).status,
+            200
+        );
+        let first = get(&server, "/plants?sort=name&limit=5");
+        assert_eq!(ids(&first), [11, 10, 9, 8, 7]);
+        let body = json!({"name": to}).to_string();
+        assert_eq!(
+            server.send("PUT", "/plants/7", &[AUTH, JSON], &body).status,
+            200
+        );
+        let again = get(&server, &next(&first).unwrap());
+        assert_eq!(ids(&again), [11, 10, 9, 8, 6], "renamed to {to:.3}...");
+    }
 }
 
 crate::on_each_store!(

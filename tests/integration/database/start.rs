@@ -100,6 +100,28 @@ fn a_newer_schema_version_stops_start_up_with_exit_1_naming_both_versions() {
 }
 
 #[test]
+fn a_database_whose_encoding_cannot_hold_every_name_stops_start_up_saying_so() {
+    let database = FreshDatabase::new();
+    let mut admin = database.admin();
+    for statement in [
+        format!("DROP DATABASE {}", database.name()),
+        format!(
+            "CREATE DATABASE {} ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' \
+             TEMPLATE template0",
+            database.name()
+        ),
+    ] {
+        admin.batch_execute(&statement).unwrap();
+    }
+    let args = ["--database", &database.url];
+    let (code, stderr) = run_to_exit(&args, Some(TOKEN), Duration::from_secs(10));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("encoding is LATIN1"), "{stderr}");
+    assert!(stderr.contains("ENCODING 'UTF8'"), "{stderr}");
+    assert!(!stderr.contains("listening"), "{stderr}");
+}
+
+#[test]
 fn a_version_1_database_gets_the_change_log_and_keeps_its_plants() {
     let database = FreshDatabase::new();
     let mut client = database.client();
