@@ -14,14 +14,14 @@
 //! answered 503 (`Unavailable::Busy`) at once, so a flood of searches
 //! costs a bounded queue, not memory or threads.
 
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
 
 use log::warn;
 
 use super::{Outcome, Pending, Reply};
-use crate::lock::lock;
+use crate::lock::{lock, wait};
 use crate::model::{NotDone, Page, Query, Unavailable};
 use crate::store::Store;
 
@@ -31,10 +31,20 @@ const QUEUED: usize = 64;
 /// One scan: the query, its byte bound, and where its page goes.
 type Job = (Query, usize, Reply<Page>);
 
-/// The scan thread, once started.
+/// The scan thread, once started, and its queue. (A `Mutex` and a
+/// `Condvar` rather than a channel: the binary has them already, and
+/// std's channel costs some kilobytes of code.)
 #[derive(Default)]
 pub(super) struct Scans {
-    thread: Mutex<Option<(SyncSender<Job>, JoinHandle<()>)>>,
+    queue: Arc<Queue>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// The jobs waiting, and whether the door is gone.
+#[derive(Default)]
+struct Queue {
+    jobs: Mutex<(VecDeque<Job>, bool)>,
+    ready: Condvar,
 }
 
 impl Scans {
@@ -49,57 +59,62 @@ impl Scans {
 
     /// `query` answered later, from the scan thread.
     pub fn page(&self, store: &Arc<Store>, query: Query, bytes: usize) -> Outcome<Page> {
-        let sender = {
+        {
             let mut thread = lock(&self.thread);
             if thread.is_none() {
-                match start(Arc::clone(store)) {
-                    Ok(started) => *thread = Some(started),
+                let (store, queue) = (Arc::clone(store), Arc::clone(&self.queue));
+                let started = thread::Builder::new()
+                    .name("scan".into())
+                    .spawn(move || serve(&store, &queue));
+                match started {
+                    Ok(handle) => *thread = Some(handle),
                     Err(e) => {
                         warn!("cannot start the scan thread: {e}");
                         return Outcome::Ready(Err(NotDone::Unavailable(Unavailable::Busy)));
                     }
                 }
             }
-            thread.as_ref().map(|(sender, _)| sender.clone())
-        };
-        let Some(sender) = sender else {
-            return Outcome::Ready(Err(NotDone::Unavailable(Unavailable::Busy)));
-        };
+        }
+        let queue = Arc::clone(&self.queue);
         Outcome::Pending(Pending::new(move |reply: Reply<Page>| {
-            match sender.try_send((query, bytes, reply)) {
-                Ok(()) => {}
-                Err(TrySendError::Full((_, _, reply))) => {
-                    reply(Err(NotDone::Unavailable(Unavailable::Busy)));
+            let mut jobs = lock(&queue.jobs);
+            let refused = match &*jobs {
+                (_, true) => Unavailable::Stopping,
+                (waiting, _) if waiting.len() >= QUEUED => Unavailable::Busy,
+                _ => {
+                    jobs.0.push_back((query, bytes, reply));
+                    queue.ready.notify_one();
+                    return;
                 }
-                Err(TrySendError::Disconnected((_, _, reply))) => {
-                    reply(Err(NotDone::Unavailable(Unavailable::Stopping)));
-                }
-            }
+            };
+            drop(jobs);
+            reply(Err(NotDone::Unavailable(refused)));
         }))
     }
 }
 
 impl Drop for Scans {
     fn drop(&mut self) {
+        lock(&self.queue.jobs).1 = true;
+        self.queue.ready.notify_one();
+        // The thread ends once the queue is closed and drained.
         let started = lock(&self.thread).take();
-        if let Some((sender, handle)) = started {
-            // The thread ends once the queue is closed and drained.
-            drop(sender);
+        if let Some(handle) = started {
             let _ = handle.join();
         }
     }
 }
 
-fn start(store: Arc<Store>) -> std::io::Result<(SyncSender<Job>, JoinHandle<()>)> {
-    let (sender, receiver) = sync_channel(QUEUED);
-    let handle = thread::Builder::new()
-        .name("scan".into())
-        .spawn(move || serve(&store, &receiver))?;
-    Ok((sender, handle))
-}
-
-fn serve(store: &Store, jobs: &Receiver<Job>) {
-    while let Ok((query, bytes, reply)) = jobs.recv() {
+fn serve(store: &Store, queue: &Queue) {
+    loop {
+        let mut jobs = lock(&queue.jobs);
+        while jobs.0.is_empty() && !jobs.1 {
+            jobs = wait(&queue.ready, jobs);
+        }
+        let Some((query, bytes, reply)) = jobs.0.pop_front() else {
+            return;
+        };
+        drop(jobs);
         reply(Ok(store.query(&query, bytes)));
     }
 }

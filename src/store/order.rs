@@ -287,4 +287,4 @@ fn chunk_of(entries: &[Entry]) -> Vec<Entry> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -6,22 +6,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use super::order::tests::Rng;
 use super::query_tests::{ORDERS, plant, position, query};
 use super::walk::compare;
 use super::*;
 use crate::model::{Order, Query};
 
-/// xorshift64*: small and seedable.
-struct Rng(u64);
-
 impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
-    }
-
     /// A name anywhere in the order, with "needle" in one of three.
     fn name(&mut self, what: &str, id: i64) -> String {
         let letter = char::from(b'a' + self.below(26) as u8);

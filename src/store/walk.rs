@@ -69,7 +69,7 @@ pub(super) fn step(
     out: &mut Vec<(i64, Packed)>,
 ) -> Option<Mark> {
     let mut copied = 0;
-    let last = visit(shard, query, query.order, from, |id, plant| {
+    let last = visit(shard, query, query.order, from, &mut |id, plant| {
         out.push((id, plant.clone()));
         copied += 1;
         copied < take
@@ -86,7 +86,7 @@ pub(super) fn count(shard: &Shard, query: &Query, from: Option<i64>) -> (u64, Op
         id,
         inclusive: false,
     });
-    let last = visit(shard, query, Order::Id, from.as_ref(), |_, _| {
+    let last = visit(shard, query, Order::Id, from.as_ref(), &mut |_, _| {
         found += 1;
         true
     });
@@ -99,7 +99,7 @@ pub(super) fn count(shard: &Shard, query: &Query, from: Option<i64>) -> (u64, Op
 fn examine<'a>(
     plants: impl Iterator<Item = (i64, &'a Packed)>,
     query: &Query,
-    mut found: impl FnMut(i64, &'a Packed) -> bool,
+    found: &mut dyn FnMut(i64, &'a Packed) -> bool,
 ) -> Option<(i64, &'a Packed)> {
     let (mut last, mut examined, mut full) = (None, 0, false);
     for (id, plant) in plants {
@@ -145,7 +145,7 @@ fn visit<'a>(
     query: &'a Query,
     order: Order,
     from: Option<&Mark>,
-    found: impl FnMut(i64, &'a Packed) -> bool,
+    found: &mut dyn FnMut(i64, &'a Packed) -> bool,
 ) -> Option<(i64, &'a Packed)> {
     let descending = order.descending();
     let plants = &shard.plants;

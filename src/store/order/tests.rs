@@ -59,11 +59,11 @@ impl Both {
     }
 }
 
-/// xorshift64*: small and seedable.
-struct Rng(u64);
+/// xorshift64*: small and seedable (the store's other tests use it too).
+pub(in crate::store) struct Rng(pub u64);
 
 impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
+    pub fn below(&mut self, n: u64) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;

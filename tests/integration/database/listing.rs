@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use plantstore::model::fold;
 
+use super::orders::encoded;
 use super::start::versions;
 use crate::process::binary::Running;
 use crate::support::{AUTH, FreshDatabase, JSON, TOKEN, TestServer, config, eventually, send_to};
@@ -31,17 +32,6 @@ CREATE TABLE plant_changes (
 );
 INSERT INTO plantstore_schema (version) VALUES (2);
 ";
-
-/// `text` for a query string: every byte but ASCII letters and digits
-/// percent-encoded.
-fn encoded(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
 
 /// The ids of a listing's page.
 fn ids(page: &Value) -> Vec<i64> {

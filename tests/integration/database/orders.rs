@@ -35,8 +35,9 @@ const PLANTS: &[(i64, &str, Option<&str>)] = &[
     (i64::MIN, "Zz", None),
 ];
 
-/// Percent-encodes every byte but ASCII letters and digits.
-fn encoded(text: &str) -> String {
+/// Percent-encodes every byte but ASCII letters and digits, for a query
+/// string.
+pub(super) fn encoded(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => (b as char).to_string(),
