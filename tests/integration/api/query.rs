@@ -251,44 +251,51 @@ fn paging_under_concurrent_writers_sees_each_lasting_plant_once(kind: Kind) {
             );
         };
         let pages = walk_between(&server, &format!("/plants?sort={sort}&limit=13"), paced);
-        let mut seen: HashMap<i64, usize> = HashMap::new();
-        for page in &pages {
-            let on_page: HashSet<i64> = page.iter().map(|r| r["id"].as_i64().unwrap()).collect();
-            assert_eq!(on_page.len(), page.len(), "{sort}: an id twice on one page");
-            for id in on_page {
-                *seen.entry(id).or_default() += 1;
-            }
-        }
-        for id in 0..300 {
-            assert_eq!(seen.get(&id), Some(&1), "{sort}: lasting plant {id}");
-        }
-        for (id, times) in &seen {
-            assert!(
-                *times == 1 || (400..450).contains(id),
-                "{sort}: {id} seen {times} times"
-            );
-        }
-        // Strictly monotone over the lasting plants (the renamed ones may
-        // move across the cursor).
-        let lasting: Vec<(Vec<u8>, i64)> = pages
-            .iter()
-            .flatten()
-            .filter(|r| r["id"].as_i64().unwrap() < 400)
-            .map(|r| match sort {
-                "name" | "-name" => key(r),
-                _ => (Vec::new(), r["id"].as_i64().unwrap()),
-            })
-            .collect();
-        let ordered = lasting.windows(2).all(|w| match sort {
-            "name" | "id" => w[0] < w[1],
-            _ => w[0] > w[1],
-        });
-        assert!(ordered, "{sort}: in order");
+        check_walk(sort, &pages);
     }
     stop.store(true, Ordering::Relaxed);
     for writer in writers {
         writer.join().unwrap();
     }
+}
+
+/// What a walk in `sort` under the writers must show: each lasting plant
+/// (0..300) once, no id twice except the renamed ones (400..450), none
+/// twice on one page, the lasting ones in order.
+fn check_walk(sort: &str, pages: &[Vec<Value>]) {
+    let mut seen: HashMap<i64, usize> = HashMap::new();
+    for page in pages {
+        let on_page: HashSet<i64> = page.iter().map(|r| r["id"].as_i64().unwrap()).collect();
+        assert_eq!(on_page.len(), page.len(), "{sort}: an id twice on one page");
+        for id in on_page {
+            *seen.entry(id).or_default() += 1;
+        }
+    }
+    for id in 0..300 {
+        assert_eq!(seen.get(&id), Some(&1), "{sort}: lasting plant {id}");
+    }
+    for (id, times) in &seen {
+        assert!(
+            *times == 1 || (400..450).contains(id),
+            "{sort}: {id} seen {times} times"
+        );
+    }
+    // Strictly monotone over the lasting plants (the renamed ones may
+    // move across the cursor).
+    let lasting: Vec<(Vec<u8>, i64)> = pages
+        .iter()
+        .flatten()
+        .filter(|r| r["id"].as_i64().unwrap() < 400)
+        .map(|r| match sort {
+            "name" | "-name" => key(r),
+            _ => (Vec::new(), r["id"].as_i64().unwrap()),
+        })
+        .collect();
+    let ordered = lasting.windows(2).all(|w| match sort {
+        "name" | "id" => w[0] < w[1],
+        _ => w[0] > w[1],
+    });
+    assert!(ordered, "{sort}: in order");
 }
 
 fn count_is_what_a_full_walk_returns(kind: Kind) {
