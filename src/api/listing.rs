@@ -39,7 +39,7 @@ pub(super) fn list(app: &App, request: &mut Request<'_>, call: Call) -> Result<R
     let base = base_url(request);
     // Plants past PAGE_BYTES of names and tags could not be sent: their
     // JSON is longer still.
-    let outcome = app.plants.page(query.to_store(), PAGE_BYTES);
+    let outcome = app.plants.page(query.store.clone(), PAGE_BYTES);
     reply(app, request, call.row, outcome, move |page| {
         let response = page_response(&query, base.as_deref(), page.items, page.more);
         Ok(match page.total {
@@ -59,7 +59,7 @@ fn base_url(request: &Request<'_>) -> Option<String> {
     super::cors::origin(&format!("{}://{host}", request.scheme())).ok()
 }
 
-/// The page of `items` (in the query's order, at most `query.limit`),
+/// The page of `items` (in the query's order, at most its `limit`),
 /// with `Link` to the next one (under `base`, or relative) when `more`
 /// follow them or not all fit in PAGE_BYTES. Where the page ends is
 /// settled from the length each record will have, before any is encoded:

@@ -17,26 +17,21 @@
 //! `0.99999999999999999` is not an integer and is refused, not rounded.
 
 use super::{ApiError, cursor};
-use crate::model::{MAX_SEARCH, Order, Position, Query, fold, int64_text};
+use crate::model::{MAX_SEARCH, Order, Query, fold, int64_text};
 
 /// Default and largest page sizes.
 pub const DEFAULT_LIMIT: usize = 100;
 pub const MAX_LIMIT: usize = 1000;
 
-/// A validated listing query.
+/// A validated listing query: what the store is asked, and what only the
+/// answer needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListQuery {
-    /// Page size, `0..=MAX_LIMIT`.
-    pub limit: usize,
-    /// Where the page resumes (the cursor of `sort`).
-    pub after: Option<Position>,
-    /// Exact tag filter.
-    pub tag: Option<String>,
-    /// Search text, as sent (`q`).
+    /// The store's query (its search text folded); `limit` is
+    /// `0..=MAX_LIMIT`.
+    pub store: Query,
+    /// Search text, as sent (`q`), for the next page's `Link`.
     pub search: Option<String>,
-    pub order: Order,
-    /// `count=true`: answer `X-Total-Count`.
-    pub count: bool,
     /// The fields each record shows (`fields`).
     pub fields: Fields,
 }
@@ -146,27 +141,19 @@ impl ListQuery {
                 "query parameter fields (a comma-separated list of id, name, tag, each once)",
             ))?,
         };
-        Ok(ListQuery {
-            limit,
+        let store = Query {
+            order,
             after,
             tag: values.get("tag").map(str::to_owned),
-            search,
-            order,
+            search: search.as_deref().map(fold),
+            limit,
             count,
+        };
+        Ok(ListQuery {
+            store,
+            search,
             fields,
         })
-    }
-
-    /// What the store is asked.
-    pub fn to_store(&self) -> Query {
-        Query {
-            order: self.order,
-            after: self.after.clone(),
-            tag: self.tag.clone(),
-            search: self.search.as_deref().map(fold),
-            limit: self.limit,
-            count: self.count,
-        }
     }
 
     /// The query string of the page after `(id, name)`: every parameter
@@ -175,10 +162,10 @@ impl ListQuery {
         let encode = crate::percent::encode;
         let mut query = format!(
             "after={}&limit={}",
-            encode(&cursor::write(self.order, id, name)),
-            self.limit
+            encode(&cursor::write(self.store.order, id, name)),
+            self.store.limit
         );
-        let sort = match self.order {
+        let sort = match self.store.order {
             Order::Id => None,
             Order::IdDesc => Some("-id"),
             Order::Name => Some("name"),
@@ -189,10 +176,10 @@ impl ListQuery {
                 query.push_str(&format!("&{name}={}", encode(value)));
             }
         };
-        add("tag", self.tag.as_deref());
+        add("tag", self.store.tag.as_deref());
         add("q", self.search.as_deref());
         add("sort", sort);
-        add("count", self.count.then_some("true"));
+        add("count", self.store.count.then_some("true"));
         let fields = (self.fields != Fields::ALL).then(|| self.fields.to_param());
         add("fields", fields.as_deref());
         query
@@ -274,6 +261,7 @@ fn decode(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Position;
 
     const LIST: &[&str] = &["limit", "after", "tag", "q", "sort", "count", "fields"];
 
@@ -310,14 +298,17 @@ mod tests {
     #[test]
     fn defaults_and_values() {
         let q = list("").unwrap();
-        assert_eq!((q.limit, q.after, q.tag), (100, None, None));
         assert_eq!(
-            (q.order, q.count, q.fields, q.search),
+            (q.store.limit, q.store.after, q.store.tag),
+            (100, None, None)
+        );
+        assert_eq!(
+            (q.store.order, q.store.count, q.fields, q.search),
             (Order::Id, false, Fields::ALL, None)
         );
         let q = list("limit=0&after=-5&tag=a%20b+c").unwrap();
         assert_eq!(
-            (q.limit, q.after, q.tag.as_deref()),
+            (q.store.limit, q.store.after, q.store.tag.as_deref()),
             (0, Some(Position::Id(-5)), Some("a b c"))
         );
         let (name, message) = refused("limit=0&limt=5", LIST);
@@ -338,9 +329,9 @@ mod tests {
             Err(ApiError::BadQuery("limit"))
         ));
         assert_eq!(refused("x&limit=1&limit=2", LIST).0, "x");
-        assert_eq!(list("limit=1000").unwrap().limit, 1000);
+        assert_eq!(list("limit=1000").unwrap().store.limit, 1000);
         assert_eq!(
-            list("limit=5.0&after=-2e0").unwrap().after,
+            list("limit=5.0&after=-2e0").unwrap().store.after,
             Some(Position::Id(-2))
         );
     }
@@ -349,8 +340,8 @@ mod tests {
     fn search_sort_count_and_fields() {
         let q = list("q=F%C3%A9rn&sort=-name&count=true&fields=name,id").unwrap();
         assert_eq!(q.search.as_deref(), Some("Férn"));
-        assert_eq!(q.to_store().search.as_deref(), Some("férn"));
-        assert_eq!((q.order, q.count), (Order::NameDesc, true));
+        assert_eq!(q.store.search.as_deref(), Some("férn"));
+        assert_eq!((q.store.order, q.store.count), (Order::NameDesc, true));
         assert_eq!(
             q.fields,
             Fields {
@@ -370,7 +361,7 @@ mod tests {
         );
         let again = list(&next).unwrap();
         assert_eq!(
-            again.after,
+            again.store.after,
             Some(Position::Name {
                 name: "Fern & co".into(),
                 id: 7,
@@ -378,8 +369,8 @@ mod tests {
             })
         );
         assert_eq!(
-            (again.search, again.order, again.fields),
-            (q.search, q.order, q.fields)
+            (again.search, again.store.order, again.fields),
+            (q.search, q.store.order, q.fields)
         );
         assert_eq!(list("").unwrap().next(3, "x"), "after=3&limit=100");
     }
