@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use log::{info, warn};
 
-use crate::api::{App, Tokens};
+use crate::api::{Access, App, Tokens};
 use crate::config::{self, Config, TokenSource};
 use crate::http::{self, Gauge, Server, Stopper};
 use crate::model::Capacity;
@@ -262,7 +262,11 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
     let storage = plants.describe();
     let app = Arc::new(App::new(
         plants,
-        Tokens::new(config.tokens.clone()),
+        Access {
+            tokens: Tokens::new(config.tokens.clone()),
+            read_only: config.read_only,
+            guard: config.guard.clone(),
+        },
         webhooks,
         gauge.clone(),
         config.text_limits,

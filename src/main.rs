@@ -38,7 +38,7 @@ fn run() -> Result<(), Exit> {
     Logger::init(config.log_level, config.log_format)
         .map_err(|e| (1, format!("plantstore: cannot set up logging: {e}")))?;
     if config.token_source == TokenSource::Generated {
-        logging::print_generated_token(config.log_format, &config.tokens[0]);
+        logging::print_generated_token(config.log_format, &config.tokens[0].token);
     }
     let signals = Signals::install().map_err(|e| {
         (

@@ -14,6 +14,46 @@ use std::sync::{Arc, RwLock};
 use super::ApiError;
 use crate::lock::{read, write};
 
+/// What a token (or a ticket made with it) may do: every route's methods
+/// say which they need (`routes::ROUTES`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    /// Read plants, list, query, export, follow the feed.
+    Read,
+    /// Everything `Read` may, and change plants.
+    Write,
+}
+
+impl Scope {
+    /// As the token file and the API write it: `read`, `write`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Write => "write",
+        }
+    }
+}
+
+/// One accepted token and its scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// The token as a client sends it.
+    pub token: String,
+    /// What it may do.
+    pub scope: Scope,
+}
+
+impl Grant {
+    /// A token that may do everything (`--token`, `PLANTSTORE_TOKEN`, a
+    /// line of the token file without a scope).
+    pub fn write(token: String) -> Grant {
+        Grant {
+            token,
+            scope: Scope::Write,
+        }
+    }
+}
+
 /// The accepted bearer tokens.
 pub struct Tokens {
     accepted: RwLock<Arc<[Vec<u8>]>>,
@@ -21,14 +61,14 @@ pub struct Tokens {
 
 impl Tokens {
     /// Accepts exactly these tokens.
-    pub fn new(tokens: Vec<String>) -> Tokens {
+    pub fn new(tokens: Vec<Grant>) -> Tokens {
         Tokens {
             accepted: RwLock::new(set(tokens)),
         }
     }
 
     /// From now on accepts exactly these tokens instead.
-    pub fn replace(&self, tokens: Vec<String>) {
+    pub fn replace(&self, tokens: Vec<Grant>) {
         *write(&self.accepted) = set(tokens);
     }
 
@@ -58,8 +98,9 @@ impl Tokens {
     }
 }
 
-fn set(tokens: Vec<String>) -> Arc<[Vec<u8>]> {
-    tokens.into_iter().map(String::into_bytes).collect()
+// Scopes are not kept yet: every token may write.
+fn set(tokens: Vec<Grant>) -> Arc<[Vec<u8>]> {
+    tokens.into_iter().map(|g| g.token.into_bytes()).collect()
 }
 
 /// The token of a `Bearer <token>` credential (scheme case-insensitive).
@@ -87,7 +128,10 @@ mod tests {
     use super::*;
 
     fn tokens() -> Tokens {
-        Tokens::new(vec!["alpha".into(), "beta".into()])
+        Tokens::new(vec![
+            Grant::write("alpha".into()),
+            Grant::write("beta".into()),
+        ])
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod cors;
 mod cursor;
 mod error;
 mod export;
+mod guard;
 mod listing;
 mod lz;
 mod metrics;
@@ -28,9 +29,10 @@ mod routes;
 mod service;
 mod ui;
 
-pub use auth::Tokens;
+pub use auth::{Grant, Scope, Tokens};
 pub use cors::{Cors, CorsHeaders, RefusedOrigins};
 pub use error::ApiError;
+pub use guard::Guard;
 pub use listing::PAGE_BYTES;
 pub use metrics::Metrics;
 pub use routes::{Method, Params, ROUTES, Route};
@@ -43,6 +45,17 @@ use crate::http::{Gauge, Handler, Request, Response};
 use crate::model::TextLimits;
 use crate::plants::Plants;
 use crate::webhook::Webhooks;
+
+/// Who may do what: the tokens and their scopes, `--read-only`, and the
+/// throttling of failed authentications.
+pub struct Access {
+    /// The accepted tokens.
+    pub tokens: Tokens,
+    /// `--read-only`.
+    pub read_only: bool,
+    /// `--auth-failures`, `--trusted-proxy`.
+    pub guard: Guard,
+}
 
 /// What a handler is given besides the request.
 #[derive(Debug)]
@@ -61,6 +74,10 @@ struct Call {
 pub struct App {
     plants: Plants,
     tokens: Tokens,
+    /// `--read-only`: every change refused.
+    read_only: bool,
+    /// Failed authentications by client address.
+    throttle: guard::Throttle,
     webhooks: Arc<Webhooks>,
     metrics: Arc<Metrics>,
     text_limits: TextLimits,
@@ -78,7 +95,7 @@ impl App {
     /// the `cors` origins read its answers, serving the page at `/` if `ui`.
     pub fn new(
         plants: Plants,
-        tokens: Tokens,
+        access: Access,
         webhooks: Webhooks,
         gauge: Gauge,
         text_limits: TextLimits,
@@ -93,7 +110,9 @@ impl App {
         }
         App {
             plants,
-            tokens,
+            tokens: access.tokens,
+            read_only: access.read_only,
+            throttle: guard::Throttle::new(access.guard),
             webhooks: Arc::new(webhooks),
             metrics: Arc::new(Metrics::new(gauge, routes::labels())),
             text_limits,
@@ -113,7 +132,7 @@ impl App {
     }
 
     /// Accepts exactly these tokens from the next request on.
-    pub fn set_tokens(&self, tokens: Vec<String>) {
+    pub fn set_tokens(&self, tokens: Vec<Grant>) {
         self.tokens.replace(tokens);
     }
 
@@ -127,9 +146,19 @@ impl App {
         self.webhooks.set_secret(key);
     }
 
-    /// The auth check, first line of every protected handler.
-    fn authorize(&self, request: &Request<'_>) -> Result<(), ApiError> {
-        self.tokens.check(request.header("authorization"))
+    /// The gate of every route that needs a token, for a method that
+    /// needs `scope`: the client's address is refused while it is
+    /// throttled (before any token is compared), a failed comparison is
+    /// counted against it, and a token must allow `scope`.
+    fn authorize(&self, request: &Request<'_>, scope: Scope) -> Result<(), ApiError> {
+        let _ = (scope, self.read_only);
+        let client = self.throttle.client(request);
+        self.throttle.admit(client)?;
+        let checked = self.tokens.check(request.header("authorization"));
+        if let Err(ApiError::Unauthorized { presented: true }) = checked {
+            self.throttle.failed(client);
+        }
+        checked
     }
 
     /// The CORS headers every answer to `request` carries, whenever and on

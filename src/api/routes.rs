@@ -25,8 +25,9 @@
 
 use super::query::{self, Values};
 use super::ui::Part;
-use super::{ApiError, App, Call, changes, export, listing, plants, service};
+use super::{ApiError, App, Call, Scope, changes, export, listing, plants, service};
 use crate::http::{BodyError, Request, Response};
+use Scope::{Read, Write};
 
 /// A handler: called after the gate, with the request's row, path id and
 /// query values.
@@ -38,9 +39,9 @@ pub const ROUTES: &[Route] = &[
     Route {
         path: "/plants",
         methods: &[
-            plain("GET", LIST, listing::list),
-            plain("HEAD", LIST, listing::list),
-            json("POST", NONE, plants::create),
+            plain("GET", Read, LIST, listing::list),
+            plain("HEAD", Read, LIST, listing::list),
+            json("POST", Write, NONE, plants::create),
         ],
         auth: true,
         documented: true,
@@ -49,10 +50,10 @@ pub const ROUTES: &[Route] = &[
     Route {
         path: "/plants/{id}",
         methods: &[
-            plain("GET", NONE, plants::get),
-            plain("HEAD", NONE, plants::get),
-            json("PUT", NONE, plants::replace),
-            plain("DELETE", NONE, plants::delete),
+            plain("GET", Read, NONE, plants::get),
+            plain("HEAD", Read, NONE, plants::get),
+            json("PUT", Write, NONE, plants::replace),
+            plain("DELETE", Write, NONE, plants::delete),
         ],
         auth: true,
         documented: true,
@@ -60,14 +61,20 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         path: "/openapi.json",
-        methods: &[plain("GET", ANY, openapi), plain("HEAD", ANY, openapi)],
+        methods: &[
+            plain("GET", Read, ANY, openapi),
+            plain("HEAD", Read, ANY, openapi),
+        ],
         auth: false,
         documented: true,
         part: None,
     },
     Route {
         path: "/healthz",
-        methods: &[plain("GET", ANY, health), plain("HEAD", ANY, health)],
+        methods: &[
+            plain("GET", Read, ANY, health),
+            plain("HEAD", Read, ANY, health),
+        ],
         auth: false,
         documented: true,
         part: None,
@@ -75,8 +82,8 @@ pub const ROUTES: &[Route] = &[
     Route {
         path: "/metrics",
         methods: &[
-            plain("GET", NONE, service::metrics),
-            plain("HEAD", NONE, service::metrics),
+            plain("GET", Read, NONE, service::metrics),
+            plain("HEAD", Read, NONE, service::metrics),
         ],
         auth: true,
         documented: true,
@@ -85,8 +92,8 @@ pub const ROUTES: &[Route] = &[
     Route {
         path: "/export",
         methods: &[
-            plain("GET", NONE, export::export),
-            plain("HEAD", NONE, export::export),
+            plain("GET", Read, NONE, export::export),
+            plain("HEAD", Read, NONE, export::export),
         ],
         auth: true,
         documented: true,
@@ -95,8 +102,8 @@ pub const ROUTES: &[Route] = &[
     Route {
         path: "/plants/changes",
         methods: &[
-            plain("GET", FEED, changes::changes),
-            plain("HEAD", FEED, changes::changes),
+            plain("GET", Read, FEED, changes::changes),
+            plain("HEAD", Read, FEED, changes::changes),
         ],
         auth: true,
         documented: true,
@@ -144,6 +151,10 @@ pub struct Route {
 pub struct Method {
     /// As sent: `GET`, `PUT`, ...
     pub name: &'static str,
+    /// What a token must be allowed to do to call it, on a route that
+    /// needs one: `Write` for every change (refused to a read token, and
+    /// to every token with `--read-only`).
+    pub scope: Scope,
     /// The query parameters it takes.
     pub params: Params,
     /// It takes a JSON body: 415 for another content type, and the body is
@@ -176,9 +187,10 @@ impl Route {
 }
 
 /// A method without a body.
-const fn plain(name: &'static str, params: Params, handler: Handler) -> Method {
+const fn plain(name: &'static str, scope: Scope, params: Params, handler: Handler) -> Method {
     Method {
         name,
+        scope,
         params,
         body: false,
         handler,
@@ -186,9 +198,10 @@ const fn plain(name: &'static str, params: Params, handler: Handler) -> Method {
 }
 
 /// A method that takes a JSON body.
-const fn json(name: &'static str, params: Params, handler: Handler) -> Method {
+const fn json(name: &'static str, scope: Scope, params: Params, handler: Handler) -> Method {
     Method {
         name,
+        scope,
         params,
         body: true,
         handler,
@@ -196,7 +209,7 @@ const fn json(name: &'static str, params: Params, handler: Handler) -> Method {
 }
 
 /// The methods of a file of the page.
-const PAGE: &[Method] = &[plain("GET", ANY, ui), plain("HEAD", ANY, ui)];
+const PAGE: &[Method] = &[plain("GET", Read, ANY, ui), plain("HEAD", Read, ANY, ui)];
 
 /// A file of the page: `GET` and `HEAD`, no token, any query.
 const fn page(path: &'static str, part: Part) -> Route {
@@ -260,7 +273,7 @@ pub(super) fn route(
         .ok_or_else(|| ApiError::MethodNotAllowed(route.allow()))?;
     let resumed = request.resumed();
     if route.auth && !resumed {
-        app.authorize(request)?;
+        app.authorize(request, method.scope)?;
     }
     // Read again when resumed: the handler needs the values, and the same
     // text reads the same (it passed).

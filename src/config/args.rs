@@ -49,6 +49,15 @@ pub struct Args {
     /// a bearer token (visible in the process list: prefer --token-file or PLANTSTORE_TOKEN)
     #[argh(option)]
     pub token: Option<String>,
+    /// refuse every change (403) whatever the token: serve the plants read-only
+    #[argh(switch)]
+    pub read_only: bool,
+    /// failed authentications a minute allowed from one client address (IPv6: one /64) before it is answered 429 for a while; 0 turns the limit off (default 20)
+    #[argh(option, default = "20")]
+    pub auth_failures: u32,
+    /// a reverse proxy (ADDR or CIDR) whose Forwarded or X-Forwarded-For header names the client, for the auth-failure limit (repeatable)
+    #[argh(option)]
+    pub trusted_proxy: Vec<String>,
     /// log level: error, warn, info, debug or trace (default info)
     #[argh(option, default = "String::from(\"info\")")]
     pub log_level: String,
@@ -157,6 +166,9 @@ pub const FLAGS: &[(&str, FlagKind)] = &[
     ("max-data", FlagKind::Option),
     ("token-file", FlagKind::Option),
     ("token", FlagKind::Token),
+    ("read-only", FlagKind::Switch),
+    ("auth-failures", FlagKind::Option),
+    ("trusted-proxy", FlagKind::Repeated),
     ("log-level", FlagKind::Option),
     ("log-format", FlagKind::Option),
     ("head-timeout", FlagKind::Option),

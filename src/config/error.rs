@@ -33,6 +33,9 @@ pub enum ConfigError {
     /// A token in the token file cannot be used (the file, its 1-based line
     /// number, why).
     BadTokenLine(PathBuf, usize, &'static str),
+    /// A `--trusted-proxy` that is not an address or a CIDR block (as
+    /// given, and why).
+    TrustedProxy(String, &'static str),
     /// The token file cannot be read (not a regular file, over 16 MiB,
     /// not text, or an I/O error).
     TokenFile(PathBuf, FileError),
@@ -106,6 +109,9 @@ impl fmt::Display for ConfigError {
             ConfigError::LogFormat(l) => write!(f, "--log-format {l:?} is not one of text, json"),
             ConfigError::TwoTokenSources => f.write_str("give --token or --token-file, not both"),
             ConfigError::BadToken(from, why) => write!(f, "the token from {from} {why}"),
+            ConfigError::TrustedProxy(proxy, why) => {
+                write!(f, "--trusted-proxy {proxy:?} {why}")
+            }
             ConfigError::BadTokenLine(p, line, why) => {
                 write!(f, "token file {} line {line}: the token {why}", p.display())
             }

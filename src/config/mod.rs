@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use log::LevelFilter;
 
-use crate::api::Cors;
+use crate::api::{Cors, Grant, Guard};
 use crate::http::Limits;
 use crate::logging::Format as LogFormat;
 use crate::model::{Durability, MAX_TEXT_BYTES, SyncMode, TextLimits};
@@ -67,8 +67,12 @@ pub struct Config {
     pub text_limits: TextLimits,
     /// Bytes of names and tags the store may hold.
     pub max_data: u64,
-    /// Accepted bearer tokens (never empty).
-    pub tokens: Vec<String>,
+    /// Accepted bearer tokens and their scopes (never empty).
+    pub tokens: Vec<Grant>,
+    /// `--read-only`: every change is refused, whatever the token.
+    pub read_only: bool,
+    /// `--auth-failures` and `--trusted-proxy`: who is throttled and how.
+    pub guard: Guard,
     /// Where the tokens came from.
     pub token_source: TokenSource,
     /// `--token-file`: read again on SIGHUP.
@@ -163,6 +167,8 @@ impl Config {
             webhook.tls = Some(client);
             warnings.extend(warning);
         }
+        let guard = Guard::parse(args.auth_failures, &args.trusted_proxy)
+            .map_err(|(proxy, why)| ConfigError::TrustedProxy(proxy, why))?;
         let cors = Cors::parse(&args.cors_origin)
             .map_err(|(origin, why)| ConfigError::CorsOrigin(origin, why))?;
         #[cfg(feature = "tls")]
@@ -174,6 +180,8 @@ impl Config {
             text_limits,
             max_data: args.max_data,
             tokens: tokens.accepted,
+            read_only: args.read_only,
+            guard,
             token_source: tokens.source,
             token_file,
             webhook_secret_file,

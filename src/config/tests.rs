@@ -2,7 +2,13 @@
 
 use super::tokens::{TokenSet, read_token_file};
 use super::*;
+use crate::api::Scope;
 use argh::FromArgs;
+
+/// The tokens of a set, without their scopes.
+fn plain(set: &TokenSet) -> Vec<&str> {
+    set.accepted.iter().map(|g| g.token.as_str()).collect()
+}
 
 fn args(extra: &[&str]) -> Args {
     Args::from_args(&["plantstore"], extra).expect("flags parse")
@@ -11,18 +17,12 @@ fn args(extra: &[&str]) -> Args {
 #[test]
 fn token_sources_resolve_in_order() {
     let set = tokens(None, Some("f".into()), Some("e".into())).unwrap();
-    assert_eq!(
-        (set.accepted, set.source),
-        (vec!["f".to_string()], TokenSource::Flag)
-    );
+    assert_eq!((plain(&set), set.source), (vec!["f"], TokenSource::Flag));
     let set = tokens(None, None, Some("e".into())).unwrap();
-    assert_eq!(
-        (set.accepted, set.source),
-        (vec!["e".to_string()], TokenSource::Env)
-    );
+    assert_eq!((plain(&set), set.source), (vec!["e"], TokenSource::Env));
     let set = tokens(None, None, None).unwrap();
     assert_eq!(set.source, TokenSource::Generated);
-    assert_eq!(set.accepted[0].len(), 64);
+    assert_eq!(set.accepted[0].token.len(), 64);
     assert_ne!(
         set.accepted,
         tokens(None, None, None).unwrap().accepted,
@@ -44,9 +44,9 @@ fn token_file(name: &str, contents: &[u8]) -> Result<TokenSet, String> {
 #[test]
 fn a_byte_order_mark_is_not_part_of_the_first_token() {
     let set = token_file("bom", b"\xef\xbb\xbffirst\r\nsecond\n").unwrap();
-    assert_eq!(set.accepted, ["first", "second"]);
+    assert_eq!(plain(&set), ["first", "second"]);
     let set = token_file("bom-comment", "\u{feff}# rotation\nonly\n".as_bytes()).unwrap();
-    assert_eq!(set.accepted, ["only"]);
+    assert_eq!(plain(&set), ["only"]);
     assert!(token_file("bom-alone", b"\xef\xbb\xbf\n").is_err());
 }
 
@@ -57,8 +57,19 @@ fn a_token_file_line_that_cannot_match_is_refused_naming_the_line() {
         ("ctl", "ok\n\n# c\ns3cr3t\x01x\n", 4, "a control character"),
         ("nul", "s3cr3t\0x\n", 1, "a control character"),
         ("del", "ok\ns3cr3t\x7fx", 2, "a control character"),
-        ("space", "# c\ns3cr3t x\n", 2, "whitespace"),
-        ("tab", "s3cr3t\tx\n", 1, "whitespace"),
+        (
+            "space",
+            "# c\ns3cr3t x\n",
+            2,
+            "a scope other than read or write",
+        ),
+        ("tab", "s3cr3t\tx\n", 1, "a scope other than read or write"),
+        (
+            "words",
+            "s3cr3t read x\n",
+            1,
+            "followed by more than a scope",
+        ),
         ("nbsp", "ok\ns3cr3t\u{a0}x\n", 2, "whitespace"),
         ("long", &long, 2, "longer than 4096 bytes"),
     ] {
@@ -79,7 +90,25 @@ fn a_token_file_line_that_cannot_match_is_refused_naming_the_line() {
     }
     let longest = "a".repeat(MAX_TOKEN);
     let set = token_file("longest", format!(" {longest}\t\n").as_bytes()).unwrap();
-    assert_eq!(set.accepted, [longest]);
+    assert_eq!(plain(&set), [longest.as_str()]);
+}
+
+#[test]
+fn a_token_file_line_may_name_its_scope() {
+    let set = token_file("scopes", b"writer\nreader read\n  both\twrite \n").unwrap();
+    let scopes: Vec<(&str, Scope)> = set
+        .accepted
+        .iter()
+        .map(|g| (g.token.as_str(), g.scope))
+        .collect();
+    assert_eq!(
+        scopes,
+        [
+            ("writer", Scope::Write),
+            ("reader", Scope::Read),
+            ("both", Scope::Write)
+        ]
+    );
 }
 
 #[test]
@@ -100,13 +129,13 @@ fn flag_and_environment_tokens_follow_the_same_rules() {
         );
     }
     let set = tokens(None, Some(" padded\n".into()), None).unwrap();
-    assert_eq!(set.accepted, ["padded"]);
+    assert_eq!(plain(&set), ["padded"]);
 }
 
 #[test]
 fn a_repeated_token_is_kept_once_with_a_warning_naming_the_lines() {
     let set = token_file("dup", b"s3cr3t\nother\n\n  s3cr3t\nother\n").unwrap();
-    assert_eq!(set.accepted, ["s3cr3t", "other"]);
+    assert_eq!(plain(&set), ["s3cr3t", "other"]);
     assert_eq!(set.warnings.len(), 2, "{:?}", set.warnings);
     assert!(set.warnings[0].ends_with("line 4 repeats the token of line 1"));
     assert!(set.warnings[1].ends_with("line 5 repeats the token of line 2"));

@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::{ConfigError, TokenSource};
+use crate::api::{Grant, Scope};
 use crate::{os, webhook};
 
 /// The key in a `--webhook-secret-file`, checked as at start-up (for a
@@ -34,7 +35,7 @@ pub fn read_webhook_secret(path: &Path) -> Result<Vec<u8>, ConfigError> {
 
 /// The tokens in a `--token-file`, checked as at start-up, and the
 /// warnings about it (for a reload).
-pub fn read_tokens(path: &Path) -> Result<(Vec<String>, Vec<String>), ConfigError> {
+pub fn read_tokens(path: &Path) -> Result<(Vec<Grant>, Vec<String>), ConfigError> {
     let set = read_token_file(path.to_path_buf())?;
     Ok((set.accepted, set.warnings))
 }
@@ -63,7 +64,7 @@ fn token_fault(token: &str) -> Option<&'static str> {
 #[derive(Debug)]
 pub(super) struct TokenSet {
     /// Accepted tokens, each once (never empty).
-    pub(super) accepted: Vec<String>,
+    pub(super) accepted: Vec<Grant>,
     /// Where they came from.
     pub(super) source: TokenSource,
     /// Warnings for the start-up log.
@@ -73,7 +74,7 @@ pub(super) struct TokenSet {
 impl TokenSet {
     fn one(token: String, source: TokenSource) -> TokenSet {
         TokenSet {
-            accepted: vec![token],
+            accepted: vec![Grant::write(token)],
             source,
             warnings: Vec::new(),
         }
@@ -106,9 +107,10 @@ pub(super) fn tokens(
     }
 }
 
-/// One token per line; blank lines and `#` comments ignored, a leading
-/// byte order mark skipped. A repeated token is kept once, with a warning
-/// naming both lines.
+/// One token per line, `TOKEN` (read and write) or `TOKEN read` (or
+/// `TOKEN write`); blank lines and `#` comments ignored, a leading byte
+/// order mark skipped. A repeated token is kept once (its first line's
+/// scope), with a warning naming both lines.
 pub(super) fn read_token_file(path: PathBuf) -> Result<TokenSet, ConfigError> {
     let text = os::read_text(&path).map_err(|e| ConfigError::TokenFile(path.clone(), e))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
@@ -119,14 +121,34 @@ pub(super) fn read_token_file(path: PathBuf) -> Result<TokenSet, ConfigError> {
     let mut tokens = Vec::new();
     let mut warnings = Vec::new();
     for (index, line) in text.lines().enumerate() {
-        let token = line.trim();
-        if token.is_empty() || token.starts_with('#') {
+        // Words are split at ASCII spaces and tabs only: other whitespace
+        // inside a token is refused as before.
+        let mut words = line.trim().split_ascii_whitespace();
+        let Some(token) = words.next().filter(|t| !t.starts_with('#')) else {
             continue;
-        }
+        };
         let line = index + 1;
         if let Some(why) = token_fault(token) {
             return Err(ConfigError::BadTokenLine(path, line, why));
         }
+        let scope = match (words.next(), words.next()) {
+            (None, _) | (Some("write"), None) => Scope::Write,
+            (Some("read"), None) => Scope::Read,
+            (Some(_), None) => {
+                return Err(ConfigError::BadTokenLine(
+                    path,
+                    line,
+                    "has a scope other than read or write",
+                ));
+            }
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::BadTokenLine(
+                    path,
+                    line,
+                    "is followed by more than a scope",
+                ));
+            }
+        };
         match first_line.get(token) {
             Some(first) => warnings.push(format!(
                 "token file {} line {line} repeats the token of line {first}",
@@ -134,7 +156,10 @@ pub(super) fn read_token_file(path: PathBuf) -> Result<TokenSet, ConfigError> {
             )),
             None => {
                 first_line.insert(token, line);
-                tokens.push(token.to_string());
+                tokens.push(Grant {
+                    token: token.to_string(),
+                    scope,
+                });
             }
         }
     }

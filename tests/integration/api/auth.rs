@@ -63,7 +63,8 @@ fn several_tokens_from_a_file_all_work(kind: Kind) {
     };
     let mut config = plantstore::config::Config::from_args(args, None).unwrap();
     config.addr = "127.0.0.1:0".parse().unwrap();
-    assert_eq!(config.tokens, ["old-token", "new-token"]);
+    let tokens: Vec<&str> = config.tokens.iter().map(|g| g.token.as_str()).collect();
+    assert_eq!(tokens, ["old-token", "new-token"]);
     let server = TestServer::on_with(kind, config);
     for (id, token, status) in [
         (1, "old-token", 200),

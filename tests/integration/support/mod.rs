@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use plantstore::api::Cors;
+use plantstore::api::{Cors, Grant, Guard};
 use plantstore::config::{Config, TokenSource};
 use plantstore::http::{Limits, Stopper};
 use plantstore::model::{Durability, SyncMode, TextLimits};
@@ -52,7 +52,10 @@ pub fn config() -> Config {
         max_plants: 1_000_000,
         text_limits: TextLimits::default(),
         max_data: 256 << 20,
-        tokens: vec![TOKEN.to_string()],
+        tokens: vec![Grant::write(TOKEN.to_string())],
+        read_only: false,
+        // No limit on failed authentications: a test that means one sets it.
+        guard: Guard::default(),
         token_source: TokenSource::Flag,
         token_file: None,
         webhook_secret_file: None,
