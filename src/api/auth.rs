@@ -54,9 +54,13 @@ impl Grant {
     }
 }
 
-/// The accepted bearer tokens.
+/// A whole set of tokens with their scopes, shared by the requests
+/// checked against it.
+type Set = Arc<[(Vec<u8>, Scope)]>;
+
+/// The accepted bearer tokens, each with its scope.
 pub struct Tokens {
-    accepted: RwLock<Arc<[Vec<u8>]>>,
+    accepted: RwLock<Set>,
 }
 
 impl Tokens {
@@ -77,30 +81,33 @@ impl Tokens {
         self.current().len()
     }
 
-    fn current(&self) -> Arc<[Vec<u8>]> {
+    fn current(&self) -> Set {
         Arc::clone(&read(&self.accepted))
     }
 
-    /// Checks an `Authorization` header value.
-    pub fn check(&self, header: Option<&[u8]>) -> Result<(), ApiError> {
+    /// Checks an `Authorization` header value: the scope of the token it
+    /// carries.
+    pub fn check(&self, header: Option<&[u8]>) -> Result<Scope, ApiError> {
         let Some(presented) = header.and_then(bearer) else {
             return Err(ApiError::Unauthorized { presented: false });
         };
-        let mut matched = false;
-        for token in self.current().iter() {
-            matched |= same(token, presented);
+        // Every token is compared; the widest scope among those that match
+        // (a token is kept once, so there is at most one).
+        let mut matched = None;
+        for (token, scope) in self.current().iter() {
+            if same(token, presented) {
+                matched = matched.max(Some(*scope));
+            }
         }
-        if matched {
-            Ok(())
-        } else {
-            Err(ApiError::Unauthorized { presented: true })
-        }
+        matched.ok_or(ApiError::Unauthorized { presented: true })
     }
 }
 
-// Scopes are not kept yet: every token may write.
-fn set(tokens: Vec<Grant>) -> Arc<[Vec<u8>]> {
-    tokens.into_iter().map(|g| g.token.into_bytes()).collect()
+fn set(tokens: Vec<Grant>) -> Set {
+    tokens
+        .into_iter()
+        .map(|g| (g.token.into_bytes(), g.scope))
+        .collect()
 }
 
 /// The token of a `Bearer <token>` credential (scheme case-insensitive).
@@ -128,16 +135,31 @@ mod tests {
     use super::*;
 
     fn tokens() -> Tokens {
+        let reader = Grant {
+            token: "gamma".into(),
+            scope: Scope::Read,
+        };
         Tokens::new(vec![
             Grant::write("alpha".into()),
             Grant::write("beta".into()),
+            reader,
         ])
     }
 
     #[test]
     fn accepts_any_configured_token_with_any_scheme_case() {
-        assert!(tokens().check(Some(b"Bearer alpha")).is_ok());
-        assert!(tokens().check(Some(b"bearer beta")).is_ok());
+        assert_eq!(
+            tokens().check(Some(b"Bearer alpha")).ok(),
+            Some(Scope::Write)
+        );
+        assert_eq!(
+            tokens().check(Some(b"bearer beta")).ok(),
+            Some(Scope::Write)
+        );
+        assert_eq!(
+            tokens().check(Some(b"Bearer gamma")).ok(),
+            Some(Scope::Read)
+        );
     }
 
     #[test]

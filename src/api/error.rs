@@ -22,6 +22,16 @@ pub enum ApiError {
         /// Whether a bearer token was presented.
         presented: bool,
     },
+    /// A valid token (or ticket) that may not do this: what it lacks, in
+    /// words (`a read token cannot change plants`, `the server is
+    /// read-only`).
+    Forbidden(&'static str),
+    /// The client's address failed to authenticate too often: 429, with
+    /// `Retry-After` in seconds.
+    Throttled {
+        /// Seconds until it may try again.
+        retry_after: u64,
+    },
     /// A body with a content type other than JSON.
     UnsupportedMediaType,
     /// A path id or query parameter that does not parse (its name).
@@ -49,6 +59,8 @@ impl ApiError {
             ApiError::NoRoute => 404,
             ApiError::MethodNotAllowed(_) => 405,
             ApiError::Unauthorized { .. } => 401,
+            ApiError::Forbidden(_) => 403,
+            ApiError::Throttled { .. } => 429,
             ApiError::UnsupportedMediaType => 415,
             ApiError::BadParameter(_) | ApiError::BadQuery(_) | ApiError::UnknownParameter(..) => {
                 400
@@ -82,6 +94,9 @@ impl ApiError {
                 r#"Bearer realm="plantstore", error="invalid_token""#,
             ),
             ApiError::Unavailable(_) => response.with_header("Retry-After", "1"),
+            ApiError::Throttled { retry_after } => {
+                response.with_header("Retry-After", retry_after.to_string())
+            }
             _ => response,
         }
     }
@@ -98,6 +113,11 @@ impl fmt::Display for ApiError {
                 f.write_str("missing bearer token in the Authorization header")
             }
             ApiError::Unauthorized { presented: true } => f.write_str("invalid bearer token"),
+            ApiError::Forbidden(why) => f.write_str(why),
+            ApiError::Throttled { retry_after } => write!(
+                f,
+                "too many failed authentications from this address; try again in {retry_after} s"
+            ),
             ApiError::UnsupportedMediaType => f.write_str("Content-Type must be application/json"),
             ApiError::BadParameter(name) => write!(f, "malformed {name}"),
             ApiError::BadQuery(name) => write!(f, "malformed query parameter {name}"),

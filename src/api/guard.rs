@@ -7,6 +7,23 @@ use std::net::IpAddr;
 
 use super::ApiError;
 use crate::http::Request;
+use crate::metrics::Exposition;
+
+/// Why a request was refused at the gate, for `/metrics`
+/// (`plantstore_auth_refusals_total{reason=...}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// No credentials (401).
+    Missing,
+    /// A token that is not accepted (401).
+    Invalid,
+    /// The client's address is throttled (429).
+    Throttled,
+    /// A read token (or its ticket) asked for a change (403).
+    Scope,
+    /// A change with `--read-only` (403).
+    ReadOnly,
+}
 
 /// The settings: `--auth-failures` and `--trusted-proxy`.
 #[derive(Debug, Clone, Default)]
@@ -60,5 +77,15 @@ impl Throttle {
     /// A failed authentication from `client`.
     pub fn failed(&self, client: IpAddr) {
         let _ = client;
+    }
+
+    /// Counts a refusal at the gate, by reason.
+    pub fn refused(&self, reason: Refused) {
+        let _ = reason;
+    }
+
+    /// The refusals counted, by reason, and the table's size.
+    pub fn render(&self, text: &mut Exposition) {
+        let _ = text;
     }
 }

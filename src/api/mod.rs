@@ -33,6 +33,8 @@ pub use auth::{Grant, Scope, Tokens};
 pub use cors::{Cors, CorsHeaders, RefusedOrigins};
 pub use error::ApiError;
 pub use guard::Guard;
+
+use guard::Refused;
 pub use listing::PAGE_BYTES;
 pub use metrics::Metrics;
 pub use routes::{Method, Params, ROUTES, Route};
@@ -149,16 +151,39 @@ impl App {
     /// The gate of every route that needs a token, for a method that
     /// needs `scope`: the client's address is refused while it is
     /// throttled (before any token is compared), a failed comparison is
-    /// counted against it, and a token must allow `scope`.
-    fn authorize(&self, request: &Request<'_>, scope: Scope) -> Result<(), ApiError> {
-        let _ = (scope, self.read_only);
+    /// counted against it, and a token must allow `scope` (a change is
+    /// refused to every token with `--read-only`). Every refusal is
+    /// counted by reason.
+    fn authorize(&self, request: &Request<'_>, scope: Scope) -> Result<Scope, ApiError> {
         let client = self.throttle.client(request);
-        self.throttle.admit(client)?;
-        let checked = self.tokens.check(request.header("authorization"));
-        if let Err(ApiError::Unauthorized { presented: true }) = checked {
-            self.throttle.failed(client);
+        self.throttle
+            .admit(client)
+            .inspect_err(|_| self.throttle.refused(Refused::Throttled))?;
+        let granted = match self.tokens.check(request.header("authorization")) {
+            Ok(granted) => granted,
+            Err(e) => {
+                if let ApiError::Unauthorized { presented: true } = e {
+                    self.throttle.failed(client);
+                    self.throttle.refused(Refused::Invalid);
+                } else {
+                    self.throttle.refused(Refused::Missing);
+                }
+                return Err(e);
+            }
+        };
+        if scope == Scope::Write && self.read_only {
+            self.throttle.refused(Refused::ReadOnly);
+            return Err(ApiError::Forbidden(
+                "the server is read-only: no token may change plants",
+            ));
         }
-        checked
+        if granted < scope {
+            self.throttle.refused(Refused::Scope);
+            return Err(ApiError::Forbidden(
+                "this token's scope is read: it cannot change plants",
+            ));
+        }
+        Ok(granted)
     }
 
     /// The CORS headers every answer to `request` carries, whenever and on

@@ -95,6 +95,7 @@ pub(super) fn metrics(app: &App, _: &mut Request<'_>, _: Call) -> Result<Respons
     app.webhooks.render(&mut text);
     app.plants.render(&mut text);
     app.changes.render(&mut text);
+    app.throttle.render(&mut text);
     let text = text.into_text();
     Ok(Response::bytes(
         200,
