@@ -6,6 +6,7 @@
 # hang (over 5 s for one input) or failed invariant makes this exit non-zero.
 #
 #   scripts/fuzz.sh SECONDS [TARGET...]     targets: engine validation journal tls
+#   scripts/fuzz.sh build [TARGET...]       build them only (CI, ahead of the run)
 #
 # Needs the nightly toolchain; installs cargo-fuzz if it is missing.
 set -euo pipefail
@@ -25,6 +26,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 for target in "${targets[@]}"; do cargo +nightly fuzz build "$target"; done
+[ "$seconds" != build ] || exit 0
 for target in "${targets[@]}"; do
     mkdir -p "target/corpus/$target" "corpus/$target" "regressions/$target"
     echo "== fuzz $target for ${seconds}s"
