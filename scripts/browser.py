@@ -1,12 +1,13 @@
 """Headless Chromium against plantstore, driven by Selenium (see browser.sh).
 
-Usage: browser.py STATIC CORS_API PLAIN_API TOKEN SHOTS_DIR HTTPS_API SPKI
+Usage: browser.py STATIC CORS_API PLAIN_API TOKEN SHOTS_DIR HTTPS_API SPKI FEED_API READ_TOKEN
 
 STATIC serves tests/browser/ (another origin than either server);
 CORS_API is a server started with --cors-origin STATIC (and --data);
 PLAIN_API one started without it, whose built-in page is driven here;
 HTTPS_API one serving HTTPS with a self-signed certificate whose public
-key's SHA-256 (base64) is SPKI.
+key's SHA-256 (base64) is SPKI; FEED_API one started with --ticket-ttl 2
+and a token file holding TOKEN and READ_TOKEN (a read token).
 Checks, failing with a non-zero exit on the first that does not hold:
 
 1. A page from STATIC calls CORS_API with fetch() (Authorization and
@@ -26,11 +27,15 @@ Checks, failing with a non-zero exit on the first that does not hold:
    search box, clicking the Name and Id headers, paging a sorted search
    and a change made elsewhere show the rows and the total the API
    answers for the same query.
-5. Over HTTPS: a browser that does not trust the certificate gets no
+5. The feed with EventSource and a ticket (scripts/browser_feed.py): the
+   page follows it through a proxy that cuts it once the ticket expired,
+   resumes with a new ticket losing no change, and a read token's page has
+   no edit controls.
+6. Over HTTPS: a browser that does not trust the certificate gets no
    page; one told to trust its key (Chromium's
    --ignore-certificate-errors-spki-list) loads the page in a secure
    context, with no console error, and adds a plant through it.
-6. Screenshots at 1280x800 and 390x844 go to SHOTS_DIR.
+7. Screenshots at 1280x800 and 390x844 go to SHOTS_DIR.
 
 Selenium is given the driver and browser paths, so it never downloads
 anything (SE_OFFLINE is set too, by browser.sh).
@@ -46,6 +51,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from browser_feed import check_feed
 from browser_page import WAIT, Page, api, check, fail, screenshot, severe
 from browser_query import check_query
 
@@ -329,9 +335,9 @@ def check_https(driver, https_api, token, spki, shots):
 
 
 def main():
-    if len(sys.argv) != 8:
+    if len(sys.argv) != 10:
         fail(__doc__.splitlines()[2])
-    static, cors_api, plain_api, token, shots, https_api, spki = sys.argv[1:]
+    static, cors_api, plain_api, token, shots, https_api, spki, feed_api, reader = sys.argv[1:]
     os.makedirs(shots, exist_ok=True)
     started = time.monotonic()
     driver = chromium()
@@ -341,6 +347,7 @@ def main():
         check_page(driver, plain_api, token, shots)
         check_live(driver, plain_api, token)
         check_query(driver, plain_api, token, shots)
+        check_feed(driver, feed_api, token, reader)
         check_https(driver, https_api, token, spki, shots)
     finally:
         driver.quit()

@@ -3,7 +3,9 @@
 # (scripts/browser.py): a page from another origin calling the API with
 # fetch() with and without --cors-origin, and the built-in page at / used
 # as a person would, over HTTP and over HTTPS (a self-signed certificate
-# whose key the browser is told to trust), with screenshots in
+# whose key the browser is told to trust), following the change feed with
+# EventSource across a ticket's expiry (a server with --ticket-ttl 2 and a
+# read token, scripts/browser_feed.py), with screenshots in
 # target/screenshots/.
 #
 # Installs Debian's chromium and chromium-driver with apt when missing (and
@@ -78,12 +80,17 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
 spki=$(openssl x509 -in "$work/cert.pem" -pubkey -noout | openssl pkey -pubin -outform der |
     openssl dgst -sha256 -binary | base64)
 serve "$work/https.log" --tls-cert "$work/cert.pem" --tls-key "$work/key.pem"
+# Tickets that expire within the check, and a read token beside the token.
+reader=browser-reader-token
+printf '%s\n%s read\n' "$token" "$reader" >"$work/tokens"
+serve "$work/feed.log" --token-file "$work/tokens" --ticket-ttl 2
 cors_api="http://$(address "$work/cors.log" 's|.*listening on http://\([^,]*\),.*|\1|p')"
 plain_api="http://$(address "$work/plain.log" 's|.*listening on http://\([^,]*\),.*|\1|p')"
 https_api="https://$(address "$work/https.log" 's|.*listening on https://\([^,]*\),.*|\1|p')"
+feed_api="http://$(address "$work/feed.log" 's|.*listening on http://\([^,]*\),.*|\1|p')"
 
 shots=target/screenshots
 mkdir -p "$shots"
 SE_OFFLINE=true timeout --kill-after=10 "${BROWSER_TIMEOUT:-300}" \
     "$venv/bin/python" -u scripts/browser.py "$static" "$cors_api" "$plain_api" "$token" "$shots" \
-    "$https_api" "$spki"
+    "$https_api" "$spki" "$feed_api" "$reader"

@@ -1,11 +1,13 @@
 // The change feed read by the `eventsource` package (the WHATWG
 // EventSource for Node, written by others) through a TCP proxy this program
-// controls: changes are made while connected, the proxy then cuts the
-// connection and refuses new ones while more changes are made (and until
-// the client has tried once), then lets it back in; the client must reconnect by itself with
-// Last-Event-ID and receive every change exactly once, in order, with no
-// `reset`. The changes are made straight to the server, not through the
-// proxy.
+// controls, as a browser opens it: with a ticket in the URL (minted with the
+// token, straight from the server) and no Authorization header. Changes are
+// made while connected, the proxy then cuts the connection and refuses new
+// ones while more changes are made (and until the client has tried once),
+// then lets it back in; the client must reconnect by itself, with the same
+// ticket and Last-Event-ID, and receive every change exactly once, in
+// order, with no `reset`. The changes are made straight to the server, not
+// through the proxy.
 //
 // Usage: node scripts/peer-eventsource.mjs MODULE_DIR BASE_URL TOKEN
 //   (MODULE_DIR: where `eventsource` is installed). Run by
@@ -123,11 +125,33 @@ function dropSecondEvent() {
   };
 }
 
-function openFeed(proxyPort) {
-  const es = new EventSource(`http://127.0.0.1:${proxyPort}/plants/changes`, {
-    fetch: (url, init) => {
+// A ticket for the feed (POST /plants/changes/tickets with the token).
+async function mint() {
+  const response = await fetch(new URL('/plants/changes/tickets', server), {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${token}` },
+  });
+  const body = await response.text();
+  if (response.status !== 200) fail(`minting a ticket: ${response.status} ${body}`);
+  const { ticket, scope, expiresIn } = JSON.parse(body);
+  if (typeof ticket !== 'string' || scope !== 'write' || !(expiresIn > DEADLINE_MS / 1000)) {
+    fail(`the ticket's answer: ${body}`);
+  }
+  return ticket;
+}
+
+// The feed as a browser opens it; each attempt's URL and Last-Event-ID are
+// recorded, and one with an Authorization header is a finding.
+function openFeed(proxyPort, ticket) {
+  const url = `http://127.0.0.1:${proxyPort}/plants/changes?ticket=${encodeURIComponent(ticket)}`;
+  const es = new EventSource(url, {
+    fetch: (to, init) => {
+      if (String(to) !== url) fail(`a connection attempt to ${to}, not ${url}`);
+      if (Object.keys(init.headers).some((name) => name.toLowerCase() === 'authorization')) {
+        fail('the client sent an Authorization header');
+      }
       connects.push(init.headers['Last-Event-ID'] ?? null);
-      return fetch(url, { ...init, headers: { ...init.headers, Authorization: `Bearer ${token}` } });
+      return fetch(to, init);
     },
   });
   es.addEventListener('open', () => (state.opens += 1));
@@ -217,7 +241,7 @@ function verify(lastBeforeCut) {
 
 async function main() {
   state.proxy = await startProxy();
-  state.es = openFeed(state.proxy.address().port);
+  state.es = openFeed(state.proxy.address().port, await mint());
   await waitFor('the stream to open', () => state.opens === 1);
   await run('before');
   const lastBeforeCut = received.at(-1).id;
@@ -236,7 +260,8 @@ async function main() {
   state.es.close();
   state.proxy.close();
   verify(lastBeforeCut);
-  console.log(`peer-eventsource: ${received.length} events received, each change once and in order`);
+  console.log(`peer-eventsource: ${received.length} events received, each change once and in order,`
+    + ' on a feed opened with a ticket and no Authorization header');
   console.log(`  connection attempts: ${connects.length}, opened ${state.opens} (reconnections: ${state.opens - 1}),`
     + ` refused while cut: ${state.refused}`);
   console.log(`  Last-Event-ID sent on reconnecting: ${connects.filter((id) => id !== null).join(', ')}`

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The change feed (GET /plants/changes) read by a client written by others:
 # the `eventsource` npm package, the WHATWG EventSource for Node, on the
-# release build. scripts/peer-eventsource.mjs reads the feed through a TCP
+# release build. scripts/peer-eventsource.mjs opens the feed as a browser
+# does, with a ticket in the URL and no Authorization header, through a TCP
 # proxy it controls, makes changes, cuts the connection, makes more while
 # the client is out, and lets it back in: the client must reconnect by
-# itself with Last-Event-ID and receive every change exactly once, in
-# order, with no reset (the server keeps running, so its epoch holds).
+# itself, with the ticket and Last-Event-ID, and receive every change
+# exactly once, in order, with no reset (the server keeps running, so its
+# epoch holds).
 #
 # Usage: scripts/peer-eventsource.sh   (builds and starts the release
 # binary on port 0; everything it starts is stopped on exit). Installs

@@ -78,7 +78,8 @@ impl Instance {
 }
 
 /// Re-reads `--token-file` and `--webhook-secret-file` while the server
-/// runs (on SIGHUP), checked exactly as at start-up (a regular file of at
+/// runs (on SIGHUP), and on the database the tickets' shared key (a
+/// deleted key is made anew: a rotation), checked exactly as at start-up (a regular file of at
 /// most 16 MiB: a FIFO or a device is refused, never read, so a reload
 /// cannot hang or fill memory). A file that reads and checks cleanly
 /// replaces what was in use; one that does not changes nothing, and the
@@ -115,6 +116,17 @@ impl Reloader {
                     self.app.token_count()
                 ),
             }
+        }
+        match self.app.reload_ticket_key() {
+            None | Some(Ok(false)) => {}
+            Some(Ok(true)) => info!(
+                target: "plantstore",
+                "reload: the database holds a new ticket key; tickets of the old one are refused"
+            ),
+            Some(Err(e)) => log::error!(
+                target: "plantstore",
+                "reload: cannot read the ticket key ({e}); the key in use stays"
+            ),
         }
         if let Some(path) = &self.secret_file {
             match config::read_webhook_secret(path) {
@@ -259,13 +271,19 @@ pub fn serve(config: &Config, store: Store) -> io::Result<Instance> {
 fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
     let webhooks = Webhooks::start(config.webhook.clone())?;
     let gauge = Gauge::new();
-    let storage = plants.describe();
+    let mut storage = plants.describe();
+    if config.read_only {
+        storage.push_str("; read-only: every change is refused (403)");
+    }
+    let ticket_key = plants.ticket_key()?;
     let app = Arc::new(App::new(
         plants,
         Access {
             tokens: Tokens::new(config.tokens.clone()),
             read_only: config.read_only,
             guard: config.guard.clone(),
+            ticket_key,
+            ticket_ttl: config.ticket_ttl,
         },
         webhooks,
         gauge.clone(),

@@ -1,5 +1,5 @@
 //! Small questions to the operating system that several layers ask:
-//! random bytes for tokens and webhook ids, the open-file limit, and the
+//! random bytes for tokens, keys and webhook ids, the open-file limit, and the
 //! text of a file a flag names, read so that it cannot hang or bloat
 //! ([`read_text`], in `file.rs`), and such a file opened ([`open_regular`]).
 //!
@@ -49,8 +49,13 @@ use std::io::{self, Read};
 /// `bytes` random bytes from the OS, as hex (tokens, webhook ids).
 pub fn random_hex(bytes: usize) -> io::Result<String> {
     let mut buf = vec![0u8; bytes];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
+    random_fill(&mut buf)?;
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Fills `buf` with random bytes from the OS (keys).
+pub fn random_fill(buf: &mut [u8]) -> io::Result<()> {
+    std::fs::File::open("/dev/urandom")?.read_exact(buf)
 }
 
 /// This process's soft open-file limit; `None` where it cannot be read or

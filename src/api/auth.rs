@@ -7,8 +7,13 @@
 //!
 //! The set can be replaced while the server runs (a reload on SIGHUP): a
 //! request is checked against one whole set, the old or the new, never a
-//! mix, and the next request sees the new one.
+//! mix, and the next request sees the new one. Each token has an alive
+//! flag, kept across reloads while the token stays and cleared when it
+//! leaves: what was opened with it (a feed stream) ends when it turns
+//! false.
 
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use super::ApiError;
@@ -54,9 +59,27 @@ impl Grant {
     }
 }
 
+/// One token of the set.
+struct Entry {
+    token: Vec<u8>,
+    scope: Scope,
+    /// Cleared when a reload removes the token.
+    alive: Arc<AtomicBool>,
+}
+
 /// A whole set of tokens with their scopes, shared by the requests
 /// checked against it.
-type Set = Arc<[(Vec<u8>, Scope)]>;
+type Set = Arc<[Entry]>;
+
+/// What a request's credentials (a token, or a ticket made with one)
+/// grant: a scope, for as long as the token stays in the set.
+#[derive(Debug, Clone)]
+pub struct Granted {
+    /// What it may do.
+    pub scope: Scope,
+    /// False once a reload removed the token.
+    pub alive: Arc<AtomicBool>,
+}
 
 /// The accepted bearer tokens, each with its scope.
 pub struct Tokens {
@@ -67,13 +90,22 @@ impl Tokens {
     /// Accepts exactly these tokens.
     pub fn new(tokens: Vec<Grant>) -> Tokens {
         Tokens {
-            accepted: RwLock::new(set(tokens)),
+            accepted: RwLock::new(set(tokens, &HashMap::new())),
         }
     }
 
-    /// From now on accepts exactly these tokens instead.
+    /// From now on accepts exactly these tokens instead: a token that
+    /// stays keeps its alive flag, one that leaves has it cleared.
     pub fn replace(&self, tokens: Vec<Grant>) {
-        *write(&self.accepted) = set(tokens);
+        let old = self.current();
+        let kept: HashMap<&[u8], &Arc<AtomicBool>> =
+            old.iter().map(|e| (e.token.as_slice(), &e.alive)).collect();
+        let new = set(tokens, &kept);
+        *write(&self.accepted) = Arc::clone(&new);
+        let staying: HashSet<&[u8]> = new.iter().map(|e| e.token.as_slice()).collect();
+        for entry in old.iter().filter(|e| !staying.contains(e.token.as_slice())) {
+            entry.alive.store(false, Ordering::Release);
+        }
     }
 
     /// How many tokens are accepted.
@@ -85,33 +117,54 @@ impl Tokens {
         Arc::clone(&read(&self.accepted))
     }
 
-    /// Checks an `Authorization` header value: the scope of the token it
-    /// carries.
-    pub fn check(&self, header: Option<&[u8]>) -> Result<Scope, ApiError> {
+    /// Checks an `Authorization` header value: what the token it carries
+    /// grants.
+    pub fn check(&self, header: Option<&[u8]>) -> Result<Granted, ApiError> {
         let Some(presented) = header.and_then(bearer) else {
             return Err(ApiError::Unauthorized { presented: false });
         };
-        // Every token is compared; the widest scope among those that match
-        // (a token is kept once, so there is at most one).
-        let mut matched = None;
-        for (token, scope) in self.current().iter() {
-            if same(token, presented) {
-                matched = matched.max(Some(*scope));
+        self.find(|token| same(token, presented))
+            .ok_or(ApiError::Unauthorized { presented: true })
+    }
+
+    /// The token for which `matches` holds, asked of every token whatever
+    /// matched (a token is kept once, so at most one does).
+    pub(super) fn find(&self, mut matches: impl FnMut(&[u8]) -> bool) -> Option<Granted> {
+        let set = self.current();
+        let mut found = None;
+        for entry in set.iter() {
+            if matches(&entry.token) {
+                found = Some(entry);
             }
         }
-        matched.ok_or(ApiError::Unauthorized { presented: true })
+        found.map(|e| Granted {
+            scope: e.scope,
+            alive: Arc::clone(&e.alive),
+        })
     }
 }
 
-fn set(tokens: Vec<Grant>) -> Set {
+/// The set of `tokens`, each keeping its flag in `kept` if it has one.
+fn set(tokens: Vec<Grant>, kept: &HashMap<&[u8], &Arc<AtomicBool>>) -> Set {
     tokens
         .into_iter()
-        .map(|g| (g.token.into_bytes(), g.scope))
+        .map(|g| {
+            let token = g.token.into_bytes();
+            let alive = kept.get(token.as_slice()).map_or_else(
+                || Arc::new(AtomicBool::new(true)),
+                |alive| Arc::clone(alive),
+            );
+            Entry {
+                token,
+                scope: g.scope,
+                alive,
+            }
+        })
         .collect()
 }
 
 /// The token of a `Bearer <token>` credential (scheme case-insensitive).
-fn bearer(value: &[u8]) -> Option<&[u8]> {
+pub(super) fn bearer(value: &[u8]) -> Option<&[u8]> {
     let (scheme, rest) = value.split_at_checked(7)?;
     if !scheme.eq_ignore_ascii_case(b"bearer ") {
         return None;
@@ -148,18 +201,27 @@ mod tests {
 
     #[test]
     fn accepts_any_configured_token_with_any_scheme_case() {
-        assert_eq!(
-            tokens().check(Some(b"Bearer alpha")).ok(),
-            Some(Scope::Write)
-        );
-        assert_eq!(
-            tokens().check(Some(b"bearer beta")).ok(),
-            Some(Scope::Write)
-        );
-        assert_eq!(
-            tokens().check(Some(b"Bearer gamma")).ok(),
-            Some(Scope::Read)
-        );
+        let scope = |header: &[u8]| tokens().check(Some(header)).ok().map(|g| g.scope);
+        assert_eq!(scope(b"Bearer alpha"), Some(Scope::Write));
+        assert_eq!(scope(b"bearer beta"), Some(Scope::Write));
+        assert_eq!(scope(b"Bearer gamma"), Some(Scope::Read));
+    }
+
+    #[test]
+    fn a_reload_clears_the_flag_of_a_token_that_leaves_and_keeps_the_others() {
+        let tokens = tokens();
+        let alpha = tokens.check(Some(b"Bearer alpha")).unwrap().alive;
+        let gamma = tokens.check(Some(b"Bearer gamma")).unwrap().alive;
+        tokens.replace(vec![
+            Grant::write("gamma".into()),
+            Grant::write("delta".into()),
+        ]);
+        assert!(!alpha.load(Ordering::Acquire), "alpha left");
+        assert!(gamma.load(Ordering::Acquire), "gamma stayed");
+        let again = tokens.check(Some(b"Bearer gamma")).unwrap();
+        assert!(Arc::ptr_eq(&again.alive, &gamma), "the same flag");
+        assert_eq!(again.scope, Scope::Write, "its new scope");
+        assert!(tokens.check(Some(b"Bearer alpha")).is_err());
     }
 
     #[test]

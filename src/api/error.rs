@@ -22,6 +22,9 @@ pub enum ApiError {
         /// Whether a bearer token was presented.
         presented: bool,
     },
+    /// A feed ticket that is not valid (malformed, altered, expired, of
+    /// another key, or its token removed): which, is not said.
+    Ticket,
     /// A valid token (or ticket) that may not do this: what it lacks, in
     /// words (`a read token cannot change plants`, `the server is
     /// read-only`).
@@ -58,7 +61,7 @@ impl ApiError {
         match self {
             ApiError::NoRoute => 404,
             ApiError::MethodNotAllowed(_) => 405,
-            ApiError::Unauthorized { .. } => 401,
+            ApiError::Unauthorized { .. } | ApiError::Ticket => 401,
             ApiError::Forbidden(_) => 403,
             ApiError::Throttled { .. } => 429,
             ApiError::UnsupportedMediaType => 415,
@@ -89,7 +92,7 @@ impl ApiError {
             ApiError::Unauthorized { presented: false } => {
                 response.with_header("WWW-Authenticate", r#"Bearer realm="plantstore""#)
             }
-            ApiError::Unauthorized { presented: true } => response.with_header(
+            ApiError::Unauthorized { presented: true } | ApiError::Ticket => response.with_header(
                 "WWW-Authenticate",
                 r#"Bearer realm="plantstore", error="invalid_token""#,
             ),
@@ -113,6 +116,7 @@ impl fmt::Display for ApiError {
                 f.write_str("missing bearer token in the Authorization header")
             }
             ApiError::Unauthorized { presented: true } => f.write_str("invalid bearer token"),
+            ApiError::Ticket => f.write_str("the ticket is not valid; mint a new one"),
             ApiError::Forbidden(why) => f.write_str(why),
             ApiError::Throttled { retry_after } => write!(
                 f,

@@ -17,6 +17,9 @@ pub enum Refused {
     Missing,
     /// A token that is not accepted (401).
     Invalid,
+    /// A feed ticket that is not valid: altered, expired, or its token
+    /// gone (401).
+    Ticket,
     /// The client's address is throttled (429).
     Throttled,
     /// A read token (or its ticket) asked for a change (403).

@@ -27,9 +27,10 @@ mod query;
 mod reply;
 mod routes;
 mod service;
+mod ticket;
 mod ui;
 
-pub use auth::{Grant, Scope, Tokens};
+pub use auth::{Grant, Granted, Scope, Tokens};
 pub use cors::{Cors, CorsHeaders, RefusedOrigins};
 pub use error::ApiError;
 pub use guard::Guard;
@@ -45,7 +46,7 @@ use std::time::Duration;
 use crate::changes::Hub;
 use crate::http::{Gauge, Handler, Request, Response};
 use crate::model::TextLimits;
-use crate::plants::Plants;
+use crate::plants::{Plants, TicketKey};
 use crate::webhook::Webhooks;
 
 /// Who may do what: the tokens and their scopes, `--read-only`, and the
@@ -57,6 +58,10 @@ pub struct Access {
     pub read_only: bool,
     /// `--auth-failures`, `--trusted-proxy`.
     pub guard: Guard,
+    /// The key that signs the feed's tickets (`Plants::ticket_key`).
+    pub ticket_key: TicketKey,
+    /// `--ticket-ttl`: how long a ticket is valid.
+    pub ticket_ttl: Duration,
 }
 
 /// What a handler is given besides the request.
@@ -68,6 +73,9 @@ struct Call {
     pub id: Option<i64>,
     /// The query's values, by the names the row takes.
     pub query: query::Values,
+    /// What the request's token or ticket grants (`None` on a route
+    /// without auth, and when a body arrived late: the gate passed).
+    pub granted: Option<Granted>,
 }
 
 /// The application: the plants, the accepted tokens, the webhook sender,
@@ -76,6 +84,8 @@ struct Call {
 pub struct App {
     plants: Plants,
     tokens: Tokens,
+    /// The feed's tickets: their key and lifetime.
+    tickets: ticket::Tickets,
     /// `--read-only`: every change refused.
     read_only: bool,
     /// Failed authentications by client address.
@@ -113,6 +123,7 @@ impl App {
         App {
             plants,
             tokens: access.tokens,
+            tickets: ticket::Tickets::new(access.ticket_key, access.ticket_ttl),
             read_only: access.read_only,
             throttle: guard::Throttle::new(access.guard),
             webhooks: Arc::new(webhooks),
@@ -133,9 +144,19 @@ impl App {
         self.webhooks.shutdown(grace);
     }
 
-    /// Accepts exactly these tokens from the next request on.
+    /// Accepts exactly these tokens from the next request on; the feed
+    /// streams opened with a token that left end now, and its tickets are
+    /// refused.
     pub fn set_tokens(&self, tokens: Vec<Grant>) {
         self.tokens.replace(tokens);
+        self.changes.wake_all();
+    }
+
+    /// Reads the tickets' key again where instances share it (a deleted
+    /// key is a rotation); `Some` with what happened, to log.
+    pub fn reload_ticket_key(&self) -> Option<Result<bool, String>> {
+        let key = self.plants.reread_ticket_key()?;
+        Some(key.map(|key| self.tickets.set_key(key)))
     }
 
     /// How many tokens are accepted now.
@@ -148,36 +169,50 @@ impl App {
         self.webhooks.set_secret(key);
     }
 
-    /// The gate of every route that needs a token, for a method that
-    /// needs `scope`: the client's address is refused while it is
-    /// throttled (before any token is compared), a failed comparison is
-    /// counted against it, and a token must allow `scope` (a change is
-    /// refused to every token with `--read-only`). Every refusal is
-    /// counted by reason.
-    fn authorize(&self, request: &Request<'_>, scope: Scope) -> Result<Scope, ApiError> {
+    /// The gate of every route that needs a token, for `method`: the
+    /// client's address is refused while it is throttled (before any
+    /// token or ticket is compared), a failed comparison is counted
+    /// against it, and the credentials must allow the method's scope (a
+    /// change is refused to every token with `--read-only`). A method that
+    /// takes a `ticket` parameter takes it instead of a token when no
+    /// `Authorization` header is sent. Every refusal is counted by reason.
+    fn authorize(&self, request: &Request<'_>, method: &Method) -> Result<Granted, ApiError> {
         let client = self.throttle.client(request);
         self.throttle
             .admit(client)
             .inspect_err(|_| self.throttle.refused(Refused::Throttled))?;
-        let granted = match self.tokens.check(request.header("authorization")) {
-            Ok(granted) => granted,
-            Err(e) => {
-                if let ApiError::Unauthorized { presented: true } = e {
-                    self.throttle.failed(client);
-                    self.throttle.refused(Refused::Invalid);
-                } else {
-                    self.throttle.refused(Refused::Missing);
-                }
-                return Err(e);
+        let header = request.header("authorization");
+        let ticket = match (header, method.params) {
+            (None, Params::Only(names)) if names.contains(&"ticket") => {
+                query::ticket(request.query())
             }
+            _ => None,
         };
-        if scope == Scope::Write && self.read_only {
+        let checked = match ticket {
+            Some(ticket) => self
+                .tickets
+                .check(&ticket, &self.tokens)
+                .ok_or(ApiError::Ticket),
+            None => self.tokens.check(header),
+        };
+        let granted = checked.inspect_err(|e| {
+            let reason = match e {
+                ApiError::Unauthorized { presented: false } => Refused::Missing,
+                ApiError::Ticket => Refused::Ticket,
+                _ => Refused::Invalid,
+            };
+            if reason != Refused::Missing {
+                self.throttle.failed(client);
+            }
+            self.throttle.refused(reason);
+        })?;
+        if method.scope == Scope::Write && self.read_only {
             self.throttle.refused(Refused::ReadOnly);
             return Err(ApiError::Forbidden(
                 "the server is read-only: no token may change plants",
             ));
         }
-        if granted < scope {
+        if granted.scope < method.scope {
             self.throttle.refused(Refused::Scope);
             return Err(ApiError::Forbidden(
                 "this token's scope is read: it cannot change plants",

@@ -1,6 +1,7 @@
 //! Query strings: which names a route takes is its row's (`routes`);
 //! this reads them, and the values of `GET /plants` (`limit`, `after`,
-//! `tag`, `q`, `sort`, `count`, `fields`) and of the change feed (`tag`).
+//! `tag`, `q`, `sort`, `count`, `fields`) and of the change feed (`tag`,
+//! `lastEventId`; its `ticket` is the gate's, [`ticket`]).
 //!
 //! Values are percent-decoded (`+` is a space, as in HTML forms) and must be
 //! UTF-8. A malformed or out-of-range value is a 400 naming the parameter,
@@ -186,11 +187,15 @@ impl ListQuery {
     }
 }
 
-/// A validated query of the change feed: only `tag`.
+/// A validated query of the change feed (its `ticket` was taken at the
+/// gate).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FeedQuery {
     /// Exact tag filter.
     pub tag: Option<String>,
+    /// Where to resume, as `Last-Event-ID` says it (which wins): a new
+    /// `EventSource` cannot send that header.
+    pub last_event_id: Option<String>,
 }
 
 impl FeedQuery {
@@ -198,8 +203,21 @@ impl FeedQuery {
     pub fn parse(values: &Values) -> FeedQuery {
         FeedQuery {
             tag: values.get("tag").map(str::to_owned),
+            last_event_id: values.get("lastEventId").map(str::to_owned),
         }
     }
+}
+
+/// The `ticket` parameter of a query, decoded (empty when it does not
+/// decode: no ticket's text), read before the query's names are checked
+/// (the gate comes first); the first if repeated (the check that follows
+/// refuses the repeat).
+pub fn ticket(query: Option<&str>) -> Option<String> {
+    query?
+        .split('&')
+        .map(|pair| pair.split_once('=').unwrap_or((pair, "")))
+        .find(|(key, _)| *key == "ticket")
+        .map(|(_, value)| decode(value).unwrap_or_default())
 }
 
 /// A query's values, percent-decoded, by the names its route takes.
@@ -284,6 +302,17 @@ mod tests {
         let feed = |query| read(Some(query), &["tag"]).map(|v| FeedQuery::parse(&v));
         assert_eq!(FeedQuery::parse(&read(None, &["tag"]).unwrap()).tag, None);
         assert_eq!(feed("tag=a%20b").unwrap().tag.as_deref(), Some("a b"));
+        let names = &["tag", "ticket", "lastEventId"];
+        let resume = FeedQuery::parse(&read(Some("lastEventId=7-3"), names).unwrap());
+        assert_eq!(resume.last_event_id.as_deref(), Some("7-3"));
+        assert_eq!(
+            ticket(Some("tag=x&ticket=a%2Db&ticket=c")).as_deref(),
+            Some("a-b")
+        );
+        assert_eq!(ticket(Some("tickets=a&ticket")).as_deref(), Some(""));
+        assert_eq!(ticket(Some("ticket=%ff")).as_deref(), Some(""));
+        assert_eq!(ticket(Some("tickets=a")), None);
+        assert_eq!(ticket(None), None);
         assert!(matches!(
             feed("tag=a&tag=b"),
             Err(ApiError::BadQuery("tag"))

@@ -109,6 +109,13 @@ pub const ROUTES: &[Route] = &[
         documented: true,
         part: None,
     },
+    Route {
+        path: "/plants/changes/tickets",
+        methods: &[plain("POST", Read, NONE, changes::ticket)],
+        auth: true,
+        documented: true,
+        part: None,
+    },
     // The page's files are not part of the API: not in the document, and
     // 404 with `--no-ui`.
     page("/", Part::Page),
@@ -124,8 +131,9 @@ const NONE: Params = Params::Only(&[]);
 const ANY: Params = Params::Any;
 /// A listing page's.
 const LIST: Params = Params::Only(&["limit", "after", "tag", "q", "sort", "count", "fields"]);
-/// The change feed's filter.
-const FEED: Params = Params::Only(&["tag"]);
+/// The change feed's: its filter, a ticket (a method that takes one
+/// takes it instead of a token: `App::authorize`), and where to resume.
+const FEED: Params = Params::Only(&["tag", "ticket", "lastEventId"]);
 
 /// The metrics' label for requests that found no row.
 pub(super) const OTHER: usize = ROUTES.len();
@@ -272,9 +280,10 @@ pub(super) fn route(
         .find(|m| m.name == request.method())
         .ok_or_else(|| ApiError::MethodNotAllowed(route.allow()))?;
     let resumed = request.resumed();
-    if route.auth && !resumed {
-        app.authorize(request, method.scope)?;
-    }
+    let granted = match route.auth && !resumed {
+        true => Some(app.authorize(request, method)?),
+        false => None,
+    };
     // Read again when resumed: the handler needs the values, and the same
     // text reads the same (it passed).
     let query = match method.params {
@@ -296,6 +305,7 @@ pub(super) fn route(
         row: found.row,
         id: found.id,
         query,
+        granted,
     };
     (method.handler)(app, request, call)
 }
@@ -358,6 +368,11 @@ mod tests {
             ("/plants/7/leaves", None),
             ("/plants/changes", Some(("/plants/changes", None))),
             ("/plants/changes/", None),
+            (
+                "/plants/changes/tickets",
+                Some(("/plants/changes/tickets", None)),
+            ),
+            ("/plants/changes/tickets/", None),
             ("/openapi.json", Some(("/openapi.json", None))),
             ("/healthz", Some(("/healthz", None))),
             ("/metrics", Some(("/metrics", None))),
@@ -403,6 +418,7 @@ mod tests {
             "/metrics",
             "/export",
             "/plants/changes",
+            "/plants/changes/tickets",
             "/",
             "/ui.css",
             "/ui.js",

@@ -4,8 +4,10 @@
 //! compiled into the binary compressed (`lz`), at most 18 KiB together
 //! decompressed (a unit test holds that). No framework, nothing loaded from
 //! elsewhere. The page needs no token to load; it asks for one and keeps
-//! it in `sessionStorage` (gone with the tab), and calls the API with
-//! `fetch` from the same origin.
+//! it in `sessionStorage` (gone with the tab), calls the API with `fetch`
+//! from the same origin, and follows the change feed with `EventSource`
+//! and a ticket (a read token's ticket says so, and the page then has no
+//! edit controls).
 //! `--no-ui` turns it off: these paths are then 404 like any unknown path.
 //!
 //! Every file is served with a strict `Content-Security-Policy` (only this

@@ -209,12 +209,14 @@ impl Hub {
 
     /// A new subscriber, resuming as `last_event_id` asks, keeping only
     /// the changes that `tag` selects; `waker` makes its stream pulled
-    /// again.
+    /// again; it ends (cleanly) once `alive` is false (its credentials
+    /// were revoked: [`wake_all`](Self::wake_all) makes it notice).
     pub fn subscribe(
         self: &Arc<Hub>,
         last_event_id: Option<&str>,
         tag: Option<String>,
         waker: StreamWaker,
+        alive: Arc<AtomicBool>,
     ) -> Subscriber {
         self.start_delivery();
         let mut state = lock(&self.state);
@@ -253,6 +255,7 @@ impl Hub {
             next,
             tag,
             waker,
+            alive,
             preface,
             sent: Instant::now(),
             registered: None,
@@ -262,6 +265,14 @@ impl Hub {
             self.ask_last(&**log, &subscriber);
         }
         subscriber
+    }
+
+    /// Wakes every stream at the next round, events or not: those whose
+    /// `alive` turned false end.
+    pub fn wake_all(&self) {
+        let mut state = lock(&self.state);
+        state.due = true;
+        self.due.notify_one();
     }
 
     /// Runs the delivery rounds, while the hub lives.
@@ -361,6 +372,8 @@ pub struct Subscriber {
     next: u64,
     tag: Option<String>,
     waker: StreamWaker,
+    /// False once its credentials were revoked: it ends.
+    alive: Arc<AtomicBool>,
     /// Sent before any event: the id line, or the reset event.
     preface: Vec<u8>,
     /// When it last sent something.
@@ -373,6 +386,9 @@ pub struct Subscriber {
 
 impl Stream for Subscriber {
     fn fill(&mut self, out: &mut Vec<u8>, want: usize) -> Fill {
+        if !self.alive.load(Ordering::Acquire) {
+            return Fill::Done;
+        }
         let before = out.len();
         // Its own handle: the lock is held while the subscriber changes.
         let hub = Arc::clone(&self.hub);

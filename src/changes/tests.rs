@@ -3,6 +3,7 @@
 //! without one (in memory), pulled by hand as the engine pulls a stream.
 
 use std::ops::RangeInclusive;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -79,8 +80,13 @@ fn hub(held: RangeInclusive<u64>, handed: u64, failing: bool) -> (Arc<Hub>, Arc<
     (hub, log)
 }
 
+/// A credential that stays valid.
+fn alive() -> Arc<AtomicBool> {
+    Arc::new(AtomicBool::new(true))
+}
+
 fn subscribe(hub: &Arc<Hub>, id: &str) -> Subscriber {
-    hub.subscribe(Some(id), None, counting_waker().0)
+    hub.subscribe(Some(id), None, counting_waker().0, alive())
 }
 
 /// What a pull sends.
@@ -162,9 +168,9 @@ fn a_short_round_wakes_only_the_streams_waiting_ahead() {
         .set(())
         .expect("no stream yet, so no delivery thread");
     let (waker, idle_wakes) = counting_waker();
-    let mut idle = hub.subscribe(Some("7-5"), None, waker);
+    let mut idle = hub.subscribe(Some("7-5"), None, waker, alive());
     let (waker, ahead_wakes) = counting_waker();
-    let mut ahead = hub.subscribe(Some("7-7"), None, waker);
+    let mut ahead = hub.subscribe(Some("7-7"), None, waker, alive());
     // It waits for the follower for a second at most; a loaded machine
     // must not turn this test into one of that deadline.
     let Start::Ahead { until, .. } = &mut ahead.start else {
@@ -243,4 +249,24 @@ fn without_a_log_an_id_outside_the_history_is_a_reset_at_once() {
     hub.publish(&change(6));
     let mut after = subscribe(&hub, "7-5");
     assert_eq!(pull(&mut after), events(&[6]));
+}
+
+#[test]
+fn a_stream_whose_credentials_are_revoked_ends_at_its_next_pull() {
+    let hub = Hub::new(Some(7), 0, None);
+    let revoked = alive();
+    let (waker, woken) = counting_waker();
+    let mut stream = hub.subscribe(None, None, waker, Arc::clone(&revoked));
+    assert_eq!(pull(&mut stream), "id: 7-0\n\n", "waits, as any stream");
+    revoked.store(false, Ordering::Release);
+    hub.wake_all();
+    // Well before a round would come of itself (`IDLE_ROUND`).
+    let deadline = Instant::now() + super::IDLE_ROUND - Duration::from_secs(2);
+    while woken.load(Ordering::Acquire) == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(woken.load(Ordering::Acquire) > 0, "the next round wakes it");
+    let mut out = Vec::new();
+    assert!(matches!(stream.fill(&mut out, 1 << 20), Fill::Done));
+    assert!(out.is_empty());
 }

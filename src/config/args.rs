@@ -55,6 +55,9 @@ pub struct Args {
     /// failed authentications a minute allowed from one client address (IPv6: one /64) before it is answered 429 for a while; 0 turns the limit off (default 20)
     #[argh(option, default = "20")]
     pub auth_failures: u32,
+    /// seconds a change feed ticket (POST /plants/changes/tickets) is valid, 1 to 3600 (default 60)
+    #[argh(option, default = "60")]
+    pub ticket_ttl: u64,
     /// a reverse proxy (ADDR or CIDR) whose Forwarded or X-Forwarded-For header names the client, for the auth-failure limit (repeatable)
     #[argh(option)]
     pub trusted_proxy: Vec<String>,
@@ -168,6 +171,7 @@ pub const FLAGS: &[(&str, FlagKind)] = &[
     ("token", FlagKind::Token),
     ("read-only", FlagKind::Switch),
     ("auth-failures", FlagKind::Option),
+    ("ticket-ttl", FlagKind::Option),
     ("trusted-proxy", FlagKind::Repeated),
     ("log-level", FlagKind::Option),
     ("log-format", FlagKind::Option),

@@ -33,6 +33,8 @@ pub enum ConfigError {
     /// A token in the token file cannot be used (the file, its 1-based line
     /// number, why).
     BadTokenLine(PathBuf, usize, &'static str),
+    /// `--ticket-ttl` outside 1 to 3600 seconds (the value given).
+    TicketTtl(u64),
     /// A `--trusted-proxy` that is not an address or a CIDR block (as
     /// given, and why).
     TrustedProxy(String, &'static str),
@@ -88,6 +90,12 @@ impl fmt::Display for ConfigError {
                 "--addr {a:?} is not a socket address such as 127.0.0.1:8080"
             ),
             ConfigError::Zero(flag) => write!(f, "{flag} must be greater than 0"),
+            ConfigError::TicketTtl(given) => {
+                write!(
+                    f,
+                    "--ticket-ttl must be from 1 to 3600 seconds, not {given}"
+                )
+            }
             ConfigError::BodyOverCap(body) => write!(
                 f,
                 "--max-body {body} is over the most a plant may take, {MAX_TEXT_BYTES} bytes (16 MiB)"

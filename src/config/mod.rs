@@ -73,6 +73,8 @@ pub struct Config {
     pub read_only: bool,
     /// `--auth-failures` and `--trusted-proxy`: who is throttled and how.
     pub guard: Guard,
+    /// `--ticket-ttl`: how long a change feed ticket is valid.
+    pub ticket_ttl: Duration,
     /// Where the tokens came from.
     pub token_source: TokenSource,
     /// `--token-file`: read again on SIGHUP.
@@ -167,6 +169,9 @@ impl Config {
             webhook.tls = Some(client);
             warnings.extend(warning);
         }
+        if !(1..=3600).contains(&args.ticket_ttl) {
+            return Err(ConfigError::TicketTtl(args.ticket_ttl));
+        }
         let guard = Guard::parse(args.auth_failures, &args.trusted_proxy)
             .map_err(|(proxy, why)| ConfigError::TrustedProxy(proxy, why))?;
         let cors = Cors::parse(&args.cors_origin)
@@ -182,6 +187,7 @@ impl Config {
             tokens: tokens.accepted,
             read_only: args.read_only,
             guard,
+            ticket_ttl: Duration::from_secs(args.ticket_ttl),
             token_source: tokens.source,
             token_file,
             webhook_secret_file,

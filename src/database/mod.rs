@@ -22,7 +22,8 @@
 //! search, count) and `shapes` (its statements' SQL), `schema` (made,
 //! upgraded, checked at start),
 //! `changelog` (reading the change log back), `follow` (the change log
-//! read for the change feed), `seed` (the SQL of `--seed`: the door reads
+//! read for the change feed), `key` (the key of the feed's tickets,
+//! shared by every instance), `seed` (the SQL of `--seed`: the door reads
 //! the file and hands the plants to [`SeedLoad`]). The files beside this
 //! one import one way: `waiting` and `state` below the ones that run
 //! (`batch`, `worker`, `health`, `watchdog`, `pool`).
@@ -55,6 +56,7 @@ mod changelog;
 mod connect;
 mod follow;
 mod health;
+mod key;
 mod listing;
 mod pool;
 mod schema;
@@ -69,6 +71,7 @@ mod worker;
 
 pub use connect::Connect;
 pub use follow::follow;
+pub use key::{KEY_BYTES, ticket_key};
 pub use pool::{JobSender, Pool};
 pub use schema::{SCHEMA_VERSION, Schema, SchemaError, ensure_schema, feed_start};
 pub use seed::SeedLoad;

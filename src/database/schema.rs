@@ -19,20 +19,24 @@
 //! the `pg_trgm` extension can be created, trigram indexes on the folded
 //! columns serve searches; where not, a search scans, and each start
 //! tries again (a server given `pg_trgm` since builds the indexes then).
+//! Version 4: `plantstore_key`, the key of the change feed's tickets that
+//! every instance shares (`key`).
 
 use std::fmt;
 
 use postgres::{Client, Transaction};
 
 use super::DbError;
+use super::key::SCHEMA_4;
 use super::shapes::NAME_KEY;
 use crate::model::fold;
 
 /// The schema version this build creates and understands: 2 adds the
 /// change log, 3 the folded columns for search and the name order's
 /// indexes (an instance of an older build would write plants without
-/// them, so it refuses to start on it).
-pub const SCHEMA_VERSION: i32 = 3;
+/// them, so it refuses to start on it), 4 the shared key of the feed's
+/// tickets.
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// Rows the upgrade to version 3 folds a statement, at most...
 const BACKFILL_ROWS: i64 = 1000;
@@ -160,6 +164,11 @@ pub fn ensure_schema(client: &mut Client) -> Result<Schema, SchemaError> {
         upgrade_to_3(&mut tx)?;
         tx.execute("INSERT INTO plantstore_schema (version) VALUES (3)", &[])?;
         found = Some(3);
+    }
+    if found == Some(3) {
+        tx.batch_execute(SCHEMA_4)?;
+        tx.execute("INSERT INTO plantstore_schema (version) VALUES (4)", &[])?;
+        found = Some(4);
     }
     let search_scans = match found {
         Some(SCHEMA_VERSION) => trigram(&mut tx)?,

@@ -24,6 +24,8 @@ use crate::model::{NotDone, Page, Query, Refusal, Unavailable};
 pub(super) struct Remote {
     pub(super) pool: database::Pool,
     pub(super) announcer: Arc<Announcer>,
+    /// The tickets' key as read when the store opened.
+    pub(super) key: [u8; database::KEY_BYTES],
 }
 
 /// Reports the changes every instance commits, read from the database's
@@ -164,6 +166,14 @@ impl Remote {
 
     pub(super) fn page(&self, query: Query) -> Outcome<Page> {
         self.run(move |c| c.query(&query).map_err(failed))
+    }
+
+    /// The tickets' key every instance shares; `fresh` stored if none is.
+    pub(super) fn ticket_key(
+        &self,
+        fresh: [u8; database::KEY_BYTES],
+    ) -> Outcome<[u8; database::KEY_BYTES]> {
+        self.run(move |c| database::ticket_key(c.client(), &fresh).map_err(failed))
     }
 
     /// A cursor over every plant, or why there cannot be one now.

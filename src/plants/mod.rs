@@ -19,11 +19,13 @@
 //! memory store's searches and counts, read on a thread of their own),
 //! `seed.rs` (the
 //! `--seed` file, read by `crate::seed`, loaded into either store),
-//! `database.rs` (the PostgreSQL store's side of the door); the memory
-//! store's side is short enough to be here.
+//! `database.rs` (the PostgreSQL store's side of the door), `key.rs` (the
+//! key of the change feed's tickets, shared where the plants are); the
+//! memory store's side is short enough to be here.
 
 #[cfg(feature = "postgres")]
 mod database;
+mod key;
 mod outcome;
 mod scan;
 mod seed;
@@ -32,6 +34,7 @@ mod seed_tests;
 #[cfg(test)]
 mod tests;
 
+pub use key::TicketKey;
 pub use outcome::{Outcome, Pending, Reply};
 use seed::Before;
 
@@ -224,6 +227,8 @@ impl Plants {
             seed::into_database(path, &mut client, setup.limits).map_err(SetupError::Seed)?;
         }
         let start = db::feed_start(&mut client).map_err(|e| failed(&e))?;
+        let fresh = key::fresh().map_err(|e| failed(&e))?;
+        let key = db::ticket_key(&mut client, &fresh).map_err(|e| failed(&e))?;
         drop(client);
         let pool = db::Pool::start(config.clone()).map_err(|e| failed(&e))?;
         if !pool.wait_up(crate::dbconfig::CONNECT_TIMEOUT) {
@@ -231,7 +236,11 @@ impl Plants {
         }
         let announcer = Arc::new(database::Announcer::new(config.clone(), start));
         Ok(Plants {
-            kept: Kept::Database(database::Remote { pool, announcer }),
+            kept: Kept::Database(database::Remote {
+                pool,
+                announcer,
+                key,
+            }),
         })
     }
 

@@ -5,7 +5,8 @@
 // feed keeps the listing current: any change, from this tab or elsewhere,
 // refreshes it (one refresh for a burst; none while a plant is edited).
 // The listing is one query (tag, search, sort; with the total), which Link
-// and the refresh keep.
+// and the refresh keep. A feed ticket's scope says whether the token may
+// change plants: a read token's page has no edit controls at all.
 (() => {
   const $ = (id) => document.getElementById(id);
   const KEY = 'plantstore.token';
@@ -17,8 +18,10 @@
   let drawn = '';   // what the listing shown was drawn from
   let want = '';    // the listing last asked for
   const query = { tag: '', q: '', sort: 'id' };
-  let feed = null;  // the change feed being followed (its AbortController)
+  let feed = null;  // the change feed's EventSource
   let lastId = '';  // the feed's last event id, to resume from
+  let scope = '';   // the token's, from its ticket: 'read' or 'write'
+  let signins = 0;  // which sign-in a ticket is for
   let refresh = null; // a refresh due after changes
   let stale = false;  // changes came while a plant was edited
 
@@ -132,7 +135,7 @@
     }
     const del = button('Delete', 'danger', () => remove(plant, del));
     const acts = el('td', 'acts');
-    acts.append(button('Edit', 'quiet', () => edit(tr, plant)), del);
+    if (scope === 'write') acts.append(button('Edit', 'quiet', () => edit(tr, plant)), del);
     tr.append(el('td', 'id', '#' + plant.id), name, acts);
     return tr;
   }
@@ -205,44 +208,47 @@
     if (await change('POST', '/plants', body, 'Added plant ' + id + '.')) event.target.reset();
   }
 
-  // Follows the change feed until signed out: reconnects after a cut (the
-  // server stopped or dropped a slow reader), resuming with Last-Event-ID.
-  async function follow() {
-    const control = new AbortController();
-    feed = control;
-    while (feed === control) {
-      try {
-        const headers = { Authorization: 'Bearer ' + token };
-        if (lastId) headers['Last-Event-ID'] = lastId;
-        const res = await fetch('/plants/changes', { headers, cache: 'no-store', signal: control.signal });
-        if (res.status === 401) return signOut();
-        if (res.ok) await events(res.body);
-      } catch (e) { /* cut short, or aborted */ }
-      if (feed === control) await new Promise((ok) => setTimeout(ok, 2000));
+  // Follows the change feed with a ticket, as EventSource sends no
+  // header. EventSource reconnects by itself (resuming with Last-Event-ID)
+  // while its ticket is valid; once it gives up (a 401 after the ticket
+  // expired or the server restarted) a new ticket and a new EventSource
+  // resume from the last event seen. With no event seen yet there is
+  // nothing to resume from, so an opened stream refreshes the listing.
+  async function follow(n) {
+    if (n !== signins) return;
+    let ticket;
+    try {
+      ticket = await (await api('POST', '/plants/changes/tickets')).json();
+    } catch (e) {
+      // Tried again, unless this signed out (a 401) or another sign-in came.
+      if (n === signins) setTimeout(() => follow(n), 3000);
+      else if (token) return;
+      return say(e.message, true);
     }
-  }
-
-  // Reads Server-Sent Events: every event (a change, or a reset) refreshes.
-  async function events(body) {
-    const reader = body.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = '';
-    let message = {};
-    for (let r = await reader.read(); !r.done; r = await reader.read()) {
-      buffer += r.value;
-      let end;
-      while ((end = buffer.indexOf('\n')) >= 0) {
-        const line = buffer.slice(0, end);
-        buffer = buffer.slice(end + 1);
-        if (line === '') {
-          if (message.id !== undefined) lastId = message.id;
-          if (message.event !== undefined) changed();
-          message = {};
-        } else if (!line.startsWith(':')) {
-          const colon = line.indexOf(':');
-          message[line.slice(0, colon)] = line.slice(colon + 1).replace(/^ /, '');
-        }
-      }
+    if (n !== signins) return;
+    if (ticket.scope !== scope) {
+      const first = !scope;
+      scope = ticket.scope;
+      $('add').hidden = scope !== 'write';
+      signedIn(true);
+      drawn = '';
+      if (first) ask({});
+      else show(page, true);
     }
+    let url = '/plants/changes?ticket=' + encodeURIComponent(ticket.ticket);
+    if (lastId) url += '&lastEventId=' + encodeURIComponent(lastId);
+    const source = new EventSource(url);
+    feed = source;
+    source.onopen = () => lastId || changed();
+    for (const type of ['created', 'replaced', 'deleted', 'reset']) {
+      source.addEventListener(type, (event) => {
+        lastId = event.lastEventId;
+        changed();
+      });
+    }
+    source.onerror = () => {
+      if (source.readyState === EventSource.CLOSED && feed === source) setTimeout(() => follow(n), 500);
+    };
   }
 
   function changed() {
@@ -250,7 +256,7 @@
     refresh = setTimeout(() => {
       refresh = null;
       stale = document.querySelector('#list .edit') !== null;
-      if (!stale) show(page, true);
+      if (!stale && page) show(page, true);
     }, 100);
   }
 
@@ -261,14 +267,14 @@
   }
 
   function signIn() {
-    signedIn(true);
-    ask({});
-    follow();
+    follow(++signins);
   }
 
   function signOut() {
-    if (feed) feed.abort();
+    if (feed) feed.close();
     feed = null;
+    signins++;
+    scope = '';
     lastId = '';
     token = '';
     sessionStorage.removeItem(KEY);

@@ -77,9 +77,23 @@ impl Feed {
         headers: &[(&str, &str)],
         query: &str,
     ) -> Result<Feed, String> {
-        stream.set_read_timeout(Some(PATIENCE)).unwrap();
         let mut all = vec![AUTH];
         all.extend_from_slice(headers);
+        Feed::try_open_as(stream, &all, query)
+    }
+
+    /// Opens the feed with exactly these headers (no token unless one of
+    /// them) and query; the head, if it is not a 200.
+    pub(crate) fn try_open_with(
+        addr: SocketAddr,
+        headers: &[(&str, &str)],
+        query: &str,
+    ) -> Result<Feed, String> {
+        Feed::try_open_as(TcpStream::connect(addr).unwrap(), headers, query)
+    }
+
+    fn try_open_as(stream: TcpStream, all: &[(&str, &str)], query: &str) -> Result<Feed, String> {
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
         let path = format!("/plants/changes{query}");
         let mut feed = Feed {
             stream,
@@ -87,7 +101,7 @@ impl Feed {
             body: Vec::new(),
             ended: false,
         };
-        std::io::Write::write_all(&mut feed.stream, &request("GET", &path, &all, "")).unwrap();
+        std::io::Write::write_all(&mut feed.stream, &request("GET", &path, all, "")).unwrap();
         let head = loop {
             if let Some(end) = feed.raw.windows(4).position(|w| w == b"\r\n\r\n") {
                 let head = String::from_utf8(feed.raw[..end].to_vec()).unwrap();

@@ -1,5 +1,6 @@
 //! The Plant Store API, on each store.
 
+pub(crate) mod access;
 mod auth;
 pub(crate) mod changes;
 mod cors;
@@ -10,5 +11,6 @@ mod plants;
 mod query;
 mod resource;
 mod routes;
+pub(crate) mod tickets;
 mod ui;
 mod webhook;

@@ -225,8 +225,11 @@ fn refuses_other_methods(walk: &mut Walk, route: &Route) {
         assert_eq!(reply.status, 405, "{name} {path}");
         let allow = allow(route);
         assert_eq!(reply.header("allow"), Some(allow.as_str()), "{name} {path}");
-        let message = format!("method not allowed here; allowed: {allow}");
-        assert_eq!(reply.json()["message"], message.as_str(), "{name} {path}");
+        // A 405 to HEAD (a row without GET) has no body.
+        if *name != "HEAD" {
+            let message = format!("method not allowed here; allowed: {allow}");
+            assert_eq!(reply.json()["message"], message.as_str(), "{name} {path}");
+        }
     }
 }
 

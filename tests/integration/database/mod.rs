@@ -9,4 +9,5 @@ mod logs;
 mod orders;
 mod serving;
 mod start;
+mod tickets;
 mod tls;

@@ -18,7 +18,7 @@ use plantstore::http::{Limits, Stopper};
 use plantstore::model::{Durability, SyncMode, TextLimits};
 use plantstore::store::{OpenError, Store};
 use plantstore::webhook::WebhookConfig;
-use plantstore::{Instance, StartError};
+use plantstore::{Instance, Reloader, StartError};
 
 pub const TOKEN: &str = "test-token";
 
@@ -56,6 +56,7 @@ pub fn config() -> Config {
         read_only: false,
         // No limit on failed authentications: a test that means one sets it.
         guard: Guard::default(),
+        ticket_ttl: Duration::from_secs(60),
         token_source: TokenSource::Flag,
         token_file: None,
         webhook_secret_file: None,
@@ -371,6 +372,10 @@ pub struct TestServer {
     config: Config,
     stopper: Stopper,
     thread: Option<JoinHandle<usize>>,
+    /// What SIGHUP drives: re-reads the token file (and the shared key).
+    /// Dropped when the server stops: it holds the application (and so
+    /// the journal's lock).
+    reloader: Option<Reloader>,
     /// Its store's database, if any: dropped after the server stops.
     pub keep: Option<Keep>,
 }
@@ -407,14 +412,22 @@ impl TestServer {
     fn running(server: Instance, config: Config) -> TestServer {
         let addr = server.local_addr();
         let stopper = server.stopper();
+        let reloader = server.reloader(&config);
         let thread = thread::spawn(move || server.run(Duration::from_secs(5)));
         TestServer {
             addr,
             config,
             stopper,
             thread: Some(thread),
+            reloader: Some(reloader),
             keep: None,
         }
+    }
+
+    /// What a SIGHUP does: re-reads the configuration's token file, and
+    /// on a database its tickets' key; returns once done.
+    pub fn reload(&self) {
+        self.reloader.as_ref().expect("a running server").reload();
     }
 
     /// Stops the server and starts a new one with the same configuration
@@ -442,6 +455,7 @@ impl TestServer {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+        self.reloader = None;
     }
 
     pub fn client(&self) -> Client {
