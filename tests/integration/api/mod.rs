@@ -10,5 +10,6 @@ mod plants;
 mod query;
 mod resource;
 mod routes;
+mod throttle;
 mod ui;
 mod webhook;
