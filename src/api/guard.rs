@@ -27,8 +27,8 @@ use forwarded::Block;
 use table::Table;
 
 /// Why a request was refused at the gate, for `/metrics`
-/// (`plantstore_auth_refusals_total{reason=...}`), in the order of
-/// [`REASONS`].
+/// (`plantstore_auth_refusals_total{reason=...}`), rendered in this
+/// order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refused {
     /// No credentials (401).
@@ -46,15 +46,30 @@ pub enum Refused {
     ReadOnly,
 }
 
-/// The `reason` label of each [`Refused`], in its order.
-const REASONS: [&str; 6] = [
-    "missing",
-    "invalid",
-    "ticket",
-    "throttled",
-    "scope",
-    "read_only",
-];
+impl Refused {
+    /// Every reason, in the order they are rendered.
+    const ALL: [Refused; 6] = [
+        Refused::Missing,
+        Refused::Invalid,
+        Refused::Ticket,
+        Refused::Throttled,
+        Refused::Scope,
+        Refused::ReadOnly,
+    ];
+
+    /// The `reason` label (a match, not a table of strings: each string
+    /// in a table costs the binary a relocation).
+    fn label(self) -> &'static str {
+        match self {
+            Refused::Missing => "missing",
+            Refused::Invalid => "invalid",
+            Refused::Ticket => "ticket",
+            Refused::Throttled => "throttled",
+            Refused::Scope => "scope",
+            Refused::ReadOnly => "read_only",
+        }
+    }
+}
 
 /// Every address together may fail this many times what one may (the
 /// global limit).
@@ -101,7 +116,7 @@ pub struct Throttle {
     /// The table's clock starts here.
     started: Instant,
     /// By `Refused`.
-    refusals: [AtomicU64; REASONS.len()],
+    refusals: [AtomicU64; Refused::ALL.len()],
 }
 
 impl Throttle {
@@ -121,10 +136,6 @@ impl Throttle {
         self.started.elapsed().as_millis() as u64
     }
 
-    fn trusts(&self, ip: IpAddr) -> bool {
-        self.proxies.iter().any(|p| p.contains(ip))
-    }
-
     /// The address a request is counted under: its peer, or the address a
     /// trusted proxy forwarded.
     pub fn client(&self, request: &Request<'_>) -> IpAddr {
@@ -139,13 +150,13 @@ impl Throttle {
     /// without them.
     #[inline(never)]
     fn forwarded(&self, request: &Request<'_>, peer: IpAddr) -> IpAddr {
-        if !self.trusts(peer) {
+        if !forwarded::trusted(&self.proxies, peer) {
             return peer;
         }
         forwarded::client(
             request.headers("x-forwarded-for"),
             request.headers("forwarded"),
-            &|ip| self.trusts(ip),
+            &self.proxies,
         )
         .unwrap_or(peer)
     }
@@ -182,8 +193,9 @@ impl Throttle {
             Kind::Counter,
             "Requests refused at the gate, by reason.",
         );
-        for (reason, count) in REASONS.iter().zip(&self.refusals) {
-            text.sample(REFUSALS, &[("reason", reason)], count.load(Relaxed));
+        for reason in Refused::ALL {
+            let count = self.refusals[reason as usize].load(Relaxed);
+            text.sample(REFUSALS, &[("reason", reason.label())], count);
         }
         let entries = self.table.as_ref().map_or(0, |table| {
             table.quiet(self.now());

@@ -61,6 +61,11 @@ impl Block {
     }
 }
 
+/// Whether `ip` is inside one of `blocks`.
+pub(super) fn trusted(blocks: &[Block], ip: IpAddr) -> bool {
+    blocks.iter().any(|b| b.contains(ip))
+}
+
 /// A node of either header: an address, with or without a port
 /// (`192.0.2.1:80`, `[2001:db8::1]:80`), brackets (`[2001:db8::1]`) or
 /// quotes (`Forwarded`'s `"[2001:db8::1]:80"`).
@@ -85,7 +90,7 @@ fn forwarded_for(element: &str) -> Option<IpAddr> {
 fn walk<'a>(
     lines: impl Iterator<Item = &'a [u8]>,
     read: fn(&str) -> Option<IpAddr>,
-    trusted: &dyn Fn(IpAddr) -> bool,
+    proxies: &[Block],
 ) -> Option<Option<IpAddr>> {
     let mut seen = false;
     // The rightmost element so far that is not a trusted proxy (`None`
@@ -100,7 +105,7 @@ fn walk<'a>(
         };
         for element in line.split(',').map(str::trim).filter(|e| !e.is_empty()) {
             match read(element) {
-                Some(ip) if trusted(ip) => {
+                Some(ip) if trusted(proxies, ip) => {
                     leftmost.get_or_insert(ip);
                 }
                 read => client = Some(read),
@@ -111,13 +116,14 @@ fn walk<'a>(
 }
 
 /// The client a trusted proxy named, from the values of its
-/// `X-Forwarded-For` and `Forwarded` headers; `None`: count the peer.
+/// `X-Forwarded-For` and `Forwarded` headers, behind the `proxies`;
+/// `None`: count the peer.
 pub(super) fn client<'a>(
     x_forwarded_for: impl Iterator<Item = &'a [u8]>,
     forwarded: impl Iterator<Item = &'a [u8]>,
-    trusted: &dyn Fn(IpAddr) -> bool,
+    proxies: &[Block],
 ) -> Option<IpAddr> {
-    walk(x_forwarded_for, node, trusted)
-        .or_else(|| walk(forwarded, forwarded_for, trusted))
+    walk(x_forwarded_for, node, proxies)
+        .or_else(|| walk(forwarded, forwarded_for, proxies))
         .flatten()
 }

@@ -44,7 +44,7 @@ use crate::lock::lock;
 
 /// Slots in a bucket.
 const WAYS: usize = 8;
-/// Buckets (a power of two: a bucket is picked by the mix's top bits).
+/// Buckets.
 const BUCKETS: usize = 512;
 /// Keys the table holds at most.
 pub(super) const ENTRIES: usize = WAYS * BUCKETS;
@@ -189,7 +189,9 @@ impl Table {
 
     /// `key`'s count at `now`: its own, or the one it would take over.
     fn estimate(&self, slots: &[Slot], key: u128, now: u64) -> u64 {
-        let bucket = &slots[self.bucket(key)];
+        // Never empty (the slots are made before a key is counted): `get`
+        // only spares the binary a panic.
+        let bucket = slots.get(self.bucket(key)).unwrap_or_default();
         match bucket.iter().find(|s| s.level > 0 && s.key == key) {
             Some(slot) => leaked(slot, now, self.per_minute),
             None => bucket
@@ -237,15 +239,19 @@ impl Table {
     /// Counts one failure of `key` at `now`; when its count will have
     /// leaked to nothing.
     fn count(&self, slots: &mut [Slot], key: u128, now: u64) -> u64 {
-        let bucket = &mut slots[self.bucket(key)];
+        let Some(bucket) = slots.get_mut(self.bucket(key)) else {
+            return now;
+        };
         let slot = match bucket.iter().position(|s| s.level > 0 && s.key == key) {
             Some(i) => &mut bucket[i],
             // The least-failed slot, count and all; a free one has none.
             None => {
-                let slot = bucket
+                let least = bucket
                     .iter_mut()
-                    .min_by_key(|s| leaked(s, now, self.per_minute))
-                    .expect("a bucket has slots");
+                    .min_by_key(|s| leaked(s, now, self.per_minute));
+                let Some(slot) = least else {
+                    return now;
+                };
                 if slot.level == 0 {
                     self.busy.fetch_add(1, Relaxed);
                 }

@@ -234,11 +234,11 @@ fn proxy_blocks_are_addresses_or_cidr() {
 /// The client forwarded by lines of `X-Forwarded-For` and `Forwarded`,
 /// behind the trusted proxies 10.0.0.0/8.
 fn forwarded(xff: &[&str], fwd: &[&str]) -> Option<IpAddr> {
-    let proxy = Block::parse("10.0.0.0/8").unwrap();
+    let proxies = [Block::parse("10.0.0.0/8").unwrap()];
     forwarded::client(
         xff.iter().map(|l| l.as_bytes()),
         fwd.iter().map(|l| l.as_bytes()),
-        &|ip| proxy.contains(ip),
+        &proxies,
     )
 }
 
