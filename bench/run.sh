@@ -37,8 +37,10 @@
 #              start-up time, RSS, and whether its export is the same
 #   pinned     one core each: the server on CPU 0, wrk on CPU 1; POST
 #              /plants at 16, 64 and 1024 connections, plantstore (with
-#              $PINNED_ARGS, default "--threads 1") vs the reference vs
-#              nginx answering a canned 200 (one worker), $ROUNDS rounds:
+#              $PINNED_ARGS, default "--threads 1"; a token file of the
+#              write token and a read token, and the auth-failure limit
+#              on, its table not empty: see start_pinned) vs the reference
+#              vs nginx answering a canned 200 (one worker), $ROUNDS rounds:
 #              req/s, p50, p99, errors, server CPU and context switches
 #              per request; then RSS with $IDLE_CONNS (default 10000) idle
 #              keep-alive connections open (bench/hold.py) and a fresh
@@ -771,11 +773,20 @@ section_compaction() {
 # The pinned section's helpers.
 # start_pinned SERVER [FLAGS...]: starts plantstore (with $PINNED_ARGS and
 # FLAGS), the old plantstore (the same way), the reference or nginx on
-# CPU 0.
+# CPU 0. A plantstore that has token scopes gets a token file with wrk's
+# write token and a read token (an older one, without them, refuses such a
+# file: it keeps PLANTSTORE_TOKEN). Either then gets 20 wrong tokens from
+# 127.0.0.2, so that the auth-failure limit (on by default) has an entry
+# and every request of the run pays the lookup, not only an empty table's
+# check; the entry lasts a minute, longer than a run.
 start_pinned() {
-  local server=$1 args
+  local server=$1 args bin=$BIN
   shift
   read -ra args <<<"$PINNED_ARGS"
+  [ "$server" != old ] || bin=$OLD_BIN
+  if [[ $server == plantstore || $server == old ]] && scoped "$bin"; then
+    args+=(--token-file "$WORK/tokens")
+  fi
   PIN=(taskset -c 0)
   case $server in
     plantstore) start_server "${args[@]}" "$@" ;;
@@ -786,6 +797,21 @@ start_pinned() {
     nginx-tls) start_nginx tls ;;
   esac
   PIN=()
+  if [[ $server == plantstore || $server == old ]]; then
+    local n scheme=http
+    [[ " $* " != *" --tls-cert "* ]] || scheme=https
+    for n in $(seq 20); do
+      curl -sk -o /dev/null --interface 127.0.0.2 -H "Authorization: Bearer wrong-$n" \
+        "$scheme://$ADDR/plants" || true
+    done
+  fi
+}
+
+# scoped BIN: whether that plantstore takes `TOKEN read` lines (and the
+# auth-failure flags); writes the token file they share the first time.
+scoped() {
+  "$1" --help 2>/dev/null | grep -q -- --auth-failures || return 1
+  [ -f "$WORK/tokens" ] || printf '%s\n%s read\n' "$TOKEN" bench-read-token >"$WORK/tokens"
 }
 
 # nginx_conf DIR HTTP: writes DIR/nginx.conf, one nginx process (no
@@ -996,6 +1022,9 @@ section_pinned() {
   else
     echo "plantstore flags: \`${PINNED_ARGS:-(none)}\`. nginx: one process, a canned 200 JSON."
   fi
+  echo "plantstore: a token file of the write token and a read token (a build without"
+  echo "token scopes: PLANTSTORE_TOKEN alone), and 20 wrong tokens from 127.0.0.2 before"
+  echo "each run, so that its auth-failure table is not empty."
   echo "Server CPU and context switches are over the measured run, per request."
   echo
   echo "| round | connections | server | requests/s | p50 ms | p99 ms | errors | server CPU µs/request | context switches/request |"

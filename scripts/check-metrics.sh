@@ -37,7 +37,8 @@ curl -s -o /dev/null "$base/nowhere"
 metrics=$(curl -sf "${auth[@]}" "$base/metrics")
 for name in plantstore_request_duration_seconds_bucket plantstore_build_info \
     process_start_time_seconds process_resident_memory_bytes process_open_fds \
-    process_cpu_seconds_total plantstore_journal_bytes plantstore_journal_compactions_total; do
+    process_cpu_seconds_total plantstore_journal_bytes plantstore_journal_compactions_total \
+    plantstore_auth_refusals_total plantstore_auth_throttle_entries; do
     grep -q "^$name" <<<"$metrics" || { echo "/metrics lacks $name"; exit 1; }
 done
 report=$(promtool check metrics <<<"$metrics" 2>&1) || {

@@ -134,13 +134,59 @@ fn flag_and_environment_tokens_follow_the_same_rules() {
 
 #[test]
 fn a_repeated_token_is_kept_once_with_a_warning_naming_the_lines() {
-    let set = token_file("dup", b"s3cr3t\nother\n\n  s3cr3t\nother\n").unwrap();
-    assert_eq!(plain(&set), ["s3cr3t", "other"]);
+    let (a, b) = ("s3cr3t-s3cr3t-s3cr3t", "other-other-other-other");
+    let text = format!("{a}\n{b}\n\n  {a}\n{b}\n");
+    let set = token_file("dup", text.as_bytes()).unwrap();
+    assert_eq!(plain(&set), [a, b]);
     assert_eq!(set.warnings.len(), 2, "{:?}", set.warnings);
     assert!(set.warnings[0].ends_with("line 4 repeats the token of line 1"));
     assert!(set.warnings[1].ends_with("line 5 repeats the token of line 2"));
     assert!(!set.warnings.concat().contains("s3cr3t"), "no token logged");
-    assert!(token_file("once", b"a\nb\n").unwrap().warnings.is_empty());
+    let once = format!("{a}\n{b}\n");
+    assert!(
+        token_file("once", once.as_bytes())
+            .unwrap()
+            .warnings
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_token_shorter_than_16_bytes_is_a_warning_that_never_names_it() {
+    let set = token_file(
+        "short",
+        b"# c\nlong-enough-token-1\nabc read\n0123456789abcde\n0123456789abcdef\n",
+    )
+    .unwrap();
+    assert_eq!(set.warnings.len(), 1, "{:?}", set.warnings);
+    let warning = &set.warnings[0];
+    assert!(
+        warning.ends_with(
+            "line 3 (the first of 2): a token shorter than 16 bytes, which a guesser \
+             could find; prefer 32 random bytes (openssl rand -hex 32)"
+        ),
+        "{warning}"
+    );
+    assert!(
+        !warning.contains("abc ") && !warning.contains("0123"),
+        "{warning}"
+    );
+    for (flag, env, from) in [
+        (Some("change-me"), None, "--token"),
+        (None, Some("change-me"), "PLANTSTORE_TOKEN"),
+    ] {
+        let set = tokens(None, flag.map(String::from), env.map(String::from)).unwrap();
+        assert_eq!(
+            set.warnings,
+            [format!(
+                "the token from {from} is shorter than 16 bytes, which a guesser could find; \
+                 prefer 32 random bytes (openssl rand -hex 32)"
+            )]
+        );
+    }
+    let set = tokens(None, Some("0123456789abcdef".into()), None).unwrap();
+    assert!(set.warnings.is_empty(), "{:?}", set.warnings);
+    assert!(tokens(None, None, None).unwrap().warnings.is_empty());
 }
 
 #[test]

@@ -11,8 +11,11 @@
 //! than being accepted and never matching. A token file may start with a
 //! UTF-8 byte order mark, which is not part of the first token. A token
 //! repeated in the file is harmless but likely a mistake: it becomes a
-//! warning in `Config::warnings`, for the caller to log. The same readers
-//! serve a reload (`read_tokens`, `read_webhook_secret`).
+//! warning in `Config::warnings`, for the caller to log; so is a token
+//! shorter than [`SHORT_TOKEN`] bytes, which a guesser could find even at
+//! `--auth-failures` a minute (the warning names its source or lines,
+//! never the token). The same readers serve a reload (`read_tokens`,
+//! `read_webhook_secret`).
 //!
 //! Both files are read by `os::read_text`: a regular file only (a FIFO, a
 //! device or a directory is refused before it is opened, so a read never
@@ -44,6 +47,17 @@ pub fn read_tokens(path: &Path) -> Result<(Vec<Grant>, Vec<String>), ConfigError
 /// and the `Authorization` header shares it with the rest; no real token
 /// comes near this (a generated one is 64 bytes).
 pub const MAX_TOKEN: usize = 4096;
+
+/// A token shorter than this, in bytes, is a start-up warning.
+const SHORT_TOKEN: usize = 16;
+
+/// The end of the warning about a short token.
+macro_rules! short {
+    () => {
+        "shorter than 16 bytes, which a guesser could find; \
+         prefer 32 random bytes (openssl rand -hex 32)"
+    };
+}
 
 /// Why `token` (already trimmed) cannot be used, if it cannot.
 fn token_fault(token: &str) -> Option<&'static str> {
@@ -90,7 +104,14 @@ pub(super) fn tokens(
         let token = token.trim();
         match token_fault(token) {
             Some(why) => Err(ConfigError::BadToken(from, why)),
-            None => Ok(TokenSet::one(token.to_string(), source)),
+            None => {
+                let mut set = TokenSet::one(token.to_string(), source);
+                if token.len() < SHORT_TOKEN {
+                    set.warnings
+                        .push(format!(concat!("the token from {} is ", short!()), from));
+                }
+                Ok(set)
+            }
         }
     };
     match (file, flag, env) {
@@ -120,6 +141,8 @@ pub(super) fn read_token_file(path: PathBuf) -> Result<TokenSet, ConfigError> {
     let mut first_line: BTreeMap<&str, usize> = BTreeMap::new();
     let mut tokens = Vec::new();
     let mut warnings = Vec::new();
+    // The short tokens: how many, and the first one's line.
+    let (mut short_tokens, mut first_short) = (0, None);
     for (index, line) in text.lines().enumerate() {
         // Words are split at ASCII spaces and tabs only: other whitespace
         // inside a token is refused as before.
@@ -155,6 +178,10 @@ pub(super) fn read_token_file(path: PathBuf) -> Result<TokenSet, ConfigError> {
                 path.display()
             )),
             None => {
+                if token.len() < SHORT_TOKEN {
+                    short_tokens += 1;
+                    first_short.get_or_insert(line);
+                }
                 first_line.insert(token, line);
                 tokens.push(Grant {
                     token: token.to_string(),
@@ -165,6 +192,17 @@ pub(super) fn read_token_file(path: PathBuf) -> Result<TokenSet, ConfigError> {
     }
     if tokens.is_empty() {
         return Err(ConfigError::NoTokenInFile(path));
+    }
+    if let Some(first) = first_short {
+        warnings.push(format!(
+            concat!(
+                "token file {} line {} (the first of {}): a token ",
+                short!()
+            ),
+            path.display(),
+            first,
+            short_tokens
+        ));
     }
     Ok(TokenSet {
         accepted: tokens,

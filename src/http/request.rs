@@ -96,6 +96,15 @@ impl<'c> Request<'c> {
         self.head.headers(name).next()
     }
 
+    /// Every value of a header, in the order received (a list header such
+    /// as `X-Forwarded-For` may come in several lines).
+    pub fn headers<'a, 'n>(
+        &'a self,
+        name: &'n str,
+    ) -> impl Iterator<Item = &'a [u8]> + use<'a, 'n, 'c> {
+        self.head.headers(name)
+    }
+
     /// The client's address.
     pub fn peer(&self) -> SocketAddr {
         self.peer

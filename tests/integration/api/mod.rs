@@ -11,6 +11,7 @@ mod plants;
 mod query;
 mod resource;
 mod routes;
+mod throttle;
 pub(crate) mod tickets;
 mod ui;
 mod webhook;
