@@ -12,7 +12,6 @@
 //! leaves: what was opened with it (a feed stream) ends when it turns
 //! false.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -68,7 +67,8 @@ struct Entry {
 }
 
 /// A whole set of tokens with their scopes, shared by the requests
-/// checked against it.
+/// checked against it; sorted by token, so a reload finds the tokens that
+/// stay by bisection.
 type Set = Arc<[Entry]>;
 
 /// What a request's credentials (a token, or a ticket made with one)
@@ -90,7 +90,7 @@ impl Tokens {
     /// Accepts exactly these tokens.
     pub fn new(tokens: Vec<Grant>) -> Tokens {
         Tokens {
-            accepted: RwLock::new(set(tokens, &HashMap::new())),
+            accepted: RwLock::new(set(tokens, &[])),
         }
     }
 
@@ -98,12 +98,9 @@ impl Tokens {
     /// stays keeps its alive flag, one that leaves has it cleared.
     pub fn replace(&self, tokens: Vec<Grant>) {
         let old = self.current();
-        let kept: HashMap<&[u8], &Arc<AtomicBool>> =
-            old.iter().map(|e| (e.token.as_slice(), &e.alive)).collect();
-        let new = set(tokens, &kept);
+        let new = set(tokens, &old);
         *write(&self.accepted) = Arc::clone(&new);
-        let staying: HashSet<&[u8]> = new.iter().map(|e| e.token.as_slice()).collect();
-        for entry in old.iter().filter(|e| !staying.contains(e.token.as_slice())) {
+        for entry in old.iter().filter(|e| position(&new, &e.token).is_none()) {
             entry.alive.store(false, Ordering::Release);
         }
     }
@@ -123,13 +120,13 @@ impl Tokens {
         let Some(presented) = header.and_then(bearer) else {
             return Err(ApiError::Unauthorized { presented: false });
         };
-        self.find(|token| same(token, presented))
+        self.find(&mut |token| same(token, presented))
             .ok_or(ApiError::Unauthorized { presented: true })
     }
 
     /// The token for which `matches` holds, asked of every token whatever
     /// matched (a token is kept once, so at most one does).
-    pub(super) fn find(&self, mut matches: impl FnMut(&[u8]) -> bool) -> Option<Granted> {
+    pub(super) fn find(&self, matches: &mut dyn FnMut(&[u8]) -> bool) -> Option<Granted> {
         let set = self.current();
         let mut found = None;
         for entry in set.iter() {
@@ -144,23 +141,30 @@ impl Tokens {
     }
 }
 
-/// The set of `tokens`, each keeping its flag in `kept` if it has one.
-fn set(tokens: Vec<Grant>, kept: &HashMap<&[u8], &Arc<AtomicBool>>) -> Set {
-    tokens
+/// The set of `tokens`, each keeping its flag in `old` if it is there.
+fn set(tokens: Vec<Grant>, old: &[Entry]) -> Set {
+    let mut entries: Vec<Entry> = tokens
         .into_iter()
         .map(|g| {
             let token = g.token.into_bytes();
-            let alive = kept.get(token.as_slice()).map_or_else(
-                || Arc::new(AtomicBool::new(true)),
-                |alive| Arc::clone(alive),
-            );
+            let alive = match position(old, &token) {
+                Some(at) => Arc::clone(&old[at].alive),
+                None => Arc::new(AtomicBool::new(true)),
+            };
             Entry {
                 token,
                 scope: g.scope,
                 alive,
             }
         })
-        .collect()
+        .collect();
+    entries.sort_unstable_by(|a, b| a.token.cmp(&b.token));
+    entries.into()
+}
+
+/// Where `token` is in a sorted set.
+fn position(set: &[Entry], token: &[u8]) -> Option<usize> {
+    set.binary_search_by(|e| e.token.as_slice().cmp(token)).ok()
 }
 
 /// The token of a `Bearer <token>` credential (scheme case-insensitive).

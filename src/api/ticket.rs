@@ -128,7 +128,7 @@ impl Tickets {
             return None;
         }
         let named = &payload[10..PAYLOAD];
-        let granted = tokens.find(|token| {
+        let granted = tokens.find(&mut |token| {
             let mine = reference(&key, token);
             // Every token's reference is made and compared in full.
             let diff = mine

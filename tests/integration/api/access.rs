@@ -2,13 +2,15 @@
 //! endpoint table (each change 403 with an Error body naming the scope,
 //! each read served), `--read-only` refusing every change to every token,
 //! and a reload that removes a token: its open streams end and its
-//! tickets are refused, while the tokens that stay go on.
+//! tickets are refused, while the tokens that stay go on. The binary says
+//! `--read-only` in its start-up line.
 
 use plantstore::api::{Grant, ROUTES, Scope};
 
 use crate::api::changes::{Feed, plant_body};
 use crate::on_each_store;
-use crate::support::{AUTH, JSON, Kind, TempFile, TestServer, config, request};
+use crate::process::binary::{Running, run_to_exit};
+use crate::support::{AUTH, JSON, Kind, PATIENCE, TempFile, TestServer, config, request};
 
 pub(crate) const READER: &str = "reader-token-0123456789";
 pub(crate) const READ_AUTH: (&str, &str) = ("Authorization", "Bearer reader-token-0123456789");
@@ -178,3 +180,26 @@ on_each_store!(
     read_only_refuses_every_change_to_every_token_and_serves_the_rest,
     a_reload_ends_the_streams_of_a_removed_token_and_refuses_its_tickets,
 );
+
+#[test]
+fn read_only_is_said_at_start_and_a_ticket_lifetime_out_of_range_stops_it() {
+    let server = Running::start(&["--read-only"], Some(READER));
+    let line = server
+        .log()
+        .into_iter()
+        .find(|l| l.contains("listening on"))
+        .expect("a start-up line");
+    assert!(
+        line.contains("read-only: every change is refused"),
+        "{line}"
+    );
+    drop(server);
+    let plain = Running::start(&[], Some(READER));
+    let line = plain.log().into_iter().find(|l| l.contains("listening on"));
+    assert!(!line.unwrap_or_default().contains("read-only"));
+    for bad in ["0", "3601", "x"] {
+        let (code, stderr) = run_to_exit(&["--ticket-ttl", bad], Some(READER), PATIENCE);
+        assert_eq!(code, Some(2), "--ticket-ttl {bad}: {stderr}");
+        assert!(stderr.contains("--ticket-ttl"), "{stderr}");
+    }
+}
