@@ -11,7 +11,10 @@ that can run against this server runs against a fresh release binary
 - ```js: an ES module in Node 20 whose fetch resolves a relative URL
   against the server (as on a page it serves) and throws on a status of
   400 or more; it must exit 0 or, reading the change feed, print what its
-  setup expects. One using what only a browser has is listed as not run.
+  setup expects. `EventSource` is the npm `eventsource` package (the
+  WHATWG EventSource for Node, as scripts/peer-eventsource.sh installs
+  it), its relative URLs resolved the same way. One using what only a
+  browser has (the document, storage) is listed as not run.
 - An output block with no command (the feed's sample): its setup has it.
 Every other block is listed as not run, with the reason.
 
@@ -46,7 +49,7 @@ import urllib.request
 BIN = sys.argv[1]
 DOCS = ["README.md"] + sorted(f"docs/{n}" for n in os.listdir("docs") if n.endswith(".md"))
 DOC_ADDR, TOKEN, SEP = "127.0.0.1:8080", "change-me", "@@check-docs: end of a command@@"
-BROWSER_ONLY = ["document", "window", "EventSource", "sessionStorage", "localStorage"]
+BROWSER_ONLY = ["document", "window", "sessionStorage", "localStorage"]
 
 CREATE = "curl -s -o /dev/null http://127.0.0.1:8080/plants -H \"$T\" -H 'Content-Type: application/json' -d "
 FEED_BEFORE = [CREATE + """'{"id":1,"name":"Monstera"}'""", CREATE + """'{"id":2,"name":"Fern"}'"""]
@@ -66,7 +69,7 @@ SETUPS = {
     "feed": dict(before=FEED_BEFORE, during=FEED_DURING,
                  command='curl -sN http://127.0.0.1:8080/plants/changes -H "$T" | sed -u 1,2d'),
     "feed-js": dict(before=FEED_BEFORE, during=FEED_DURING, expect=[
-        "<epoch>-3 created { id: 3, name: 'Fern', tag: 'green' }", "<epoch>-4 deleted { id: 3 }"]),
+        "created { id: 3, name: 'Fern', tag: 'green' }", "deleted { id: 3 }"]),
 }
 JS_PRELUDE = """const checkDocsFetch = globalThis.fetch;
 globalThis.fetch = async (url, init) => {
@@ -74,6 +77,12 @@ globalThis.fetch = async (url, init) => {
   if (res.status >= 400) throw new Error(
     `${init?.method ?? 'GET'} ${url}: ${res.status} ${await res.text()}`);
   return res;
+};
+import { createRequire as checkDocsRequire } from 'node:module';
+const { EventSource: CheckDocsEventSource } =
+  checkDocsRequire(import.meta.url)(process.env.EVENTSOURCE);
+globalThis.EventSource = class extends CheckDocsEventSource {
+  constructor(url, init) { super(new URL(url, process.env.BASE), init); }
 };
 """
 STARTED = []  # every process started (each leads a process group), stopped after each block

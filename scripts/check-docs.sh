@@ -17,5 +17,11 @@ node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)
     exit 1
 }
 
+# The EventSource of the JavaScript examples: the npm eventsource package,
+# installed where scripts/peer-eventsource.sh keeps it.
+INSTALL_ONLY=1 scripts/peer-eventsource.sh
+EVENTSOURCE=$PWD/.tools/eventsource-node/node_modules/eventsource
+export EVENTSOURCE
+
 cargo build --release --quiet
 exec python3 scripts/check-docs.py target/release/plantstore

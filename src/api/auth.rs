@@ -59,17 +59,27 @@ impl Grant {
 }
 
 /// One token of the set.
-struct Entry {
-    token: Vec<u8>,
+pub(super) struct Entry {
+    pub(super) token: Vec<u8>,
     scope: Scope,
     /// Cleared when a reload removes the token.
     alive: Arc<AtomicBool>,
 }
 
+impl Entry {
+    /// What the token grants.
+    pub(super) fn granted(&self) -> Granted {
+        Granted {
+            scope: self.scope,
+            alive: Arc::clone(&self.alive),
+        }
+    }
+}
+
 /// A whole set of tokens with their scopes, shared by the requests
 /// checked against it; sorted by token, so a reload finds the tokens that
 /// stay by bisection.
-type Set = Arc<[Entry]>;
+pub(super) type Set = Arc<[Entry]>;
 
 /// What a request's credentials (a token, or a ticket made with one)
 /// grant: a scope, for as long as the token stays in the set.
@@ -110,7 +120,8 @@ impl Tokens {
         self.current().len()
     }
 
-    fn current(&self) -> Set {
+    /// The set in use now.
+    pub(super) fn current(&self) -> Set {
         Arc::clone(&read(&self.accepted))
     }
 

@@ -16,7 +16,7 @@
 use super::Call;
 use super::auth::bearer;
 use super::query::FeedQuery;
-use super::{ApiError, App};
+use super::{ApiError, App, Scope};
 use crate::http::{Request, Response};
 
 /// `GET /plants/changes` (a token or a ticket).
@@ -65,10 +65,17 @@ pub(super) fn ticket(
     let (Some(token), Some(granted)) = (token, call.granted) else {
         return Err(ApiError::Unauthorized { presented: false });
     };
+    // With `--read-only` no token may change anything: the page is told
+    // `read`, so that it offers no change that would be refused.
+    let offered = if app.read_only {
+        Scope::Read
+    } else {
+        granted.scope
+    };
     let body = format!(
         r#"{{"ticket":"{}","scope":"{}","expiresIn":{}}}"#,
         app.tickets.mint(token, granted.scope),
-        granted.scope.name(),
+        offered.name(),
         app.tickets.ttl().as_secs()
     );
     Ok(Response::bytes(200, "application/json", body.into_bytes())

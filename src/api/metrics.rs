@@ -36,8 +36,8 @@ pub fn method_label(method: &str) -> usize {
 }
 
 /// Statuses the application answers, in the order of each row.
-const STATUSES: [u16; 15] = [
-    200, 204, 304, 400, 401, 404, 405, 408, 409, 413, 415, 429, 500, 503, 507,
+const STATUSES: [u16; 16] = [
+    200, 204, 304, 400, 401, 403, 404, 405, 408, 409, 413, 415, 429, 500, 503, 507,
 ];
 
 /// The server's counters.
@@ -168,11 +168,33 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::ApiError;
 
     /// Counters for three routes and `other`.
     fn metrics() -> Metrics {
         let routes = ["/plants", "/plants/{id}", "/healthz", "other"];
         Metrics::new(Gauge::new(), routes.into())
+    }
+
+    #[test]
+    fn every_status_the_gate_and_the_handlers_answer_has_a_column() {
+        use crate::http::BodyError;
+        let errors = [
+            ApiError::NoRoute,
+            ApiError::MethodNotAllowed(String::new()),
+            ApiError::Unauthorized { presented: true },
+            ApiError::Ticket,
+            ApiError::Forbidden("read"),
+            ApiError::Throttled { retry_after: 1 },
+            ApiError::UnsupportedMediaType,
+            ApiError::BadParameter("id"),
+            ApiError::Body(BodyError::TooLarge(1)),
+            ApiError::Body(BodyError::Timeout),
+        ];
+        for error in errors {
+            let status = error.status();
+            assert!(STATUSES.contains(&status), "{status} ({error})");
+        }
     }
 
     fn text(metrics: &Metrics) -> String {

@@ -120,10 +120,12 @@ impl App {
         if !plants.set_change_hook(changes.hook()) {
             log::warn!("change feed: the store's change hook was taken; the feed stays silent");
         }
+        let tickets = ticket::Tickets::new(access.ticket_key, access.ticket_ttl);
+        tickets.refresh(&access.tokens);
         App {
             plants,
             tokens: access.tokens,
-            tickets: ticket::Tickets::new(access.ticket_key, access.ticket_ttl),
+            tickets,
             read_only: access.read_only,
             throttle: guard::Throttle::new(access.guard),
             webhooks: Arc::new(webhooks),
@@ -149,6 +151,7 @@ impl App {
     /// refused.
     pub fn set_tokens(&self, tokens: Vec<Grant>) {
         self.tokens.replace(tokens);
+        self.tickets.refresh(&self.tokens);
         self.changes.wake_all();
     }
 
@@ -156,7 +159,11 @@ impl App {
     /// key is a rotation); `Some` with what happened, to log.
     pub fn reload_ticket_key(&self) -> Option<Result<bool, String>> {
         let key = self.plants.reread_ticket_key()?;
-        Some(key.map(|key| self.tickets.set_key(key)))
+        Some(key.map(|key| {
+            let changed = self.tickets.set_key(key);
+            self.tickets.refresh(&self.tokens);
+            changed
+        }))
     }
 
     /// How many tokens are accepted now.
@@ -175,14 +182,19 @@ impl App {
     /// against it, and the credentials must allow the method's scope (a
     /// change is refused to every token with `--read-only`). A method that
     /// takes a `ticket` parameter takes it instead of a token when no
-    /// `Authorization` header is sent. Every refusal is counted by reason.
+    /// bearer token is sent (a browser may send other credentials of its
+    /// own). A refused ticket is counted, but not as a guess against the
+    /// client's address: a ticket is a 256-bit MAC, nothing to guess, and
+    /// expired ones are the normal course of a page that stays open (a
+    /// restart, a key rotation, a reconnect after the expiry). Every
+    /// refusal is counted by reason.
     fn authorize(&self, request: &Request<'_>, method: &Method) -> Result<Granted, ApiError> {
         let client = self.throttle.client(request);
         self.throttle
             .admit(client)
             .inspect_err(|_| self.throttle.refused(Refused::Throttled))?;
         let header = request.header("authorization");
-        let ticket = match (header, method.params) {
+        let ticket = match (header.and_then(auth::bearer), method.params) {
             (None, Params::Only(names)) if names.contains(&"ticket") => {
                 query::ticket(request.query())
             }
@@ -201,7 +213,7 @@ impl App {
                 ApiError::Ticket => Refused::Ticket,
                 _ => Refused::Invalid,
             };
-            if reason != Refused::Missing {
+            if reason == Refused::Invalid {
                 self.throttle.failed(client);
             }
             self.throttle.refused(reason);

@@ -23,7 +23,7 @@
 //! compared in constant time (`Mac::verify_slice`). A ticket is never
 //! logged (the access log has no query) and never in an error body.
 
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
@@ -31,7 +31,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as BASE64URL;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use super::auth::{Granted, Scope, Tokens};
+use super::auth::{Granted, Scope, Set, Tokens};
 use crate::lock::{read, write};
 use crate::plants::TicketKey;
 
@@ -53,6 +53,18 @@ const TEXT: usize = TICKET.div_ceil(3) * 4;
 pub struct Tickets {
     key: RwLock<TicketKey>,
     ttl: Duration,
+    /// Every token's reference under the key, for one set of tokens:
+    /// made once per reload or rotation (`refresh`), not per ticket
+    /// checked, which would cost a MAC per token on an event loop.
+    references: RwLock<Option<References>>,
+}
+
+/// The references of one set of tokens under one key, in the set's order.
+#[derive(Clone)]
+struct References {
+    set: Set,
+    key: TicketKey,
+    refs: Arc<[[u8; REF]]>,
 }
 
 impl Tickets {
@@ -61,6 +73,7 @@ impl Tickets {
         Tickets {
             key: RwLock::new(key),
             ttl,
+            references: RwLock::new(None),
         }
     }
 
@@ -128,19 +141,47 @@ impl Tickets {
             return None;
         }
         let named = &payload[10..PAYLOAD];
-        let granted = tokens.find(&mut |token| {
-            let mine = reference(&key, token);
-            // Every token's reference is made and compared in full.
+        let known = self.references(tokens, key);
+        let mut found = None;
+        // Every reference is compared in full, whatever matched.
+        for (entry, mine) in known.set.iter().zip(known.refs.iter()) {
             let diff = mine
                 .iter()
                 .zip(named)
                 .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-            std::hint::black_box(diff) == 0
-        })?;
+            if std::hint::black_box(diff) == 0 {
+                found = Some(entry);
+            }
+        }
+        let granted = found?.granted();
         Some(Granted {
             scope: granted.scope.min(scope),
             ..granted
         })
+    }
+
+    /// Makes the references of the tokens in use under the key in use
+    /// now, so that no ticket checked later pays for them (after a reload
+    /// or a rotation, on the thread that made it).
+    pub fn refresh(&self, tokens: &Tokens) {
+        let key = *read(&self.key);
+        self.references(tokens, key);
+    }
+
+    /// The references of the set in use under `key`, made now if those
+    /// kept are of another set or key.
+    fn references(&self, tokens: &Tokens, key: TicketKey) -> References {
+        let set = tokens.current();
+        if let Some(known) = read(&self.references).as_ref()
+            && Arc::ptr_eq(&known.set, &set)
+            && known.key == key
+        {
+            return known.clone();
+        }
+        let refs = set.iter().map(|e| reference(&key, &e.token)).collect();
+        let known = References { set, key, refs };
+        *write(&self.references) = Some(known.clone());
+        known
     }
 }
 
@@ -245,8 +286,22 @@ mod tests {
     fn a_ticket_of_a_removed_token_or_an_old_key_is_refused() {
         let (tickets, tokens) = (tickets(), tokens());
         let ticket = tickets.mint_until(b"reader", Scope::Read, NOW + 1000);
+        // The references are made once and kept for the set...
+        tickets.refresh(&tokens);
+        assert_eq!(scope(&tickets, &ticket, &tokens, NOW), Some(Scope::Read));
+        // ... and made again for the next one, whether refreshed or not.
         tokens.replace(vec![Grant::write("writer".into())]);
         assert_eq!(scope(&tickets, &ticket, &tokens, NOW), None, "token gone");
+        tokens.replace(vec![
+            Grant::write("writer".into()),
+            Grant::write("reader".into()),
+        ]);
+        tickets.refresh(&tokens);
+        assert_eq!(
+            scope(&tickets, &ticket, &tokens, NOW),
+            Some(Scope::Read),
+            "back, as a write token: the ticket's own scope bounds it"
+        );
         let kept = tickets.mint_until(b"writer", Scope::Read, NOW + 1000);
         assert!(!tickets.set_key([7; 32]), "the same key");
         assert!(tickets.set_key([9; 32]), "a new key");

@@ -1,9 +1,10 @@
 //! The key that signs the change feed's tickets, shared by every instance
 //! of the database (schema version 4): the one row of `plantstore_key`.
 //!
-//! The first instance to ask stores the key it brings (`INSERT ... ON
-//! CONFLICT DO NOTHING`); every instance then reads the row, so instances
-//! starting together agree on the key of whichever insert won. Deleting
+//! The first instance to ask stores the key it brings, and every other
+//! one gets the stored key back from the same statement (`INSERT ... ON
+//! CONFLICT DO UPDATE ... RETURNING`), so instances starting together
+//! agree on the key of whichever insert won. Deleting
 //! the row rotates it: the next instance to ask (at start, or on SIGHUP)
 //! stores a new one, and the others read it on their next reload. Whoever
 //! may write this table may mint tickets, as they may change plants.
@@ -30,13 +31,15 @@ pub fn ticket_key(
     fresh: &[u8; KEY_BYTES],
 ) -> Result<[u8; KEY_BYTES], DbError> {
     let fresh: &[u8] = fresh;
-    client.execute(
-        "INSERT INTO plantstore_key (key) VALUES ($1) ON CONFLICT DO NOTHING",
+    // One statement: an insert that loses a race waits for the winner's
+    // commit and returns its key (the update writes the same key back),
+    // and a rotation's DELETE between an insert and a read cannot leave
+    // this with no row.
+    let row = client.query_one(
+        "INSERT INTO plantstore_key (key) VALUES ($1) \
+         ON CONFLICT (one) DO UPDATE SET key = plantstore_key.key RETURNING key",
         &[&fresh],
     )?;
-    // A statement of its own: it sees the row of an insert that won a race
-    // with this one and committed meanwhile.
-    let row = client.query_one("SELECT key FROM plantstore_key", &[])?;
     let key: &[u8] = row.try_get(0)?;
     key.try_into()
         .map_err(|_| DbError(format!("plantstore_key holds {} bytes, not 32", key.len())))
