@@ -173,6 +173,9 @@ fn a_reload_ends_the_streams_of_a_removed_token_and_refuses_its_tickets(kind: Ki
     server.reload();
     let query = format!("?ticket={}", ticket(READ_AUTH));
     assert!(Feed::try_open_with(server.addr, &[], &query).is_ok());
+    // The write token stayed through both reloads: its ticket's stream too.
+    assert_eq!(server.create(&plant_body(2, "later", None)).status, 200);
+    assert_eq!(again.next_event().data()["name"], "later");
 }
 
 on_each_store!(

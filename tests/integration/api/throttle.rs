@@ -202,3 +202,24 @@ fn failures_from_thousands_of_addresses_keep_the_table_bounded() {
     let mut correct = client_from("127.0.0.3", server.addr);
     assert_eq!(get(&mut correct, &[AUTH]).status, 200);
 }
+
+#[test]
+fn refused_tickets_are_counted_but_do_not_throttle_their_address() {
+    // Expired or foreign tickets are what a page left open meets: they
+    // must not lock its address out, however many.
+    let server = server(2, &[]);
+    let mut page = client_from("127.0.0.9", server.addr);
+    for _ in 0..6 {
+        page.send(&request("GET", "/plants/changes?ticket=AAAA", &[], ""));
+        let reply = page.reply();
+        assert_eq!(reply.status, 401, "{}", reply.text());
+    }
+    assert_eq!(get(&mut page, &[AUTH]).status, 200, "not throttled");
+    let sample = "plantstore_auth_refusals_total{reason=\"ticket\"}";
+    assert_eq!(metric(&server, "127.0.0.9", sample), 6);
+    // A wrong token from the same address is a guess, and counts.
+    for _ in 0..2 {
+        assert_eq!(get(&mut page, &[WRONG]).status, 401);
+    }
+    retry_after(&get(&mut page, &[AUTH]), 60);
+}
