@@ -23,8 +23,9 @@
 
 // Denied, not forbidden: audited calls allow it locally, in
 // `store/journal/file.rs` (`statvfs`, which std lacks, and `statx` asking
-// for less than std does) and in `signals.rs` (blocking signals and taking
-// them with `sigwait`).
+// for less than std does), in `signals.rs` (blocking signals and taking
+// them with `sigwait`) and in `os/cpus.rs` (the affinity mask, which std
+// reads only inside its far larger `available_parallelism`).
 #![deny(unsafe_code)]
 
 pub mod api;

@@ -53,7 +53,12 @@ fn run() -> Result<(), Exit> {
     signals.ready(instance.stopper(), instance.reloader(&config));
     let still_open = instance.run(GRACE);
     if still_open > 0 {
-        warn!("{still_open} connections still open after {GRACE:?}; closing them");
+        // Whole seconds, as `{GRACE:?}` would show them, without the
+        // `Duration` formatter (1 KB of the binary).
+        warn!(
+            "{still_open} connections still open after {}s; closing them",
+            GRACE.as_secs()
+        );
     }
     info!("stopped");
     Ok(())

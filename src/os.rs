@@ -1,12 +1,15 @@
 //! Small questions to the operating system that several layers ask:
-//! random bytes for tokens, keys and webhook ids, the open-file limit, and the
+//! random bytes for tokens, keys and webhook ids, the open-file limit, the
+//! CPUs this process may use ([`available_cpus`], in `cpus.rs`), and the
 //! text of a file a flag names, read so that it cannot hang or bloat
 //! ([`read_text`], in `file.rs`), and such a file opened ([`open_regular`]).
 //!
 //! A leaf: imports nothing of the crate, keeps no state.
 
+mod cpus;
 mod file;
 
+pub use cpus::available_cpus;
 pub use file::{FileError, MAX_FILE_BYTES, kind_of, open_regular, read_text};
 
 /// A fresh directory for a unit test, removed with its contents when

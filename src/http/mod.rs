@@ -102,7 +102,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
-            threads: std::thread::available_parallelism().map_or(1, usize::from),
+            threads: crate::os::available_cpus(),
             max_connections: 10_000,
             max_body: 64 * 1024,
             max_head: 16 * 1024,

@@ -191,7 +191,8 @@ impl Plants {
                     "recovered {} plants from {} journal records in {} ms",
                     store.len(),
                     recovery.records,
-                    recovery.elapsed.as_millis()
+                    // As u64: a u128's formatter is 1 KB of the binary.
+                    recovery.elapsed.as_millis() as u64
                 );
                 (store, Before::Journal(recovery.records))
             }

@@ -68,8 +68,9 @@ impl Core {
             Some(len) => {
                 log::info!(
                     "journal compacted to {len} bytes in {} ms (longest store lock hold {} µs)",
-                    started.elapsed().as_millis(),
-                    longest.as_micros()
+                    // As u64: a u128's formatter is 1 KB of the binary.
+                    started.elapsed().as_millis() as u64,
+                    longest.as_micros() as u64
                 );
                 Ok(true)
             }

@@ -451,10 +451,11 @@ fn deliver(endpoint: &Endpoint, config: &WebhookConfig, counters: &Counters, sec
         if pending.attempt < config.attempts {
             let backoff = config.backoff * 2u32.saturating_pow(pending.attempt - 1);
             warn!(
-                "webhook {} to {url} failed ({why}); attempt {} of {} in {backoff:?}",
+                "webhook {} to {url} failed ({why}); attempt {} of {} in {}",
                 event.id,
                 pending.attempt + 1,
-                config.attempts
+                config.attempts,
+                shown(backoff)
             );
             counters.retried.fetch_add(1, Ordering::Relaxed);
             pending.due = Instant::now() + backoff;
@@ -469,6 +470,19 @@ fn deliver(endpoint: &Endpoint, config: &WebhookConfig, counters: &Counters, sec
     }
 }
 
+/// `wait` as its `Debug` writes a whole number of milliseconds ("1s",
+/// "10ms", "1.28s"), without that formatter's general decimals (1 KB of
+/// the binary); finer parts are dropped.
+fn shown(wait: Duration) -> String {
+    let ms = wait.as_millis() as u64;
+    let (secs, rest) = (ms / 1000, ms % 1000);
+    match (secs, rest) {
+        (0, 0) => "0ns".into(),
+        (0, _) => format!("{rest}ms"),
+        (_, 0) => format!("{secs}s"),
+        _ => format!("{secs}.{}s", format!("{rest:03}").trim_end_matches('0')),
+    }
+}
 /// `v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")>`.
 pub fn sign(key: &[u8], id: &str, timestamp: &str, body: &[u8]) -> String {
     // HMAC takes a key of any length; this cannot fail.
@@ -537,6 +551,16 @@ mod tests {
             "localhost:8080",
         ] {
             assert!(Target::parse(bad).is_err(), "{bad} was accepted");
+        }
+    }
+
+    #[test]
+    fn a_wait_is_shown_as_its_debug_shows_it() {
+        for ms in [
+            0, 1, 10, 160, 999, 1000, 1001, 1280, 1500, 2000, 16_000, 61_010,
+        ] {
+            let wait = Duration::from_millis(ms);
+            assert_eq!(shown(wait), format!("{wait:?}"), "{ms} ms");
         }
     }
 
