@@ -131,24 +131,18 @@ impl Tokens {
         let Some(presented) = header.and_then(bearer) else {
             return Err(ApiError::Unauthorized { presented: false });
         };
-        self.find(&mut |token| same(token, presented))
-            .ok_or(ApiError::Unauthorized { presented: true })
-    }
-
-    /// The token for which `matches` holds, asked of every token whatever
-    /// matched (a token is kept once, so at most one does).
-    pub(super) fn find(&self, matches: &mut dyn FnMut(&[u8]) -> bool) -> Option<Granted> {
+        // Every token is compared in full, whatever matched (a token is
+        // kept once, so at most one does).
         let set = self.current();
         let mut found = None;
         for entry in set.iter() {
-            if matches(&entry.token) {
+            if same(&entry.token, presented) {
                 found = Some(entry);
             }
         }
-        found.map(|e| Granted {
-            scope: e.scope,
-            alive: Arc::clone(&e.alive),
-        })
+        found
+            .map(Entry::granted)
+            .ok_or(ApiError::Unauthorized { presented: true })
     }
 }
 
