@@ -687,7 +687,15 @@ impl Client {
     fn chunked_body(&mut self) -> (Vec<u8>, usize) {
         let mut body = Vec::new();
         let mut chunks = 0;
+        // A stream (the change feed) never ends its body: a test that
+        // reads one as a reply fails here instead of waiting forever.
+        let until = std::time::Instant::now() + 2 * PATIENCE;
         loop {
+            assert!(
+                std::time::Instant::now() < until,
+                "a chunked body still going after {:?}",
+                2 * PATIENCE
+            );
             let line = loop {
                 if let Some(at) = self.buf.windows(2).position(|w| w == b"\r\n") {
                     break at;
