@@ -109,6 +109,12 @@ pub struct Args {
     /// do not serve the built-in page at /
     #[argh(switch)]
     pub no_ui: bool,
+    /// hold each API answer for MIN or a random MIN..MAX milliseconds before it is written, to show loading states (at most 60000; health, metrics, the page and the feed are not held)
+    #[argh(option)]
+    pub delay: Option<String>,
+    /// enable POST /plants/reset: every plant replaced by the --seed file's plants (or none), for test suites
+    #[argh(switch)]
+    pub allow_reset: bool,
     /// the PostgreSQL database holding the plants, postgres://user:password@host:port/dbname; instances naming the same database serve the same plants (not with --data)
     #[cfg(feature = "postgres")]
     #[argh(option)]
@@ -189,6 +195,8 @@ pub const FLAGS: &[(&str, FlagKind)] = &[
     ("version", FlagKind::CommandLine),
     ("cors-origin", FlagKind::Repeated),
     ("no-ui", FlagKind::Switch),
+    ("delay", FlagKind::Option),
+    ("allow-reset", FlagKind::Switch),
     #[cfg(feature = "postgres")]
     ("database", FlagKind::Option),
     #[cfg(feature = "postgres")]

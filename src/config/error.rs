@@ -5,7 +5,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use super::body_for;
+use super::{Delay, body_for};
 use crate::model::{MAX_TEXT_BYTES, TextLimits};
 use crate::os::FileError;
 
@@ -77,6 +77,8 @@ pub enum ConfigError {
     /// `--database` with `--database-file`.
     #[cfg(feature = "postgres")]
     TwoDatabaseSources,
+    /// `--delay` that is not `MIN` or `MIN..MAX` milliseconds within range.
+    Delay(String),
     /// `--database` with `--data`.
     #[cfg(feature = "postgres")]
     DataAndDatabase,
@@ -90,6 +92,12 @@ impl fmt::Display for ConfigError {
                 "--addr {a:?} is not a socket address such as 127.0.0.1:8080"
             ),
             ConfigError::Zero(flag) => write!(f, "{flag} must be greater than 0"),
+            ConfigError::Delay(given) => write!(
+                f,
+                "--delay {given:?} is not MIN or MIN..MAX whole milliseconds, MIN at most MAX, \
+                 MAX at most {}",
+                Delay::MAX_MS
+            ),
             ConfigError::TicketTtl(given) => {
                 write!(
                     f,

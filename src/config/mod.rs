@@ -98,6 +98,11 @@ pub struct Config {
     pub cors: Cors,
     /// Whether the built-in page is served at `/`.
     pub ui: bool,
+    /// `--delay`: each API answer held for a random time in this range
+    /// (inclusive, milliseconds; `None` when not given).
+    pub delay: Option<Delay>,
+    /// `--allow-reset`: `POST /plants/reset` is served (else a 404).
+    pub allow_reset: bool,
     /// The PostgreSQL store, with `--database`.
     #[cfg(feature = "postgres")]
     pub database: Option<crate::dbconfig::DatabaseConfig>,
@@ -174,6 +179,12 @@ impl Config {
         }
         let guard = Guard::parse(args.auth_failures, &args.trusted_proxy)
             .map_err(|(proxy, why)| ConfigError::TrustedProxy(proxy, why))?;
+        let delay = match args.delay.as_deref() {
+            Some(given) => {
+                Some(Delay::parse(given).ok_or_else(|| ConfigError::Delay(given.to_owned()))?)
+            }
+            None => None,
+        };
         let cors = Cors::parse(&args.cors_origin)
             .map_err(|(origin, why)| ConfigError::CorsOrigin(origin, why))?;
         #[cfg(feature = "tls")]
@@ -197,6 +208,8 @@ impl Config {
             data,
             webhook,
             seed: args.seed,
+            delay,
+            allow_reset: args.allow_reset,
             cors,
             ui: !args.no_ui,
             #[cfg(feature = "postgres")]
@@ -382,4 +395,37 @@ fn parse_addr(text: &str) -> Result<SocketAddr, ConfigError> {
         .ok()
         .and_then(|mut addrs| addrs.next())
         .ok_or_else(|| ConfigError::Addr(text.to_string()))
+}
+
+/// `--delay MIN[..MAX]`: how long each API answer is held, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delay {
+    /// The shortest hold.
+    pub min: Duration,
+    /// The longest (equal to `min` for a fixed delay).
+    pub max: Duration,
+}
+
+impl Delay {
+    /// The most a held answer may wait: past it a client's own timeout
+    /// would more likely be what a test sees.
+    pub const MAX_MS: u64 = 60_000;
+
+    /// `MIN` or `MIN..MAX`, whole milliseconds, `MIN <= MAX <= MAX_MS`.
+    pub fn parse(text: &str) -> Option<Delay> {
+        let number = |t: &str| -> Option<u64> {
+            if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            t.parse().ok().filter(|&ms| ms <= Delay::MAX_MS)
+        };
+        let (min, max) = match text.split_once("..") {
+            Some((min, max)) => (number(min)?, number(max)?),
+            None => (number(text)?, number(text)?),
+        };
+        (min <= max).then(|| Delay {
+            min: Duration::from_millis(min),
+            max: Duration::from_millis(max),
+        })
+    }
 }
