@@ -68,6 +68,8 @@ pub fn config() -> Config {
         seed: None,
         cors: Cors::default(),
         ui: true,
+        delay: None,
+        allow_reset: false,
         #[cfg(feature = "postgres")]
         database: None,
         #[cfg(feature = "tls")]
