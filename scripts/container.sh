@@ -51,7 +51,7 @@ CONTEXT=target/container
 rm -rf "$CONTEXT"
 mkdir -p "$CONTEXT/data"
 for arch in "${ARCHS[@]}"; do
-  install -D -m 0755 "target/${TARGET[$arch]}/release/plantstore" "$CONTEXT/$arch/plantstore"
+  install -D -m 0755 "${RELEASE_DIR:-target}/${TARGET[$arch]}/release/plantstore" "$CONTEXT/$arch/plantstore"
 done
 ca=/etc/ssl/certs/ca-certificates.crt
 [ -s "$ca" ] || { echo "no CA bundle at $ca (install ca-certificates)" >&2; exit 1; }

@@ -25,7 +25,7 @@ scripts/release-build.sh "${TARGETS[@]}" >/dev/null
 
 declare -A SIZES
 for target in "${TARGETS[@]}"; do
-  bin=target/$target/release/plantstore
+  bin=${RELEASE_DIR:-target}/$target/release/plantstore
   SIZES[$target]=$(stat -c %s "$bin")
   scripts/smoke.sh "$target" "$bin"
 done

@@ -15,7 +15,7 @@
 # VERSION is the package's version (default: Cargo.toml's, revision 1);
 # ARCH picks some of amd64, arm64, armhf. NO_BUILD=1 packages the binaries
 # already at target/TARGET/release/plantstore (the release workflow's,
-# built by cross). Prints each package's path and
+# built by cross; RELEASE_DIR as for scripts/release-build.sh). Prints each package's path and
 # size; the packages are target/debian/plantstore_VERSION_ARCH.deb.
 # The man page comes from --help (help2man), the bash, zsh and fish
 # completions from examples/completions.rs. Installs help2man (apt) and
@@ -59,7 +59,7 @@ for arch in "${ARCHS[@]}"; do targets+=("$(target_of "$arch")"); done
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
 native=
 for target in "${targets[@]}" x86_64-unknown-linux-gnu; do
-  bin=$PWD/target/$target/release/plantstore
+  bin=$PWD/${RELEASE_DIR:-target}/$target/release/plantstore
   if [ -x "$bin" ] && "$bin" --version >/dev/null 2>&1; then native=$bin; break; fi
 done
 [ -n "$native" ] || native=$(scripts/release-build.sh x86_64-unknown-linux-gnu | cut -d' ' -f3)
@@ -100,7 +100,9 @@ for arch in "${ARCHS[@]}"; do
   [[ $target != *musl* ]] || variant=(--variant static)
   log=target/debian/cargo-deb-$arch.log
   mkdir -p target/debian
-  $CARGO_DEB --no-build --no-strip --locked --target "$target" --output target/debian \
+  # cargo-deb finds the binary where cargo metadata says the target
+  # directory is.
+  CARGO_TARGET_DIR=${RELEASE_DIR:-target} $CARGO_DEB --no-build --no-strip --locked --target "$target" --output target/debian \
     ${version[@]+"${version[@]}"} ${variant[@]+"${variant[@]}"} >"$log" 2>&1 ||
     { cat "$log" >&2; echo "cargo-deb failed for $arch" >&2; exit 1; }
   out=$(tail -n 1 "$log")

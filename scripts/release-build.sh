@@ -25,6 +25,12 @@
 # Debian's cross gcc for glibc ARM targets and zig for musl ones. Installs
 # what it needs (apt as root or via sudo, zig into .venv-zig). Output:
 # target/TARGET/release/plantstore, without FEATURES.
+#
+# RELEASE_DIR=DIR puts the default build in DIR instead of target (DIR/TARGET/
+# release/plantstore), with its own host folder: cargo lets one build at a
+# time use a target directory, so CI builds the published binaries there
+# while its other steps build and run in target. scripts/cross-smoke.sh,
+# scripts/package-deb.sh and scripts/container.sh read the same variable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,8 +65,9 @@ export PATH=$PWD/.venv-zig/bin:$PATH
 D=(env RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 /usr/bin/cargo)
 BS=(-Z build-std=std,panic_abort -Z build-std-features=panic-unwind)
 FEATURES=${FEATURES:-}
-dir=target
+dir=${RELEASE_DIR:-target}
 WITH=()
+[ "$dir" = target ] || WITH=(--target-dir "$dir")
 if [ "$FEATURES" = plain ]; then
   dir=target/plain
   WITH=(--no-default-features --target-dir "$dir")
