@@ -534,4 +534,6 @@ mod query_change_tests;
 #[cfg(test)]
 mod query_tests;
 #[cfg(test)]
+mod reset_tests;
+#[cfg(test)]
 mod tests;
