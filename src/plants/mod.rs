@@ -160,6 +160,10 @@ impl Export {
         match &mut self.source {
             Source::Memory(all) => {
                 let plants = all.next_piece(PIECE_PLANTS, want);
+                if all.was_reset() {
+                    warn!(target: "plantstore", "an export was cut short: the plants were reset while it was read");
+                    return Piece::Failed;
+                }
                 let last = all.is_done();
                 Piece::Plants { plants, last }
             }

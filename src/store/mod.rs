@@ -133,8 +133,11 @@ struct Core {
     journal: Option<Journal>,
     /// The change hook, once one is set.
     hook: OnceLock<Sequencer>,
-    /// Resets so far: a read in steps that sees it change stops.
+    /// Resets so far: an export that sees it change stops.
     generation: AtomicU64,
+    /// Held to read a listing page (its steps), taken whole by a reset:
+    /// a page is never part before a reset and part after.
+    reset_gate: RwLock<()>,
 }
 
 impl Store {
@@ -200,6 +203,7 @@ impl Store {
                 journal,
                 hook: OnceLock::new(),
                 generation: AtomicU64::new(0),
+                reset_gate: RwLock::new(()),
             }),
         }
     }
