@@ -13,7 +13,8 @@
 //! filters, counts) in `listing.rs`, a step of it in one shard in
 //! `walk.rs`; the thread that acknowledges journalled changes in
 //! `committer.rs`; the change hook in `hook.rs`; compaction in
-//! `compaction.rs`; the file in `journal/`; a plant packed into 24 bytes
+//! `compaction.rs`; a reset (every plant replaced at once) in `reset.rs`;
+//! the file in `journal/`; a plant packed into 24 bytes
 //! in `packed.rs`. Sharding is for writers: with one lock, a writer
 //! preempted while holding it (its allocation page-faulting, its time
 //! slice ending) stalled every other writer, which set the tail latency
