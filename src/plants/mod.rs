@@ -19,7 +19,8 @@
 //! memory store's searches and counts, read on a thread of their own),
 //! `seed.rs` (the
 //! `--seed` file, read by `crate::seed`, loaded into either store),
-//! `database.rs` (the PostgreSQL store's side of the door), `key.rs` (the
+//! `reset.rs` (`--allow-reset`: the seed kept, and the reset on either
+//! store), `database.rs` (the PostgreSQL store's side of the door), `key.rs` (the
 //! key of the change feed's tickets, shared where the plants are); the
 //! memory store's side is short enough to be here.
 
@@ -27,6 +28,7 @@
 mod database;
 mod key;
 mod outcome;
+mod reset;
 mod scan;
 mod seed;
 #[cfg(test)]
@@ -69,6 +71,8 @@ pub struct Setup {
     pub journal: Option<Durability>,
     /// `--seed`: plants loaded into an empty store at start-up.
     pub seed: Option<PathBuf>,
+    /// `--allow-reset`: the seed's plants kept for `POST /plants/reset`.
+    pub allow_reset: bool,
     /// `--database`: the PostgreSQL store instead.
     #[cfg(feature = "postgres")]
     pub database: Option<crate::dbconfig::DatabaseConfig>,
@@ -108,6 +112,8 @@ impl std::error::Error for SetupError {
 /// The plants, wherever they are kept.
 pub struct Plants {
     kept: Kept,
+    /// With `--allow-reset` (`reset.rs`).
+    resets: Option<reset::Seeded>,
 }
 
 /// Where they are kept.
@@ -155,6 +161,10 @@ impl Export {
         match &mut self.source {
             Source::Memory(all) => {
                 let plants = all.next_piece(PIECE_PLANTS, want);
+                if all.was_reset() {
+                    warn!(target: "plantstore", "an export was cut short: the plants were reset while it was read");
+                    return Piece::Failed;
+                }
                 let last = all.is_done();
                 Piece::Plants { plants, last }
             }
@@ -201,7 +211,11 @@ impl Plants {
             seed::into_memory(path, &store, before, setup.limits, setup.capacity)
                 .map_err(SetupError::Seed)?;
         }
-        Ok(Plants::memory(store, setup.journal.as_ref()))
+        let resets = reset::kept(setup, setup.capacity)?;
+        Ok(Plants {
+            resets,
+            ..Plants::memory(store, setup.journal.as_ref())
+        })
     }
 
     /// Connects, creates or checks the schema, loads the seed into an
@@ -236,12 +250,17 @@ impl Plants {
             warn!(target: "plantstore", "database {at}: no pool connection yet; answering 503 until one is up");
         }
         let announcer = Arc::new(database::Announcer::new(config.clone(), start));
+        let unbounded = Capacity {
+            plants: usize::MAX,
+            data: u64::MAX,
+        };
         Ok(Plants {
             kept: Kept::Database(database::Remote {
                 pool,
                 announcer,
                 key,
             }),
+            resets: reset::kept(setup, unbounded)?,
         })
     }
 
@@ -254,6 +273,7 @@ impl Plants {
                 store: Arc::new(store),
                 journal: journal.map(|j| (j.path.clone(), j.sync)),
             },
+            resets: None,
         }
     }
 

@@ -13,7 +13,8 @@
 //! filters, counts) in `listing.rs`, a step of it in one shard in
 //! `walk.rs`; the thread that acknowledges journalled changes in
 //! `committer.rs`; the change hook in `hook.rs`; compaction in
-//! `compaction.rs`; the file in `journal/`; a plant packed into 24 bytes
+//! `compaction.rs`; a reset (every plant replaced at once) in `reset.rs`;
+//! the file in `journal/`; a plant packed into 24 bytes
 //! in `packed.rs`. Sharding is for writers: with one lock, a writer
 //! preempted while holding it (its allocation page-faulting, its time
 //! slice ending) stalled every other writer, which set the tail latency
@@ -48,6 +49,7 @@ mod journal;
 mod listing;
 mod order;
 mod packed;
+mod reset;
 mod shards;
 mod walk;
 
@@ -60,6 +62,7 @@ pub use listing::AllPlants;
 pub use packed::Packed;
 
 use std::fs::File;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::thread;
 
@@ -131,6 +134,11 @@ struct Core {
     journal: Option<Journal>,
     /// The change hook, once one is set.
     hook: OnceLock<Sequencer>,
+    /// Resets so far: an export that sees it change stops.
+    generation: AtomicU64,
+    /// Held to read a listing page (its steps), taken whole by a reset:
+    /// a page is never part before a reset and part after.
+    reset_gate: RwLock<()>,
 }
 
 impl Store {
@@ -195,6 +203,8 @@ impl Store {
                 capacity,
                 journal,
                 hook: OnceLock::new(),
+                generation: AtomicU64::new(0),
+                reset_gate: RwLock::new(()),
             }),
         }
     }
@@ -528,5 +538,7 @@ mod format_tests;
 mod query_change_tests;
 #[cfg(test)]
 mod query_tests;
+#[cfg(test)]
+mod reset_tests;
 #[cfg(test)]
 mod tests;
