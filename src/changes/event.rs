@@ -48,6 +48,7 @@ impl Event {
             ChangeKind::Created => "created",
             ChangeKind::Replaced => "replaced",
             ChangeKind::Deleted => "deleted",
+            ChangeKind::Reset => "reset",
         };
         let _ = write!(bytes, "event: {kind}\ndata: ");
         // Our own plain records into a Vec: serialising cannot fail.

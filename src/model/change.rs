@@ -12,6 +12,8 @@ pub enum ChangeKind {
     Replaced,
     /// `DELETE /plants/{id}` removed it.
     Deleted,
+    /// POST /plants/reset replaced every plant; id 0, no plant
+    Reset,
 }
 
 /// One acknowledged change, numbered in commit order.
