@@ -247,6 +247,7 @@ fn setup(config: &Config) -> Setup {
         limits: config.text_limits,
         journal: config.data.clone(),
         seed: config.seed.clone(),
+        allow_reset: config.allow_reset,
         #[cfg(feature = "postgres")]
         database: config.database.clone(),
     }

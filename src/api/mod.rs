@@ -242,9 +242,13 @@ impl App {
 
 impl Handler for App {
     fn handle(&self, request: &mut Request<'_>) -> Response {
-        // With `--no-ui` the page's rows are not there.
-        let found = routes::find(request.path())
-            .filter(|f| self.ui.is_some() || ROUTES[f.row].part().is_none());
+        // With `--no-ui` the page's rows are not there, nor the reset's
+        // without `--allow-reset`.
+        let found = routes::find(request.path()).filter(|f| {
+            let route = &ROUTES[f.row];
+            (self.ui.is_some() || route.part().is_none())
+                && (route.path != routes::RESET || self.plants.resettable())
+        });
         let cors = self.cors_headers(request);
         if let Some(origin) = request.header("origin")
             && !cors.allowed()

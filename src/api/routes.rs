@@ -116,6 +116,14 @@ pub const ROUTES: &[Route] = &[
         documented: true,
         part: None,
     },
+    // Only with `--allow-reset`: else `App::handle` finds no row (404).
+    Route {
+        path: RESET,
+        methods: &[plain("POST", Write, NONE, plants::reset)],
+        auth: true,
+        documented: true,
+        part: None,
+    },
     // The page's files are not part of the API: not in the document, and
     // 404 with `--no-ui`.
     page("/", Part::Page),
@@ -123,6 +131,9 @@ pub const ROUTES: &[Route] = &[
     page("/ui.js", Part::Script),
     page("/ui.svg", Part::Icon),
 ];
+
+/// `POST /plants/reset`'s path.
+pub(super) const RESET: &str = "/plants/reset";
 
 /// No query parameter.
 const NONE: Params = Params::Only(&[]);
@@ -373,6 +384,7 @@ mod tests {
                 Some(("/plants/changes/tickets", None)),
             ),
             ("/plants/changes/tickets/", None),
+            ("/plants/reset", Some(("/plants/reset", None))),
             ("/openapi.json", Some(("/openapi.json", None))),
             ("/healthz", Some(("/healthz", None))),
             ("/metrics", Some(("/metrics", None))),
@@ -419,6 +431,7 @@ mod tests {
             "/export",
             "/plants/changes",
             "/plants/changes/tickets",
+            "/plants/reset",
             "/",
             "/ui.css",
             "/ui.js",

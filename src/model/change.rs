@@ -12,7 +12,8 @@ pub enum ChangeKind {
     Replaced,
     /// `DELETE /plants/{id}` removed it.
     Deleted,
-    /// POST /plants/reset replaced every plant; id 0, no plant
+    /// `POST /plants/reset` replaced every plant with the seed's (`id` 0,
+    /// no plant): a reader re-lists.
     Reset,
 }
 

@@ -9,6 +9,7 @@ mod metrics;
 mod numbers;
 mod plants;
 mod query;
+pub(crate) mod reset;
 mod resource;
 mod routes;
 mod throttle;
