@@ -168,21 +168,19 @@ impl Remote {
         self.run(move |c| c.query(&query).map_err(failed))
     }
 
+    /// Replaces every plant by `plants` in one transaction (see
+    /// `database::reset`): the answer is how many plants it left, once
+    /// committed; nothing is changed when it is not done.
+    pub fn reset(&self, plants: Arc<[(i64, Plant)]>) -> Outcome<usize> {
+        self.run(move |c| c.reset(&plants).map(|done| done.plants).map_err(failed))
+    }
+
     /// The tickets' key every instance shares; `fresh` stored if none is.
     pub(super) fn ticket_key(
         &self,
         fresh: [u8; database::KEY_BYTES],
     ) -> Outcome<[u8; database::KEY_BYTES]> {
         self.run(move |c| database::ticket_key(c.client(), &fresh).map_err(failed))
-    }
-
-    /// `POST /plants/reset`: every plant replaced by `plants`, in one
-    /// transaction. Not done on this store yet: refused as unavailable.
-    pub fn reset(&self, plants: Arc<[(i64, Plant)]>) -> Outcome<usize> {
-        let _ = plants;
-        Outcome::Ready(Err(NotDone::Unavailable(Unavailable::Reset(
-            "a reset is not done on PostgreSQL yet",
-        ))))
     }
 
     /// A cursor over every plant, or why there cannot be one now.
