@@ -15,7 +15,7 @@ use log::warn;
 
 use super::outcome::{Outcome, Pending};
 use super::{Piece, Wake};
-use crate::database::{self, Change, Connection, DbError, JobSender};
+use crate::database::{self, Change, Connection, DbError, InGeneration, JobSender};
 use crate::lock::lock;
 use crate::model::{ChangeHook, ChangeLog, LogAnswer, Plant, PlantChange};
 use crate::model::{NotDone, Page, Query, Refusal, Unavailable};
@@ -195,12 +195,14 @@ impl Remote {
             after: None,
             piece: Arc::new(Mutex::new(None)),
             asked: false,
+            generation: None,
         })
     }
 }
 
-/// A piece read for the export, or why it could not be.
-type Read = Result<Vec<(i64, Plant)>, database::JobFailure>;
+/// A piece read for the export (in the generation of its first piece,
+/// or the plants were reset since), or why it could not be.
+type Read = Result<InGeneration<Vec<(i64, Plant)>>, database::JobFailure>;
 
 /// `GET /export` from the database: a keyset cursor. Each piece is one
 /// statement, `id > last ORDER BY id LIMIT PIECE_PLANTS`, run on any
@@ -208,7 +210,11 @@ type Read = Result<Vec<(i64, Plant)>, database::JobFailure>;
 /// export is `Pending`, and the worker's `wake` says when to ask again. So
 /// a slow reader holds no connection and no transaction, and the export
 /// keeps the promises of a listing page over its whole length: ids
-/// ascending, none twice, every plant that exists from start to end.
+/// ascending, none twice, every plant that exists from start to end. A
+/// reset (`POST /plants/reset`, on any instance) while it is read ends it
+/// unfinished: each piece is checked against the count of resets when the
+/// first was read (`Connection::in_generation`), so an export never holds
+/// plants from before a reset and after it.
 pub(super) struct Cursor {
     queue: JobSender,
     wake: Wake,
@@ -218,6 +224,8 @@ pub(super) struct Cursor {
     piece: Arc<Mutex<Option<Read>>>,
     /// Whether a piece is being read.
     asked: bool,
+    /// The count of resets when the first piece was read.
+    generation: Option<u64>,
 }
 
 impl Cursor {
@@ -225,7 +233,10 @@ impl Cursor {
     fn ask(&mut self) {
         self.asked = true;
         let (after, piece, wake) = (self.after, Arc::clone(&self.piece), Arc::clone(&self.wake));
-        let read = move |c: &mut Connection| c.page(after, super::PIECE_PLANTS, None);
+        let generation = self.generation;
+        let read = move |c: &mut Connection| {
+            c.in_generation(generation, |c| c.page(after, super::PIECE_PLANTS, None))
+        };
         let answer = move |read: Result<Result<_, _>, database::JobFailure>| {
             let read = read.and_then(|plants| plants.map_err(database::JobFailure::from));
             *lock(&piece) = Some(read);
@@ -247,7 +258,15 @@ impl Cursor {
                 warn!("export from the database cut short: {why:?}");
                 Piece::Failed
             }
-            Some(Ok(plants)) => {
+            Some(Ok(InGeneration::Reset(_))) => {
+                warn!(
+                    target: "plantstore",
+                    "an export was cut short: the plants were reset while it was read"
+                );
+                Piece::Failed
+            }
+            Some(Ok(InGeneration::Read(plants, generation))) => {
+                self.generation = Some(generation);
                 self.asked = false;
                 let last = plants.len() < super::PIECE_PLANTS;
                 self.after = plants.last().map(|(id, _)| *id).or(self.after);

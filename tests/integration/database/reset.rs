@@ -318,3 +318,39 @@ fn the_follower_of_another_instance_hands_the_reset_on_in_order() {
     );
     assert_eq!(reset.seq, from + 2);
 }
+
+/// An export read across a reset (here made through the API) ends cut
+/// short, never going on with the other plants: each piece is checked
+/// against the count of resets when the first was read.
+#[test]
+fn an_export_read_across_a_reset_is_cut_short() {
+    use std::io::{Read, Write};
+    let database = FreshDatabase::new();
+    let seed = crate::support::TempFile::new("reset-export.ndjson");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&seed.0).unwrap());
+    // About 5 MB of export, far more than the sockets hold, and a reset
+    // well within RESET_FOR.
+    for id in 0..20_000 {
+        writeln!(file, r#"{{"id":{id},"name":"{id:0>250}"}}"#).unwrap();
+    }
+    drop(file);
+    let config = plantstore::config::Config {
+        allow_reset: true,
+        seed: Some(seed.0.clone()),
+        ..database.config(crate::support::config())
+    };
+    let server = crate::support::TestServer::with(config);
+    let mut client = server.client();
+    client.send(b"GET /export HTTP/1.0\r\nAuthorization: Bearer test-token\r\n\r\n");
+    let mut wire = vec![0u8; 64 * 1024];
+    client
+        .stream
+        .read_exact(&mut wire)
+        .expect("the export begins");
+    let reset = server.send("POST", "/plants/reset", &[crate::support::AUTH], "");
+    assert_eq!(reset.status, 200, "{}", reset.text());
+    let end = client.stream.read_to_end(&mut wire);
+    let error = end.expect_err("cut short by a reset of the connection, not a close");
+    assert_eq!(error.kind(), std::io::ErrorKind::ConnectionReset, "{error}");
+    assert!(wire.len() < 5_000_000, "cut before the end: {}", wire.len());
+}
