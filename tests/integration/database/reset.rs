@@ -354,3 +354,47 @@ fn an_export_read_across_a_reset_is_cut_short() {
     assert_eq!(error.kind(), std::io::ErrorKind::ConnectionReset, "{error}");
     assert!(wire.len() < 5_000_000, "cut before the end: {}", wire.len());
 }
+
+/// A reset made through one instance reaches the change feed of another
+/// as the `reset` event of a reset, in order and with the same id, and
+/// a third instance, which had no stream, reads it back from the change
+/// log for a stream resuming from before it.
+#[test]
+fn a_reset_through_one_instance_reaches_the_feed_of_another_and_a_resume_from_the_log() {
+    use crate::api::changes::{Feed, plant_body};
+    use crate::support::{AUTH, TestServer, config};
+    use serde_json::json;
+    let database = FreshDatabase::new();
+    let (resettable, _seed) = crate::api::reset::resettable(database.config(config()));
+    let a = TestServer::with(resettable);
+    let b = TestServer::with(database.config(config()));
+    let mut on_b = Feed::open(b.addr, &[], "");
+    on_b.opening();
+    assert_eq!(a.create(&plant_body(5, "Rose", Some("blue"))).status, 200);
+    let reset = a.send("POST", "/plants/reset", &[AUTH], "");
+    assert_eq!(reset.status, 200, "{}", reset.text());
+    assert_eq!(reset.json(), json!({"plants": 3}));
+    assert_eq!(a.create(&plant_body(6, "Lily", None)).status, 200);
+    let created = on_b.next_event();
+    let was_reset = on_b.next_event();
+    let after = on_b.next_event();
+    assert_eq!(created.event.as_deref(), Some("created"));
+    assert_eq!(was_reset.event.as_deref(), Some("reset"));
+    assert_eq!(was_reset.data(), json!({"reason": "the plants were reset"}));
+    assert_eq!(was_reset.seq(), created.seq() + 1);
+    assert_eq!(after.data()["id"].as_i64(), Some(6));
+    let listed = b.send("GET", "/plants", &[AUTH], "").json();
+    let ids: Vec<i64> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [1, 2, 3, 6], "the seed's, then what came after");
+    let c = TestServer::with(database.config(config()));
+    let from = created.id.clone().unwrap();
+    let mut resumed = Feed::open(c.addr, &[("Last-Event-ID", &from)], "");
+    let again = resumed.next_event();
+    assert_eq!((&again.id, again.data()), (&was_reset.id, was_reset.data()));
+    assert_eq!(resumed.next_event().data()["id"].as_i64(), Some(6));
+}
