@@ -76,7 +76,7 @@ pub use connect::Connect;
 pub use follow::follow;
 pub use key::{KEY_BYTES, ticket_key};
 pub use pool::{JobSender, Pool};
-pub use reset::{InGeneration, RESET_FOR, ResetDone};
+pub use reset::{InGeneration, RESET_FOR, ResetDone, ResetFailed};
 pub use schema::{SCHEMA_VERSION, Schema, SchemaError, ensure_schema, feed_start};
 pub use seed::SeedLoad;
 pub use sql::{Connection, DbError};

@@ -22,6 +22,7 @@
 use std::time::{Duration, Instant};
 
 use postgres::Transaction;
+use postgres::error::SqlState;
 use postgres::types::ToSql;
 
 use super::sql::folded;
@@ -63,6 +64,16 @@ pub struct ResetDone {
     pub plants: usize,
 }
 
+/// Why a reset was not done; nothing of it was.
+#[derive(Debug)]
+pub enum ResetFailed {
+    /// It did not finish within [`RESET_FOR`] (its lock was held by
+    /// another writer, or its seed took too long to write).
+    OutOfTime(DbError),
+    /// The database failed otherwise.
+    Db(DbError),
+}
+
 /// A read made in pieces, checked against the generation of its first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InGeneration<T> {
@@ -81,10 +92,14 @@ fn number(n: i64, what: &str) -> Result<u64, DbError> {
 impl Connection {
     /// Replaces every plant by `plants` (ids unique, as a seed's are) in
     /// one transaction and logs it; rolled back on any failure.
-    pub fn reset(&mut self, plants: &[(i64, Plant)]) -> Result<ResetDone, DbError> {
+    pub fn reset(&mut self, plants: &[(i64, Plant)]) -> Result<ResetDone, ResetFailed> {
         let deadline = Instant::now() + RESET_FOR;
         let done = reset_in(self.client().transaction(), plants, deadline);
-        self.counted(done)
+        let out_of_time = matches!(&done, Err(e) if e.code() == Some(&SqlState::QUERY_CANCELED));
+        match self.counted(done) {
+            Err(e) if out_of_time => Err(ResetFailed::OutOfTime(e)),
+            done => done.map_err(ResetFailed::Db),
+        }
     }
 
     /// The count of resets so far.

@@ -111,6 +111,11 @@ impl From<database::JobFailure> for Unavailable {
     }
 }
 
+/// What a client is told of a reset that did not finish within
+/// `database::RESET_FOR`.
+const OUT_OF_TIME: &str = "the reset did not finish in time (another write held the plants, \
+     or the seed is too large to write within 6 s); nothing changed";
+
 /// A failed statement: logged here (the client is told only that the
 /// database is unavailable).
 fn failed(e: DbError) -> NotDone {
@@ -172,7 +177,14 @@ impl Remote {
     /// `database::reset`): the answer is how many plants it left, once
     /// committed; nothing is changed when it is not done.
     pub fn reset(&self, plants: Arc<[(i64, Plant)]>) -> Outcome<usize> {
-        self.run(move |c| c.reset(&plants).map(|done| done.plants).map_err(failed))
+        self.run(move |c| match c.reset(&plants) {
+            Ok(done) => Ok(done.plants),
+            Err(database::ResetFailed::Db(e)) => Err(failed(e)),
+            Err(database::ResetFailed::OutOfTime(e)) => {
+                warn!("database: a reset did not finish in time, nothing changed: {e}");
+                Err(NotDone::Unavailable(Unavailable::Reset(OUT_OF_TIME)))
+            }
+        })
     }
 
     /// The tickets' key every instance shares; `fresh` stored if none is.

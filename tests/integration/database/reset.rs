@@ -15,7 +15,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use plantstore::database::{
-    Change, Connect, Connection, InGeneration, RESET_FOR, ensure_schema, follow,
+    Change, Connect, Connection, InGeneration, RESET_FOR, ResetFailed, ensure_schema, follow,
 };
 use plantstore::dbconfig::DatabaseConfig;
 use plantstore::model::{ChangeKind, Plant, PlantChange};
@@ -244,7 +244,10 @@ fn a_reset_that_cannot_finish_in_time_changes_nothing() {
     let started = Instant::now();
     let refused = connection.reset(&seed());
     let took = started.elapsed();
-    assert!(refused.is_err(), "{refused:?}");
+    assert!(
+        matches!(refused, Err(ResetFailed::OutOfTime(_))),
+        "{refused:?}"
+    );
     assert!(
         took >= RESET_FOR - Duration::from_millis(100) && took < RESET_FOR + Duration::from_secs(2),
         "given up on after RESET_FOR: {took:?}"
@@ -397,4 +400,28 @@ fn a_reset_through_one_instance_reaches_the_feed_of_another_and_a_resume_from_th
     let again = resumed.next_event();
     assert_eq!((&again.id, again.data()), (&was_reset.id, was_reset.data()));
     assert_eq!(resumed.next_event().data()["id"].as_i64(), Some(6));
+}
+
+/// Through the API: a reset that cannot finish in time is a 503 that
+/// says so, and the plants are as they were.
+#[test]
+fn a_reset_out_of_time_is_a_503_that_says_so() {
+    use crate::support::{AUTH, TestServer, config};
+    let database = FreshDatabase::new();
+    let (resettable, _seed) = crate::api::reset::resettable(database.config(config()));
+    let server = TestServer::with(resettable);
+    let before = table(&database);
+    assert_eq!(before.len(), 3, "the seed, loaded at start");
+    let mut holder = database.client();
+    let mut tx = holder.transaction().unwrap();
+    tx.execute("DELETE FROM plants WHERE id = 1", &[]).unwrap();
+    let reply = server.send("POST", "/plants/reset", &[AUTH], "");
+    assert_eq!(reply.status, 503, "{}", reply.text());
+    assert!(
+        reply.text().contains("did not finish in time"),
+        "{}",
+        reply.text()
+    );
+    tx.rollback().unwrap();
+    assert_eq!(table(&database), before);
 }
