@@ -4,7 +4,8 @@
 //! what it holds; its last number; and pruning it.
 //!
 //! A row of the log is one batch: its first number and its changes as
-//! arrays, in number order. Every read is bounded: forward by a number of
+//! arrays, in number order; or one reset (schema version 5: id 0, kind 4,
+//! no name), read as a change of kind `Reset`. Every read is bounded: forward by a number of
 //! batches; backward by a number of batches and by bytes of names and
 //! tags a statement (the server sums them and stops), and by
 //! [`READ_BACK_FOR`] over all its statements.
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use postgres::Row;
 
+use super::reset::RESET_KIND;
 use super::waiting::BATCH_CHANGES;
 use super::{Connection, DbError};
 use crate::model::{ChangeKind, Plant, PlantChange};
@@ -166,10 +168,11 @@ fn batch(row: &Row) -> Result<Vec<PlantChange>, DbError> {
             1 => ChangeKind::Created,
             2 => ChangeKind::Replaced,
             3 => ChangeKind::Deleted,
+            RESET_KIND => ChangeKind::Reset,
             other => return Err(DbError(format!("plant_changes: kind {other}"))),
         };
         let plant = match (kind, name) {
-            (ChangeKind::Deleted, _) => None,
+            (ChangeKind::Deleted | ChangeKind::Reset, _) => None,
             (_, Some(name)) => Some(Plant {
                 name: text(name),
                 tag: tag.map(text),

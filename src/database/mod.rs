@@ -24,7 +24,9 @@
 //! `changelog` (reading the change log back), `follow` (the change log
 //! read for the change feed), `key` (the key of the feed's tickets,
 //! shared by every instance), `seed` (the SQL of `--seed`: the door reads
-//! the file and hands the plants to [`SeedLoad`]). The files beside this
+//! the file and hands the plants to [`SeedLoad`]), `reset` (every plant
+//! replaced by the seed's in one transaction, and the count of resets that
+//! a read in pieces checks). The files beside this
 //! one import one way: `waiting` and `state` below the ones that run
 //! (`batch`, `worker`, `health`, `watchdog`, `pool`).
 //!
@@ -59,6 +61,7 @@ mod health;
 mod key;
 mod listing;
 mod pool;
+mod reset;
 mod schema;
 mod seed;
 mod shapes;
@@ -73,6 +76,7 @@ pub use connect::Connect;
 pub use follow::follow;
 pub use key::{KEY_BYTES, ticket_key};
 pub use pool::{JobSender, Pool};
+pub use reset::{InGeneration, RESET_FOR, ResetDone, ResetFailed};
 pub use schema::{SCHEMA_VERSION, Schema, SchemaError, ensure_schema, feed_start};
 pub use seed::SeedLoad;
 pub use sql::{Connection, DbError};

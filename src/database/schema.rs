@@ -20,7 +20,9 @@
 //! columns serve searches; where not, a search scans, and each start
 //! tries again (a server given `pg_trgm` since builds the indexes then).
 //! Version 4: `plantstore_key`, the key of the change feed's tickets that
-//! every instance shares (`key`).
+//! every instance shares (`key`). Version 5: the reset (`reset`):
+//! `plantstore_feed.generation`, the count of resets, and a kind of change
+//! of its own in the log, which an older build cannot read.
 
 use std::fmt;
 
@@ -28,6 +30,7 @@ use postgres::{Client, Transaction};
 
 use super::DbError;
 use super::key::SCHEMA_4;
+use super::reset::SCHEMA_5;
 use super::shapes::NAME_KEY;
 use crate::model::fold;
 
@@ -35,8 +38,9 @@ use crate::model::fold;
 /// change log, 3 the folded columns for search and the name order's
 /// indexes (an instance of an older build would write plants without
 /// them, so it refuses to start on it), 4 the shared key of the feed's
-/// tickets.
-pub const SCHEMA_VERSION: i32 = 4;
+/// tickets, 5 the reset (an older build's change feed would stop at the
+/// first reset in the log, so it refuses to start on it too).
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// Rows the upgrade to version 3 folds a statement, at most...
 const BACKFILL_ROWS: i64 = 1000;
@@ -169,6 +173,11 @@ pub fn ensure_schema(client: &mut Client) -> Result<Schema, SchemaError> {
         tx.batch_execute(SCHEMA_4)?;
         tx.execute("INSERT INTO plantstore_schema (version) VALUES (4)", &[])?;
         found = Some(4);
+    }
+    if found == Some(4) {
+        tx.batch_execute(SCHEMA_5)?;
+        tx.execute("INSERT INTO plantstore_schema (version) VALUES (5)", &[])?;
+        found = Some(5);
     }
     let search_scans = match found {
         Some(SCHEMA_VERSION) => trigram(&mut tx)?,

@@ -15,7 +15,7 @@ use log::warn;
 
 use super::outcome::{Outcome, Pending};
 use super::{Piece, Wake};
-use crate::database::{self, Change, Connection, DbError, JobSender};
+use crate::database::{self, Change, Connection, DbError, InGeneration, JobSender};
 use crate::lock::lock;
 use crate::model::{ChangeHook, ChangeLog, LogAnswer, Plant, PlantChange};
 use crate::model::{NotDone, Page, Query, Refusal, Unavailable};
@@ -111,6 +111,11 @@ impl From<database::JobFailure> for Unavailable {
     }
 }
 
+/// What a client is told of a reset that did not finish within
+/// `database::RESET_FOR`.
+const OUT_OF_TIME: &str = "the reset did not finish in time (another write held the plants, \
+     or the seed is too large to write within 6 s); nothing changed";
+
 /// A failed statement: logged here (the client is told only that the
 /// database is unavailable).
 fn failed(e: DbError) -> NotDone {
@@ -168,21 +173,26 @@ impl Remote {
         self.run(move |c| c.query(&query).map_err(failed))
     }
 
+    /// Replaces every plant by `plants` in one transaction (see
+    /// `database::reset`): the answer is how many plants it left, once
+    /// committed; nothing is changed when it is not done.
+    pub fn reset(&self, plants: Arc<[(i64, Plant)]>) -> Outcome<usize> {
+        self.run(move |c| match c.reset(&plants) {
+            Ok(done) => Ok(done.plants),
+            Err(database::ResetFailed::Db(e)) => Err(failed(e)),
+            Err(database::ResetFailed::OutOfTime(e)) => {
+                warn!("database: a reset did not finish in time, nothing changed: {e}");
+                Err(NotDone::Unavailable(Unavailable::Reset(OUT_OF_TIME)))
+            }
+        })
+    }
+
     /// The tickets' key every instance shares; `fresh` stored if none is.
     pub(super) fn ticket_key(
         &self,
         fresh: [u8; database::KEY_BYTES],
     ) -> Outcome<[u8; database::KEY_BYTES]> {
         self.run(move |c| database::ticket_key(c.client(), &fresh).map_err(failed))
-    }
-
-    /// `POST /plants/reset`: every plant replaced by `plants`, in one
-    /// transaction. Not done on this store yet: refused as unavailable.
-    pub fn reset(&self, plants: Arc<[(i64, Plant)]>) -> Outcome<usize> {
-        let _ = plants;
-        Outcome::Ready(Err(NotDone::Unavailable(Unavailable::Reset(
-            "a reset is not done on PostgreSQL yet",
-        ))))
     }
 
     /// A cursor over every plant, or why there cannot be one now.
@@ -197,12 +207,14 @@ impl Remote {
             after: None,
             piece: Arc::new(Mutex::new(None)),
             asked: false,
+            generation: None,
         })
     }
 }
 
-/// A piece read for the export, or why it could not be.
-type Read = Result<Vec<(i64, Plant)>, database::JobFailure>;
+/// A piece read for the export (in the generation of its first piece,
+/// or the plants were reset since), or why it could not be.
+type Read = Result<InGeneration<Vec<(i64, Plant)>>, database::JobFailure>;
 
 /// `GET /export` from the database: a keyset cursor. Each piece is one
 /// statement, `id > last ORDER BY id LIMIT PIECE_PLANTS`, run on any
@@ -210,7 +222,11 @@ type Read = Result<Vec<(i64, Plant)>, database::JobFailure>;
 /// export is `Pending`, and the worker's `wake` says when to ask again. So
 /// a slow reader holds no connection and no transaction, and the export
 /// keeps the promises of a listing page over its whole length: ids
-/// ascending, none twice, every plant that exists from start to end.
+/// ascending, none twice, every plant that exists from start to end. A
+/// reset (`POST /plants/reset`, on any instance) while it is read ends it
+/// unfinished: each piece is checked against the count of resets when the
+/// first was read (`Connection::in_generation`), so an export never holds
+/// plants from before a reset and after it.
 pub(super) struct Cursor {
     queue: JobSender,
     wake: Wake,
@@ -220,6 +236,8 @@ pub(super) struct Cursor {
     piece: Arc<Mutex<Option<Read>>>,
     /// Whether a piece is being read.
     asked: bool,
+    /// The count of resets when the first piece was read.
+    generation: Option<u64>,
 }
 
 impl Cursor {
@@ -227,7 +245,10 @@ impl Cursor {
     fn ask(&mut self) {
         self.asked = true;
         let (after, piece, wake) = (self.after, Arc::clone(&self.piece), Arc::clone(&self.wake));
-        let read = move |c: &mut Connection| c.page(after, super::PIECE_PLANTS, None);
+        let generation = self.generation;
+        let read = move |c: &mut Connection| {
+            c.in_generation(generation, |c| c.page(after, super::PIECE_PLANTS, None))
+        };
         let answer = move |read: Result<Result<_, _>, database::JobFailure>| {
             let read = read.and_then(|plants| plants.map_err(database::JobFailure::from));
             *lock(&piece) = Some(read);
@@ -249,7 +270,15 @@ impl Cursor {
                 warn!("export from the database cut short: {why:?}");
                 Piece::Failed
             }
-            Some(Ok(plants)) => {
+            Some(Ok(InGeneration::Reset(_))) => {
+                warn!(
+                    target: "plantstore",
+                    "an export was cut short: the plants were reset while it was read"
+                );
+                Piece::Failed
+            }
+            Some(Ok(InGeneration::Read(plants, generation))) => {
+                self.generation = Some(generation);
                 self.asked = false;
                 let last = plants.len() < super::PIECE_PLANTS;
                 self.after = plants.last().map(|(id, _)| *id).or(self.after);

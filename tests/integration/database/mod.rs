@@ -7,6 +7,7 @@ mod frozen;
 mod listing;
 mod logs;
 mod orders;
+mod reset;
 mod serving;
 mod start;
 mod tickets;
