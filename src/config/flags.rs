@@ -69,7 +69,7 @@ impl Flags {
         let typed = argv.get(1..).unwrap_or_default();
         let (line, given) = split_equals(typed);
         let line: Vec<&str> = line.iter().map(String::as_str).collect();
-        Args::from_args(&command, &line)?;
+        Args::from_args(&command, &line).map_err(advise)?;
         let layer = environment(env, &given).map_err(|message| EarlyExit {
             output: format!("plantstore: {message}"),
             status: Err(()),
@@ -87,6 +87,41 @@ impl Flags {
             env_token: layer.token,
             warnings: layer.warnings,
         })
+    }
+}
+
+/// The flags of the PostgreSQL build, which a build without it does not
+/// know: named as such rather than as unrecognised.
+#[cfg(not(feature = "postgres"))]
+const DATABASE_FLAGS: &[&str] = &["database", "database-file", "database-pool"];
+
+/// What a build without the PostgreSQL store says of its flags.
+#[cfg(not(feature = "postgres"))]
+const DATABASE_BUILD: &str = "is a flag of the PostgreSQL build (plantstore-postgres; or \
+     cargo build --release --features postgres --target-dir target/postgres), not this one";
+
+/// argh's error for the command line, told what to do next: a flag of the
+/// PostgreSQL build on a build without it is named as such; any other
+/// error ends with `see --help`. The help itself passes as it is.
+fn advise(exit: EarlyExit) -> EarlyExit {
+    if exit.status.is_ok() {
+        return exit;
+    }
+    let said = exit.output.trim_end();
+    #[cfg(not(feature = "postgres"))]
+    if let Some(flag) = said
+        .strip_prefix("Unrecognized argument: --")
+        .and_then(|given| given.split('=').next())
+        .filter(|name| DATABASE_FLAGS.contains(name))
+    {
+        return EarlyExit {
+            output: format!("plantstore: --{flag} {DATABASE_BUILD}"),
+            status: Err(()),
+        };
+    }
+    EarlyExit {
+        output: format!("plantstore: {said}; see --help"),
+        status: Err(()),
     }
 }
 
@@ -214,6 +249,13 @@ fn environment(
         }
     }
     for name in unknown {
+        #[cfg(not(feature = "postgres"))]
+        if let Some(flag) = DATABASE_FLAGS.iter().find(|flag| variable(flag) == name) {
+            layer
+                .warnings
+                .push(format!("{name} is ignored: --{flag} {DATABASE_BUILD}"));
+            continue;
+        }
         layer
             .warnings
             .push(format!("{name} is not a plantstore setting; ignored"));
@@ -478,6 +520,39 @@ mod tests {
                 "PLANTSTORE_AA is not a plantstore setting; ignored",
                 "PLANTSTORE_ZZ is not a plantstore setting; ignored",
             ]
+        );
+    }
+
+    #[test]
+    fn a_command_line_error_says_what_to_do_next() {
+        for typed in [&["--nope"][..], &["--max-name", "ten"], &["--addr"]] {
+            let error = gather(typed, &[]).unwrap_err();
+            assert!(error.starts_with("plantstore: "), "{typed:?}: {error}");
+            assert!(error.ends_with("; see --help"), "{typed:?}: {error}");
+            assert_eq!(error.lines().count(), 1, "{error}");
+        }
+        let help = gather(&["--help"], &[]).unwrap_err();
+        assert!(!help.contains("see --help") && help.contains("Options:"));
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    #[test]
+    fn a_flag_of_the_postgresql_build_names_that_build() {
+        for (typed, flag) in [
+            (&["--database", "postgres://h/d"][..], "--database"),
+            (&["--database-file=/etc/db"], "--database-file"),
+            (&["--max-name", "9", "--database-pool", "2"], "--database-pool"),
+        ] {
+            let error = gather(typed, &[]).unwrap_err();
+            assert_eq!(error, format!("plantstore: {flag} {DATABASE_BUILD}"));
+            assert!(error.contains("--features postgres"), "{error}");
+        }
+        let flags = gather(&[], &[("PLANTSTORE_DATABASE", "postgres://h/d")]).unwrap();
+        assert_eq!(
+            flags.warnings,
+            [format!(
+                "PLANTSTORE_DATABASE is ignored: --database {DATABASE_BUILD}"
+            )]
         );
     }
 
