@@ -331,16 +331,17 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
 /// warnings, where the server listens and its storage, where the page and
 /// the API's description are, the webhooks' URLs.
 fn log_start(config: &Config, storage: &str, scheme: &str, addr: SocketAddr) {
+    let origin = token_origin(config);
     match config.token_source {
-        TokenSource::Flag => {
-            warn!(target: "plantstore", "--token is visible in the process list; prefer --token-file")
-        }
         TokenSource::Generated => {
-            warn!(target: "plantstore", "no token configured; generated one for this run (printed above)")
+            warn!(target: "plantstore", "no token configured: {origin}, printed above")
         }
-        TokenSource::File | TokenSource::Env => {}
+        TokenSource::Flag => {
+            warn!(target: "plantstore", "--token is visible in the process list; prefer --token-file");
+            info!(target: "plantstore", "{origin}");
+        }
+        TokenSource::File | TokenSource::Env => info!(target: "plantstore", "{origin}"),
     }
-    info!(target: "plantstore", "{}", token_origin(config));
     for warning in &config.warnings {
         warn!(target: "plantstore", "{warning}");
     }
