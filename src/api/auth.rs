@@ -254,7 +254,12 @@ mod tests {
             missing,
             Err(ApiError::Unauthorized { presented: false })
         ));
-        for other in [&b"Basic alpha"[..], b"alpha", b"Token alpha", b"Bearer\talpha"] {
+        for other in [
+            &b"Basic alpha"[..],
+            b"alpha",
+            b"Token alpha",
+            b"Bearer\talpha",
+        ] {
             let refused = tokens().check(Some(other));
             assert!(matches!(refused, Err(ApiError::NotBearer)), "{other:?}");
         }

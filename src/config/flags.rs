@@ -541,7 +541,10 @@ mod tests {
         for (typed, flag) in [
             (&["--database", "postgres://h/d"][..], "--database"),
             (&["--database-file=/etc/db"], "--database-file"),
-            (&["--max-name", "9", "--database-pool", "2"], "--database-pool"),
+            (
+                &["--max-name", "9", "--database-pool", "2"],
+                "--database-pool",
+            ),
         ] {
             let error = gather(typed, &[]).unwrap_err();
             assert_eq!(error, format!("plantstore: {flag} {DATABASE_BUILD}"));
