@@ -11,10 +11,11 @@
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use log::{info, warn};
+use log::{Level, info, log, warn};
 
 use crate::api::{Access, App, Scope, Tokens};
 use crate::config::{self, Config, TokenSource};
@@ -331,17 +332,10 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
 /// warnings, where the server listens and its storage, where the page and
 /// the API's description are, the webhooks' URLs.
 fn log_start(config: &Config, storage: &str, scheme: &str, addr: SocketAddr) {
-    let origin = token_origin(config);
-    match config.token_source {
-        TokenSource::Generated => {
-            warn!(target: "plantstore", "no token configured: {origin}, printed above")
-        }
-        TokenSource::Flag => {
-            warn!(target: "plantstore", "--token is visible in the process list; prefer --token-file");
-            info!(target: "plantstore", "{origin}");
-        }
-        TokenSource::File | TokenSource::Env => info!(target: "plantstore", "{origin}"),
+    if config.token_source == TokenSource::Flag {
+        warn!(target: "plantstore", "--token is visible in the process list; prefer --token-file");
     }
+    log_tokens(config);
     for warning in &config.warnings {
         warn!(target: "plantstore", "{warning}");
     }
@@ -369,38 +363,47 @@ fn log_start(config: &Config, storage: &str, scheme: &str, addr: SocketAddr) {
             env!("CARGO_PKG_VERSION"),
         );
     }
-    if config.ui {
-        info!(target: "plantstore", "open {base}/ in a browser for the page");
-    }
-    info!(target: "plantstore", "the API is described at {base}/openapi.json");
+    // One line, the page's URL first unless --no-ui.
+    let (page, url, then) = match config.ui {
+        true => ("the page: ", base.as_str(), "/, "),
+        false => ("", "", ""),
+    };
+    info!(target: "plantstore", "{page}{url}{then}the API's description: {base}/openapi.json");
     for target in &config.webhook.targets {
         info!(target: "plantstore", "announcing new plants to {}", target.url);
     }
 }
 
-/// Where the tokens came from and what they may do, for the start-up log:
-/// "3 tokens from /etc/plantstore/tokens (2 write, 1 read)", "1 token from
-/// PLANTSTORE_TOKEN (write)". Never a token.
-fn token_origin(config: &Config) -> String {
+/// Where the tokens came from and what they may do, for the start-up log
+/// (a warning when none was configured): "3 tokens from
+/// /etc/plantstore/tokens: 2 write, 1 read". Never a token. One log call
+/// with its parts as arguments: each call and each `format!` costs the
+/// plain build.
+fn log_tokens(config: &Config) {
     let count = config.tokens.len();
     let reads = config
         .tokens
         .iter()
         .filter(|grant| grant.scope == Scope::Read)
         .count();
-    let from = match (config.token_source, &config.token_file) {
-        (TokenSource::File, Some(path)) => format!("from {}", path.display()),
-        (TokenSource::Flag, _) => "from --token".to_owned(),
-        (TokenSource::Env, _) => "from PLANTSTORE_TOKEN".to_owned(),
-        (TokenSource::Generated, _) => "generated for this run".to_owned(),
-        _ => "from --token-file".to_owned(),
+    let (level, from) = match config.token_source {
+        TokenSource::File => (Level::Info, "from "),
+        TokenSource::Flag => (Level::Info, "from --token"),
+        TokenSource::Env => (Level::Info, "from PLANTSTORE_TOKEN"),
+        TokenSource::Generated => (Level::Warn, "generated for this run, printed above"),
     };
-    let scopes = match (count - reads, reads) {
-        (_, 0) => "write".to_owned(),
-        (0, _) => "read".to_owned(),
-        (writes, reads) => format!("{writes} write, {reads} read"),
+    let file = match config.token_source {
+        TokenSource::File => config.token_file.as_deref(),
+        _ => None,
     };
-    format!("{count} token{} {from} ({scopes})", plural(count as u64))
+    log!(
+        target: "plantstore",
+        level,
+        "{count} token{} {from}{}: {} write, {reads} read",
+        plural(count as u64),
+        file.unwrap_or(Path::new("")).display(),
+        count - reads
+    );
 }
 
 /// Descriptors kept free of connections: the listener, the journal, the

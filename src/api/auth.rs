@@ -178,8 +178,11 @@ fn position(set: &[Entry], token: &[u8]) -> Option<usize> {
 /// send one.
 fn missing(header: Option<&[u8]>) -> ApiError {
     let value = header.unwrap_or_default().trim_ascii();
-    let scheme = value.split(|b| *b == b' ').next().unwrap_or_default();
-    if value.is_empty() || scheme.eq_ignore_ascii_case(b"bearer") {
+    let bearer = value
+        .get(..6)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case(b"bearer"))
+        && value.get(6).is_none_or(|b| *b == b' ');
+    if value.is_empty() || bearer {
         ApiError::Unauthorized { presented: false }
     } else {
         ApiError::NotBearer

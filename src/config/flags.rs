@@ -91,36 +91,50 @@ impl Flags {
 }
 
 /// The flags of the PostgreSQL build, which a build without it does not
-/// know: named as such rather than as unrecognised.
+/// know, and their variables: named as such rather than as unknown.
 #[cfg(not(feature = "postgres"))]
-const DATABASE_FLAGS: &[&str] = &["database", "database-file", "database-pool"];
+const DATABASE_FLAGS: &[&str] = &[
+    "--database",
+    "--database-file",
+    "--database-pool",
+    "PLANTSTORE_DATABASE",
+    "PLANTSTORE_DATABASE_FILE",
+    "PLANTSTORE_DATABASE_POOL",
+];
 
 /// What a build without the PostgreSQL store says of its flags.
+const DATABASE_BUILD: &str = " is for the PostgreSQL build (plantstore-postgres; or cargo \
+     build --release --features postgres --target-dir target/postgres), not this one";
+
+/// Whether `name` (a flag or a variable) is of the PostgreSQL build while
+/// this build has no PostgreSQL store.
 #[cfg(not(feature = "postgres"))]
-const DATABASE_BUILD: &str = "is a flag of the PostgreSQL build (plantstore-postgres; or \
-     cargo build --release --features postgres --target-dir target/postgres), not this one";
+fn of_postgres(name: &str) -> bool {
+    DATABASE_FLAGS.contains(&name)
+}
+
+/// The PostgreSQL build knows its own flags.
+#[cfg(feature = "postgres")]
+fn of_postgres(_: &str) -> bool {
+    false
+}
 
 /// argh's error for the command line, told what to do next: a flag of the
 /// PostgreSQL build on a build without it is named as such; any other
-/// error ends with `see --help`. The help itself passes as it is.
+/// error ends with `see --help`. The help itself passes as it is. One
+/// `format!` for both: each costs the plain build.
 fn advise(exit: EarlyExit) -> EarlyExit {
     if exit.status.is_ok() {
         return exit;
     }
     let said = exit.output.trim_end();
-    #[cfg(not(feature = "postgres"))]
-    if let Some(flag) = said
-        .strip_prefix("Unrecognized argument: --")
-        .and_then(|given| given.split('=').next())
-        .filter(|name| DATABASE_FLAGS.contains(name))
-    {
-        return EarlyExit {
-            output: format!("plantstore: --{flag} {DATABASE_BUILD}"),
-            status: Err(()),
-        };
-    }
+    let (what, next) = said
+        .strip_prefix("Unrecognized argument: ")
+        .map(|given| given.split_once('=').map_or(given, |(name, _)| name))
+        .filter(|name| of_postgres(name))
+        .map_or((said, "; see --help"), |flag| (flag, DATABASE_BUILD));
     EarlyExit {
-        output: format!("plantstore: {said}; see --help"),
+        output: format!("plantstore: {what}{next}"),
         status: Err(()),
     }
 }
@@ -249,16 +263,11 @@ fn environment(
         }
     }
     for name in unknown {
-        #[cfg(not(feature = "postgres"))]
-        if let Some(flag) = DATABASE_FLAGS.iter().find(|flag| variable(flag) == name) {
-            layer
-                .warnings
-                .push(format!("{name} is ignored: --{flag} {DATABASE_BUILD}"));
-            continue;
-        }
-        layer
-            .warnings
-            .push(format!("{name} is not a plantstore setting; ignored"));
+        let why = match of_postgres(&name) {
+            true => DATABASE_BUILD,
+            false => " is not a plantstore setting",
+        };
+        layer.warnings.push(format!("{name}{why}; ignored"));
     }
     Ok(layer)
 }
@@ -547,15 +556,13 @@ mod tests {
             ),
         ] {
             let error = gather(typed, &[]).unwrap_err();
-            assert_eq!(error, format!("plantstore: {flag} {DATABASE_BUILD}"));
+            assert_eq!(error, format!("plantstore: {flag}{DATABASE_BUILD}"));
             assert!(error.contains("--features postgres"), "{error}");
         }
         let flags = gather(&[], &[("PLANTSTORE_DATABASE", "postgres://h/d")]).unwrap();
         assert_eq!(
             flags.warnings,
-            [format!(
-                "PLANTSTORE_DATABASE is ignored: --database {DATABASE_BUILD}"
-            )]
+            [format!("PLANTSTORE_DATABASE{DATABASE_BUILD}; ignored")]
         );
     }
 

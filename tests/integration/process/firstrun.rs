@@ -48,17 +48,13 @@ fn start_up_says_where_the_tokens_came_from_and_where_the_page_is() {
     let server = Running::start(&["--token-file", path], None);
     let origin = line_with(&server, "tokens from");
     assert!(
-        origin.ends_with(&format!("3 tokens from {path} (2 write, 1 read)")),
+        origin.ends_with(&format!("3 tokens from {path}: 2 write, 1 read")),
         "{origin}"
     );
     let base = format!("http://{}", server.addr);
-    let page = line_with(&server, "for the page");
-    assert!(
-        page.contains(&format!("open {base}/ in a browser")),
-        "{page}"
-    );
-    let api = line_with(&server, "the API is described at");
-    assert!(api.ends_with(&format!("{base}/openapi.json")), "{api}");
+    let urls = line_with(&server, "the API's description");
+    let both = format!("the page: {base}/, the API's description: {base}/openapi.json");
+    assert!(urls.ends_with(&both), "{urls}");
     // Both URLs answer what they say.
     let page = send_to(server.addr, "GET", "/", &[], "");
     assert_eq!(
@@ -70,23 +66,27 @@ fn start_up_says_where_the_tokens_came_from_and_where_the_page_is() {
     assert!(server.log().iter().all(|l| !l.contains("writer-token")));
 
     let env = Running::start(&["--no-ui"], Some("an-env-token-0123456789"));
-    line_with(&env, "the API is described at");
+    let urls = line_with(&env, "the API's description");
+    let only = format!("] the API's description: http://{}/openapi.json", env.addr);
+    assert!(urls.ends_with(&only), "no page with --no-ui: {urls}");
     let origin = line_with(&env, "token from");
     assert!(
-        origin.ends_with("1 token from PLANTSTORE_TOKEN (write)"),
+        origin.ends_with("1 token from PLANTSTORE_TOKEN: 1 write, 0 read"),
         "{origin}"
     );
-    let log = env.log();
-    assert!(!log.iter().any(|l| l.contains("for the page")), "{log:?}");
 
     let flag = Running::start(&["--token", "a-flag-token-0123456789"], None);
     let origin = line_with(&flag, "token from");
-    assert!(origin.ends_with("1 token from --token (write)"), "{origin}");
+    assert!(
+        origin.ends_with("1 token from --token: 1 write, 0 read"),
+        "{origin}"
+    );
 
     let generated = Running::start(&[], None);
     let origin = line_with(&generated, "token generated");
     assert!(
-        origin.contains("WARN") && origin.contains("1 token generated for this run (write)"),
+        origin.contains("WARN")
+            && origin.ends_with("1 token generated for this run, printed above: 1 write, 0 read"),
         "{origin}"
     );
 }
@@ -175,7 +175,7 @@ fn database_flags_say_which_build_has_them() {
         }
         assert!(line.starts_with(&format!("plantstore: {flag} ")), "{line}");
         for needle in [
-            "a flag of the PostgreSQL build",
+            "is for the PostgreSQL build",
             "plantstore-postgres",
             "cargo build --release --features postgres --target-dir target/postgres",
         ] {
