@@ -116,6 +116,17 @@ fn a_token_without_its_scheme_is_told_to_send_bearer() {
         send_to(server.addr, "GET", "/plants", &right, "").status,
         200
     );
+    // No bearer token was presented, so none was guessed: counted as
+    // missing, never as a failure that the throttle counts.
+    let metrics = send_to(server.addr, "GET", "/metrics", &right, "").text();
+    let count = |reason: &str| {
+        let sample = format!("plantstore_auth_refusals_total{{reason=\"{reason}\"}} ");
+        let line = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(sample.as_str()));
+        line.and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    assert_eq!((count("missing"), count("invalid")), (Some(3), Some(0)));
 }
 
 #[test]
