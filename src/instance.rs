@@ -11,15 +11,16 @@
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use log::{info, warn};
+use log::{Level, info, log, warn};
 
-use crate::api::{Access, App, Tokens};
+use crate::api::{Access, App, Scope, Tokens};
 use crate::config::{self, Config, TokenSource};
 use crate::http::{self, Gauge, Server, Stopper};
-use crate::model::Capacity;
+use crate::model::{Capacity, plural};
 use crate::plants::{Plants, Setup, SetupError};
 use crate::reach;
 use crate::seed::SeedError;
@@ -103,18 +104,23 @@ impl Reloader {
                         warn!(target: "plantstore", "{warning}");
                     }
                     self.app.set_tokens(tokens);
+                    let count = self.app.token_count();
                     info!(
                         target: "plantstore",
-                        "reloaded {}: {} tokens active",
+                        "reloaded {}: {count} token{} active",
                         path.display(),
-                        self.app.token_count()
+                        plural(count as u64)
                     );
                 }
-                Err(e) => log::error!(
-                    target: "plantstore",
-                    "reload refused: {e}; the {} tokens in use stay active",
-                    self.app.token_count()
-                ),
+                Err(e) => {
+                    let count = self.app.token_count();
+                    log::error!(
+                        target: "plantstore",
+                        "reload refused: {e}; the {count} token{} in use {} active",
+                        plural(count as u64),
+                        if count == 1 { "stays" } else { "stay" }
+                    )
+                }
             }
         }
         match self.app.reload_ticket_key() {
@@ -166,11 +172,12 @@ impl Reloader {
             }
         }
         if self.token_file.is_none() && self.secret_file.is_none() && !certificate {
+            let count = self.app.token_count();
             info!(
                 target: "plantstore",
                 "reload: nothing to re-read (no --token-file, --webhook-secret-file or \
-                 --tls-cert); {} tokens active",
-                self.app.token_count()
+                 --tls-cert); {count} token{} active",
+                plural(count as u64)
             );
         }
     }
@@ -313,15 +320,23 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
     let scheme = if https.is_some() { "https" } else { "http" };
     #[cfg(not(feature = "tls"))]
     let scheme = "http";
-    match config.token_source {
-        TokenSource::Flag => {
-            warn!(target: "plantstore", "--token is visible in the process list; prefer --token-file")
-        }
-        TokenSource::Generated => {
-            warn!(target: "plantstore", "no token configured; generated one for this run (printed above)")
-        }
-        TokenSource::File | TokenSource::Env => {}
+    log_start(config, &storage, scheme, server.local_addr());
+    Ok(Instance {
+        server,
+        app,
+        #[cfg(feature = "tls")]
+        https,
+    })
+}
+
+/// The start-up lines: where the tokens came from, the configuration's
+/// warnings, where the server listens and its storage, where the page and
+/// the API's description are, the webhooks' URLs.
+fn log_start(config: &Config, storage: &str, scheme: &str, addr: SocketAddr) {
+    if config.token_source == TokenSource::Flag {
+        warn!(target: "plantstore", "--token is visible in the process list; prefer --token-file");
     }
+    log_tokens(config);
     for warning in &config.warnings {
         warn!(target: "plantstore", "{warning}");
     }
@@ -329,17 +344,19 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
     if let Some((_, served)) = &config.tls {
         validity_warning(served.validity);
     }
-    let addr = server.local_addr();
+    let mut base = format!("{scheme}://{addr}");
     if addr.ip().is_unspecified() {
         // No one can open http://0.0.0.0:8080: say where it can be reached.
+        let urls = reach::urls(scheme, addr);
         info!(
             target: "plantstore",
             "plantstore {} listening on every address, port {} ({addr}), storage: {storage}; \
              reachable at {}",
             env!("CARGO_PKG_VERSION"),
             addr.port(),
-            reach::urls(scheme, addr).join(", "),
+            urls.join(", "),
         );
+        base = urls.into_iter().next().unwrap_or(base);
     } else {
         info!(
             target: "plantstore",
@@ -347,15 +364,47 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
             env!("CARGO_PKG_VERSION"),
         );
     }
+    // One line, the page's URL first unless --no-ui.
+    let (page, url, then) = match config.ui {
+        true => ("the page: ", base.as_str(), "/, "),
+        false => ("", "", ""),
+    };
+    info!(target: "plantstore", "{page}{url}{then}the API's description: {base}/openapi.json");
     for target in &config.webhook.targets {
         info!(target: "plantstore", "announcing new plants to {}", target.url);
     }
-    Ok(Instance {
-        server,
-        app,
-        #[cfg(feature = "tls")]
-        https,
-    })
+}
+
+/// Where the tokens came from and what they may do, for the start-up log
+/// (a warning when none was configured): "3 tokens from
+/// /etc/plantstore/tokens: 2 write, 1 read". Never a token. One log call
+/// with its parts as arguments: each call and each `format!` costs the
+/// plain build.
+fn log_tokens(config: &Config) {
+    let count = config.tokens.len();
+    let reads = config
+        .tokens
+        .iter()
+        .filter(|grant| grant.scope == Scope::Read)
+        .count();
+    let (level, from) = match config.token_source {
+        TokenSource::File => (Level::Info, "from "),
+        TokenSource::Flag => (Level::Info, "from --token"),
+        TokenSource::Env => (Level::Info, "from PLANTSTORE_TOKEN"),
+        TokenSource::Generated => (Level::Warn, "generated for this run, printed above"),
+    };
+    let file = match config.token_source {
+        TokenSource::File => config.token_file.as_deref(),
+        _ => None,
+    };
+    log!(
+        target: "plantstore",
+        level,
+        "{count} token{} {from}{}: {} write, {reads} read",
+        plural(count as u64),
+        file.unwrap_or(Path::new("")).display(),
+        count - reads
+    );
 }
 
 /// Descriptors kept free of connections: the listener, the journal, the
@@ -377,8 +426,9 @@ fn connection_cap(max_connections: usize) -> usize {
     if fit < max_connections {
         warn!(
             target: "plantstore",
-            "open-file limit {limit} allows {fit} connections, not --max-connections \
-             {max_connections}; serving {fit} (raise LimitNOFILE= in systemd, or ulimit -n)"
+            "open-file limit {limit} allows {fit} connection{}, not --max-connections \
+             {max_connections}; serving {fit} (raise LimitNOFILE= in systemd, or ulimit -n)",
+            plural(fit as u64)
         );
         return fit;
     }

@@ -7,6 +7,7 @@ use log::{error, info, warn};
 
 use plantstore::config::{Config, TokenSource, flags::Flags};
 use plantstore::logging::{self, Logger};
+use plantstore::model::plural;
 use plantstore::signals::Signals;
 
 /// Time allowed to requests in flight at shutdown.
@@ -14,6 +15,16 @@ const GRACE: Duration = Duration::from_secs(5);
 
 /// An early end: the status, and what to print (status 0: to stdout).
 type Exit = (u8, String);
+
+/// What `--version` adds to the version: the build's features, so that the
+/// default, the plain and the PostgreSQL builds of one version tell
+/// themselves apart.
+#[cfg(feature = "postgres")]
+const FEATURES: &str = "(HTTPS, PostgreSQL)";
+#[cfg(all(feature = "tls", not(feature = "postgres")))]
+const FEATURES: &str = "(HTTPS)";
+#[cfg(not(feature = "tls"))]
+const FEATURES: &str = "(plain: no HTTPS, no PostgreSQL)";
 
 fn main() -> ExitCode {
     let (status, text) = run().err().unwrap_or_default();
@@ -30,7 +41,8 @@ fn run() -> Result<(), Exit> {
     let flags = Flags::gather(&argv, std::env::vars_os())
         .map_err(|exit| (u8::from(exit.status.is_err()) * 2, exit.output))?;
     if flags.args.version {
-        return Err((0, format!("plantstore {}", env!("CARGO_PKG_VERSION"))));
+        let version = env!("CARGO_PKG_VERSION");
+        return Err((0, format!("plantstore {version} {FEATURES}")));
     }
     let mut config = Config::from_args(flags.args, flags.env_token)
         .map_err(|e| (2, format!("plantstore: {e}")))?;
@@ -56,7 +68,8 @@ fn run() -> Result<(), Exit> {
         // Whole seconds, as `{GRACE:?}` would show them, without the
         // `Duration` formatter (1 KB of the binary).
         warn!(
-            "{still_open} connections still open after {}s; closing them",
+            "{still_open} connection{} still open after {}s; closing them",
+            plural(still_open as u64),
             GRACE.as_secs()
         );
     }

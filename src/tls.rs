@@ -300,9 +300,10 @@ impl Validity {
             ))
         } else if days(self.not_after - now) < EXPIRY_WARNING_DAYS {
             Some(format!(
-                "the certificate expires on {} (in {} days); renew it and reload (SIGHUP)",
+                "the certificate expires on {} (in {} day{}); renew it and reload (SIGHUP)",
                 date(self.not_after),
-                days(self.not_after - now)
+                days(self.not_after - now),
+                crate::model::plural(days(self.not_after - now) as u64)
             ))
         } else {
             None

@@ -129,7 +129,7 @@ impl Tokens {
     /// grants.
     pub fn check(&self, header: Option<&[u8]>) -> Result<Granted, ApiError> {
         let Some(presented) = header.and_then(bearer) else {
-            return Err(ApiError::Unauthorized { presented: false });
+            return Err(missing(header));
         };
         // Every token is compared in full, whatever matched (a token is
         // kept once, so at most one does).
@@ -170,6 +170,23 @@ fn set(tokens: Vec<Grant>, old: &[Entry]) -> Set {
 /// Where `token` is in a sorted set.
 fn position(set: &[Entry], token: &[u8]) -> Option<usize> {
     set.binary_search_by(|e| e.token.as_slice().cmp(token)).ok()
+}
+
+/// Why `header` holds no bearer token: absent, empty or `Bearer` without
+/// a token is a missing token; another scheme, or none at all
+/// (`Authorization: change-me`), is `NotBearer`, whose answer says how to
+/// send one.
+fn missing(header: Option<&[u8]>) -> ApiError {
+    let value = header.unwrap_or_default().trim_ascii();
+    let bearer = value
+        .get(..6)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case(b"bearer"))
+        && value.get(6).is_none_or(|b| *b == b' ');
+    if value.is_empty() || bearer {
+        ApiError::Unauthorized { presented: false }
+    } else {
+        ApiError::NotBearer
+    }
 }
 
 /// The token of a `Bearer <token>` credential (scheme case-insensitive).
@@ -240,11 +257,22 @@ mod tests {
             missing,
             Err(ApiError::Unauthorized { presented: false })
         ));
-        let basic = tokens().check(Some(b"Basic alpha"));
-        assert!(matches!(
-            basic,
-            Err(ApiError::Unauthorized { presented: false })
-        ));
+        for other in [
+            &b"Basic alpha"[..],
+            b"alpha",
+            b"Token alpha",
+            b"Bearer\talpha",
+        ] {
+            let refused = tokens().check(Some(other));
+            assert!(matches!(refused, Err(ApiError::NotBearer)), "{other:?}");
+        }
+        for empty in [&b""[..], b"  ", b"Bearer", b"bearer  "] {
+            let refused = tokens().check(Some(empty));
+            assert!(
+                matches!(refused, Err(ApiError::Unauthorized { presented: false })),
+                "{empty:?}"
+            );
+        }
         let empty = tokens().check(Some(b"Bearer "));
         assert!(matches!(
             empty,

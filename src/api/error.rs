@@ -22,6 +22,10 @@ pub enum ApiError {
         /// Whether a bearer token was presented.
         presented: bool,
     },
+    /// An `Authorization` header whose scheme is not `Bearer`
+    /// (`Authorization: change-me`, `Basic ...`): no bearer token was
+    /// presented, and the answer says how to send one.
+    NotBearer,
     /// A feed ticket that is not valid (malformed, altered, expired, of
     /// another key, or its token removed): which, is not said.
     Ticket,
@@ -61,7 +65,7 @@ impl ApiError {
         match self {
             ApiError::NoRoute => 404,
             ApiError::MethodNotAllowed(_) => 405,
-            ApiError::Unauthorized { .. } | ApiError::Ticket => 401,
+            ApiError::Unauthorized { .. } | ApiError::NotBearer | ApiError::Ticket => 401,
             ApiError::Forbidden(_) => 403,
             ApiError::Throttled { .. } => 429,
             ApiError::UnsupportedMediaType => 415,
@@ -89,7 +93,7 @@ impl ApiError {
         let response = Response::error(self.status(), &self.to_string());
         match self {
             ApiError::MethodNotAllowed(allow) => response.with_header("Allow", allow),
-            ApiError::Unauthorized { presented: false } => {
+            ApiError::Unauthorized { presented: false } | ApiError::NotBearer => {
                 response.with_header("WWW-Authenticate", r#"Bearer realm="plantstore""#)
             }
             ApiError::Unauthorized { presented: true } | ApiError::Ticket => response.with_header(
@@ -116,6 +120,9 @@ impl fmt::Display for ApiError {
                 f.write_str("missing bearer token in the Authorization header")
             }
             ApiError::Unauthorized { presented: true } => f.write_str("invalid bearer token"),
+            ApiError::NotBearer => f.write_str(
+                "the Authorization header's scheme must be Bearer: send Authorization: Bearer <token>",
+            ),
             ApiError::Ticket => f.write_str("the ticket is not valid; mint a new one"),
             ApiError::Forbidden(why) => f.write_str(why),
             ApiError::Throttled { retry_after } => write!(

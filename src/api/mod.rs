@@ -209,7 +209,11 @@ impl App {
         };
         let granted = checked.inspect_err(|e| {
             let reason = match e {
-                ApiError::Unauthorized { presented: false } => Refused::Missing,
+                // A header of another scheme carries no bearer token to
+                // guess with: missing, not a failure that counts.
+                ApiError::Unauthorized { presented: false } | ApiError::NotBearer => {
+                    Refused::Missing
+                }
                 ApiError::Ticket => Refused::Ticket,
                 _ => Refused::Invalid,
             };

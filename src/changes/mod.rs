@@ -63,7 +63,7 @@ use log::info;
 use crate::http::{Fill, Stream, StreamWaker};
 use crate::lock::lock;
 use crate::metrics::{Exposition, Kind};
-use crate::model::{ChangeHook, ChangeLog, PlantChange};
+use crate::model::{ChangeHook, ChangeLog, PlantChange, plural};
 
 pub use event::Resume;
 
@@ -411,8 +411,9 @@ impl Stream for Subscriber {
             state.dropped += 1;
             drop(state);
             info!(
-                "change feed: a subscriber fell {} events behind and was dropped",
-                first - self.next
+                "change feed: a subscriber fell {} event{} behind and was dropped",
+                first - self.next,
+                plural(first - self.next)
             );
             return Fill::Failed;
         }

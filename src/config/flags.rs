@@ -69,7 +69,7 @@ impl Flags {
         let typed = argv.get(1..).unwrap_or_default();
         let (line, given) = split_equals(typed);
         let line: Vec<&str> = line.iter().map(String::as_str).collect();
-        Args::from_args(&command, &line)?;
+        Args::from_args(&command, &line).map_err(advise)?;
         let layer = environment(env, &given).map_err(|message| EarlyExit {
             output: format!("plantstore: {message}"),
             status: Err(()),
@@ -87,6 +87,55 @@ impl Flags {
             env_token: layer.token,
             warnings: layer.warnings,
         })
+    }
+}
+
+/// The flags of the PostgreSQL build, which a build without it does not
+/// know, and their variables: named as such rather than as unknown.
+#[cfg(not(feature = "postgres"))]
+const DATABASE_FLAGS: &[&str] = &[
+    "--database",
+    "--database-file",
+    "--database-pool",
+    "PLANTSTORE_DATABASE",
+    "PLANTSTORE_DATABASE_FILE",
+    "PLANTSTORE_DATABASE_POOL",
+];
+
+/// What a build without the PostgreSQL store says of its flags.
+const DATABASE_BUILD: &str = " is for the PostgreSQL build (plantstore-postgres; or cargo \
+     build --release --features postgres --target-dir target/postgres), not this one";
+
+/// Whether `name` (a flag or a variable) is of the PostgreSQL build while
+/// this build has no PostgreSQL store.
+#[cfg(not(feature = "postgres"))]
+fn of_postgres(name: &str) -> bool {
+    DATABASE_FLAGS.contains(&name)
+}
+
+/// The PostgreSQL build knows its own flags.
+#[cfg(feature = "postgres")]
+fn of_postgres(_: &str) -> bool {
+    false
+}
+
+/// argh's error for the command line, told what to do next: a flag of the
+/// PostgreSQL build on a build without it is named as such; any other
+/// error ends with `see --help`. The help itself passes as it is. One
+/// `format!` for both: each costs the plain build.
+fn advise(exit: EarlyExit) -> EarlyExit {
+    if exit.status.is_ok() {
+        return exit;
+    }
+    let said = exit.output.trim_end();
+    let (what, next) = said
+        .strip_prefix("Unrecognized argument: ")
+        .map(|given| given.split_once('=').map_or(given, |(name, _)| name))
+        .filter(|name| of_postgres(name))
+        .map_or((said, "; see --help"), |flag| (flag, DATABASE_BUILD));
+    EarlyExit {
+        output: format!("plantstore: {what}{next}"),
+        status: Err(()),
     }
 }
 
@@ -214,9 +263,11 @@ fn environment(
         }
     }
     for name in unknown {
-        layer
-            .warnings
-            .push(format!("{name} is not a plantstore setting; ignored"));
+        let why = match of_postgres(&name) {
+            true => DATABASE_BUILD,
+            false => " is not a plantstore setting",
+        };
+        layer.warnings.push(format!("{name}{why}; ignored"));
     }
     Ok(layer)
 }
@@ -478,6 +529,40 @@ mod tests {
                 "PLANTSTORE_AA is not a plantstore setting; ignored",
                 "PLANTSTORE_ZZ is not a plantstore setting; ignored",
             ]
+        );
+    }
+
+    #[test]
+    fn a_command_line_error_says_what_to_do_next() {
+        for typed in [&["--nope"][..], &["--max-name", "ten"], &["--addr"]] {
+            let error = gather(typed, &[]).unwrap_err();
+            assert!(error.starts_with("plantstore: "), "{typed:?}: {error}");
+            assert!(error.ends_with("; see --help"), "{typed:?}: {error}");
+            assert_eq!(error.lines().count(), 1, "{error}");
+        }
+        let help = gather(&["--help"], &[]).unwrap_err();
+        assert!(!help.contains("see --help") && help.contains("Options:"));
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    #[test]
+    fn a_flag_of_the_postgresql_build_names_that_build() {
+        for (typed, flag) in [
+            (&["--database", "postgres://h/d"][..], "--database"),
+            (&["--database-file=/etc/db"], "--database-file"),
+            (
+                &["--max-name", "9", "--database-pool", "2"],
+                "--database-pool",
+            ),
+        ] {
+            let error = gather(typed, &[]).unwrap_err();
+            assert_eq!(error, format!("plantstore: {flag}{DATABASE_BUILD}"));
+            assert!(error.contains("--features postgres"), "{error}");
+        }
+        let flags = gather(&[], &[("PLANTSTORE_DATABASE", "postgres://h/d")]).unwrap();
+        assert_eq!(
+            flags.warnings,
+            [format!("PLANTSTORE_DATABASE{DATABASE_BUILD}; ignored")]
         );
     }
 

@@ -148,7 +148,11 @@ pub(super) fn job(shared: &Arc<PoolState>, batch: Vec<Queued>) -> Job {
         run: Box::new(move |connection: &mut Connection| {
             let _release = release;
             let made = connection.apply(&changes).map_err(|e| {
-                warn!("database: a batch of {} changes: {e}", changes.len());
+                warn!(
+                    "database: a batch of {} change{}: {e}",
+                    changes.len(),
+                    crate::model::plural(changes.len() as u64)
+                );
                 JobFailure::from(e)
             });
             if let (Ok(_), Some(shared)) = (&made, state.shared.upgrade()) {

@@ -33,7 +33,11 @@ impl fmt::Display for Refusal {
         match self {
             Refusal::Exists(id) => write!(f, "a plant with id {id} already exists"),
             Refusal::NotFound(id) => write!(f, "no plant with id {id}"),
-            Refusal::Full(max) => write!(f, "the store is full ({max} plants)"),
+            Refusal::Full(max) => write!(
+                f,
+                "the store is full ({max} plant{})",
+                super::plural(*max as u64)
+            ),
             Refusal::DataFull(max) => write!(
                 f,
                 "the store is full ({max} bytes of names and tags); delete or shorten plants first"

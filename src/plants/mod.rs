@@ -49,7 +49,7 @@ use log::{info, warn};
 use crate::metrics::Exposition;
 use crate::model::{
     Capacity, ChangeHook, ChangeLog, Durability, NewPlant, NotDone, Page, Plant, Query, Refusal,
-    SyncMode, TextLimits,
+    SyncMode, TextLimits, plural,
 };
 use crate::seed::SeedError;
 use crate::store::{Ack, AllPlants, OpenError, Store};
@@ -191,16 +191,19 @@ impl Plants {
                 if recovery.torn_bytes > 0 {
                     warn!(
                         target: "plantstore",
-                        "{}: cut off a torn final record ({} bytes) left by an interrupted write",
+                        "{}: cut off a torn final record ({} byte{}) left by an interrupted write",
                         journal.path.display(),
-                        recovery.torn_bytes
+                        recovery.torn_bytes,
+                        plural(recovery.torn_bytes)
                     );
                 }
                 info!(
                     target: "plantstore",
-                    "recovered {} plants from {} journal records in {} ms",
+                    "recovered {} plant{} from {} journal record{} in {} ms",
                     store.len(),
+                    plural(store.len() as u64),
                     recovery.records,
+                    plural(recovery.records),
                     // As u64: a u128's formatter is 1 KB of the binary.
                     recovery.elapsed.as_millis() as u64
                 );
@@ -283,14 +286,18 @@ impl Plants {
             Kept::Memory { store, journal, .. } => {
                 let plants = store.len();
                 match journal {
-                    None => format!("in memory only (a restart starts empty), {plants} plants"),
+                    None => format!(
+                        "in memory only (a restart starts empty), {plants} plant{}",
+                        plural(plants as u64)
+                    ),
                     Some((path, sync)) => format!(
-                        "journal {} (sync {}), {plants} plants",
+                        "journal {} (sync {}), {plants} plant{}",
                         path.display(),
                         match sync {
                             SyncMode::Always => "always",
                             SyncMode::Never => "never",
-                        }
+                        },
+                        plural(plants as u64)
                     ),
                 }
             }

@@ -41,7 +41,7 @@ use std::time::Instant;
 
 use log::info;
 
-use crate::model::{Capacity, Refusal, TextLimits};
+use crate::model::{Capacity, Refusal, TextLimits, plural};
 use crate::seed::{self, Fault, SeedError};
 use crate::store::Store;
 
@@ -73,9 +73,10 @@ pub fn into_memory(
         Before::Journal(records) if records > 0 => {
             info!(
                 target: "plantstore::seed",
-                "--seed {}: not loaded: the journal already holds {records} records, \
+                "--seed {}: not loaded: the journal already holds {records} record{}, \
                  and a seed only fills a new, empty one",
-                path.display()
+                path.display(),
+                plural(records)
             );
             return Ok(None);
         }

@@ -35,7 +35,7 @@ use std::time::Instant;
 
 use log::info;
 
-use crate::model::{Capacity, InvalidBody, NewPlant, TextLimits};
+use crate::model::{Capacity, InvalidBody, NewPlant, TextLimits, plural};
 use read::{Failure, read};
 
 /// Why a seed cannot be loaded, and where in the file.
@@ -174,8 +174,9 @@ impl SeedError {
 /// Logs that `plants` were loaded from `path` since `started`.
 pub fn loaded(path: &Path, plants: u64, started: Instant) -> u64 {
     info!(
-        "--seed {}: loaded {plants} plants in {} ms",
+        "--seed {}: loaded {plants} plant{} in {} ms",
         path.display(),
+        plural(plants),
         // As u64: a u128's formatter is 1 KB of the binary.
         started.elapsed().as_millis() as u64
     );

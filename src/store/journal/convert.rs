@@ -94,8 +94,9 @@ pub(super) fn upgrade(
     sync_dir(path)?;
     let old = if from == Version::V1 { 1 } else { 2 };
     log::info!(
-        "{}: journal converted from format version {old} to 3 ({records} records)",
-        path.display()
+        "{}: journal converted from format version {old} to 3 ({records} record{})",
+        path.display(),
+        crate::model::plural(records)
     );
     Ok((file, salt, len))
 }

@@ -24,7 +24,7 @@ fn wrong_scheme_is_401_without_invalid_token(kind: Kind) {
     let server = TestServer::on(kind);
     let basic = [("Authorization", "Basic dGVzdC10b2tlbg=="), JSON];
     let reply = server.send("POST", "/plants", &basic, BODY);
-    reply.assert_error(401, "missing");
+    reply.assert_error(401, "scheme must be Bearer");
     assert_eq!(
         reply.header("www-authenticate"),
         Some(r#"Bearer realm="plantstore""#)

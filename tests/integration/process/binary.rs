@@ -371,7 +371,7 @@ fn version_and_help() {
     assert!(out.status.success());
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
-        format!("plantstore {}", env!("CARGO_PKG_VERSION"))
+        crate::process::firstrun::version_line()
     );
     let out = command().arg("--help").output().unwrap();
     assert!(out.status.success());

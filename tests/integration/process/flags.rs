@@ -115,7 +115,7 @@ fn dash_v_prints_the_version() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
-        format!("plantstore {}", env!("CARGO_PKG_VERSION"))
+        crate::process::firstrun::version_line()
     );
 }
 

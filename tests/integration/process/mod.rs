@@ -2,6 +2,7 @@
 
 pub mod binary;
 pub mod files;
+pub mod firstrun;
 mod flags;
 #[cfg(feature = "tls")]
 mod https;

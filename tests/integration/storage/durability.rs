@@ -169,11 +169,11 @@ fn start_up_reports_what_it_recovered_and_how_long_it_took() {
     let running = crate::process::binary::Running::start(&["--data", path], Some("t"));
     let log = running.log().join("\n");
     assert!(
-        log.contains("recovered 1 plants from 3 journal records in "),
+        log.contains("recovered 1 plant from 3 journal records in "),
         "{log}"
     );
     assert!(
-        log.contains(&format!("storage: journal {path} (sync always), 1 plants")),
+        log.contains(&format!("storage: journal {path} (sync always), 1 plant")),
         "{log}"
     );
 }

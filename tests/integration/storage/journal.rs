@@ -308,6 +308,6 @@ fn a_torn_version_1_tail_is_cut_and_the_rest_converted() {
         log.contains(&format!("cut off a torn final record ({torn} bytes)")),
         "{log}"
     );
-    assert!(log.contains("(1 records)"), "{log}");
+    assert!(log.contains("(1 record)"), "{log}");
     assert_eq!(&fs::read(path).unwrap()[..8], b"PLANTSJ3");
 }
