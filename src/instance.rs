@@ -292,6 +292,7 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
             guard: config.guard.clone(),
             ticket_key,
             ticket_ttl: config.ticket_ttl,
+            delay: config.delay.map(|d| (d.min, d.max)),
         },
         webhooks,
         gauge.clone(),

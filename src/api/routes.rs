@@ -203,6 +203,14 @@ impl Route {
     pub(super) fn part(&self) -> Option<Part> {
         self.part
     }
+
+    /// Whether `--delay` holds its answers: the API's own (plants, export,
+    /// tickets), not the service's (health, metrics, the document), the
+    /// page's, nor the feed's (a stream that stays open; its heartbeats
+    /// would only shift).
+    pub(super) fn held(&self) -> bool {
+        self.auth && !matches!(self.path, "/metrics" | "/plants/changes")
+    }
 }
 
 /// A method without a body.

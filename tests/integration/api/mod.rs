@@ -4,6 +4,7 @@ pub(crate) mod access;
 mod auth;
 pub(crate) mod changes;
 mod cors;
+mod delay;
 mod export;
 mod metrics;
 mod numbers;

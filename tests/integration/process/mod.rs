@@ -4,6 +4,7 @@ pub mod binary;
 pub mod files;
 pub mod firstrun;
 mod flags;
+mod held;
 #[cfg(feature = "tls")]
 mod https;
 mod logs;
