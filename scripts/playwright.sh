@@ -47,7 +47,8 @@ cargo build --release --quiet
 # timeout leads a process group of its own: the test runner, its workers
 # and the servers they start are in it, and are all stopped on exit. (Each
 # Chromium leads a group too; it ends when its worker closes its pipe.)
-(cd "$example" && PLANTSTORE_BIN="$PWD/../../target/release/plantstore" CHROMIUM=$chromium \
+bin=$PWD/target/release/plantstore
+(cd "$example" && PLANTSTORE_BIN=$bin CHROMIUM=$chromium \
     exec timeout --kill-after=10 "${PLAYWRIGHT_TIMEOUT:-180}" node_modules/.bin/playwright test) &
 run=$!
 trap 'kill -- "-$run" 2>/dev/null || true; wait "$run" 2>/dev/null || true' EXIT

@@ -80,11 +80,15 @@ test('while its listing is held the page shows no rows and no count', async ({ p
   let answered = false;
   const answer = asked.response().then((res) => { answered = true; return res; });
 
-  await expect(page.locator('#app')).toBeVisible();
-  await expect(page.locator('#list tr')).toHaveCount(0);
-  await expect(page.locator('#shown')).toHaveText('');
-  // All of the above was seen before the answer came.
-  expect(answered).toBe(false);
+  // What the page shows at this moment, read in one go: the request is out
+  // and its answer held, so this is the page's state while it waits.
+  const waiting = await page.evaluate(() => ({
+    app: !document.getElementById('app').hidden,
+    rows: document.querySelectorAll('#list tr').length,
+    shown: document.getElementById('shown').textContent,
+  }));
+  expect(answered, 'the listing was answered before the page was read').toBe(false);
+  expect(waiting).toEqual({ app: true, rows: 0, shown: '' });
 
   const res = await answer;
   expect(res.status()).toBe(200);
