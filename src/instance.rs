@@ -247,6 +247,7 @@ fn setup(config: &Config) -> Setup {
         limits: config.text_limits,
         journal: config.data.clone(),
         seed: config.seed.clone(),
+        allow_reset: config.allow_reset,
         #[cfg(feature = "postgres")]
         database: config.database.clone(),
     }
@@ -284,6 +285,7 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
             guard: config.guard.clone(),
             ticket_key,
             ticket_ttl: config.ticket_ttl,
+            delay: config.delay.map(|d| (d.min, d.max)),
         },
         webhooks,
         gauge.clone(),

@@ -19,6 +19,7 @@ mod cursor;
 mod error;
 mod export;
 mod guard;
+mod hold;
 mod listing;
 mod lz;
 mod metrics;
@@ -62,6 +63,8 @@ pub struct Access {
     pub ticket_key: TicketKey,
     /// `--ticket-ttl`: how long a ticket is valid.
     pub ticket_ttl: Duration,
+    /// `--delay`: API answers are held between these (least, most).
+    pub delay: Option<(Duration, Duration)>,
 }
 
 /// What a handler is given besides the request.
@@ -98,6 +101,8 @@ pub struct App {
     changes: Arc<Hub>,
     /// Origins refused so far (logged once each).
     refused: RefusedOrigins,
+    /// `--delay`.
+    hold: Option<hold::Hold>,
 }
 
 impl App {
@@ -135,6 +140,7 @@ impl App {
             ui: ui.then(ui::Ui::new),
             changes,
             refused: RefusedOrigins::default(),
+            hold: access.delay.map(hold::Hold::new),
         }
     }
 
@@ -242,21 +248,28 @@ impl App {
 
 impl Handler for App {
     fn handle(&self, request: &mut Request<'_>) -> Response {
-        // With `--no-ui` the page's rows are not there.
-        let found = routes::find(request.path())
-            .filter(|f| self.ui.is_some() || ROUTES[f.row].part().is_none());
+        // With `--no-ui` the page's rows are not there, nor the reset's
+        // without `--allow-reset`.
+        let found = routes::find(request.path()).filter(|f| {
+            let route = &ROUTES[f.row];
+            (self.ui.is_some() || route.part().is_none())
+                && (route.path != routes::RESET || self.plants.resettable())
+        });
         let cors = self.cors_headers(request);
         if let Some(origin) = request.header("origin")
             && !cors.allowed()
         {
             self.refused.note(origin, request.header("host"));
         }
-        let response = match found {
+        let (response, held) = match found {
             // A preflight carries no token: answered before auth.
             Some(known) if cors.allowed() && is_preflight(request) => {
-                cors::preflight(ROUTES[known.row].allow())
+                (cors::preflight(ROUTES[known.row].allow()), false)
             }
-            _ => routes::route(self, found, request).unwrap_or_else(|e| e.to_response()),
+            _ => (
+                routes::route(self, found, request).unwrap_or_else(|e| e.to_response()),
+                found.is_some_and(|f| ROUTES[f.row].held()),
+            ),
         };
         // A call that waits for the body answers nothing; a deferred
         // response is counted when it completes (`reply`).
@@ -270,7 +283,12 @@ impl Handler for App {
             );
         }
         // A deferred response gets them where it is completed.
-        cors.apply(response)
+        let response = cors.apply(response);
+        match &self.hold {
+            // On a deferred response's placeholder, the hold is the real one's.
+            Some(hold) if held => response.held_for(hold.draw()),
+            _ => response,
+        }
     }
 
     fn flush(&self) {

@@ -39,6 +39,23 @@ pub(super) fn create(
     })
 }
 
+/// `POST /plants/reset` (`--allow-reset`): every plant replaced by the
+/// seed's, answered once durable with how many there are. Not announced
+/// to the webhooks: the seed's plants are not new.
+pub(super) fn reset(
+    app: &App,
+    request: &mut Request<'_>,
+    call: Call,
+) -> Result<Response, ApiError> {
+    let outcome = app.plants.reset();
+    reply(app, request, call.row, outcome, |plants| {
+        Ok(Response::json(
+            200,
+            &serde_json::json!({ "plants": plants }),
+        ))
+    })
+}
+
 /// `GET /plants/{id}`: the PlantRecord.
 pub(super) fn get(app: &App, request: &mut Request<'_>, call: Call) -> Result<Response, ApiError> {
     let id = path_id(call.id)?;

@@ -116,6 +116,14 @@ pub const ROUTES: &[Route] = &[
         documented: true,
         part: None,
     },
+    // Only with `--allow-reset`: else `App::handle` finds no row (404).
+    Route {
+        path: RESET,
+        methods: &[plain("POST", Write, NONE, plants::reset)],
+        auth: true,
+        documented: true,
+        part: None,
+    },
     // The page's files are not part of the API: not in the document, and
     // 404 with `--no-ui`.
     page("/", Part::Page),
@@ -123,6 +131,9 @@ pub const ROUTES: &[Route] = &[
     page("/ui.js", Part::Script),
     page("/ui.svg", Part::Icon),
 ];
+
+/// `POST /plants/reset`'s path.
+pub(super) const RESET: &str = "/plants/reset";
 
 /// No query parameter.
 const NONE: Params = Params::Only(&[]);
@@ -191,6 +202,14 @@ impl Route {
     /// The page's file it serves, if it is one.
     pub(super) fn part(&self) -> Option<Part> {
         self.part
+    }
+
+    /// Whether `--delay` holds its answers: the API's own (plants, export,
+    /// tickets), not the service's (health, metrics, the document), the
+    /// page's, nor the feed's (a stream that stays open; its heartbeats
+    /// would only shift).
+    pub(super) fn held(&self) -> bool {
+        self.auth && !matches!(self.path, "/metrics" | "/plants/changes")
     }
 }
 
@@ -373,6 +392,7 @@ mod tests {
                 Some(("/plants/changes/tickets", None)),
             ),
             ("/plants/changes/tickets/", None),
+            ("/plants/reset", Some(("/plants/reset", None))),
             ("/openapi.json", Some(("/openapi.json", None))),
             ("/healthz", Some(("/healthz", None))),
             ("/metrics", Some(("/metrics", None))),
@@ -419,6 +439,7 @@ mod tests {
             "/export",
             "/plants/changes",
             "/plants/changes/tickets",
+            "/plants/reset",
             "/",
             "/ui.css",
             "/ui.js",

@@ -30,6 +30,8 @@ pub(super) const UNREADABLE: &str = "the change log could not be read";
 /// The change log holds the id, but this instance was not handed it in
 /// time.
 pub(super) const LAGGING: &str = "this instance is behind the change log";
+/// A change like any other (`ChangeKind::Reset`): `POST /plants/reset`.
+pub(super) const WAS_RESET: &str = "the plants were reset";
 
 /// One change, encoded once for every subscriber.
 pub(super) struct Event {
@@ -43,12 +45,23 @@ pub(super) struct Event {
 impl Event {
     pub(super) fn new(epoch: u64, change: &PlantChange) -> Event {
         let mut bytes = Vec::with_capacity(96);
-        id_line(&mut bytes, epoch, change.seq);
         let kind = match change.kind {
             ChangeKind::Created => "created",
             ChangeKind::Replaced => "replaced",
             ChangeKind::Deleted => "deleted",
+            ChangeKind::Reset => {
+                // Every subscriber gets it, whatever its tag (as a delete).
+                reset(&mut bytes, epoch, change.seq, WAS_RESET);
+                let (seq, tag, deleted, bytes) = (change.seq, None, true, bytes.into());
+                return Event {
+                    seq,
+                    tag,
+                    deleted,
+                    bytes,
+                };
+            }
         };
+        id_line(&mut bytes, epoch, change.seq);
         let _ = write!(bytes, "event: {kind}\ndata: ");
         // Our own plain records into a Vec: serialising cannot fail.
         match &change.plant {
@@ -186,6 +199,12 @@ mod tests {
         assert!(!created.selected_by(Some("u")));
         assert!(!replaced.selected_by(Some("t")) && replaced.selected_by(None));
         assert!(deleted.selected_by(Some("t")), "a delete reaches every tag");
+        let reset = Event::new(5, &change(6, ChangeKind::Reset, None));
+        assert_eq!(
+            reset.bytes(),
+            b"id: 5-6\nevent: reset\ndata: {\"reason\":\"the plants were reset\"}\n\n"
+        );
+        assert!(reset.selected_by(Some("t")), "a reset reaches every tag");
     }
 
     #[test]

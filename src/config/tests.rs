@@ -315,7 +315,9 @@ fn delay_is_min_or_min_to_max_milliseconds_within_the_cap() {
     assert_eq!(parsed("250"), Some((ms(250), ms(250))));
     assert_eq!(parsed("0..1500"), Some((ms(0), ms(1500))));
     assert_eq!(parsed("60000"), Some((ms(60_000), ms(60_000))));
-    for bad in ["", "..", "5..", "..5", "9..3", "60001", "1..60001", "-1", "1.5", "1 ..2", "x"] {
+    for bad in [
+        "", "..", "5..", "..5", "9..3", "60001", "1..60001", "-1", "1.5", "1 ..2", "x",
+    ] {
         assert_eq!(parsed(bad), None, "{bad:?}");
     }
 }

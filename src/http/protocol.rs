@@ -42,6 +42,8 @@ use super::head::{Head, HeadError};
 use super::inbox::Inbox;
 use super::response::Response;
 
+#[cfg(test)]
+mod hold_tests;
 mod output;
 mod stream;
 #[cfg(test)]
@@ -79,8 +81,9 @@ pub(crate) enum Action {
 pub(crate) enum Answer {
     /// The response, to send now.
     Now(Response),
-    /// The handler deferred: `complete` brings the response.
-    Later,
+    /// The handler deferred: `complete` brings the response, to be held
+    /// for this many milliseconds (the placeholder's `held_for`).
+    Later(u32),
     /// The handler asked for a body still arriving: its response is
     /// dropped, and it runs again when the body is in.
     NeedsBody,
@@ -93,7 +96,8 @@ enum Phase {
     Head,
     /// Receiving a body the handler asked for.
     Body,
-    /// Waiting for a deferred response.
+    /// Waiting for a deferred response, or for a held one's time
+    /// (`Protocol::held`).
     Waiting,
     /// Sending a streamed body (`Protocol::streaming` has it).
     Streaming,
@@ -121,6 +125,12 @@ pub(crate) struct Protocol {
     streaming: Option<Streaming>,
     /// A streamed body was cut short: the connection must be reset.
     cut: bool,
+    /// The hold, in milliseconds, for the deferred response awaited.
+    hold: u32,
+    /// A response held until `deadline` (in `Phase::Waiting`), and whether
+    /// the driver has yet to be told when (`take_timer`).
+    held: Option<Box<Response>>,
+    timer: bool,
     /// Requests whose heads were parsed; the current one's number.
     requests: u64,
     /// When the current request's head was parsed (for the access log and
@@ -154,6 +164,9 @@ impl Protocol {
             sent: 0,
             streaming: None,
             cut: false,
+            hold: 0,
+            held: None,
+            timer: false,
             requests: 0,
             started: now,
             deadline,
@@ -203,6 +216,7 @@ impl Protocol {
     /// between events) ends.
     pub(crate) fn stop(&mut self, now: Instant) {
         self.stopping = true;
+        self.release(now);
         self.end_idle_stream(now);
         if self.phase == Phase::Head && self.output().is_empty() && self.inbox.input().is_empty() {
             self.phase = Phase::Closed;
@@ -230,6 +244,10 @@ impl Protocol {
                 }
                 self.deadline = None;
                 Action::Body
+            }
+            Phase::Waiting if expired => {
+                self.release(now);
+                Action::Wait
             }
             Phase::Lingering if expired => {
                 self.phase = Phase::Closed;
@@ -312,10 +330,11 @@ impl Protocol {
     pub(crate) fn answer(&mut self, answer: Answer, now: Instant) {
         self.owe_continue(now);
         match answer {
-            Answer::Now(response) => self.respond(response, now),
-            Answer::Later => {
+            Answer::Now(response) => self.respond_or_hold(response, now),
+            Answer::Later(hold) => {
                 self.phase = Phase::Waiting;
                 self.deadline = None;
+                self.hold = hold;
             }
             Answer::NeedsBody => {
                 self.phase = Phase::Body;
@@ -327,8 +346,8 @@ impl Protocol {
     /// A deferred response arrived for request number `request`; ignored
     /// unless that request is still waiting for it.
     pub(crate) fn complete(&mut self, request: u64, response: Response, now: Instant) {
-        if self.phase == Phase::Waiting && request == self.requests {
-            self.respond(response, now);
+        if self.phase == Phase::Waiting && request == self.requests && self.held.is_none() {
+            self.respond_or_hold(response, now);
         }
     }
 

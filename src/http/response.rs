@@ -19,6 +19,8 @@
 //! streamed body is delimited (the protocol decides and passes both in),
 //! or pull and frame a streamed body (the protocol and `chunk` do).
 
+use std::time::Duration;
+
 use serde::Serialize;
 
 /// What the `Connection` header of a response says.
@@ -93,6 +95,8 @@ pub struct Response {
     content_type: Option<&'static str>,
     headers: Vec<(&'static str, String)>,
     body: ResponseBody,
+    /// Milliseconds the engine holds it before writing it (`held_for`).
+    hold_ms: u32,
 }
 
 impl std::fmt::Debug for Response {
@@ -119,6 +123,7 @@ impl Response {
             content_type: None,
             headers: Vec::new(),
             body: ResponseBody::Complete(Vec::new()),
+            hold_ms: 0,
         }
     }
 
@@ -149,6 +154,7 @@ impl Response {
             content_type: Some(content_type),
             headers: Vec::new(),
             body: ResponseBody::Complete(body),
+            hold_ms: 0,
         }
     }
 
@@ -163,6 +169,7 @@ impl Response {
             content_type: Some(content_type),
             headers: Vec::new(),
             body: ResponseBody::Streamed(Box::new(stream)),
+            hold_ms: 0,
         }
     }
 
@@ -186,6 +193,20 @@ impl Response {
     pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Response {
         self.headers.push((name, value.into()));
         self
+    }
+
+    /// Makes the engine write it no sooner than `hold` after its request
+    /// arrived (whole milliseconds), on its event loop's timer: no thread
+    /// waits. On the placeholder of a deferred response, the hold is the
+    /// real response's.
+    pub fn held_for(mut self, hold: Duration) -> Response {
+        self.hold_ms = u32::try_from(hold.as_millis()).unwrap_or(u32::MAX);
+        self
+    }
+
+    /// The hold `held_for` set, in milliseconds.
+    pub(crate) fn hold_ms(&self) -> u32 {
+        self.hold_ms
     }
 
     /// The status code.

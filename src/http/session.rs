@@ -59,7 +59,7 @@ pub(crate) fn drive(
                 Answer::Now(Response::error(500, "internal error"))
             }
             Ok(_) if request.awaits_body() => Answer::NeedsBody,
-            Ok(_) if request.is_deferred() => Answer::Later,
+            Ok(placeholder) if request.is_deferred() => Answer::Later(placeholder.hold_ms()),
             Ok(response) => Answer::Now(response),
         };
         protocol.answer(answer, now);

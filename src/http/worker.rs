@@ -12,7 +12,14 @@
 //! the others get their turn.
 //!
 //! Deadlines are checked by a sweep every `SWEEP` (they are whole seconds;
-//! a sweep of 10,000 connections is a few microseconds). Deferred
+//! a sweep of 10,000 connections is a few microseconds). A response the
+//! handler asked to hold (`Response::held_for`) is due to the millisecond:
+//! its time goes on the loop's timer heap, whose earliest entry shortens
+//! `poll`'s timeout, so a held answer costs no thread and no wake-up
+//! before it is due. An entry names the slot and the connection's id: one
+//! for a connection that has gone (or already sent its answer) does
+//! nothing. A connection holds at most one answer at a time, so the heap
+//! holds about one entry per connection at most. Deferred
 //! responses, and wakes for streams that said they were pending, arrive
 //! through the loop's mailbox, whose waker interrupts `poll`; until woken,
 //! a pending stream's connection waits for events like any other.
@@ -32,6 +39,8 @@
 //! five syscalls per wait where `mio` makes one), and registering a socket
 //! is `unsafe` there, which this crate forbids.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io;
 use std::net::SocketAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -111,6 +120,8 @@ pub(crate) struct Worker {
     again: Vec<usize>,
     /// Accepting failed (out of descriptors): try again at this time.
     accept_retry: Option<Instant>,
+    /// Held responses: when each is due, its slot and connection id.
+    timers: BinaryHeap<Reverse<(Instant, usize, u64)>>,
 }
 
 impl Worker {
@@ -140,6 +151,7 @@ impl Worker {
             next_id: 0,
             again: Vec::new(),
             accept_retry: None,
+            timers: BinaryHeap::new(),
         })
     }
 
@@ -171,6 +183,9 @@ impl Worker {
                 return self.open();
             }
             let mut timeout = next_sweep.saturating_duration_since(now);
+            if let Some(Reverse((at, ..))) = self.timers.peek() {
+                timeout = timeout.min(at.saturating_duration_since(now));
+            }
             if !self.again.is_empty() {
                 timeout = Duration::ZERO;
             }
@@ -196,6 +211,7 @@ impl Worker {
             for slot in std::mem::take(&mut self.again) {
                 self.serve(slot, &mut scratch, now);
             }
+            self.fire(&mut scratch, now);
             if now >= next_sweep {
                 next_sweep = now + SWEEP;
                 self.sweep(&mut scratch, now);
@@ -336,6 +352,20 @@ impl Worker {
         }
     }
 
+    /// Serves the connections whose held response is due.
+    fn fire(&mut self, scratch: &mut Scratch, now: Instant) {
+        while let Some(&Reverse((at, slot, id))) = self.timers.peek()
+            && at <= now
+        {
+            self.timers.pop();
+            if let Some(Some(conn)) = self.conns.get(slot)
+                && conn.id == id
+            {
+                self.serve(slot, scratch, now);
+            }
+        }
+    }
+
     /// Serves every connection whose deadline has passed.
     fn sweep(&mut self, scratch: &mut Scratch, now: Instant) {
         if self.accept_retry.is_some() {
@@ -371,6 +401,11 @@ impl Worker {
             error!("engine bug while serving a connection; closed it");
             Left::Closed
         });
+        if left != Left::Closed
+            && let Some(at) = conn.protocol.take_timer()
+        {
+            self.timers.push(Reverse((at, slot, conn.id)));
+        }
         match left {
             Left::Open => {}
             Left::Busy => self.again.push(slot),

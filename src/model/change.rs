@@ -12,6 +12,9 @@ pub enum ChangeKind {
     Replaced,
     /// `DELETE /plants/{id}` removed it.
     Deleted,
+    /// `POST /plants/reset` replaced every plant with the seed's (`id` 0,
+    /// no plant): a reader re-lists.
+    Reset,
 }
 
 /// One acknowledged change, numbered in commit order.

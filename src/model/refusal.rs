@@ -57,6 +57,8 @@ pub enum Unavailable {
     Busy,
     /// The server is stopping.
     Stopping,
+    /// A reset cannot be done now, for this reason (`POST /plants/reset`).
+    Reset(&'static str),
 }
 
 impl fmt::Display for Unavailable {
@@ -65,6 +67,7 @@ impl fmt::Display for Unavailable {
             Unavailable::Down => "the database is unavailable; try again shortly",
             Unavailable::Busy => "the database is busy; try again shortly",
             Unavailable::Stopping => "the server is stopping",
+            Unavailable::Reset(why) => why,
         })
     }
 }

@@ -176,6 +176,15 @@ impl Remote {
         self.run(move |c| database::ticket_key(c.client(), &fresh).map_err(failed))
     }
 
+    /// `POST /plants/reset`: every plant replaced by `plants`, in one
+    /// transaction. Not done on this store yet: refused as unavailable.
+    pub fn reset(&self, plants: Arc<[(i64, Plant)]>) -> Outcome<usize> {
+        let _ = plants;
+        Outcome::Ready(Err(NotDone::Unavailable(Unavailable::Reset(
+            "a reset is not done on PostgreSQL yet",
+        ))))
+    }
+
     /// A cursor over every plant, or why there cannot be one now.
     pub(super) fn export(&self, wake: Option<Wake>) -> Result<Cursor, NotDone> {
         self.pool

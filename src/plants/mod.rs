@@ -27,6 +27,7 @@
 mod database;
 mod key;
 mod outcome;
+mod reset;
 mod scan;
 mod seed;
 #[cfg(test)]
@@ -69,6 +70,8 @@ pub struct Setup {
     pub journal: Option<Durability>,
     /// `--seed`: plants loaded into an empty store at start-up.
     pub seed: Option<PathBuf>,
+    /// `--allow-reset`: the seed's plants kept for `POST /plants/reset`.
+    pub allow_reset: bool,
     /// `--database`: the PostgreSQL store instead.
     #[cfg(feature = "postgres")]
     pub database: Option<crate::dbconfig::DatabaseConfig>,
@@ -108,6 +111,8 @@ impl std::error::Error for SetupError {
 /// The plants, wherever they are kept.
 pub struct Plants {
     kept: Kept,
+    /// With `--allow-reset` (`reset.rs`).
+    resets: Option<reset::Resets>,
 }
 
 /// Where they are kept.
@@ -201,7 +206,11 @@ impl Plants {
             seed::into_memory(path, &store, before, setup.limits, setup.capacity)
                 .map_err(SetupError::Seed)?;
         }
-        Ok(Plants::memory(store, setup.journal.as_ref()))
+        let resets = reset::Resets::read(setup, setup.capacity)?;
+        Ok(Plants {
+            resets,
+            ..Plants::memory(store, setup.journal.as_ref())
+        })
     }
 
     /// Connects, creates or checks the schema, loads the seed into an
@@ -236,12 +245,17 @@ impl Plants {
             warn!(target: "plantstore", "database {at}: no pool connection yet; answering 503 until one is up");
         }
         let announcer = Arc::new(database::Announcer::new(config.clone(), start));
+        let unbounded = Capacity {
+            plants: usize::MAX,
+            data: u64::MAX,
+        };
         Ok(Plants {
             kept: Kept::Database(database::Remote {
                 pool,
                 announcer,
                 key,
             }),
+            resets: reset::Resets::read(setup, unbounded)?,
         })
     }
 
@@ -254,6 +268,7 @@ impl Plants {
                 store: Arc::new(store),
                 journal: journal.map(|j| (j.path.clone(), j.sync)),
             },
+            resets: None,
         }
     }
 

@@ -21,6 +21,7 @@ fn setup(journal: Option<Durability>) -> Setup {
         limits: TextLimits::default(),
         journal,
         seed: None,
+        allow_reset: false,
         #[cfg(feature = "postgres")]
         database: None,
     }

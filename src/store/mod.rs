@@ -48,6 +48,7 @@ mod journal;
 mod listing;
 mod order;
 mod packed;
+mod reset;
 mod shards;
 mod walk;
 
@@ -60,6 +61,7 @@ pub use listing::AllPlants;
 pub use packed::Packed;
 
 use std::fs::File;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::thread;
 
@@ -131,6 +133,8 @@ struct Core {
     journal: Option<Journal>,
     /// The change hook, once one is set.
     hook: OnceLock<Sequencer>,
+    /// Resets so far: a read in steps that sees it change stops.
+    generation: AtomicU64,
 }
 
 impl Store {
@@ -195,6 +199,7 @@ impl Store {
                 capacity,
                 journal,
                 hook: OnceLock::new(),
+                generation: AtomicU64::new(0),
             }),
         }
     }
@@ -528,5 +533,7 @@ mod format_tests;
 mod query_change_tests;
 #[cfg(test)]
 mod query_tests;
+#[cfg(test)]
+mod reset_tests;
 #[cfg(test)]
 mod tests;

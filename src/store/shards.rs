@@ -254,6 +254,12 @@ impl Usage {
         totals.data -= data;
     }
 
+    /// Takes `other`'s totals (a reset, under every shard lock: no change
+    /// is admitted and unsettled).
+    pub fn replace(&self, other: Usage) {
+        *lock(&self.0) = *lock(&other.0);
+    }
+
     pub fn plants(&self) -> usize {
         lock(&self.0).plants as usize
     }

@@ -17,7 +17,7 @@
 //! it is queued. What it does not do: write to a socket (the driver
 //! does), or pull a streamed body (`stream` does).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{CHUNK, IDLE_KEEP, LINGER_TIME, Phase, Protocol};
 use crate::http::access;
@@ -29,6 +29,43 @@ impl Protocol {
     pub(super) fn owe_continue(&mut self, now: Instant) {
         if self.inbox.take_continue() {
             self.queue(b"HTTP/1.1 100 Continue\r\n\r\n", now);
+        }
+    }
+
+    /// Queues the response to the current request, or holds it (nothing
+    /// else is parsed meanwhile, so pipelined answers keep their order)
+    /// until its hold after the request's arrival has passed: `poll` then
+    /// queues it, and so does `stop` at once.
+    pub(super) fn respond_or_hold(&mut self, response: Response, now: Instant) {
+        let hold = response.hold_ms().max(std::mem::take(&mut self.hold));
+        if hold == 0 || self.stopping {
+            return self.respond(response, now);
+        }
+        let due = self.started + Duration::from_millis(hold.into());
+        if due <= now {
+            return self.respond(response, now);
+        }
+        self.phase = Phase::Waiting;
+        self.deadline = Some(due);
+        self.held = Some(Box::new(response));
+        self.timer = true;
+    }
+
+    /// Queues the held response, if any.
+    pub(super) fn release(&mut self, now: Instant) {
+        if let Some(response) = self.held.take() {
+            self.deadline = None;
+            self.respond(*response, now);
+        }
+    }
+
+    /// When a response held since the last call is due: once per hold,
+    /// for the driver's timer (the deadline has it too).
+    pub(crate) fn take_timer(&mut self) -> Option<Instant> {
+        if std::mem::take(&mut self.timer) {
+            self.deadline
+        } else {
+            None
         }
     }
 

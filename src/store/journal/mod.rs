@@ -187,6 +187,7 @@ mod convert;
 mod file;
 mod format;
 mod recovery;
+mod reset;
 mod rewrite;
 
 pub use convert::convert;
@@ -195,6 +196,7 @@ pub use format::{
     encode, header, seal,
 };
 pub use recovery::{Damage, Scan, ScanError, scan, scan_from};
+pub(super) use reset::Fault;
 pub(super) use rewrite::compact_path;
 
 use std::fs::{self, File};

@@ -26,7 +26,7 @@ const RESERVE_MIN: u64 = 1 << 20;
 /// writes this server commits, they come to a few percent of the new
 /// file's size; an eighth leaves room to spare, and the floor covers
 /// small files, where the sync's fixed cost dominates.
-fn reserve(estimate: u64) -> u64 {
+pub(super) fn reserve(estimate: u64) -> u64 {
     (estimate / 8).max(RESERVE_MIN)
 }
 
@@ -189,7 +189,7 @@ impl Journal {
     }
 
     /// Refuses to go on unless `bytes` more fit with `keep` to spare.
-    fn room(&self, bytes: u64, keep: u64) -> io::Result<()> {
+    pub(super) fn room(&self, bytes: u64, keep: u64) -> io::Result<()> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         let free = file::available(dir)?;
         if free >= bytes.saturating_add(keep) {

@@ -15,7 +15,8 @@ use crate::support::{AUTH, JSON, Kind, PATIENCE, TempFile, TestServer, config, r
 pub(crate) const READER: &str = "reader-token-0123456789";
 pub(crate) const READ_AUTH: (&str, &str) = ("Authorization", "Bearer reader-token-0123456789");
 
-/// The test configuration with the write token and a read token.
+/// The test configuration with the write token and a read token (and
+/// `--allow-reset`, so that the walks meet `POST /plants/reset` too).
 pub(crate) fn with_reader() -> plantstore::config::Config {
     let reader = Grant {
         token: READER.into(),
@@ -23,6 +24,7 @@ pub(crate) fn with_reader() -> plantstore::config::Config {
     };
     plantstore::config::Config {
         tokens: vec![Grant::write(crate::support::TOKEN.into()), reader],
+        allow_reset: true,
         ..config()
     }
 }
@@ -86,12 +88,13 @@ fn a_read_token_may_read_every_route_and_change_none(kind: Kind) {
     let server = TestServer::on_with(kind, with_reader());
     assert_eq!(server.create(&plant_body(7, "seen", None)).status, 200);
     let changes = walk(&server, READ_AUTH, "scope is read");
-    assert_eq!(changes, 3, "POST /plants, PUT and DELETE /plants/{{id}}");
+    let what = "POST /plants, PUT and DELETE /plants/{id}, POST /plants/reset";
+    assert_eq!(changes, 4, "{what}");
     // Nothing was changed: plant 7 is as it was, 1000 was never made.
     let listed = server.send("GET", "/plants", &[READ_AUTH], "").json();
     assert_eq!(listed, serde_json::json!([{"id": 7, "name": "seen"}]));
     // The write token changes what the read token could not.
-    assert_eq!(walk_writes(&server), 3);
+    assert_eq!(walk_writes(&server), 4);
 }
 
 /// The changes of the table with the write token: none is 403.
@@ -121,7 +124,7 @@ fn read_only_refuses_every_change_to_every_token_and_serves_the_rest(kind: Kind)
         },
     );
     for auth in [AUTH, READ_AUTH] {
-        assert_eq!(walk(&server, auth, "the server is read-only"), 3);
+        assert_eq!(walk(&server, auth, "the server is read-only"), 4);
     }
     let listed = server.send("GET", "/plants", &[AUTH], "").json();
     assert_eq!(listed, serde_json::json!([]), "nothing was stored");

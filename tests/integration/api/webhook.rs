@@ -480,7 +480,30 @@ fn sighup_rereads_the_webhook_secret_and_keeps_it_when_the_file_is_refused(kind:
     assert!(server.wait(Duration::from_secs(7)).success());
 }
 
+/// The seed's plants, at start and at `POST /plants/reset`, are not new:
+/// the receiver's first delivery is the create after the reset.
+fn a_reset_announces_none_of_the_seeds_plants(kind: Kind) {
+    let receiver = Receiver::start(&[]);
+    let webhook = WebhookConfig::new(vec![Target::parse(&receiver.url()).unwrap()], None, 1024);
+    let (config, _seed) = crate::api::reset::resettable(plantstore::config::Config {
+        webhook,
+        ..config()
+    });
+    let server = TestServer::on_with(kind, config);
+    let reset = server.send("POST", "/plants/reset", &[AUTH], "");
+    assert_eq!(reset.status, 200, "{}", reset.text());
+    assert_eq!(server.create(r#"{"id":9,"name":"Ivy"}"#).status, 200);
+    let first = receiver.wait_for(1).remove(0);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&first.body).unwrap(),
+        serde_json::json!({"id": 9, "name": "Ivy"})
+    );
+    wait_counter(&server, "delivered", 1);
+    assert_eq!(receiver.deliveries().len(), 1);
+}
+
 crate::on_each_store!(
+    a_reset_announces_none_of_the_seeds_plants,
     a_create_is_delivered_signed_with_the_plant_as_posted,
     failed_deliveries_are_retried_with_the_same_id,
     after_every_attempt_fails_the_event_counts_as_failed,

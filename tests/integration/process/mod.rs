@@ -3,6 +3,7 @@
 pub mod binary;
 pub mod files;
 mod flags;
+mod held;
 #[cfg(feature = "tls")]
 mod https;
 mod logs;

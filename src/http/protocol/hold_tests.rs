@@ -1,0 +1,79 @@
+//! Held responses (`Response::held_for`): parked until their time, in
+//! order with what is pipelined behind them, deferred ones alike, and
+//! written at once when the server stops.
+
+use super::*;
+
+fn protocol() -> (Protocol, Instant) {
+    let now = Instant::now();
+    let peer = SocketAddr::from(([127, 0, 0, 1], 1));
+    (Protocol::new(Limits::default(), peer, now), now)
+}
+
+const MS: Duration = Duration::from_millis(1);
+
+fn held(ms: u32) -> Response {
+    Response::no_content().held_for(MS * ms)
+}
+
+#[test]
+fn a_held_answer_is_written_when_due_and_what_follows_waits_for_it() {
+    let (mut p, now) = protocol();
+    p.received(
+        b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n",
+        now,
+    );
+    assert_eq!(p.poll(now), Action::Request);
+    p.answer(Answer::Now(held(100)), now);
+    assert!(p.output().is_empty());
+    assert_eq!(p.deadline(), Some(now + MS * 100));
+    assert_eq!(p.take_timer(), Some(now + MS * 100));
+    assert_eq!(p.take_timer(), None, "the timer is told once");
+    // The pipelined request is not parsed while the first answer is held.
+    assert_eq!(p.poll(now + MS * 99), Action::Wait);
+    assert!(p.output().is_empty());
+    assert_eq!(p.poll(now + MS * 100), Action::Wait);
+    assert!(p.output().starts_with(b"HTTP/1.1 204 "));
+    let n = p.output().len();
+    p.sent(n, now + MS * 100);
+    assert_eq!(p.poll(now + MS * 100), Action::Request);
+    p.answer(Answer::Now(Response::no_content()), now + MS * 100);
+    assert!(p.output().starts_with(b"HTTP/1.1 204 "));
+}
+
+#[test]
+fn a_deferred_answer_is_held_from_its_request_and_not_past_it() {
+    let (mut p, now) = protocol();
+    p.received(b"POST /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
+    assert_eq!(p.poll(now), Action::Request);
+    p.answer(Answer::Later(50), now);
+    p.complete(1, Response::no_content(), now + MS * 10);
+    assert!(p.output().is_empty());
+    assert_eq!(p.take_timer(), Some(now + MS * 50));
+    // A second completion while one is held changes nothing.
+    p.complete(1, Response::error(500, "late"), now + MS * 20);
+    assert_eq!(p.poll(now + MS * 50), Action::Wait);
+    assert!(p.output().starts_with(b"HTTP/1.1 204 "));
+
+    // Completed after its hold has run out: written at once.
+    let (mut p, now) = protocol();
+    p.received(b"POST /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
+    assert_eq!(p.poll(now), Action::Request);
+    p.answer(Answer::Later(50), now);
+    p.complete(1, Response::no_content(), now + MS * 60);
+    assert!(p.output().starts_with(b"HTTP/1.1 204 "));
+    assert_eq!(p.take_timer(), None);
+}
+
+#[test]
+fn stopping_writes_a_held_answer_at_once_and_closes() {
+    let (mut p, now) = protocol();
+    p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
+    assert_eq!(p.poll(now), Action::Request);
+    p.answer(Answer::Now(held(60_000)), now);
+    assert!(p.output().is_empty());
+    p.stop(now + MS);
+    let text = String::from_utf8_lossy(p.output()).into_owned();
+    assert!(text.starts_with("HTTP/1.1 204 "), "{text}");
+    assert!(text.contains("Connection: close"), "{text}");
+}

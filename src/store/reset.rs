@@ -1,0 +1,78 @@
+//! A reset: every plant replaced by a given set (the `--seed` file's) at
+//! once. The new shards are built first, outside any lock; then, with a
+//! journal, its new file is written and synced (`journal/reset.rs`); then
+//! every shard's write lock is taken, in order, the file renamed into
+//! place and its directory synced, the shards swapped and the reset
+//! numbered for the change hook. A change is either made before (it is in
+//! the old shards and the old file, and gone) or after (in the new ones):
+//! none can be made while the locks are held, and none made after is
+//! acknowledged before the rename is durable, since it cannot be made
+//! before. The locks are held for a rename and a directory sync: readers
+//! and writers wait that long, once per reset.
+
+use std::sync::atomic::Ordering;
+
+use super::journal::{self, Change, Fault};
+use super::shards::{SHARDS, Usage, shard_of};
+use super::{Core, Store, empty_shards};
+use crate::model::{ChangeKind, NotDone, Plant, Unavailable};
+
+impl Store {
+    /// Replaces every plant with `plants` (ids unique, as a checked seed's
+    /// are), durably with a journal; blocks for the file's write and sync,
+    /// so call it off the event loops. A refusal changes nothing, except
+    /// one after the rename, which poisons the journal (see
+    /// `journal/reset.rs`).
+    pub fn reset(&self, plants: &[(i64, Plant)]) -> Result<(), NotDone> {
+        self.shared.reset(plants, &mut |_| Ok(()))
+    }
+}
+
+impl Core {
+    /// As `Store::reset`, calling `fault` at each step of the journal's
+    /// part: the seam through which tests stop it, or copy the files as a
+    /// crash there would leave them.
+    pub(super) fn reset(&self, plants: &[(i64, Plant)], fault: Fault<'_>) -> Result<(), NotDone> {
+        let refused = |why| NotDone::Unavailable(Unavailable::Reset(why));
+        let mut shards = empty_shards();
+        let usage = Usage::default();
+        let mut records = Vec::new();
+        for (id, plant) in plants {
+            let (name, tag) = (plant.name.as_str(), plant.tag.as_deref());
+            let change = Change::Put { id: *id, name, tag };
+            usage.add(shards[shard_of(*id)].apply(&change));
+            if self.journal.is_some() {
+                journal::encode(&mut records, &change);
+            }
+        }
+        let prepared = match &self.journal {
+            Some(journal) => {
+                let new = journal.prepare_reset(records, fault).map_err(refused)?;
+                journal.hold_writer().map_err(refused)?;
+                Some((journal, new))
+            }
+            None => None,
+        };
+        let mut locked: Vec<_> = (0..SHARDS).map(|shard| self.write(shard)).collect();
+        let seq = match prepared {
+            Some((journal, new)) => Some(journal.swap_reset(new, fault).map_err(refused)?),
+            None => None,
+        };
+        let old: Vec<_> = locked
+            .iter_mut()
+            .zip(shards)
+            .map(|(held, new)| std::mem::replace(&mut **held, new))
+            .collect();
+        self.usage.replace(usage);
+        self.generation.fetch_add(1, Ordering::Release);
+        if let Some(sequencer) = self.hook.get() {
+            sequencer.record(seq, 0, ChangeKind::Reset, None);
+        }
+        drop(locked);
+        drop(old);
+        if let (Some(sequencer), Some(seq)) = (self.hook.get(), seq) {
+            sequencer.durable(seq);
+        }
+        Ok(())
+    }
+}
