@@ -40,7 +40,8 @@ function start() {
   const orphan = () => child.kill('SIGKILL');
   process.on('exit', orphan);
   let log = '';
-  let exited = null;
+  let started = false;
+  let exited = false;
   const gone = new Promise((resolve) => child.on('exit', resolve)).then(() => {
     exited = true;
     process.off('exit', orphan);
@@ -59,16 +60,19 @@ function start() {
     child.stderr.setEncoding('utf8');
     child.stderr.on('data', (chunk) => {
       log = (log + chunk).slice(-LOG_BYTES);
-      const found = /listening on (http:\/\/[^,\s]+)/.exec(log);
+      const found = !started && /listening on (http:\/\/[^,\s]+)/.exec(log);
       if (!found) return;
+      started = true;
       clearTimeout(timer);
       const auth = { Authorization: `Bearer ${token}` };
-      resolve({ url: found[1], token, auth, stop, log: () => log });
+      resolve({ url: found[1], token, auth, stop });
     });
   });
 
+  // Stops the server; throws, with its last words, if it had stopped by
+  // itself, so that a crash mid-test is not taken for a failing page.
   async function stop() {
-    if (exited) return;
+    if (exited) throw new Error(`plantstore (${bin}) exited during the tests:\n${log}`);
     child.kill('SIGTERM');
     const late = setTimeout(() => child.kill('SIGKILL'), STOP_MS);
     await gone;
