@@ -63,6 +63,8 @@ SETUPS = {
         dict(id=1, name="Monstera deliciosa"), dict(id=2, name="Boston fern", tag="shade"),
         dict(id=3, name="fern, maidenhair"), dict(id=4, name="Staghorn", tag="Fernlike"),
         dict(id=5, name="Érable du Japon", tag="tree"), dict(id=6, name="Cactus 100%", tag="desert")]),
+    # docs/api.md's reset: one plant in the seed.
+    "reset": dict(seed=[dict(id=1, name="Monstera", tag="tropical")], flags=["--allow-reset"]),
     "cors": dict(flags=["--cors-origin", "http://localhost:3000", "--cors-origin", "https://plants.example"]),
     # The feed's sample is changes 3 and 4, so two come first; a stream's
     # first message (the last id alone) is not in it.

@@ -19,7 +19,8 @@
 //! memory store's searches and counts, read on a thread of their own),
 //! `seed.rs` (the
 //! `--seed` file, read by `crate::seed`, loaded into either store),
-//! `database.rs` (the PostgreSQL store's side of the door), `key.rs` (the
+//! `reset.rs` (`--allow-reset`: the seed kept, and the reset on either
+//! store), `database.rs` (the PostgreSQL store's side of the door), `key.rs` (the
 //! key of the change feed's tickets, shared where the plants are); the
 //! memory store's side is short enough to be here.
 
@@ -160,6 +161,10 @@ impl Export {
         match &mut self.source {
             Source::Memory(all) => {
                 let plants = all.next_piece(PIECE_PLANTS, want);
+                if all.was_reset() {
+                    warn!(target: "plantstore", "an export was cut short: the plants were reset while it was read");
+                    return Piece::Failed;
+                }
                 let last = all.is_done();
                 Piece::Plants { plants, last }
             }

@@ -98,3 +98,45 @@ fn with_a_synced_journal_a_change_is_pending_until_its_record_is_written() {
     drop(plants);
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn a_reset_is_pending_reported_once_and_cuts_an_export_short() {
+    let plants = Plants::open(&Setup {
+        capacity: Capacity::plants(1000),
+        allow_reset: true,
+        ..setup(None)
+    })
+    .unwrap();
+    assert!(plants.resettable());
+    let seen = hook(&plants);
+    for id in 0..600 {
+        assert!(matches!(
+            plants.create(new(id, "p")),
+            Outcome::Ready(Ok(()))
+        ));
+    }
+    let mut export = plants.export(None).unwrap();
+    let Piece::Plants {
+        plants: first,
+        last,
+    } = export.next(usize::MAX)
+    else {
+        panic!("a first piece");
+    };
+    assert_eq!((first.len(), last), (PIECE_PLANTS, false));
+    // Off the caller's thread: pending. No --seed: none left.
+    let Outcome::Pending(reset) = plants.reset() else {
+        panic!("a reset is answered later");
+    };
+    assert_eq!(reset.wait(), Ok(0));
+    assert!(
+        matches!(export.next(usize::MAX), Piece::Failed),
+        "never mixed"
+    );
+    let last = seen.lock().unwrap().last().cloned().unwrap();
+    assert_eq!((last.seq, last.id, last.kind), (601, 0, ChangeKind::Reset));
+    // Without --allow-reset the door refuses it.
+    let plain = Plants::open(&setup(None)).unwrap();
+    assert!(!plain.resettable());
+    assert!(matches!(plain.reset(), Outcome::Ready(Err(_))));
+}

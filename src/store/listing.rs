@@ -30,6 +30,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use super::walk::{self, Mark, compare};
 use super::{Core, Packed, SHARDS, Store, shard_of};
@@ -85,6 +86,8 @@ impl Store {
         bytes: usize,
         mut between: impl FnMut(),
     ) -> Page {
+        // Never half before a reset and half after (see `reset.rs`).
+        let _whole = crate::lock::read(&self.shared.reset_gate);
         let mut page = match self.shared.start(query) {
             Some(from) if query.limit > 0 => self.shared.page(query, from, bytes, &mut between),
             _ => Page::default(),
@@ -98,6 +101,7 @@ impl Store {
     /// Every plant, in ascending id order, read as the caller asks.
     pub fn all_plants(&self) -> AllPlants {
         AllPlants {
+            generation: self.shared.generation.load(Ordering::Acquire),
             shared: Arc::clone(&self.shared),
             after: None,
             done: false,
@@ -112,12 +116,20 @@ pub struct AllPlants {
     /// The last id read.
     after: Option<i64>,
     done: bool,
+    /// The store's resets when it began: a reset since ends it.
+    generation: u64,
 }
 
 impl AllPlants {
     /// Whether every plant was read.
     pub fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// Whether the store was reset since it began: it ends, unfinished,
+    /// rather than go on with other plants.
+    pub fn was_reset(&self) -> bool {
+        self.shared.generation.load(Ordering::Acquire) != self.generation
     }
 
     /// The next plants: at most `limit`, fewer once they hold `bytes`
@@ -136,6 +148,10 @@ impl AllPlants {
             inclusive: false,
         });
         let page = self.shared.page(&query, from, bytes, &mut || {});
+        if self.was_reset() {
+            self.done = true;
+            return Vec::new();
+        }
         self.done = !page.more;
         if let Some((last, _)) = page.items.last() {
             self.after = Some(*last);

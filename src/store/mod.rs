@@ -13,7 +13,8 @@
 //! filters, counts) in `listing.rs`, a step of it in one shard in
 //! `walk.rs`; the thread that acknowledges journalled changes in
 //! `committer.rs`; the change hook in `hook.rs`; compaction in
-//! `compaction.rs`; the file in `journal/`; a plant packed into 24 bytes
+//! `compaction.rs`; a reset (every plant replaced at once) in `reset.rs`;
+//! the file in `journal/`; a plant packed into 24 bytes
 //! in `packed.rs`. Sharding is for writers: with one lock, a writer
 //! preempted while holding it (its allocation page-faulting, its time
 //! slice ending) stalled every other writer, which set the tail latency
@@ -133,8 +134,11 @@ struct Core {
     journal: Option<Journal>,
     /// The change hook, once one is set.
     hook: OnceLock<Sequencer>,
-    /// Resets so far: a read in steps that sees it change stops.
+    /// Resets so far: an export that sees it change stops.
     generation: AtomicU64,
+    /// Held to read a listing page (its steps), taken whole by a reset:
+    /// a page is never part before a reset and part after.
+    reset_gate: RwLock<()>,
 }
 
 impl Store {
@@ -200,6 +204,7 @@ impl Store {
                 journal,
                 hook: OnceLock::new(),
                 generation: AtomicU64::new(0),
+                reset_gate: RwLock::new(()),
             }),
         }
     }

@@ -9,12 +9,19 @@
 //! acknowledged before the rename is durable, since it cannot be made
 //! before. The locks are held for a rename and a directory sync: readers
 //! and writers wait that long, once per reset.
+//!
+//! Reads in steps: a listing page holds `Core::reset_gate` (shared) while
+//! it reads its steps, and a reset takes it whole, so a page is read
+//! wholly before a reset or after it; an export, read in pieces over many
+//! requests, notes `Core::generation` when it begins and ends, unfinished,
+//! at the first piece after a reset (`AllPlants::was_reset`).
 
 use std::sync::atomic::Ordering;
 
 use super::journal::{self, Change, Fault};
-use super::shards::{SHARDS, Usage, shard_of};
+use super::shards::{SHARDS, Shard, Usage, shard_of};
 use super::{Core, Store, empty_shards};
+use crate::lock::write;
 use crate::model::{ChangeKind, NotDone, Plant, Unavailable};
 
 impl Store {
@@ -34,24 +41,20 @@ impl Core {
     /// crash there would leave them.
     pub(super) fn reset(&self, plants: &[(i64, Plant)], fault: Fault<'_>) -> Result<(), NotDone> {
         let refused = |why| NotDone::Unavailable(Unavailable::Reset(why));
-        let mut shards = empty_shards();
-        let usage = Usage::default();
-        let mut records = Vec::new();
-        for (id, plant) in plants {
-            let (name, tag) = (plant.name.as_str(), plant.tag.as_deref());
-            let change = Change::Put { id: *id, name, tag };
-            usage.add(shards[shard_of(*id)].apply(&change));
-            if self.journal.is_some() {
-                journal::encode(&mut records, &change);
-            }
-        }
-        let prepared = match &self.journal {
-            Some(journal) => {
-                let new = journal.prepare_reset(records, fault).map_err(refused)?;
+        let (shards, usage, records) = built(plants, self.journal.is_some());
+        let new = match &self.journal {
+            Some(journal) => Some(journal.prepare_reset(records, fault).map_err(refused)?),
+            None => None,
+        };
+        // Listing pages in progress end first (the gate before the writer
+        // role: a page never waits for the disk).
+        let gate = write(&self.reset_gate);
+        let prepared = match (&self.journal, new) {
+            (Some(journal), Some(new)) => {
                 journal.hold_writer().map_err(refused)?;
                 Some((journal, new))
             }
-            None => None,
+            _ => None,
         };
         let mut locked: Vec<_> = (0..SHARDS).map(|shard| self.write(shard)).collect();
         let seq = match prepared {
@@ -69,10 +72,26 @@ impl Core {
             sequencer.record(seq, 0, ChangeKind::Reset, None);
         }
         drop(locked);
+        drop(gate);
         drop(old);
         if let (Some(sequencer), Some(seq)) = (self.hook.get(), seq) {
             sequencer.durable(seq);
         }
         Ok(())
     }
+}
+
+/// The shards and totals holding `plants`, and (`records`) their journal
+/// records, built with no lock held.
+fn built(plants: &[(i64, Plant)], records: bool) -> (Vec<Shard>, Usage, Vec<u8>) {
+    let (mut shards, usage, mut encoded) = (empty_shards(), Usage::default(), Vec::new());
+    for (id, plant) in plants {
+        let (name, tag) = (plant.name.as_str(), plant.tag.as_deref());
+        let change = Change::Put { id: *id, name, tag };
+        usage.add(shards[shard_of(*id)].apply(&change));
+        if records {
+            journal::encode(&mut encoded, &change);
+        }
+    }
+    (shards, usage, encoded)
 }

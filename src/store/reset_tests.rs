@@ -161,3 +161,31 @@ fn a_running_compaction_refuses_a_reset_and_a_reset_without_a_journal_swaps() {
     assert_eq!((contents(&memory), memory.len()), (seed(), 2));
     assert_eq!(memory.data_bytes(), 3, "x, t and y");
 }
+
+#[test]
+fn a_page_read_in_steps_is_wholly_before_a_reset_that_comes_meanwhile() {
+    let store = std::sync::Arc::new(Store::new(Capacity::plants(1000)));
+    for id in 0..200 {
+        store.create(new(id, "old")).unwrap();
+    }
+    let query = crate::model::Query {
+        limit: 1000,
+        ..crate::model::Query::default()
+    };
+    let mut resetter = None;
+    let mut steps = 0;
+    let page = store.query_between_steps(&query, usize::MAX, || {
+        steps += 1;
+        if steps == 3 {
+            let store = std::sync::Arc::clone(&store);
+            resetter = Some(std::thread::spawn(move || store.reset(&seed())));
+            // Time enough for the reset to swap, were it not held off.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    });
+    assert!(steps > 3, "the page was read in {steps} steps");
+    let ids: Vec<i64> = page.items.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, (0..200).collect::<Vec<_>>(), "all from before");
+    resetter.unwrap().join().unwrap().unwrap();
+    assert_eq!(contents(&store), seed(), "then the reset");
+}

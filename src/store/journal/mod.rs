@@ -176,6 +176,22 @@
 //! fails too, the batch fails and the journal is poisoned. With `--sync
 //! never` nothing waits for it; it is tried again at shutdown.
 //!
+//! # Reset
+//!
+//! A reset (`reset.rs`) writes a file as a compaction does, holding only
+//! the reset's plants: claimed as a compaction is (refused while one
+//! runs, none starts until it ends), written to `FILE.compact` under a
+//! fresh salt and synced, with the room a compaction needs. Then it waits
+//! for the writer role and, with every shard lock of the store held,
+//! renames the file over `FILE` and syncs the directory (both modes of
+//! `--sync`), drops the records still pending (changes made before the
+//! reset, answered by it) and gives the reset the next sequence number, no
+//! record of its own: the rename is its record. So a crash leaves the old
+//! file or the new one, whole, and no change made after the reset is
+//! acknowledged before the rename is durable. A failure before the rename
+//! changes nothing; after it (the directory sync), the journal is
+//! poisoned: the file holds the reset, the store still the old plants.
+//!
 //! The file is held under an exclusive `flock` for the life of the process
 //! (the compacted file is locked before it is renamed into place), so a
 //! second server on the same file, or on a link to it, refuses to start.

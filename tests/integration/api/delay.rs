@@ -3,7 +3,9 @@
 //! its request's arrival and kept to the millisecond by the event loop's
 //! timer; health, metrics, the document, the page and the feed are not
 //! held; a pipelined answer waits behind a held one; an answer deferred
-//! to the journal's committer is held too. On each store.
+//! to the journal's committer is held too; a client that leaves meanwhile
+//! frees its connection, and a stop writes held answers at once. On each
+//! store.
 
 use std::time::{Duration, Instant};
 
@@ -12,7 +14,8 @@ use plantstore::config::{Config, Delay};
 use super::changes::Feed;
 use crate::on_each_store;
 use crate::support::{
-    AUTH, Client, JSON, Kind, TempFile, TestServer, config, durable_config, request,
+    AUTH, Client, JSON, Kind, TOKEN, TempFile, TestServer, config, durable_config, eventually,
+    open_connections, request,
 };
 
 const MS: Duration = Duration::from_millis(1);
@@ -142,10 +145,46 @@ fn a_fixed_hold_is_kept_to_the_millisecond(kind: Kind) {
     );
 }
 
+/// A client that leaves while its answer is held: the answer is dropped
+/// when due and the connection freed.
+fn a_client_gone_while_held_frees_its_connection(kind: Kind) {
+    let server = TestServer::on_with(kind, delayed(config(), 300, 300));
+    for _ in 0..20 {
+        let mut client = server.client();
+        client.send(&request("GET", "/plants", &[AUTH], ""));
+    }
+    assert!(
+        eventually(|| open_connections(server.addr, TOKEN) == 1),
+        "connections left open"
+    );
+}
+
+/// A stopping server writes held answers at once (and closes).
+fn a_stop_writes_held_answers_at_once(kind: Kind) {
+    let server = TestServer::on_with(kind, delayed(config(), 20_000, 20_000));
+    let mut client = server.client();
+    let start = Instant::now();
+    client.send(&request("GET", "/plants", &[AUTH], ""));
+    // Parked before the stop (a /healthz behind it would wait for it).
+    std::thread::sleep(Duration::from_millis(200));
+    let reader = std::thread::spawn(move || client.reply());
+    drop(server);
+    let reply = reader.join().unwrap();
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("connection"), Some("close"));
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
 on_each_store!(
     api_answers_are_held_within_the_range_and_the_service_is_not,
     pipelined_answers_keep_their_order,
     a_fixed_hold_is_kept_to_the_millisecond,
+    a_client_gone_while_held_frees_its_connection,
+    a_stop_writes_held_answers_at_once,
 );
 
 /// With the journal, a change is answered by its committer once durable

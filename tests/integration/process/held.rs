@@ -14,7 +14,7 @@ use crate::support::{AUTH, Client, Kind, TOKEN, eventually, request, send_to};
 const HELD: usize = 10_000;
 /// Long enough for all of them to be sent (a few seconds with a debug
 /// build on a loaded machine) while the first is still held.
-const HOLD: Duration = Duration::from_secs(10);
+const HOLD: Duration = Duration::from_secs(15);
 
 fn threads(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/task"))
