@@ -113,7 +113,7 @@ impl std::error::Error for SetupError {
 pub struct Plants {
     kept: Kept,
     /// With `--allow-reset` (`reset.rs`).
-    resets: Option<reset::Resets>,
+    resets: Option<reset::Seeded>,
 }
 
 /// Where they are kept.
@@ -211,7 +211,7 @@ impl Plants {
             seed::into_memory(path, &store, before, setup.limits, setup.capacity)
                 .map_err(SetupError::Seed)?;
         }
-        let resets = reset::Resets::read(setup, setup.capacity)?;
+        let resets = reset::kept(setup, setup.capacity)?;
         Ok(Plants {
             resets,
             ..Plants::memory(store, setup.journal.as_ref())
@@ -260,7 +260,7 @@ impl Plants {
                 announcer,
                 key,
             }),
-            resets: reset::Resets::read(setup, unbounded)?,
+            resets: reset::kept(setup, unbounded)?,
         })
     }
 

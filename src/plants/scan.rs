@@ -9,6 +9,9 @@
 //! from a pool worker. The store is read there in its usual short steps,
 //! one shard lock at a time, so writers wait at most one step.
 //!
+//! The same thread runs resets (`reset.rs`), which write and sync a file
+//! with `--data`: one at a time, in turn with the scans.
+//!
 //! The thread starts with the first scan and ends when the door is
 //! dropped. At most [`QUEUED`] scans wait for it; past that a scan is
 //! answered 503 (`Unavailable::Busy`) at once, so a flood of searches
@@ -28,8 +31,8 @@ use crate::store::Store;
 /// Scans waiting for the thread, at most.
 const QUEUED: usize = 64;
 
-/// One scan: the query, its byte bound, and where its page goes.
-type Job = (Query, usize, Reply<Page>);
+/// One job: a scan (or a reset) of the store, answering its reply.
+type Job = Box<dyn FnOnce(&Store) + Send>;
 
 /// The scan thread, once started, and its queue. (A `Mutex` and a
 /// `Condvar` rather than a channel: the binary has them already, and
@@ -59,6 +62,15 @@ impl Scans {
 
     /// `query` answered later, from the scan thread.
     pub fn page(&self, store: &Arc<Store>, query: Query, bytes: usize) -> Outcome<Page> {
+        self.later(store, move |store| Ok(store.query(&query, bytes)))
+    }
+
+    /// `work` done later, on the scan thread, its answer the outcome's.
+    pub fn later<T: Send + 'static>(
+        &self,
+        store: &Arc<Store>,
+        work: impl FnOnce(&Store) -> Result<T, NotDone> + Send + 'static,
+    ) -> Outcome<T> {
         {
             let mut thread = lock(&self.thread);
             if thread.is_none() {
@@ -76,13 +88,13 @@ impl Scans {
             }
         }
         let queue = Arc::clone(&self.queue);
-        Outcome::Pending(Pending::new(move |reply: Reply<Page>| {
+        Outcome::Pending(Pending::new(move |reply: Reply<T>| {
             let mut jobs = lock(&queue.jobs);
             let refused = match &*jobs {
                 (_, true) => Unavailable::Stopping,
                 (waiting, _) if waiting.len() >= QUEUED => Unavailable::Busy,
                 _ => {
-                    jobs.0.push_back((query, bytes, reply));
+                    jobs.0.push_back(Box::new(move |store| reply(work(store))));
                     queue.ready.notify_one();
                     return;
                 }
@@ -111,10 +123,10 @@ fn serve(store: &Store, queue: &Queue) {
         while jobs.0.is_empty() && !jobs.1 {
             jobs = wait(&queue.ready, jobs);
         }
-        let Some((query, bytes, reply)) = jobs.0.pop_front() else {
+        let Some(job) = jobs.0.pop_front() else {
             return;
         };
         drop(jobs);
-        reply(Ok(store.query(&query, bytes)));
+        job(store);
     }
 }

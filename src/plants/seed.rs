@@ -94,7 +94,7 @@ pub fn into_memory(
 fn apply(path: &Path, store: &Store, limits: TextLimits) -> Result<u64, SeedError> {
     let (mut written, mut last) = (0, None);
     let wait = |ack| store.wait(ack).map_err(fault);
-    let records = seed::records(path, limits, |plant| {
+    let records = seed::records(path, limits, &mut |plant| {
         let ack = store.create_queued(plant).map_err(fault)?;
         written += 1;
         if written % BATCH == 0 {
@@ -153,7 +153,7 @@ pub fn into_database(
         );
         return Ok(None);
     };
-    let plants = seed::records(path, limits, |new| {
+    let plants = seed::records(path, limits, &mut |new| {
         load.push(new);
         match load.rows() as u64 >= BATCH {
             true => load.write().map_err(fault),

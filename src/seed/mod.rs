@@ -197,10 +197,12 @@ pub fn check(path: &Path, limits: TextLimits, capacity: Capacity) -> Result<u64,
 /// Reads the seed, handing each record to `each`, in the order of the
 /// file: how many there were. The first record that fails a check, or
 /// that `each` refuses with a fault, stops it, named where it is.
+///
+/// `each` is a `dyn`: every caller shares one copy of the reader.
 pub fn records(
     path: &Path,
     limits: TextLimits,
-    mut each: impl FnMut(NewPlant) -> Result<(), Fault>,
+    each: &mut dyn FnMut(NewPlant) -> Result<(), Fault>,
 ) -> Result<u64, SeedError> {
     read(path, limits, |_, plant| each(plant)).map_err(|e| located(path, e, limits))
 }

@@ -26,7 +26,9 @@
 //! An [`AllPlants`] reads every plant the same way, a piece at a time as its
 //! caller asks (`GET /export` streams them out): it holds no copy of the
 //! store and no lock between pieces, and promises across the whole read
-//! what a page promises.
+//! what a page promises. A reset (`reset.rs`) is the exception to both: a
+//! page is read wholly before or after one, and an export it overtakes
+//! stops (`AllPlants::was_reset`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
