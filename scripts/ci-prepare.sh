@@ -28,12 +28,13 @@ packages=(curl openssl apache2-utils postgresql nginx-light prometheus
 [ -x /usr/bin/cargo ] && [ -d /usr/lib/rustlib/src/rust/library ] ||
     packages+=(rustc-web cargo-web rust-web-src)
 scripts/apt-install.sh "${packages[@]}"
-# The browser step takes Chromium with its recommended packages (fonts).
+# The browser and Playwright steps take Chromium with its recommended
+# packages (fonts).
 scripts/apt-install.sh --with-recommends chromium chromium-driver
 
 pids=()
 for step in browser.sh clients.sh generated-clients.sh conformance.sh peer-httplint.sh \
-    peer-eventsource.sh "release-build.sh x86_64-unknown-linux-musl"; do
+    peer-eventsource.sh playwright.sh "release-build.sh x86_64-unknown-linux-musl"; do
     # shellcheck disable=SC2086 # a step's name and its arguments
     INSTALL_ONLY=1 scripts/$step >/dev/null &
     pids+=("$!:$step")
