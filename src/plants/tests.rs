@@ -94,7 +94,7 @@ fn with_a_synced_journal_a_change_is_pending_until_its_record_is_written() {
         panic!("a page from memory is ready");
     };
     assert_eq!((page.items.len(), page.more), (1, false));
-    assert!(plants.describe().contains("(sync always), 1 plants"));
+    assert!(plants.describe().contains("(sync always), 1 plant"));
     drop(plants);
     let _ = std::fs::remove_file(&path);
 }
