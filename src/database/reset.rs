@@ -23,9 +23,8 @@ use std::time::{Duration, Instant};
 
 use postgres::Transaction;
 use postgres::error::SqlState;
-use postgres::types::ToSql;
 
-use super::sql::folded;
+use super::sql::Columns;
 use super::{Connection, DbError};
 use crate::model::Plant;
 
@@ -160,15 +159,11 @@ fn reset_in(
     let insert = tx.prepare(INSERT)?;
     for piece in pieces(plants) {
         limit(&mut tx, deadline)?;
-        let rows = Rows::of(piece);
-        let values: [&(dyn ToSql + Sync); 5] = [
-            &rows.ids,
-            &rows.names,
-            &rows.tags,
-            &rows.names_folded,
-            &rows.tags_folded,
-        ];
-        tx.execute(&insert, &values)?;
+        let mut rows = Columns::default();
+        for (id, plant) in piece {
+            rows.push(*id, plant);
+        }
+        tx.execute(&insert, &rows.values())?;
     }
     tx.execute(LOG_RESET, &[&seq, &RESET_KIND])?;
     tx.commit()?;
@@ -205,36 +200,6 @@ fn pieces(plants: &[(i64, Plant)]) -> Vec<&[(i64, Plant)]> {
         pieces.push(&plants[start..]);
     }
     pieces
-}
-
-/// A piece of plants as the insert's arrays.
-struct Rows<'a> {
-    ids: Vec<i64>,
-    names: Vec<&'a [u8]>,
-    tags: Vec<Option<&'a [u8]>>,
-    names_folded: Vec<String>,
-    tags_folded: Vec<Option<String>>,
-}
-
-impl<'a> Rows<'a> {
-    fn of(piece: &'a [(i64, Plant)]) -> Rows<'a> {
-        let mut rows = Rows {
-            ids: Vec::with_capacity(piece.len()),
-            names: Vec::with_capacity(piece.len()),
-            tags: Vec::with_capacity(piece.len()),
-            names_folded: Vec::with_capacity(piece.len()),
-            tags_folded: Vec::with_capacity(piece.len()),
-        };
-        for (id, plant) in piece {
-            let (name, tag) = folded(plant);
-            rows.ids.push(*id);
-            rows.names.push(plant.name.as_bytes());
-            rows.tags.push(plant.tag.as_deref().map(str::as_bytes));
-            rows.names_folded.push(name);
-            rows.tags_folded.push(tag);
-        }
-        rows
-    }
 }
 
 #[cfg(test)]

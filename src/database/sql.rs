@@ -377,9 +377,10 @@ pub(super) fn plant(row: &Row, at: usize) -> Result<Plant, DbError> {
     })
 }
 
-/// Plants of one kind of change as the statement's arrays.
+/// Plants of one kind of change (or a reset's seed) as a statement's
+/// arrays.
 #[derive(Default)]
-struct Columns<'a> {
+pub(super) struct Columns<'a> {
     ids: Vec<i64>,
     names: Vec<&'a [u8]>,
     tags: Vec<Option<&'a [u8]>>,
@@ -388,7 +389,19 @@ struct Columns<'a> {
 }
 
 impl<'a> Columns<'a> {
-    fn push(&mut self, id: i64, plant: &'a Plant) {
+    /// The arrays in the order of the insert's parameters: id, name, tag,
+    /// folded name, folded tag.
+    pub(super) fn values(&self) -> [&(dyn ToSql + Sync); 5] {
+        [
+            &self.ids,
+            &self.names,
+            &self.tags,
+            &self.names_folded,
+            &self.tags_folded,
+        ]
+    }
+
+    pub(super) fn push(&mut self, id: i64, plant: &'a Plant) {
         self.ids.push(id);
         self.names.push(plant.name.as_bytes());
         self.tags.push(plant.tag.as_deref().map(str::as_bytes));
