@@ -4,9 +4,11 @@
 //! statements, and why they are shaped so, are `shapes`.
 //!
 //! A page asks for one plant more than its limit, to learn whether more
-//! follow. The count, when asked for, is a second statement in the same
-//! job, with the same filters: it is not taken in the page's snapshot,
-//! so a write between the two may make it differ from a walk by one.
+//! follow. The count, when asked for, is a second statement with the same
+//! filters, in one read-only repeatable-read transaction with the page:
+//! both see one snapshot, so a write (or a reset, which may change every
+//! plant) between them cannot make the count another state's. A page
+//! without a count is one statement and needs no transaction.
 
 use postgres::types::ToSql;
 
@@ -40,6 +42,19 @@ fn pattern(search: &str) -> String {
 impl Connection {
     /// One page of a listing `query`, with its count if asked for.
     pub fn query(&mut self, query: &Query) -> Result<Page, DbError> {
+        if !query.count {
+            return self.page_and_count(query);
+        }
+        self.client()
+            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+        let page = self.page_and_count(query);
+        self.client()
+            .batch_execute(if page.is_ok() { "COMMIT" } else { "ROLLBACK" })?;
+        page
+    }
+
+    /// `query`'s page and count, in whatever snapshot the caller gives.
+    fn page_and_count(&mut self, query: &Query) -> Result<Page, DbError> {
         let start = self.start(query)?;
         let tag = query.tag.as_deref().map(str::as_bytes);
         let search = query.search.as_deref().map(pattern);

@@ -46,9 +46,11 @@ impl Core {
             Some(journal) => Some(journal.prepare_reset(records, fault).map_err(refused)?),
             None => None,
         };
-        // Listing pages in progress end first (the gate before the writer
-        // role: a page never waits for the disk).
-        let gate = write(&self.reset_gate);
+        // The writer role first (it waits for the batch being written),
+        // then the gate, which listing pages in progress hold: a page
+        // waits for the rename and the directory's sync, never for a
+        // batch's. Pages never take the writer role, so the order cannot
+        // deadlock.
         let prepared = match (&self.journal, new) {
             (Some(journal), Some(new)) => {
                 journal.hold_writer().map_err(refused)?;
@@ -56,6 +58,7 @@ impl Core {
             }
             _ => None,
         };
+        let gate = write(&self.reset_gate);
         let mut locked: Vec<_> = (0..SHARDS).map(|shard| self.write(shard)).collect();
         let seq = match prepared {
             Some((journal, new)) => Some(journal.swap_reset(new, fault).map_err(refused)?),

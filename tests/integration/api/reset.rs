@@ -160,10 +160,11 @@ fn writers_racing_resets_leave_no_half_state(server: &TestServer) {
             thread::spawn(move || {
                 let mut client = crate::support::Client::connect(addr);
                 let (mut made, mut after) = (0, 0);
-                // Bounded: 10 more once the resets are done.
-                while after < 10 && made < 900 {
+                // Bounded: 10 more once the resets are done (the count only
+                // keeps ids apart: a fast writer makes thousands first).
+                while after < 10 && made < 100_000 {
                     after += i64::from(done.load(Ordering::Acquire));
-                    let body = plant_body(writer * 1000 + made, "w", None);
+                    let body = plant_body(writer * 1_000_000 + made, "w", None);
                     client.send(&request("POST", "/plants", &[AUTH, JSON], &body));
                     assert_eq!(client.reply().status, 200);
                     made += 1;
@@ -203,8 +204,8 @@ fn writers_racing_resets_leave_no_half_state(server: &TestServer) {
     for (writer, made) in (1..=4).zip(made) {
         let mine: Vec<i64> = replayed
             .keys()
-            .filter(|&&id| id / 1000 == writer)
-            .map(|id| id % 1000)
+            .filter(|&&id| id / 1_000_000 == writer)
+            .map(|id| id % 1_000_000)
             .collect();
         let first = mine.first().copied().unwrap_or(made);
         assert_eq!(mine, (first..made).collect::<Vec<_>>(), "writer {writer}");

@@ -4,7 +4,7 @@
 //! holding them, and then answers every one. On each store; what is asked
 //! is a feed ticket, made on the loop whatever the store, so that the
 //! test measures the holding and not 10,000 database queries (a debug
-//! build's listing on PostgreSQL answers about a hundred a second here).
+//! build's listing on PostgreSQL answers a few hundred a second at most).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
