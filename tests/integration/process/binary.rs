@@ -134,7 +134,15 @@ impl Running {
                 }
             }
         });
-        let addr = rx.recv_timeout(within).expect("start-up line");
+        let addr = match rx.recv_timeout(within) {
+            Ok(addr) => addr,
+            Err(e) => {
+                // Not left running behind the failed test.
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("no start-up line within {within:?}: {e:?}");
+            }
+        };
         Running {
             child,
             addr: addr.parse().expect("start-up line shows a real address"),
