@@ -27,6 +27,9 @@ done
 venv=.venv-conformance
 token=conformance-token
 
+# POST /plants/reset is in the document: served, so that it is checked
+# like every other operation (no --seed: a reset leaves no plants).
+serve_args=(--allow-reset)
 if [ -n "$postgres" ]; then
     [ -n "${PLANTSTORE_TEST_DATABASE:-}" ] || {
         echo "PLANTSTORE_TEST_DATABASE is not set: run it through scripts/with-postgres.sh" >&2
@@ -38,7 +41,7 @@ if [ -n "$postgres" ]; then
     psql -q -X -v ON_ERROR_STOP=1 -d "$PLANTSTORE_TEST_DATABASE" -c "SET client_min_messages = warning" \
         -c "DROP DATABASE IF EXISTS $database WITH (FORCE)" -c "CREATE DATABASE $database"
     serve_features=postgres
-    serve_args=(--database "${PLANTSTORE_TEST_DATABASE%/*}/$database")
+    serve_args+=(--database "${PLANTSTORE_TEST_DATABASE%/*}/$database")
 fi
 
 if [ ! -x "$venv/bin/st" ] || [ ! -x "$venv/bin/openapi-spec-validator" ]; then
