@@ -2,7 +2,7 @@
 //!
 //! The layers, each importing only those below it (ARCHITECTURE.md's
 //! table says exactly which may import which, and
-//! `scripts/check-layers.sh` holds the code to it):
+//! `scripts/check/check-layers.sh` holds the code to it):
 //!
 //! - leaves, importing nothing of the crate: [`model`] (the model and its
 //!   validation, and the words every store speaks: refusals, a page,
