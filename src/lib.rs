@@ -8,7 +8,8 @@
 //!   validation, and the words every store speaks: refusals, a page,
 //!   capacity, durability), [`metrics`] (the Prometheus writer,
 //!   histograms), [`os`], `lock` (the poisoned-lock policy), `percent`
-//!   (percent-escapes), [`logging`], `reach` (the host's addresses);
+//!   (percent-escapes), [`logging`], `reach` (the host's addresses),
+//!   `assets` (the served files, packed);
 //! - [`tls`] (certificate files, the `tls` feature), [`dbconfig`] (the
 //!   `--database` URL checked, the `postgres` feature), [`store`] (memory
 //!   shards and the `--data` journal), [`webhook`] (the sender), [`http`]
@@ -29,6 +30,7 @@
 #![deny(unsafe_code)]
 
 pub mod api;
+mod assets;
 pub mod changes;
 pub mod config;
 #[cfg(feature = "postgres")]

@@ -1,24 +1,24 @@
-//! Compressing, the other half of `lz`: run by `build.rs` on the files the
-//! binary serves, and by `lz`'s tests; never part of the server.
+//! The packer, the build-time half of `assets`: `build.rs` runs it on the
+//! files the binary serves, and `assets`' unit tests run it to check the
+//! unpacker against it; never part of the server. The form it writes is in
+//! `src/assets/format.rs`, which both halves take their constants from.
 
 use std::collections::HashMap;
 
-/// Shortest and longest copy, farthest distance back.
-const MIN_COPY: usize = 3;
-const MAX_COPY: usize = MIN_COPY + 0x7f;
-const WINDOW: usize = u16::MAX as usize;
+use super::format::{COPY, HEADER, MAX_COPY, MAX_RUN, MIN_COPY, WINDOW};
+
 /// Earlier places tried for each copy (the most recent first).
 const TRIES: usize = 256;
 
-/// `data` in the compressed form: its length, then literal runs and copies,
+/// `data` in the packed form: its length, then literal runs and copies,
 /// chosen greedily with one step of lookahead (a copy is put off by a
 /// byte when the next place starts a longer one).
-pub fn compress(data: &[u8]) -> Vec<u8> {
-    let mut out = u32::try_from(data.len())
+pub fn pack(data: &[u8]) -> Vec<u8> {
+    let length: [u8; HEADER] = u32::try_from(data.len())
         .expect("under 4 GiB")
-        .to_le_bytes()
-        .to_vec();
-    // Every earlier place, by the three bytes that start there.
+        .to_le_bytes();
+    let mut out = length.to_vec();
+    // Every earlier place, by the `MIN_COPY` bytes that start there.
     let mut places: HashMap<&[u8], Vec<usize>> = HashMap::new();
     let longest = |places: &HashMap<&[u8], Vec<usize>>, at: usize| -> (usize, usize) {
         let Some(earlier) = data.get(at..at + MIN_COPY).and_then(|key| places.get(key)) else {
@@ -38,9 +38,9 @@ pub fn compress(data: &[u8]) -> Vec<u8> {
         }
         best
     };
-    // The runs from `from` to `to`, at most 128 bytes each.
+    // The runs from `from` to `to`, at most `MAX_RUN` bytes each.
     let literals = |out: &mut Vec<u8>, from: usize, to: usize| {
-        for run in data[from..to].chunks(0x80) {
+        for run in data[from..to].chunks(MAX_RUN) {
             out.push(run.len() as u8 - 1);
             out.extend_from_slice(run);
         }
@@ -53,7 +53,7 @@ pub fn compress(data: &[u8]) -> Vec<u8> {
             1
         } else {
             literals(&mut out, unsent, at);
-            out.push(0x80 | (len - MIN_COPY) as u8);
+            out.push(COPY | (len - MIN_COPY) as u8);
             out.extend_from_slice(&(back as u16).to_le_bytes());
             unsent = at + len;
             len
