@@ -1,26 +1,29 @@
 //! Tells the crate the target triple it is built for, for
-//! `plantstore_build_info` in `/metrics`; and writes the files the binary
-//! serves, compressed (`api::lz` describes the format and decompresses them):
-//! the OpenAPI document, `src/api/openapi.json` without the whitespace
-//! between its tokens (the file is laid out for people), and the built-in
-//! page's four files. Compressed, the binary carries 15 KB of them instead of
-//! 39 KB.
+//! `plantstore_build_info` in `/metrics`; and packs the files the binary
+//! serves into the build's output folder, for `assets` to compile in: the
+//! OpenAPI document, `src/api/openapi.json` without the whitespace between
+//! its tokens (the file is laid out for people), and the built-in page's
+//! four files. The packer is `build/pack.rs`; why the files are packed at
+//! all, and when that can stop, is in `src/assets/mod.rs`.
 
 use std::path::Path;
 
-#[path = "src/api/lzpack.rs"]
-mod lzpack;
-use lzpack::compress;
+/// The packed form, shared with the unpacker in `assets`.
+#[path = "src/assets/format.rs"]
+mod format;
+#[path = "build/pack.rs"]
+mod pack;
 
 fn main() {
     let target = std::env::var("TARGET").unwrap_or_else(|_| "unknown".into());
     println!("cargo:rustc-env=PLANTSTORE_TARGET={target}");
-    println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=src/api/lzpack.rs");
+    for source in ["build.rs", "build/pack.rs", "src/assets/format.rs"] {
+        println!("cargo:rerun-if-changed={source}");
+    }
     let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     let write = |name: &str, bytes: &[u8]| {
         let path = Path::new(&out).join(format!("{name}.lz"));
-        std::fs::write(path, compress(bytes)).expect("OUT_DIR is writable");
+        std::fs::write(path, pack::pack(bytes)).expect("OUT_DIR is writable");
     };
 
     let source = "src/api/openapi.json";

@@ -1,6 +1,6 @@
 //! Prints plantstore's shell completions, generated from its flags as argh
 //! describes them (the same `Args` the server parses), for the Debian
-//! packages (`scripts/package-deb.sh`):
+//! packages (`scripts/release/package-deb.sh`):
 //!
 //!     cargo run --example completions -- bash|zsh|fish
 //!

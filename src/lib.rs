@@ -2,13 +2,14 @@
 //!
 //! The layers, each importing only those below it (ARCHITECTURE.md's
 //! table says exactly which may import which, and
-//! `scripts/check-layers.sh` holds the code to it):
+//! `scripts/check/check-layers.sh` holds the code to it):
 //!
 //! - leaves, importing nothing of the crate: [`model`] (the model and its
 //!   validation, and the words every store speaks: refusals, a page,
 //!   capacity, durability), [`metrics`] (the Prometheus writer,
 //!   histograms), [`os`], `lock` (the poisoned-lock policy), `percent`
-//!   (percent-escapes), [`logging`], `reach` (the host's addresses);
+//!   (percent-escapes), [`logging`], `reach` (the host's addresses),
+//!   `assets` (the served files, packed);
 //! - [`tls`] (certificate files, the `tls` feature), [`dbconfig`] (the
 //!   `--database` URL checked, the `postgres` feature), [`store`] (memory
 //!   shards and the `--data` journal), [`webhook`] (the sender), [`http`]
@@ -29,6 +30,7 @@
 #![deny(unsafe_code)]
 
 pub mod api;
+mod assets;
 pub mod changes;
 pub mod config;
 #[cfg(feature = "postgres")]

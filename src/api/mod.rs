@@ -21,7 +21,6 @@ mod export;
 mod guard;
 mod hold;
 mod listing;
-mod lz;
 mod metrics;
 mod plants;
 mod query;

@@ -2,23 +2,18 @@
 //!
 //! The OpenAPI 3.1 document is a file written by hand for this server
 //! (`openapi.json`, compiled in without the whitespace between its tokens
-//! and compressed by `build.rs`) and checked against the running server by the
+//! and packed: `assets`) and checked against the running server by the
 //! conformance script; `/openapi.json` and `/healthz` need no token.
 //! The file declares the default name and tag limits; the document served
-//! is decompressed for each request and given the configured ones
+//! is unpacked for each request and given the configured ones
 //! (`document`).
 
 use super::Call;
-use super::lz::{compressed, decompress};
 use super::{ApiError, App};
+use crate::assets::{OPENAPI_JSON, unpack};
 use crate::http::{Request, Response};
 use crate::metrics::Exposition;
 use crate::model::TextLimits;
-
-/// The server's own OpenAPI 3.1 document, as written but compact and
-/// compressed: with the default `TextLimits` as the `maxLength` of every name
-/// and tag.
-const OPENAPI: &[u8] = compressed!("openapi.json");
 
 /// The document with the `maxLength` of every name and tag set to
 /// `limits` (unchanged for the default limits).
@@ -30,7 +25,7 @@ const OPENAPI: &[u8] = compressed!("openapi.json");
 /// unit test checks which are patched).
 pub fn document(limits: TextLimits) -> Vec<u8> {
     const PROPERTY: &str = "\":{\"type\":\"string\",\"maxLength\":";
-    let document = decompress(OPENAPI);
+    let document = unpack(OPENAPI_JSON);
     if limits == TextLimits::default() {
         return document;
     }
@@ -156,14 +151,14 @@ mod tests {
             ];
             assert_eq!(limits_in(&document), want);
         }
-        assert_eq!(document(TextLimits::default()), decompress(OPENAPI));
+        assert_eq!(document(TextLimits::default()), unpack(OPENAPI_JSON));
     }
 
     #[test]
     fn only_the_limits_change() {
         let mut patched: Value =
             serde_json::from_slice(&document(TextLimits { name: 9, tag: 8 })).unwrap();
-        let original: Value = serde_json::from_slice(&decompress(OPENAPI)).unwrap();
+        let original: Value = serde_json::from_slice(&unpack(OPENAPI_JSON)).unwrap();
         for (schema, field, value) in [
             ("ListedPlant", "name", 256),
             ("ListedPlant", "tag", 64),
@@ -181,7 +176,7 @@ mod tests {
     #[test]
     fn the_compiled_document_is_the_file_without_its_layout() {
         let file: Value = serde_json::from_str(include_str!("openapi.json")).unwrap();
-        let compiled = decompress(OPENAPI);
+        let compiled = unpack(OPENAPI_JSON);
         assert_eq!(serde_json::from_slice::<Value>(&compiled).unwrap(), file);
         assert!(!compiled.contains(&b'\n'));
         assert!(compiled.len() < include_str!("openapi.json").len() * 2 / 3);

@@ -1,8 +1,8 @@
 //! The built-in page at `/`: browse and edit plants from a browser.
 //!
 //! Four hand-written files (`ui/index.html`, `ui.css`, `ui.js`, `ui.svg`),
-//! compiled into the binary compressed (`lz`), at most 18 KiB together
-//! decompressed (a unit test holds that). No framework, nothing loaded from
+//! compiled into the binary packed (`assets`), at most 18 KiB together
+//! unpacked (a unit test holds that). No framework, nothing loaded from
 //! elsewhere. The page needs no token to load; it asks for one and keeps
 //! it in `sessionStorage` (gone with the tab), calls the API with `fetch`
 //! from the same origin, and follows the change feed with `EventSource`
@@ -22,7 +22,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::lz::{compressed, decompress};
+use crate::assets;
 use crate::http::{Request, Response};
 
 /// The policy every file is served with.
@@ -60,19 +60,19 @@ impl Part {
         }
     }
 
-    /// The file as compiled in (`compressed`).
-    fn compressed(self) -> &'static [u8] {
+    /// The file as compiled in (packed).
+    fn packed(self) -> &'static [u8] {
         match self {
-            Part::Page => compressed!("index.html"),
-            Part::Style => compressed!("ui.css"),
-            Part::Script => compressed!("ui.js"),
-            Part::Icon => compressed!("ui.svg"),
+            Part::Page => assets::INDEX_HTML,
+            Part::Style => assets::UI_CSS,
+            Part::Script => assets::UI_JS,
+            Part::Icon => assets::UI_SVG,
         }
     }
 
     /// The file.
     fn bytes(self) -> Vec<u8> {
-        decompress(self.compressed())
+        assets::unpack(self.packed())
     }
 }
 
@@ -89,11 +89,11 @@ impl Default for Ui {
 }
 
 impl Ui {
-    /// Computes each file's `ETag` once, from its compressed bytes (the same
-    /// file always compresses the same).
+    /// Computes each file's `ETag` once, from its packed bytes (the same
+    /// file always packs the same).
     pub fn new() -> Ui {
         Ui {
-            etags: PARTS.map(|part| etag(part.compressed())),
+            etags: PARTS.map(|part| etag(part.packed())),
         }
     }
 

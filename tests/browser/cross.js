@@ -1,5 +1,5 @@
 'use strict';
-// Served from another origin than the API's by scripts/browser.sh: calls
+// Served from another origin than the API's by scripts/browser/browser.sh: calls
 // the API the way a web application would, and writes what happened into
 // #result as JSON, one entry per step, for the test to read.
 // The API's address and token come in the query: ?api=...&token=...

@@ -1,5 +1,5 @@
 """A deliberately broken HTTP server, the subject that shows
-scripts/peer-httplint.sh fails when HTTP is wrong: each MODE breaks one
+scripts/peer/peer-httplint.sh fails when HTTP is wrong: each MODE breaks one
 thing on every GET (POST /plants, which the script makes first, is
 answered plainly):
 

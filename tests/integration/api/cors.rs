@@ -1,7 +1,7 @@
 //! `--cors-origin`: the headers that let a page from another origin call
 //! the API, the preflight answered before auth, and nothing at all without
 //! the flag. Headless Chromium checks the same from a real page
-//! (`scripts/browser.sh`). The answers that reach the store are checked
+//! (`scripts/browser/browser.sh`). The answers that reach the store are checked
 //! on each store: from the database they are completed by a pool worker,
 //! after the handler returned, and must carry the same headers.
 

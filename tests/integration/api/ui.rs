@@ -1,6 +1,6 @@
 //! The built-in page at `/`: served without a token, under a strict
 //! Content-Security-Policy, revalidated by ETag, and gone with `--no-ui`.
-//! Headless Chromium drives the page itself (`scripts/browser.sh`).
+//! Headless Chromium drives the page itself (`scripts/browser/browser.sh`).
 
 use crate::process::binary::Running;
 use crate::support::{AUTH, Reply, TestServer, config, request, send_to};
