@@ -5,9 +5,10 @@
 # handshakes and with session resumption (4 openssl s_time clients), server
 # CPU per request and per connection, $ROUNDS rounds; then what $TLS_IDLE
 # (default 1000) idle TLS connections add to plantstore's RSS
-# (bench/hold_tls.py). The figures the budgets section judges:
-# HTTPS_KEEPALIVE, HTTPS_NEW, HTTPS_REUSE and TLS_IDLE_GROWTH. Sourced by
-# bench/run.sh after bench/lib/*.sh, whose helpers it calls.
+# (bench/hold_tls.py), recorded in docs/figures.md (bench/figures.py). The
+# figures the budgets section judges: HTTPS_KEEPALIVE, HTTPS_NEW,
+# HTTPS_REUSE and TLS_IDLE_GROWTH. Sourced by bench/run.sh after
+# bench/lib/*.sh, whose helpers it calls.
 # shellcheck shell=bash
 
 # new_connections SECONDS MODE: 4 `openssl s_time` clients at once on
@@ -102,6 +103,8 @@ section_https() {
   HOLD_PID=
   stop_server
   TLS_IDLE_GROWTH=$((with - before))
+  # Published on docs/figures.md, the page every memory figure is kept on.
+  python3 bench/figures.py record "tls.idle.$held" "$TLS_IDLE_GROWTH"
   echo "| idle TLS connections (bench/hold_tls.py: one GET /healthz each, then idle) | held, failed | RSS before, KiB | with them open, KiB | growth, KiB |"
   echo "|---|---|---|---|---|"
   echo "| $held | $(echo "$ready" | awk '{print $2", "$3}') | $before | $with | $TLS_IDLE_GROWTH |"
