@@ -139,11 +139,44 @@ fi
 REFERENCE=bench/reference/target/release/plantstore-reference
 WORK=$(mktemp -d)
 
-# The helpers, then one file per section (each defines section_NAME).
-for file in bench/lib/*.sh bench/sections/*.sh; do
-  # shellcheck source=/dev/null
-  source "$file"
-done
+# The helpers, then one file per section (each defines section_NAME),
+# named one by one so that `shellcheck -x bench/run.sh` reads them all.
+# shellcheck source=bench/lib/common.sh
+source bench/lib/common.sh
+# shellcheck source=bench/lib/pg.sh
+source bench/lib/pg.sh
+# shellcheck source=bench/lib/pinned.sh
+source bench/lib/pinned.sh
+# shellcheck source=bench/lib/writer.sh
+source bench/lib/writer.sh
+# shellcheck source=bench/sections/budgets.sh
+source bench/sections/budgets.sh
+# shellcheck source=bench/sections/compaction.sh
+source bench/sections/compaction.sh
+# shellcheck source=bench/sections/durable.sh
+source bench/sections/durable.sh
+# shellcheck source=bench/sections/export.sh
+source bench/sections/export.sh
+# shellcheck source=bench/sections/feed.sh
+source bench/sections/feed.sh
+# shellcheck source=bench/sections/footprint.sh
+source bench/sections/footprint.sh
+# shellcheck source=bench/sections/https.sh
+source bench/sections/https.sh
+# shellcheck source=bench/sections/pinned.sh
+source bench/sections/pinned.sh
+# shellcheck source=bench/sections/postgres.sh
+source bench/sections/postgres.sh
+# shellcheck source=bench/sections/query.sh
+source bench/sections/query.sh
+# shellcheck source=bench/sections/reference.sh
+source bench/sections/reference.sh
+# shellcheck source=bench/sections/restart.sh
+source bench/sections/restart.sh
+# shellcheck source=bench/sections/startup.sh
+source bench/sections/startup.sh
+# shellcheck source=bench/sections/writers.sh
+source bench/sections/writers.sh
 for section in "${SECTIONS[@]}"; do
   declare -F "section_$section" >/dev/null ||
     { echo "no section $section (bench/sections/$section.sh)" >&2; exit 2; }
