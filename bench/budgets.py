@@ -139,6 +139,10 @@ class Budgets:
         if durable is not None:
             yield ("--sync always at 64 connections >= 0.8x in memory", f"{durable}x",
                    self.met(float(durable) >= 0.8))
+        cpu = self.get("DURABLE_CPU_RATIO")
+        if cpu is not None:
+            yield ("--sync always at 64 connections: server CPU per request <= 1.3x in memory's",
+                   f"{cpu}x", self.met(cpu != "-" and float(cpu) <= 1.3))
         if startup is not None:
             yield ("start-up with a journal of 1,000,000 plants < 1 s (slowest of 3)", f"{startup} ms",
                    self.met_at_scale(float(startup) < 1000))

@@ -1,5 +1,5 @@
 # Servers on one core, for bench/run.sh's pinned, https, feed and postgres
-# sections: plantstore (or the OLD build), the reference or nginx started
+# sections (and cpu_ticks for the durable one): plantstore (or the OLD build), the reference or nginx started
 # on CPU 0 with a client on CPU 1, a wrk run that also counts the server's
 # CPU and context switches per request, holders of idle connections, and
 # Debian's nginx (installed if missing) with a generated configuration.
