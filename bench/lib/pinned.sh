@@ -1,8 +1,9 @@
 # Servers on one core, for bench/run.sh's pinned, https, feed and postgres
-# sections (and cpu_ticks for the durable one): plantstore (or the OLD build), the reference or nginx started
-# on CPU 0 with a client on CPU 1, a wrk run that also counts the server's
-# CPU and context switches per request, holders of idle connections, and
-# Debian's nginx (installed if missing) with a generated configuration.
+# sections (cpu_ticks for the durable one too): plantstore (or the OLD
+# build), the reference or nginx started on CPU 0 with a client on CPU 1, a
+# wrk run that also counts the server's CPU and context switches per
+# request, holders of idle connections, and Debian's nginx (installed if
+# missing) with a generated configuration.
 # shellcheck shell=bash
 
 # start_pinned SERVER [FLAGS...]: starts plantstore (with $PINNED_ARGS and
