@@ -90,9 +90,20 @@ def describe(key):
     for pattern, table, unit, text in KINDS:
         match = re.fullmatch(pattern, key)
         if match:
-            words = [BUILDS.get(g, g) for g in match.groups()]
+            words = [f"{int(g):,}" if g.isdigit() else BUILDS.get(g, g) for g in match.groups()]
             return table, unit, text.format(*words)
     return None
+
+
+def place(key):
+    """Where KEY's row goes: by its kind (a build's private memory and its
+    RSS as one), then its build, then its name."""
+    kind = next(i for i, k in enumerate(KINDS) if re.fullmatch(k[0], key))
+    if KINDS[kind][0].startswith(r"idle\.([a-z-]+)"):
+        kind = min(i for i, k in enumerate(KINDS) if k[0].startswith(r"idle\.([a-z-]+)"))
+    parts = key.split(".")
+    build = list(BUILDS).index(parts[1]) if len(parts) > 1 and parts[1] in BUILDS else -1
+    return kind, build, key
 
 
 def machine():
@@ -150,12 +161,7 @@ def number(value, places=0):
 
 def write(path, rows, machines, today):
     out = [HEAD, f"Last rewritten {today}.", ""]
-    order = {}
-    for key in rows:
-        for i, (pattern, *_rest) in enumerate(KINDS):
-            if re.fullmatch(pattern, key):
-                order[key] = (i, key)
-                break
+    order = {key: place(key) for key in rows}
     for table, title, what, unit, scaled in TABLES:
         keys = sorted((k for k in rows if describe(k)[0] == table), key=order.get)
         if not keys:
