@@ -26,7 +26,7 @@ feed_run() {
 
 section_feed() {
   CLK_TCK=$(getconf CLK_TCK)
-  local round rps_none rps_idle rps_all before held subs rate changes complete p50 p99 max
+  local round rps_none rps_idle rps_all
   echo "## The change feed: POST at 64 connections with 100 subscribers open (wrk -t2, $DURATION)"
   echo
   echo "Idle: 100 streams following a tag the POSTs do not carry (?tag=idle): open,"
@@ -51,7 +51,13 @@ section_feed() {
   done
   FEED_IDLE_RATIO=$(ratio "${SUM[feed.idle]}" "${SUM[feed.none]}")
   echo
-  # Memory: 1,000 subscribers held on a fresh server.
+  feed_memory
+  feed_delivery
+}
+
+# feed_memory: 1,000 subscribers held on a fresh server: the RSS they add.
+feed_memory() {
+  local before held
   start_server
   before=$(rss_kib)
   hold "$WORK/hold.out" target/release/examples/feed_load "$ADDR" "$TOKEN" 1000 --hold
@@ -62,6 +68,13 @@ section_feed() {
   FEED_SUB_KIB=$(awk "BEGIN{printf \"%.1f\", ($held - $before) / 1000}")
   echo "1,000 open streams: RSS $before -> $held KiB, $FEED_SUB_KIB KiB per subscriber"
   echo
+}
+
+# feed_delivery: 100 subscribers at 5,000 creates/s and 1,000 at 500/s:
+# whether each got every event, in order, the delay, the feed's CPU; sets
+# FEED_COMPLETE and FEED_DELAY_P99.
+feed_delivery() {
+  local subs_rate subs rate changes complete min max p50 p99 max_ms
   echo "## The change feed: delivery (examples/feed_load, a native reader; creates for ${FEED_SECONDS}s)"
   echo
   echo "| subscribers | changes/s | changes | got every event, in order | events per subscriber (min-max) | delay p50 / p99 / max ms | feed CPU per delivered event |"

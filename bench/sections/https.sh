@@ -88,10 +88,14 @@ section_https() {
   HTTPS_REUSE=$(ratio "$(mean https.plantstore.reuse)" "$(mean https.nginx-tls.reuse)")
   echo "plantstore / nginx (means of rounds): keep-alive ${HTTPS_KEEPALIVE}x, new connections ${HTTPS_NEW}x (full), ${HTTPS_REUSE}x (resumed)."
   echo
+  https_idle "${tls[@]}"
+}
 
-  # Idle TLS connections: what 1,000 of them add to the server's RSS.
+# https_idle TLS_FLAGS...: what $TLS_IDLE (default 1000) idle TLS
+# connections add to the server's RSS; sets TLS_IDLE_GROWTH.
+https_idle() {
   local held=${TLS_IDLE:-1000} before with ready
-  start_pinned plantstore "${tls[@]}" --idle-timeout 600
+  start_pinned plantstore "$@" --idle-timeout 600
   sleep 0.5
   before=$(rss_kib)
   hold "$WORK/hold_tls.out" python3 bench/hold_tls.py "$ADDR" "$held" "$TLS_DIR/cert.pem"

@@ -110,7 +110,13 @@ section_pinned() {
   done
   echo
   [ -z "$OLD_BIN" ] || compare_table
+  pinned_idle
+}
 
+# pinned_idle: RSS with $IDLE_CONNS idle keep-alive connections open, and
+# a fresh client's latency meanwhile (plantstore and the reference, or old
+# and new); sets HOLD_GROWTH, HOLD_HELD and HOLD_P99 for the budgets.
+pinned_idle() {
   echo "## $IDLE_CONNS idle keep-alive connections (server on CPU 0, bench/hold.py and wrk on CPU 1)"
   echo
   echo "Each connection sent one \`GET /healthz\` and read its reply, then stays open;"
@@ -124,7 +130,7 @@ section_pinned() {
   fi
   echo "| server | RSS before, KiB | RSS with them open, KiB | growth, KiB | held | closed by the server meanwhile | fresh client requests/s | p50 ms | p99 ms | errors |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
-  local before with held failed closed
+  local before with held failed closed server servers
   servers=(plantstore reference)
   [ -z "$OLD_BIN" ] || servers=(old plantstore)
   for server in "${servers[@]}"; do
