@@ -9,7 +9,7 @@
 # file: OLD=HEAD~3 bench/run.sh pinned.)
 #
 # The revision's committed files (git archive) go to target/old-COMMIT/tree
-# and are built there with today's scripts/release-build.sh (std rebuilt,
+# and are built there with today's scripts/release/release-build.sh (std rebuilt,
 # without the backtrace symboliser, as published), so the two binaries
 # differ only by their source. COMMIT is the revision's short hash: HEAD~1
 # names a fixed directory, and asking again for a revision built before
@@ -38,11 +38,11 @@ if [ ! -d "$dir/tree" ]; then
   mv "$dir/tree.partial" "$dir/tree"
 fi
 # Today's build recipe, not the revision's (it may have none, or another).
-mkdir -p "$dir/tree/scripts"
-cmp -s scripts/release-build.sh "$dir/tree/scripts/release-build.sh" ||
-  cp scripts/release-build.sh "$dir/tree/scripts/release-build.sh"
+mkdir -p "$dir/tree/scripts/release"
+cmp -s scripts/release/release-build.sh "$dir/tree/scripts/release/release-build.sh" ||
+  cp scripts/release/release-build.sh "$dir/tree/scripts/release/release-build.sh"
 echo "building $1 ($short) in $dir/tree" >&2
-CARGO_NET_OFFLINE=true "$dir/tree/scripts/release-build.sh" "$host" >/dev/null
+CARGO_NET_OFFLINE=true "$dir/tree/scripts/release/release-build.sh" "$host" >/dev/null
 cp "$dir/tree/target/$host/release/plantstore" "$dir/plantstore"
 echo "$dir/plantstore: $(stat -c %s "$dir/plantstore") bytes" >&2
 echo "$dir/plantstore"

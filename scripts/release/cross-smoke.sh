@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds plantstore for ARM and drives real requests against each binary
 # under qemu-user, over HTTP and then over HTTPS (scripts/release/smoke.sh). Prints
-# each binary's stripped size.
+# each binary's stripped size and records it in docs/figures.md
+# (bench/figures.py).
 #
 #   scripts/release/cross-smoke.sh [TARGET...]
 #
@@ -14,7 +15,7 @@
 # builds each binary with Debian's Rust, rebuilding the standard library for
 # the target (-Z build-std), as the release workflow does with `cross`.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=(
@@ -27,6 +28,7 @@ declare -A SIZES
 for target in "${TARGETS[@]}"; do
   bin=${RELEASE_DIR:-target}/$target/release/plantstore
   SIZES[$target]=$(stat -c %s "$bin")
+  python3 bench/figures.py record "size.$target" "${SIZES[$target]}"
   scripts/release/smoke.sh "$target" "$bin"
 done
 

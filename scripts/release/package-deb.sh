@@ -16,13 +16,14 @@
 # ARCH picks some of amd64, arm64, armhf. NO_BUILD=1 packages the binaries
 # already at target/TARGET/release/plantstore (the release workflow's,
 # built by cross; RELEASE_DIR as for scripts/release/release-build.sh). Prints each package's path and
-# size; the packages are target/debian/plantstore_VERSION_ARCH.deb.
+# size, recorded in docs/figures.md (bench/figures.py); the packages are
+# target/debian/plantstore_VERSION_ARCH.deb.
 # The man page comes from --help (help2man), the bash, zsh and fish
 # completions from examples/completions.rs. Installs help2man (apt) and
 # cargo-deb (pinned, built once into
 # .tools/cargo-deb, about a minute).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 
 VERSION=${1:-}
 shift || true
@@ -108,4 +109,6 @@ for arch in "${ARCHS[@]}"; do
   out=$(tail -n 1 "$log")
   [ -f "$out" ] || { cat "$log" >&2; exit 1; }
   echo "$arch $(stat -c %s "$out") $out"
+  # Published on docs/figures.md, the one page of the project's figures.
+  python3 bench/figures.py record "deb.$arch" "$(stat -c %s "$out")"
 done

@@ -1,5 +1,5 @@
-# The query section of bench/run.sh, which sources this file and owns the
-# helpers it calls (start_server, post, writer_run, writer_under, pg_db,
+# The query section of bench/run.sh (`bench/run.sh query`; bench/lib/*.sh
+# own the helpers it calls: start_server, writer_run, writer_under, pg_db,
 # add, mean...): listings in name order and searches, and what they cost,
 # on $PLANTS plants with short names: make_journal --marked 10000 names
 # them "plant 0" to "plant 999999" and one in 10,000 "plant 9999 fern", so
@@ -14,10 +14,6 @@
 
 QUERY_FIRST="/plants?sort=name&limit=100"
 QUERY_SEARCH="/plants?q=fern&limit=100"
-
-# anon_kib: the server's private memory (RssAnon: its anonymous pages, not
-# the files mapped in), KiB.
-anon_kib() { awk '/RssAnon/{print $2}' "/proc/$SERVER_PID/status"; }
 
 section_query() {
   local journal=$WORK/query.journal seed=$WORK/query.ndjson round
