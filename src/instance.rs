@@ -25,7 +25,7 @@ use crate::plants::{Plants, Setup, SetupError};
 use crate::reach;
 use crate::seed::SeedError;
 use crate::store::{OpenError, Store};
-use crate::transport::{Https, TlsFiles, Validity};
+use crate::transport::{Https, Validity};
 use crate::webhook::Webhooks;
 
 /// How long queued webhook deliveries may still go out after the server
@@ -60,10 +60,7 @@ impl Instance {
             app: Arc::clone(&self.app),
             token_file: config.token_file.clone(),
             secret_file: config.webhook_secret_file.clone(),
-            tls: config
-                .https()
-                .map(|(files, _)| files.clone())
-                .zip(self.https.clone()),
+            https: self.https.clone(),
         }
     }
 
@@ -88,7 +85,8 @@ pub struct Reloader {
     app: Arc<App>,
     token_file: Option<std::path::PathBuf>,
     secret_file: Option<std::path::PathBuf>,
-    tls: Option<(TlsFiles, Https)>,
+    /// With HTTPS: the certificate served, with the files it is read from.
+    https: Option<Https>,
 }
 
 impl Reloader {
@@ -146,14 +144,14 @@ impl Reloader {
                 }
             }
         }
-        let certificate = self.tls.is_some();
-        if let Some((files, https)) = &self.tls {
-            match https.reload(files) {
+        let certificate = self.https.is_some();
+        if let Some(https) = &self.https {
+            match https.reload() {
                 Ok(validity) => {
                     info!(
                         target: "plantstore",
                         "reloaded {}: new connections get this certificate",
-                        files.cert.display()
+                        https.files().cert.display()
                     );
                     validity_warning(validity);
                 }
@@ -293,7 +291,9 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
     ));
     let mut limits = config.limits.clone();
     limits.max_connections = connection_cap(limits.max_connections);
-    let https = config.https().map(|(_, served)| Https::new(served));
+    let https = config
+        .https()
+        .map(|(files, served)| Https::new(files, served));
     let server = Server::bind_https(
         config.addr,
         limits,

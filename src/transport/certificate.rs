@@ -147,13 +147,14 @@ impl Served {
 }
 
 /// The certificate served to new connections, shared by the event loops,
-/// `/metrics` and the reload; a reload replaces it (a connection keeps the
-/// one it started with). With it, when its certificate expires (Unix
-/// seconds; `i64::MIN`: not known).
+/// `/metrics` and the reload; a reload reads its files again and replaces
+/// it (a connection keeps the one it started with). With it, when its
+/// certificate expires (Unix seconds; `i64::MIN`: not known).
 #[derive(Clone)]
 pub struct Https(Arc<Current>);
 
 struct Current {
+    files: TlsFiles,
     config: Mutex<Arc<ServerConfig>>,
     expires: AtomicI64,
 }
@@ -167,19 +168,25 @@ impl std::fmt::Debug for Https {
 }
 
 impl Https {
-    /// Serves what the files made at start.
-    pub fn new(served: &Served) -> Https {
+    /// Serves what `files` made at start.
+    pub fn new(files: &TlsFiles, served: &Served) -> Https {
         Https(Arc::new(Current {
+            files: files.clone(),
             config: Mutex::new(Arc::clone(&served.config)),
             expires: AtomicI64::new(expiry(served)),
         }))
     }
 
-    /// Reads `files` again and, if they can be served, serves them to
+    /// The files it serves.
+    pub fn files(&self) -> &TlsFiles {
+        &self.0.files
+    }
+
+    /// Reads its files again and, if they can be served, serves them to
     /// connections accepted from now on; their validity, for a warning.
     /// On an error what is served stays.
-    pub fn reload(&self, files: &TlsFiles) -> Result<Option<Validity>, TlsError> {
-        let served = load(files)?;
+    pub fn reload(&self) -> Result<Option<Validity>, TlsError> {
+        let served = load(&self.0.files)?;
         *crate::lock::lock(&self.0.config) = Arc::clone(&served.config);
         self.0.expires.store(expiry(&served), Ordering::Relaxed);
         Ok(served.validity)

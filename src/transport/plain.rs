@@ -29,11 +29,15 @@ impl Served {
 pub enum Https {}
 
 impl Https {
-    pub fn new(served: &Served) -> Https {
+    pub fn new(_: &TlsFiles, served: &Served) -> Https {
         match *served {}
     }
 
-    pub fn reload(&self, _: &TlsFiles) -> Result<Option<Validity>, TlsError> {
+    pub fn files(&self) -> &TlsFiles {
+        match *self {}
+    }
+
+    pub fn reload(&self) -> Result<Option<Validity>, TlsError> {
         match *self {}
     }
 
