@@ -2,11 +2,17 @@
 //! `tls` feature, rustls on ring) and the plain build is chosen here, once,
 //! so the rest of the crate reads and compiles the same in both.
 //!
-//! Both builds have the same types: the certificate served ([`Https`], and
-//! [`Served`], what the certificate files made), where `/metrics` reads its
-//! expiry ([`Expiry`]), a connection's TLS state (`ServerTls`, which the
-//! engine keeps between a socket and its protocol) and the webhook client's
-//! ([`ClientTls`]). With the feature they are rustls': `certificate.rs`
+//! Why a seam: a connection's handling is written and read once, not once
+//! per build with a `#[cfg]` on each branch, and what the plain build
+//! leaves out is decided in one place.
+//!
+//! Both builds have the same types: the certificate served ([`Https`],
+//! with the files it is read from, and [`Served`], what they made), where
+//! `/metrics` reads its expiry ([`Expiry`]), a connection's TLS state
+//! (`ServerTls`, which the engine keeps between a socket and its protocol)
+//! and the webhook client's ([`ClientTls`]), and [`WITH_TLS`] for what
+//! only asks whether TLS exists (an `https://` URL, a metric's line).
+//! With the feature they are rustls': `certificate.rs`
 //! (the files read into a served configuration), `connection.rs` (a
 //! connection's TLS state on the event loop), `trust.rs` (the CA
 //! certificates and the client side) and, for the unit tests and the fuzz
@@ -14,8 +20,8 @@
 //! script). Without it they are `plain.rs`'s stand-ins, enums with no
 //! variant: no value of them can be made, so TLS cannot be chosen, and
 //! every branch that holds one (`if let Some(tls) = &conn.tls`) is known
-//! dead and compiled away: the plain build is as small as if the code were
-//! not written. What both builds share is below and in `validity.rs`.
+//! dead and compiled away, as the `#[cfg]`s were (the plain build does not
+//! grow). What both builds share is below and in `validity.rs`.
 //!
 //! `config/` decides which flags exist (`--tls-cert`, `--tls-key`,
 //! `--webhook-ca`); no other file outside this module names the feature.
