@@ -25,6 +25,7 @@ use crate::plants::{Plants, Setup, SetupError};
 use crate::reach;
 use crate::seed::SeedError;
 use crate::store::{OpenError, Store};
+use crate::transport::{Https, Validity};
 use crate::webhook::Webhooks;
 
 /// How long queued webhook deliveries may still go out after the server
@@ -39,8 +40,7 @@ pub struct Instance {
     server: Server,
     app: Arc<App>,
     /// With HTTPS: the certificate served, which a reload replaces.
-    #[cfg(feature = "tls")]
-    https: Option<Arc<http::Https>>,
+    https: Option<Https>,
 }
 
 impl Instance {
@@ -60,12 +60,7 @@ impl Instance {
             app: Arc::clone(&self.app),
             token_file: config.token_file.clone(),
             secret_file: config.webhook_secret_file.clone(),
-            #[cfg(feature = "tls")]
-            tls: config
-                .tls
-                .as_ref()
-                .map(|(files, _)| files.clone())
-                .zip(self.https.clone()),
+            https: self.https.clone(),
         }
     }
 
@@ -90,8 +85,8 @@ pub struct Reloader {
     app: Arc<App>,
     token_file: Option<std::path::PathBuf>,
     secret_file: Option<std::path::PathBuf>,
-    #[cfg(feature = "tls")]
-    tls: Option<(crate::tls::TlsFiles, Arc<http::Https>)>,
+    /// With HTTPS: the certificate served, with the files it is read from.
+    https: Option<Https>,
 }
 
 impl Reloader {
@@ -149,21 +144,16 @@ impl Reloader {
                 }
             }
         }
-        #[cfg(feature = "tls")]
-        let certificate = self.tls.is_some();
-        #[cfg(not(feature = "tls"))]
-        let certificate = false;
-        #[cfg(feature = "tls")]
-        if let Some((files, https)) = &self.tls {
-            match crate::tls::load(files) {
-                Ok(served) => {
-                    https.replace(served.config, served.validity.map(|v| v.not_after));
+        let certificate = self.https.is_some();
+        if let Some(https) = &self.https {
+            match https.reload() {
+                Ok(validity) => {
                     info!(
                         target: "plantstore",
                         "reloaded {}: new connections get this certificate",
-                        files.cert.display()
+                        https.files().cert.display()
                     );
-                    validity_warning(served.validity);
+                    validity_warning(validity);
                 }
                 Err(e) => log::error!(
                     target: "plantstore",
@@ -185,8 +175,7 @@ impl Reloader {
 
 /// Warns when the served certificate is expired, not yet valid, or near
 /// its expiry.
-#[cfg(feature = "tls")]
-fn validity_warning(validity: Option<crate::tls::Validity>) {
+fn validity_warning(validity: Option<Validity>) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
@@ -302,12 +291,9 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
     ));
     let mut limits = config.limits.clone();
     limits.max_connections = connection_cap(limits.max_connections);
-    #[cfg(feature = "tls")]
-    let https = config.tls.as_ref().map(|(_, served)| {
-        let expires = served.validity.map(|v| v.not_after);
-        Arc::new(http::Https::new(Arc::clone(&served.config), expires))
-    });
-    #[cfg(feature = "tls")]
+    let https = config
+        .https()
+        .map(|(files, served)| Https::new(files, served));
     let server = Server::bind_https(
         config.addr,
         limits,
@@ -315,19 +301,9 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
         &gauge,
         https.clone(),
     )?;
-    #[cfg(not(feature = "tls"))]
-    let server = Server::bind(config.addr, limits, Arc::clone(&app) as _, &gauge)?;
-    #[cfg(feature = "tls")]
     let scheme = if https.is_some() { "https" } else { "http" };
-    #[cfg(not(feature = "tls"))]
-    let scheme = "http";
     log_start(config, &storage, scheme, server.local_addr());
-    Ok(Instance {
-        server,
-        app,
-        #[cfg(feature = "tls")]
-        https,
-    })
+    Ok(Instance { server, app, https })
 }
 
 /// The start-up lines: where the tokens came from, the configuration's
@@ -341,9 +317,8 @@ fn log_start(config: &Config, storage: &str, scheme: &str, addr: SocketAddr) {
     for warning in &config.warnings {
         warn!(target: "plantstore", "{warning}");
     }
-    #[cfg(feature = "tls")]
-    if let Some((_, served)) = &config.tls {
-        validity_warning(served.validity);
+    if let Some((_, served)) = config.https() {
+        validity_warning(served.validity());
     }
     let mut base = format!("{scheme}://{addr}");
     if addr.ip().is_unspecified() {

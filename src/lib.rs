@@ -10,7 +10,9 @@
 //!   histograms), [`os`], `lock` (the poisoned-lock policy), `percent`
 //!   (percent-escapes), [`logging`], `reach` (the host's addresses),
 //!   `assets` (the served files, packed);
-//! - [`tls`] (certificate files, the `tls` feature), [`dbconfig`] (the
+//! - [`transport`] (the TLS seam: certificate files, a connection's TLS
+//!   state, the webhook client's; stand-ins that cannot be made in a
+//!   build without the `tls` feature), [`dbconfig`] (the
 //!   `--database` URL checked, the `postgres` feature), [`store`] (memory
 //!   shards and the `--data` journal), [`webhook`] (the sender), [`http`]
 //!   (the engine, which knows nothing of plants), [`seed`] (the `--seed`
@@ -50,8 +52,7 @@ mod reach;
 pub mod seed;
 pub mod signals;
 pub mod store;
-#[cfg(feature = "tls")]
-pub mod tls;
+pub mod transport;
 pub mod webhook;
 
 pub use instance::{Instance, Reloader, StartError, WEBHOOK_GRACE, serve, start};

@@ -5,7 +5,7 @@ use std::{process::ExitCode, time::Duration};
 
 use log::{error, info, warn};
 
-use plantstore::config::{Config, TokenSource, flags::Flags};
+use plantstore::config::{Config, FEATURES, TokenSource, flags::Flags};
 use plantstore::logging::{self, Logger};
 use plantstore::model::plural;
 use plantstore::signals::Signals;
@@ -15,16 +15,6 @@ const GRACE: Duration = Duration::from_secs(5);
 
 /// An early end: the status, and what to print (status 0: to stdout).
 type Exit = (u8, String);
-
-/// What `--version` adds to the version: the build's features, so that the
-/// default, the plain and the PostgreSQL builds of one version tell
-/// themselves apart.
-#[cfg(feature = "postgres")]
-const FEATURES: &str = "(HTTPS, PostgreSQL)";
-#[cfg(all(feature = "tls", not(feature = "postgres")))]
-const FEATURES: &str = "(HTTPS)";
-#[cfg(not(feature = "tls"))]
-const FEATURES: &str = "(plain: no HTTPS, no PostgreSQL)";
 
 fn main() -> ExitCode {
     let (status, text) = run().err().unwrap_or_default();

@@ -1,6 +1,6 @@
 //! The TLS front (the HTTPS port) fed arbitrary bytes on one connection,
 //! through the connection's TLS state exactly as an event loop drives it
-//! (`http::replay::tls_exchange`), with the test certificate of
+//! (`transport::replay::tls_exchange`), with the test certificate of
 //! tests/data/tls. The corpus starts from two real ClientHellos.
 //!
 //! Input: one byte choosing how the rest is cut into reads, then the bytes
@@ -18,8 +18,8 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use plantstore::http::replay::{TlsEnd, tls_exchange};
-use plantstore::tls::{Served, from_pem};
+use plantstore::transport::replay::{TlsEnd, tls_exchange};
+use plantstore::transport::{Served, from_pem};
 
 mod reads;
 use reads::cut;

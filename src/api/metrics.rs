@@ -134,14 +134,15 @@ impl Metrics {
             "Connections open.",
             self.connections.open_connections(),
         );
-        #[cfg(feature = "tls")]
-        out.single(
-            "plantstore_tls_handshake_failures_total",
-            Kind::Counter,
-            "TLS handshakes that failed (with HTTPS).",
-            self.connections.failed_handshakes(),
-        );
-        #[cfg(feature = "tls")]
+        // Both only in a build with TLS (the gauge says `None` without).
+        if let Some(failed) = self.connections.failed_handshakes() {
+            out.single(
+                "plantstore_tls_handshake_failures_total",
+                Kind::Counter,
+                "TLS handshakes that failed (with HTTPS).",
+                failed,
+            );
+        }
         if let Some(expires) = self.connections.certificate_expires() {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

@@ -1,11 +1,21 @@
 //! The flags as typed (`Args`, argh's struct) and [`FLAGS`], the one list
 //! of them by long name, from which `flags.rs` derives `--flag=value` and
-//! the `PLANTSTORE_<FLAG>` variables. Nothing is checked here: that is
-//! `Config::from_args`.
+//! the `PLANTSTORE_<FLAG>` variables, and what `--version` says of the
+//! build. Nothing is checked here: that is `Config::from_args`.
 
 use std::path::PathBuf;
 
 use argh::{ArgsInfo, FromArgs};
+
+/// What `--version` adds to the version: the build's features, so that the
+/// default, the plain and the PostgreSQL builds of one version tell
+/// themselves apart (the features decide which flags exist, here).
+#[cfg(feature = "postgres")]
+pub const FEATURES: &str = "(HTTPS, PostgreSQL)";
+#[cfg(all(feature = "tls", not(feature = "postgres")))]
+pub const FEATURES: &str = "(HTTPS)";
+#[cfg(not(feature = "tls"))]
+pub const FEATURES: &str = "(plain: no HTTPS, no PostgreSQL)";
 
 /// plantstore: a tiny, fast HTTP server for the Plant Store API.
 #[derive(FromArgs, ArgsInfo, Debug)]

@@ -70,10 +70,10 @@ pub enum ConfigError {
     NeedsBoth(&'static str, &'static str),
     /// The certificate or key cannot be served.
     #[cfg(feature = "tls")]
-    Tls(crate::tls::TlsError),
+    Tls(crate::transport::TlsError),
     /// The CA certificates for https webhooks cannot be read.
     #[cfg(feature = "tls")]
-    WebhookTls(crate::tls::TlsError),
+    WebhookTls(crate::transport::TlsError),
     /// `--database` with `--database-file`.
     #[cfg(feature = "postgres")]
     TwoDatabaseSources,

@@ -24,7 +24,7 @@ pub mod flags;
 mod tests;
 mod tokens;
 
-pub use args::{ALTERNATIVES, Args, FLAGS, FlagKind};
+pub use args::{ALTERNATIVES, Args, FEATURES, FLAGS, FlagKind};
 pub use error::ConfigError;
 pub use tokens::{MAX_TOKEN, read_tokens, read_webhook_secret};
 
@@ -109,10 +109,20 @@ pub struct Config {
     /// HTTPS, with `--tls-cert` and `--tls-key`: the files (read again on
     /// SIGHUP) and what they made at start.
     #[cfg(feature = "tls")]
-    pub tls: Option<(crate::tls::TlsFiles, crate::tls::Served)>,
+    pub tls: Option<(crate::transport::TlsFiles, crate::transport::Served)>,
 }
 
 impl Config {
+    /// HTTPS, with `--tls-cert` and `--tls-key`: the files and what they
+    /// made at start (always `None` in a build without TLS, which has no
+    /// such flags).
+    pub fn https(&self) -> Option<&(crate::transport::TlsFiles, crate::transport::Served)> {
+        #[cfg(feature = "tls")]
+        return self.tls.as_ref();
+        #[cfg(not(feature = "tls"))]
+        None
+    }
+
     /// Validates flags; `env_token` is the value of `PLANTSTORE_TOKEN`.
     pub fn from_args(args: Args, env_token: Option<String>) -> Result<Config, ConfigError> {
         let addr = parse_addr(&args.addr)?;
@@ -169,7 +179,7 @@ impl Config {
             webhook_config(args.webhook, args.webhook_secret_file, args.webhook_queue)?;
         #[cfg(feature = "tls")]
         if webhook.targets.iter().any(Target::is_https) || args.webhook_ca.is_some() {
-            let (client, warning) = crate::tls::client_config(args.webhook_ca.as_deref())
+            let (client, warning) = crate::transport::client_config(args.webhook_ca.as_deref())
                 .map_err(ConfigError::WebhookTls)?;
             webhook.tls = Some(client);
             warnings.extend(warning);
@@ -227,14 +237,14 @@ impl Config {
 fn tls(
     cert: Option<std::path::PathBuf>,
     key: Option<std::path::PathBuf>,
-) -> Result<Option<(crate::tls::TlsFiles, crate::tls::Served)>, ConfigError> {
+) -> Result<Option<(crate::transport::TlsFiles, crate::transport::Served)>, ConfigError> {
     let files = match (cert, key) {
         (None, None) => return Ok(None),
-        (Some(cert), Some(key)) => crate::tls::TlsFiles { cert, key },
+        (Some(cert), Some(key)) => crate::transport::TlsFiles { cert, key },
         (Some(_), None) => return Err(ConfigError::NeedsBoth("--tls-cert", "--tls-key")),
         (None, Some(_)) => return Err(ConfigError::NeedsBoth("--tls-key", "--tls-cert")),
     };
-    let served = crate::tls::load(&files).map_err(ConfigError::Tls)?;
+    let served = crate::transport::load(&files).map_err(ConfigError::Tls)?;
     Ok(Some((files, served)))
 }
 

@@ -1,9 +1,9 @@
 //! How the database connects with a [`DatabaseConfig`] (`crate::dbconfig`,
 //! which checked the URL): a worker's connection, the heartbeat's, the
 //! change feed's follower's, and a plain client for start-up work, each
-//! over the TLS connector of `tls.rs`.
+//! over the TLS connector of `tls_connector.rs`.
 
-use super::tls::Rustls;
+use super::tls_connector::Rustls;
 use super::{Connection, DbError};
 use crate::dbconfig::DatabaseConfig;
 

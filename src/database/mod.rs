@@ -13,7 +13,7 @@
 //! outside this module speaks SQL.
 //!
 //! Files: `connect` (connecting with the `--database` URL that
-//! `crate::dbconfig` checked), `tls` (the TLS connector), `pool` (the
+//! `crate::dbconfig` checked), `tls_connector` (the TLS connector), `pool` (the
 //! handle: queueing, metrics, shutdown), `state` (what the pool's threads
 //! share), `waiting` (the changes waiting, in order per id), `batch` (one
 //! batch run: group commit), `worker`, `health` (the heartbeat),
@@ -67,7 +67,7 @@ mod seed;
 mod shapes;
 mod sql;
 mod state;
-mod tls;
+mod tls_connector;
 mod waiting;
 mod watchdog;
 mod worker;

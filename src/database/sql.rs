@@ -204,7 +204,10 @@ WHERE seq > $1 AND seq + cardinality(ids) - 1 > $2 ORDER BY seq LIMIT $3";
 
 impl Connection {
     /// Connects and prepares the statements.
-    pub fn open(config: &postgres::Config, tls: super::tls::Rustls) -> Result<Connection, DbError> {
+    pub fn open(
+        config: &postgres::Config,
+        tls: super::tls_connector::Rustls,
+    ) -> Result<Connection, DbError> {
         let mut client = config.connect(tls)?;
         client.batch_execute("SET plan_cache_mode = force_custom_plan")?;
         let mut prepare = |sql: &str| client.prepare(sql);

@@ -1,6 +1,6 @@
 //! `--database URL` and `--database-pool N`, checked into a
 //! [`DatabaseConfig`]: the client's timeouts set, TLS as the URL asks for
-//! it (`tls.rs`), the password never shown (`describe`, `Debug`).
+//! it (`sslmode.rs`), the password never shown (`describe`, `Debug`).
 //!
 //! A module of its own, below `config/` and `database/` (the `postgres`
 //! feature): the flags are checked here when they are read, a bad URL or
@@ -10,7 +10,7 @@
 //! workers or SQL (`database/` does); it holds the bounds a connection is
 //! made with, which `database/` also states.
 
-mod tls;
+mod sslmode;
 
 use std::fmt;
 use std::str::FromStr;
@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::ClientConfig;
-use tls::SslSettings;
+use sslmode::SslSettings;
 
 /// The longest any statement may run (PostgreSQL's `statement_timeout`).
 pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -37,7 +37,7 @@ pub struct DatabaseConfig {
     client: postgres::Config,
     /// Workers, one connection each.
     pub pool: usize,
-    /// TLS as `sslmode` and `sslrootcert` say (see `tls.rs`).
+    /// TLS as `sslmode` and `sslrootcert` say (see `sslmode.rs`).
     tls: Arc<ClientConfig>,
 }
 

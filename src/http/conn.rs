@@ -19,6 +19,7 @@ use super::protocol::Protocol;
 use super::response::{Delimit, Persist, Response};
 use super::session::{self, Home};
 use super::state::ServerState;
+use crate::transport::{self, ServerTls};
 
 /// Rounds (a read, or output drained) served to one connection before the
 /// others get their turn.
@@ -55,14 +56,10 @@ pub(super) struct Conn {
     /// known until a call says `WouldBlock`).
     pub(super) readable: bool,
     pub(super) writable: bool,
-    /// With HTTPS: the connection's TLS state, between socket and protocol.
-    #[cfg(feature = "tls")]
-    pub(super) tls: Option<Box<super::tls::Tls>>,
-    /// With HTTPS, while rustls holds encrypted output the socket has not
-    /// taken: when it must have left (the protocol, which handed it over,
-    /// no longer times it).
-    #[cfg(feature = "tls")]
-    pub(super) drain_by: Option<Instant>,
+    /// With HTTPS: the connection's TLS state, between socket and protocol
+    /// (in the plain build the `Option` of a type with no value: always
+    /// `None`, no byte, and each branch on it compiled away).
+    pub(super) tls: Option<ServerTls>,
 }
 
 /// What serving a connection left.
@@ -85,10 +82,7 @@ pub(super) fn serve(
 ) -> Left {
     let mut rounds = 0;
     let mut written = 0;
-    #[cfg(feature = "tls")]
     let secure = conn.tls.is_some();
-    #[cfg(not(feature = "tls"))]
-    let secure = false;
     loop {
         session::drive(
             &mut conn.protocol,
@@ -102,7 +96,6 @@ pub(super) fn serve(
         // a stopping connection close): the protocol gets another turn even
         // with nothing new to read.
         let mut drained = false;
-        #[cfg(feature = "tls")]
         if conn.writable
             && let Some(tls) = &mut conn.tls
         {
@@ -131,29 +124,23 @@ pub(super) fn serve(
         // `WouldBlock`, so a writable event follows): nothing more (reading,
         // a shutdown, a close) until it has left, within the write timeout.
         // A connection the protocol gave up on is not waited for.
-        #[cfg(feature = "tls")]
-        if conn.tls.as_ref().is_some_and(|tls| tls.has_output()) {
-            if conn.protocol.is_closed() && conn.protocol.cut_short() {
-                return Left::Closed;
+        if let Some(tls) = &mut conn.tls {
+            if tls.has_output() {
+                if conn.protocol.is_closed() && conn.protocol.cut_short() {
+                    return Left::Closed;
+                }
+                if now >= tls.drain_by(now + shared.limits.write_timeout) {
+                    return Left::Closed;
+                }
+                conn.writable = false;
+                return Left::Open;
             }
-            let by = *conn
-                .drain_by
-                .get_or_insert(now + shared.limits.write_timeout);
-            if now >= by {
-                return Left::Closed;
-            }
-            conn.writable = false;
-            return Left::Open;
-        }
-        #[cfg(feature = "tls")]
-        {
-            conn.drain_by = None;
+            tls.drained();
         }
         if conn.protocol.take_shutdown() {
             conn.shut_down();
         }
         if conn.protocol.is_closed() {
-            #[cfg(feature = "tls")]
             if let Some(tls) = &conn.tls {
                 tls.abandoned(&conn.peer, &shared.failed_handshakes);
             }
@@ -172,7 +159,6 @@ pub(super) fn serve(
             continue;
         }
         let buffer = scratch.get();
-        #[cfg(feature = "tls")]
         if let Some(tls) = &mut conn.tls {
             match tls.read(
                 &mut conn.socket,
@@ -180,21 +166,21 @@ pub(super) fn serve(
                 &conn.peer,
                 &shared.failed_handshakes,
             ) {
-                super::tls::Read::Bytes(n) => conn.protocol.received(&buffer[..n], now),
-                super::tls::Read::Blocked => conn.readable = false,
-                super::tls::Read::Closed => {
+                transport::Read::Bytes(n) => conn.protocol.received(&buffer[..n], now),
+                transport::Read::Blocked => conn.readable = false,
+                transport::Read::Closed => {
                     conn.readable = false;
                     conn.protocol.closed_by_peer();
                 }
-                super::tls::Read::PlainHttp => {
+                transport::Read::PlainHttp => {
                     // What it sent is read first, so that the close does
                     // not reset the connection and destroy the answer.
                     discard_input(&mut conn.socket);
-                    let _ = conn.socket.write(super::tls::PLAIN_HTTP);
+                    let _ = conn.socket.write(transport::PLAIN_HTTP);
                     let _ = conn.socket.shutdown(Shutdown::Write);
                     return Left::Closed;
                 }
-                super::tls::Read::Failed => return Left::Closed,
+                transport::Read::Failed => return Left::Closed,
             }
             continue;
         }
@@ -222,8 +208,7 @@ impl Conn {
     /// HTTPS the one for encrypted output still held, whichever is first.
     pub(super) fn deadline(&self) -> Option<Instant> {
         let protocol = self.protocol.deadline();
-        #[cfg(feature = "tls")]
-        if let Some(by) = self.drain_by {
+        if let Some(by) = self.tls.as_ref().and_then(ServerTls::drain_deadline) {
             return Some(protocol.map_or(by, |at| at.min(by)));
         }
         protocol
@@ -232,7 +217,6 @@ impl Conn {
     /// Whether closing now leaves the client short of what it was owed:
     /// the protocol's view, and with HTTPS encrypted output still held.
     fn cut_short(&self) -> bool {
-        #[cfg(feature = "tls")]
         if self.tls.as_ref().is_some_and(|tls| tls.has_output()) {
             return true;
         }
@@ -242,7 +226,6 @@ impl Conn {
     /// Writes of the protocol's output what the socket (through TLS, with
     /// HTTPS) takes now.
     fn write_out(&mut self) -> io::Result<usize> {
-        #[cfg(feature = "tls")]
         if let Some(tls) = &mut self.tls {
             return tls.write(&mut self.socket, self.protocol.output());
         }
@@ -255,7 +238,6 @@ impl Conn {
     /// for cut short, and OpenSSL then drops the session instead of
     /// resuming it.
     fn close_notify(&mut self) {
-        #[cfg(feature = "tls")]
         if !self.cut_short()
             && let Some(tls) = &mut self.tls
         {
@@ -267,7 +249,6 @@ impl Conn {
     /// Ends the sending side: with HTTPS, a close_notify first (sent as far
     /// as the socket takes it now).
     fn shut_down(&mut self) {
-        #[cfg(feature = "tls")]
         if let Some(tls) = &mut self.tls {
             tls.close();
             let _ = tls.flush(&mut self.socket);

@@ -15,20 +15,21 @@
 //! (`deferred`), which wakes the loop when done, and a streamed body made
 //! on another thread says it is pending and is woken the same way.
 //!
-//! With HTTPS (the `tls` feature), `tls` keeps a connection's rustls
-//! state between its socket and its protocol, in the same loop, and holds
-//! the configuration served (`Https`, which `instance` makes from the
-//! rustls configuration the crate's `tls` module reads from the
-//! certificate files). What
-//! the loops share is `state` (`ServerState`), a file of its own so that
-//! `server`, `worker` and `conn` import it one way.
+//! With HTTPS a connection holds its TLS state (`transport::ServerTls`)
+//! between its socket and its protocol, in the same loop, and the loops
+//! share the certificate served (`transport::Https`). Both come from
+//! `crate::transport`, the TLS seam, and exist in every build: in the
+//! plain one they have no value, so no file here names the `tls` feature
+//! and each TLS branch compiles away. What the loops share is `state`
+//! (`ServerState`), a file of its own so that `server`, `worker` and
+//! `conn` import it one way.
 //!
-//! The rest of the crate sees `Server` (with `Limits`, `Gauge`, `Stopper`,
-//! `Https` and `raise_open_file_limit`) to run the engine, and `Request`
+//! The rest of the crate sees `Server` (with `Limits`, `Gauge`, `Stopper`
+//! and `raise_open_file_limit`) to run the engine, and `Request`
 //! (with `BodyError`), `Response` (with a `Stream` and its `Fill` for a
 //! body made as it is sent), `Deferred`, `StreamWaker` and the `Handler`
 //! trait to answer it. Every limit and timeout lives in `Limits`. What it
-//! does not do: certificate files (the crate's `tls` module reads them),
+//! does not do: certificate files or rustls (`crate::transport`),
 //! HTTP/2, compression, routing or anything about plants, or draining an
 //! unread body (the connection is closed instead).
 
@@ -47,8 +48,6 @@ mod response;
 mod server;
 mod session;
 mod state;
-#[cfg(feature = "tls")]
-mod tls;
 mod worker;
 
 use std::time::Duration;
@@ -60,8 +59,6 @@ pub use deferred::{Deferred, StreamWaker};
 pub use request::Request;
 pub use response::{Fill, Response, Stream};
 pub use server::{Gauge, Server, Stopper, raise_open_file_limit};
-#[cfg(feature = "tls")]
-pub use tls::Https;
 
 /// The application side of the engine: one response for each request.
 pub trait Handler: Send + Sync + 'static {

@@ -22,10 +22,9 @@ use log::{error, warn};
 use mio::Waker;
 
 use super::state::ServerState;
-#[cfg(feature = "tls")]
-use super::tls::Https;
 use super::worker::Worker;
 use super::{Handler, Limits};
+use crate::transport::{self, Expiry, Https};
 
 /// Connections the kernel may hold waiting to be accepted.
 const BACKLOG: i32 = 1024;
@@ -37,8 +36,7 @@ pub struct Gauge {
     open: Arc<AtomicUsize>,
     failed_handshakes: Arc<AtomicU64>,
     /// With HTTPS: the certificate served (for its expiry).
-    #[cfg(feature = "tls")]
-    https: Arc<std::sync::OnceLock<Arc<Https>>>,
+    certificate: Expiry,
 }
 
 impl Gauge {
@@ -52,15 +50,15 @@ impl Gauge {
         self.open.load(Ordering::Relaxed)
     }
 
-    /// TLS handshakes that failed since start.
-    pub fn failed_handshakes(&self) -> u64 {
-        self.failed_handshakes.load(Ordering::Relaxed)
+    /// TLS handshakes that failed since start; `None` in a build without
+    /// TLS, where there is no handshake to count.
+    pub fn failed_handshakes(&self) -> Option<u64> {
+        transport::WITH_TLS.then(|| self.failed_handshakes.load(Ordering::Relaxed))
     }
 
     /// With HTTPS: when the certificate served expires (Unix seconds).
-    #[cfg(feature = "tls")]
     pub fn certificate_expires(&self) -> Option<i64> {
-        self.https.get().and_then(|https| https.expires())
+        self.certificate.get()
     }
 }
 
@@ -94,17 +92,16 @@ impl Server {
     }
 
     /// As [`bind`](Self::bind), serving HTTPS with the certificate `https`
-    /// holds (`None`: plain HTTP).
-    #[cfg(feature = "tls")]
+    /// holds (`None`: plain HTTP, the only choice in a build without TLS).
     pub fn bind_https(
         addr: SocketAddr,
         limits: Limits,
         handler: Arc<dyn Handler>,
         gauge: &Gauge,
-        https: Option<Arc<Https>>,
+        https: Option<Https>,
     ) -> io::Result<Server> {
         if let Some(https) = &https {
-            let _ = gauge.https.set(Arc::clone(https));
+            gauge.certificate.watch(https);
         }
         Server::bind_with(addr, limits, handler, gauge, https)
     }
@@ -114,8 +111,7 @@ impl Server {
         limits: Limits,
         handler: Arc<dyn Handler>,
         gauge: &Gauge,
-        #[cfg(feature = "tls")] https: Option<Arc<Https>>,
-        #[cfg(not(feature = "tls"))] _https: Option<std::convert::Infallible>,
+        https: Option<Https>,
     ) -> io::Result<Server> {
         let listener = TcpListener::bind(addr)?;
         // A deeper accept queue than the standard library's 128: a burst of
@@ -131,7 +127,6 @@ impl Server {
             open: Arc::clone(&gauge.open),
             failed_handshakes: Arc::clone(&gauge.failed_handshakes),
             stopping: Arc::clone(&stopping),
-            #[cfg(feature = "tls")]
             https,
         });
         let workers = (0..threads)

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use super::{Handler, Limits};
+use crate::transport::Https;
 
 /// What every event loop of one server shares: the limits, the handler,
 /// the count of open connections and the stopping flag.
@@ -16,12 +17,10 @@ pub(crate) struct ServerState {
     /// Connections open over all loops.
     pub(crate) open: Arc<AtomicUsize>,
     /// TLS handshakes that failed, for `/metrics`.
-    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
     pub(crate) failed_handshakes: Arc<AtomicU64>,
     pub(crate) stopping: Arc<AtomicBool>,
     /// With HTTPS: the certificate new connections are served.
-    #[cfg(feature = "tls")]
-    pub(crate) https: Option<Arc<super::tls::Https>>,
+    pub(crate) https: Option<Https>,
 }
 
 impl ServerState {

@@ -267,7 +267,6 @@ impl Worker {
             shared.open.fetch_sub(1, Ordering::Relaxed);
             // Over TLS a 503 in plain text could not be read: the
             // connection is closed at once.
-            #[cfg(feature = "tls")]
             if shared.https.is_some() {
                 super::conn::discard_input(&mut socket);
                 access::log_rejected(0, peer);
@@ -298,11 +297,10 @@ impl Worker {
         // and a streamed body's write timeout measures what the client
         // takes, not how fast the kernel's buffer drains.
         let _ = socket2::SockRef::from(&socket).set_tcp_notsent_lowat(NOTSENT_LOWAT);
-        #[cfg(feature = "tls")]
         let tls = match &shared.https {
             None => None,
-            Some(https) => match super::tls::Tls::new(https.current()) {
-                Some(tls) => Some(Box::new(tls)),
+            Some(https) => match https.accept() {
+                Some(tls) => Some(tls),
                 None => {
                     warn!("cannot set up TLS for a new connection");
                     let _ = self.poll.registry().deregister(&mut socket);
@@ -320,10 +318,7 @@ impl Worker {
             id: self.next_id,
             readable: false,
             writable: false,
-            #[cfg(feature = "tls")]
             tls,
-            #[cfg(feature = "tls")]
-            drain_by: None,
         });
     }
 

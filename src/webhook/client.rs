@@ -1,12 +1,15 @@
 //! One delivery attempt: a blocking HTTP/1.1 POST over a fresh connection
-//! (TLS for an `https://` target, the certificate and host name verified),
-//! its response status read with `httparse`, all within one deadline.
+//! (TLS for an `https://` target, the certificate and host name verified,
+//! by `transport::ClientTls`: in a build without TLS no target is https
+//! and that branch compiles away), its response status read with
+//! `httparse`, all within one deadline.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use super::{Target, WebhookConfig};
+use crate::transport;
 
 /// Largest response head read; the body is never read.
 const MAX_HEAD: usize = 16 * 1024;
@@ -17,7 +20,7 @@ const MAX_HEAD: usize = 16 * 1024;
 /// resolver and is not bounded by it.
 pub(super) fn post(
     target: &Target,
-    #[cfg_attr(not(feature = "tls"), allow(unused_variables))] config: &WebhookConfig,
+    config: &WebhookConfig,
     headers: &[(&str, &str)],
     body: &[u8],
     timeout: Duration,
@@ -40,16 +43,12 @@ pub(super) fn post(
         deadline,
     };
     let request = request(target, headers, body);
-    #[cfg(feature = "tls")]
-    if target.https {
+    if transport::WITH_TLS && target.https {
         let tls = config
             .tls
-            .clone()
+            .as_ref()
             .ok_or_else(|| io::Error::other("no TLS client configuration"))?;
-        let name = rustls::pki_types::ServerName::try_from(target.host.clone())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "not a TLS server name"))?;
-        let conn = rustls::ClientConnection::new(tls, name).map_err(io::Error::other)?;
-        return exchange(&mut rustls::StreamOwned::new(conn, stream), &request);
+        return exchange(&mut tls.connect(&target.host, stream)?, &request);
     }
     exchange(&mut stream, &request)
 }

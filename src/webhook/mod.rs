@@ -35,6 +35,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::lock::{lock, read, wait, wait_timeout, write};
 use crate::metrics::{Exposition, Kind};
+use crate::transport::{self, ClientTls};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use hmac::{Hmac, Mac};
@@ -68,7 +69,7 @@ impl Target {
     pub fn parse(url: &str) -> Result<Target, String> {
         let (rest, https) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
             (Some(rest), _) => (rest, false),
-            (_, Some(rest)) if cfg!(feature = "tls") => (rest, true),
+            (_, Some(rest)) if transport::WITH_TLS => (rest, true),
             (_, Some(_)) => return Err("is https, which this plain build cannot send".into()),
             _ => return Err("must start with http:// or https://".into()),
         };
@@ -124,9 +125,9 @@ pub struct WebhookConfig {
     /// Attempts per event and URL.
     pub attempts: u32,
     /// How https targets are verified (`--webhook-ca` and the system's CA
-    /// certificates); `None` when no target is https.
-    #[cfg(feature = "tls")]
-    pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// certificates); `None` when no target is https (always, in a build
+    /// without TLS).
+    pub tls: Option<ClientTls>,
 }
 
 impl WebhookConfig {
@@ -139,7 +140,6 @@ impl WebhookConfig {
             timeout: Duration::from_secs(5),
             backoff: Duration::from_secs(1),
             attempts: 5,
-            #[cfg(feature = "tls")]
             tls: None,
         }
     }
@@ -526,7 +526,7 @@ mod tests {
         assert_eq!((t.host.as_str(), t.port), ("::1", 8081));
         // https: port 443 unless given; only in the HTTPS build.
         let https = Target::parse("https://hooks.example/new");
-        if cfg!(feature = "tls") {
+        if transport::WITH_TLS {
             let t = https.unwrap();
             assert_eq!(
                 (t.host.as_str(), t.port, t.https),

@@ -1,4 +1,4 @@
-//! HTTPS on the event loop: a connection's TLS state (a rustls
+//! HTTPS on the event loop: a connection's TLS state ([`ServerTls`], a rustls
 //! `ServerConnection`, sans-I/O like the protocol) sits between its socket
 //! and its protocol, in the loop that owns the connection. No thread per
 //! connection, no async runtime: the loop reads ciphertext when the socket
@@ -21,38 +21,19 @@
 
 use std::io::{self, Read as _, Write as _};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use mio::net::TcpStream;
 use rustls::{ServerConfig, ServerConnection};
+
+use super::Read;
 
 /// Bytes of encrypted output rustls may hold for one connection.
 const BUFFERED: usize = 64 * 1024;
 
 /// The first byte of a TLS handshake record.
 const HANDSHAKE: u8 = 0x16;
-
-/// What a read from a TLS connection gave.
-pub(crate) enum Read {
-    /// Plaintext, this many bytes, in the buffer.
-    Bytes(usize),
-    /// Nothing now: wait for the socket.
-    Blocked,
-    /// The client closed (cleanly or not).
-    Closed,
-    /// The client speaks plain HTTP: answer it `PLAIN_HTTP`, then close.
-    PlainHttp,
-    /// The connection failed (the handshake, a bad record, the socket).
-    Failed,
-}
-
-/// The answer to plain HTTP on the TLS port.
-pub(crate) const PLAIN_HTTP: &[u8] = b"HTTP/1.1 400 Bad Request\r\n\
-Content-Type: text/plain; charset=utf-8\r\n\
-Content-Length: 50\r\n\
-Connection: close\r\n\
-\r\n\
-This port speaks HTTPS: use an https:// address.\r\n";
 
 /// What a connection's TLS state reads from and writes to: its socket (or,
 /// in the replay harness, a script).
@@ -67,18 +48,45 @@ impl Wire for TcpStream {
     }
 }
 
-/// One connection's TLS state.
-pub(crate) struct Tls {
+/// One connection's TLS state, boxed: rustls' state is large, and a
+/// connection without TLS holds only the empty `Option` of it.
+pub(crate) struct ServerTls(Box<State>);
+
+struct State {
     conn: ServerConnection,
     /// No byte read yet: the first says whether the client speaks TLS.
     fresh: bool,
+    /// While rustls holds encrypted output the socket has not taken: when
+    /// it must have left (the protocol, which handed it over, no longer
+    /// times it).
+    drain_by: Option<Instant>,
 }
 
-impl Tls {
-    pub(crate) fn new(config: Arc<ServerConfig>) -> Option<Tls> {
+impl ServerTls {
+    pub(crate) fn new(config: Arc<ServerConfig>) -> Option<ServerTls> {
         let mut conn = ServerConnection::new(config).ok()?;
         conn.set_buffer_limit(Some(BUFFERED));
-        Some(Tls { conn, fresh: true })
+        Some(ServerTls(Box::new(State {
+            conn,
+            fresh: true,
+            drain_by: None,
+        })))
+    }
+
+    /// When the encrypted output held must have left: the deadline set
+    /// when this wait began, or `at` if it begins now.
+    pub(crate) fn drain_by(&mut self, at: Instant) -> Instant {
+        *self.0.drain_by.get_or_insert(at)
+    }
+
+    /// Nothing encrypted waits for the socket any more.
+    pub(crate) fn drained(&mut self) {
+        self.0.drain_by = None;
+    }
+
+    /// When the encrypted output held must have left, while some is held.
+    pub(crate) fn drain_deadline(&self) -> Option<Instant> {
+        self.0.drain_by
     }
 
     /// Reads plaintext into `buf`: what rustls holds, else what the socket
@@ -96,7 +104,7 @@ impl Tls {
             Read::Failed
         };
         loop {
-            match self.conn.reader().read(buf) {
+            match self.0.conn.reader().read(buf) {
                 Ok(0) => return Read::Closed,
                 Ok(n) => return Read::Bytes(n),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
@@ -104,7 +112,7 @@ impl Tls {
                 Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Read::Closed,
                 Err(_) => return Read::Failed,
             }
-            if self.fresh {
+            if self.0.fresh {
                 let mut first = [0u8; 1];
                 match socket.peek(&mut first) {
                     Ok(0) => return Read::Closed,
@@ -113,7 +121,7 @@ impl Tls {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Read::Blocked,
                     Err(e) => return failed(&e.to_string()),
                 }
-                self.fresh = false;
+                self.0.fresh = false;
                 if first[0] != HANDSHAKE {
                     if first[0].is_ascii_alphabetic() {
                         return Read::PlainHttp;
@@ -121,14 +129,14 @@ impl Tls {
                     return failed("not a TLS handshake");
                 }
             }
-            match self.conn.read_tls(socket) {
+            match self.0.conn.read_tls(socket) {
                 Ok(0) => {
                     // The socket ended: rustls says how (clean or not).
-                    return match self.conn.process_new_packets() {
-                        Ok(_) if self.conn.is_handshaking() => {
+                    return match self.0.conn.process_new_packets() {
+                        Ok(_) if self.0.conn.is_handshaking() => {
                             failed("closed during the handshake")
                         }
-                        Ok(_) => match self.conn.reader().read(buf) {
+                        Ok(_) => match self.0.conn.reader().read(buf) {
                             Ok(n) if n > 0 => Read::Bytes(n),
                             _ => Read::Closed,
                         },
@@ -139,13 +147,13 @@ impl Tls {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Read::Blocked,
                 // A reset during the handshake is a failed one.
-                Err(e) if self.conn.is_handshaking() => return failed(&e.to_string()),
+                Err(e) if self.0.conn.is_handshaking() => return failed(&e.to_string()),
                 Err(_) => return Read::Failed,
             }
-            if let Err(e) = self.conn.process_new_packets() {
+            if let Err(e) = self.0.conn.process_new_packets() {
                 // Sends the alert rustls queued, if the socket takes it.
                 let _ = self.flush(socket);
-                let handshaking = self.conn.is_handshaking();
+                let handshaking = self.0.conn.is_handshaking();
                 return if handshaking {
                     failed(&e.to_string())
                 } else {
@@ -169,10 +177,10 @@ impl Tls {
     /// and the connection is closed.
     pub(crate) fn write(&mut self, socket: &mut impl Wire, out: &[u8]) -> io::Result<usize> {
         self.flush(socket)?;
-        if self.conn.is_handshaking() {
+        if self.0.conn.is_handshaking() {
             return Err(io::ErrorKind::NotConnected.into());
         }
-        let taken = self.conn.writer().write(out)?;
+        let taken = self.0.conn.writer().write(out)?;
         match self.flush(socket) {
             Err(e) if e.kind() != io::ErrorKind::WouldBlock => Err(e),
             _ if taken == 0 => Err(io::ErrorKind::WouldBlock.into()),
@@ -183,8 +191,8 @@ impl Tls {
     /// Writes what rustls holds (handshake messages, alerts, encrypted
     /// output) until it holds nothing or the socket would block.
     pub(crate) fn flush(&mut self, socket: &mut impl Wire) -> io::Result<()> {
-        while self.conn.wants_write() {
-            match self.conn.write_tls(socket) {
+        while self.0.conn.wants_write() {
+            match self.0.conn.write_tls(socket) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -196,63 +204,21 @@ impl Tls {
 
     /// Whether encrypted output waits for the socket.
     pub(crate) fn has_output(&self) -> bool {
-        self.conn.wants_write()
+        self.0.conn.wants_write()
     }
 
     /// Queues a close_notify (sent by the next `flush`).
     pub(crate) fn close(&mut self) {
-        self.conn.send_close_notify();
+        self.0.conn.send_close_notify();
     }
 
     /// The protocol closed the connection before the handshake was done
     /// (the head deadline, or the server stopping): a failed handshake,
     /// logged and counted like the others.
     pub(crate) fn abandoned(&self, peer: &dyn std::fmt::Display, failures: &AtomicU64) {
-        if self.conn.is_handshaking() && !self.fresh {
+        if self.0.conn.is_handshaking() && !self.0.fresh {
             failures.fetch_add(1, Ordering::Relaxed);
             log::info!(target: "plantstore::tls", "TLS handshake with {peer} failed: not done within the head timeout");
         }
-    }
-}
-
-/// The certificate served to new connections; a reload replaces it (a
-/// connection keeps the one it started with). With it, when its
-/// certificate expires (Unix seconds; `i64::MIN`: not known), for
-/// `/metrics`.
-pub struct Https {
-    config: std::sync::Mutex<Arc<ServerConfig>>,
-    expires: AtomicI64,
-}
-
-impl std::fmt::Debug for Https {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Https")
-            .field("expires", &self.expires())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Https {
-    pub fn new(config: Arc<ServerConfig>, expires: Option<i64>) -> Https {
-        Https {
-            config: std::sync::Mutex::new(config),
-            expires: AtomicI64::new(expires.unwrap_or(i64::MIN)),
-        }
-    }
-
-    /// Serves `config` to connections accepted from now on.
-    pub fn replace(&self, config: Arc<ServerConfig>, expires: Option<i64>) {
-        *crate::lock::lock(&self.config) = config;
-        self.expires
-            .store(expires.unwrap_or(i64::MIN), Ordering::Relaxed);
-    }
-
-    /// When the certificate served expires, in Unix seconds.
-    pub fn expires(&self) -> Option<i64> {
-        Some(self.expires.load(Ordering::Relaxed)).filter(|&at| at != i64::MIN)
-    }
-
-    pub(crate) fn current(&self) -> Arc<ServerConfig> {
-        Arc::clone(&crate::lock::lock(&self.config))
     }
 }

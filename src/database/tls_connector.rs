@@ -1,6 +1,6 @@
 //! The TLS connector the PostgreSQL client library calls for each
 //! connection ([`Rustls`]), over the rustls client configuration that the
-//! `--database` URL made (`dbconfig/tls.rs` says how each `sslmode`
+//! `--database` URL made (`dbconfig/sslmode.rs` says how each `sslmode`
 //! verifies). Channel binding is not offered (SCRAM without `-PLUS`).
 
 use std::future::Future;

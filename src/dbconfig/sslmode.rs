@@ -1,7 +1,7 @@
 //! TLS to PostgreSQL as the `--database` URL asks for it, on the rustls
 //! and ring that serve HTTPS: the rustls client configuration, checked
 //! when the URL is (a bad `sslrootcert` is a flag error); the connector the
-//! client library calls is the database's (`database/tls.rs`).
+//! client library calls is the database's (`database/tls_connector.rs`).
 //!
 //! The client library knows `sslmode=disable|prefer|require` and refuses
 //! `sslrootcert`, so plantstore takes both out of the URL itself
@@ -100,8 +100,9 @@ impl SslSettings {
             Verify::Nothing => None,
             Verify::Chain | Verify::Full => {
                 // sslrootcert alone when given (as libpq), else the system's.
-                let roots = crate::tls::roots(self.root_cert.is_none(), self.root_cert.as_deref())
-                    .map_err(|e| format!("sslrootcert {e}"))?;
+                let roots =
+                    crate::transport::roots(self.root_cert.is_none(), self.root_cert.as_deref())
+                        .map_err(|e| format!("sslrootcert {e}"))?;
                 let verifier = WebPkiServerVerifier::builder_with_provider(
                     Arc::new(roots),
                     Arc::clone(&provider),

@@ -1,0 +1,228 @@
+//! HTTPS certificates: `--tls-cert` and `--tls-key` read and made into the
+//! configuration the event loops serve ([`Https`]), at start and again on
+//! SIGHUP.
+//!
+//! Both files are read as every file taken at start or on a reload
+//! ([`os::read_text`](crate::os::read_text): a regular file, symlinks
+//! followed, since certbot's `live/` files are links; at most 16 MiB; never
+//! a FIFO or a device). PEM: the certificate file holds the chain, the
+//! server's certificate first; the key file one private key, PKCS#8, RSA
+//! (PKCS#1) or EC (SEC1); RSA, ECDSA P-256/P-384 and Ed25519 keys work. A
+//! key that does not match the certificate is refused, and so is a chain
+//! of more than 8 certificates or 32 KiB (each handshake sends it whole).
+//!
+//! Served: TLS 1.3 and 1.2 with rustls' default cipher suites, on the ring
+//! provider (it builds for every release target with the cross gcc and zig
+//! the release already uses; aws-lc-rs would need CMake and bindgen for
+//! 32-bit ARM); ALPN `http/1.1`; one certificate whatever the SNI;
+//! session resumption by stateless tickets (see `config`).
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rustls::ServerConfig;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use super::connection::ServerTls;
+use super::{TlsError, TlsFiles, Validity, in_file};
+
+/// What the files make: the configuration to serve, and the validity of
+/// the server's certificate (when it can be read).
+#[derive(Debug, Clone)]
+pub struct Served {
+    pub config: Arc<ServerConfig>,
+    pub validity: Option<Validity>,
+}
+
+/// Reads both files and makes the configuration to serve. An expired or
+/// not yet valid certificate loads (the caller warns, see
+/// [`Validity::warning`]): the clock of a board without a real-time clock
+/// may be wrong at boot.
+pub fn load(files: &TlsFiles) -> Result<Served, TlsError> {
+    let cert_text =
+        crate::os::read_text(&files.cert).map_err(|e| in_file(&files.cert, e.to_string()))?;
+    let key_text =
+        crate::os::read_text(&files.key).map_err(|e| in_file(&files.key, e.to_string()))?;
+    from_pem(&cert_text, &key_text).map_err(|(part, why)| match part {
+        Part::Cert => in_file(&files.cert, why),
+        Part::Key => in_file(&files.key, why),
+        Part::Both => TlsError {
+            file: None,
+            why: format!(
+                "{} with {}: {why}",
+                files.cert.display(),
+                files.key.display()
+            ),
+        },
+    })
+}
+
+/// Which of the two texts an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Cert,
+    Key,
+    /// The pair: a key that does not match the certificate.
+    Both,
+}
+
+/// The most certificates a served chain may hold: the server's and its
+/// intermediates (a real chain has two to four).
+const MAX_CHAIN_CERTS: usize = 8;
+/// The most bytes (DER) a served chain may hold. Every handshake sends the
+/// whole chain, and rustls queues it whatever the connection's 64 KiB
+/// output bound (`connection.rs`), so a chain of thousands would let each
+/// client that stops reading hold megabytes.
+const MAX_CHAIN_BYTES: usize = 32 * 1024;
+
+/// The configuration to serve a PEM certificate chain with a PEM key;
+/// an error names the text at fault and never quotes the key.
+pub fn from_pem(cert: &str, key: &str) -> Result<Served, (Part, String)> {
+    let chain = CertificateDer::pem_slice_iter(cert.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| (Part::Cert, format!("not a PEM certificate chain: {e}")))?;
+    if chain.is_empty() {
+        return Err((
+            Part::Cert,
+            "holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into(),
+        ));
+    }
+    let bytes: usize = chain.iter().map(|c| c.len()).sum();
+    if chain.len() > MAX_CHAIN_CERTS || bytes > MAX_CHAIN_BYTES {
+        return Err((
+            Part::Cert,
+            format!(
+                "holds a chain of {} certificates ({bytes} bytes); at most {MAX_CHAIN_CERTS} \
+                 and {} KiB are served (the server's certificate and its intermediates: \
+                 every handshake sends them all)",
+                chain.len(),
+                MAX_CHAIN_BYTES / 1024
+            ),
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).map_err(|e| {
+        let why = match e {
+            rustls::pki_types::pem::Error::NoItemsFound => {
+                "holds no PEM private key (PKCS#8, RSA or EC)"
+            }
+            _ => "not a readable PEM private key",
+        };
+        (Part::Key, why.to_string())
+    })?;
+    let validity = Validity::of(&chain[0]);
+    let config = config(chain, key).map_err(|why| (Part::Both, why))?;
+    Ok(Served { config, validity })
+}
+
+/// The rustls configuration serving `chain` with `key`.
+fn config(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> Result<Arc<ServerConfig>, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| format!("cannot serve this certificate and key: {e}"))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // Stateless tickets (ChaCha20-Poly1305, random keys rotated every 6
+    // hours, in memory only): a client resumes with any ticket it holds,
+    // as many times as it likes within its life, and the server keeps no
+    // state per session. (rustls' stateful cache honours each TLS 1.3
+    // ticket once.) A reload makes a new ticketer: sessions from before it
+    // make full handshakes.
+    config.ticketer = rustls::crypto::ring::Ticketer::new()
+        .map_err(|e| format!("cannot make session tickets: {e}"))?;
+    Ok(Arc::new(config))
+}
+
+impl Served {
+    /// When the server's certificate is valid, if that can be read.
+    pub fn validity(&self) -> Option<Validity> {
+        self.validity
+    }
+}
+
+/// The certificate served to new connections, shared by the event loops,
+/// `/metrics` and the reload; a reload reads its files again and replaces
+/// it (a connection keeps the one it started with). With it, when its
+/// certificate expires (Unix seconds; `i64::MIN`: not known).
+#[derive(Clone)]
+pub struct Https(Arc<Current>);
+
+struct Current {
+    files: TlsFiles,
+    config: Mutex<Arc<ServerConfig>>,
+    expires: AtomicI64,
+}
+
+impl std::fmt::Debug for Https {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Https")
+            .field("expires", &self.expires())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Https {
+    /// Serves what `files` made at start.
+    pub fn new(files: &TlsFiles, served: &Served) -> Https {
+        Https(Arc::new(Current {
+            files: files.clone(),
+            config: Mutex::new(Arc::clone(&served.config)),
+            expires: AtomicI64::new(expiry(served)),
+        }))
+    }
+
+    /// The files it serves.
+    pub fn files(&self) -> &TlsFiles {
+        &self.0.files
+    }
+
+    /// Reads its files again and, if they can be served, serves them to
+    /// connections accepted from now on; their validity, for a warning.
+    /// On an error what is served stays.
+    pub fn reload(&self) -> Result<Option<Validity>, TlsError> {
+        let served = load(&self.0.files)?;
+        *crate::lock::lock(&self.0.config) = Arc::clone(&served.config);
+        self.0.expires.store(expiry(&served), Ordering::Relaxed);
+        Ok(served.validity)
+    }
+
+    /// When the certificate served expires, in Unix seconds.
+    pub fn expires(&self) -> Option<i64> {
+        Some(self.0.expires.load(Ordering::Relaxed)).filter(|&at| at != i64::MIN)
+    }
+
+    /// A new connection's TLS state, with the certificate served now;
+    /// `None` if rustls cannot make one.
+    pub(crate) fn accept(&self) -> Option<ServerTls> {
+        let config = Arc::clone(&crate::lock::lock(&self.0.config));
+        ServerTls::new(config)
+    }
+}
+
+/// When a served certificate expires, as `Https` keeps it.
+fn expiry(served: &Served) -> i64 {
+    served.validity.map_or(i64::MIN, |v| v.not_after)
+}
+
+/// Where `/metrics` reads the served certificate's expiry: empty until a
+/// server serving HTTPS is bound with it.
+#[derive(Clone, Default, Debug)]
+pub struct Expiry(Arc<OnceLock<Https>>);
+
+impl Expiry {
+    /// Reads the expiry of what `https` serves from now on.
+    pub fn watch(&self, https: &Https) {
+        let _ = self.0.set(https.clone());
+    }
+
+    /// When the served certificate expires (Unix seconds).
+    pub fn get(&self) -> Option<i64> {
+        self.0.get().and_then(Https::expires)
+    }
+}

@@ -1,0 +1,115 @@
+//! The TLS seam: everything that differs between a build with HTTPS (the
+//! `tls` feature, rustls on ring) and the plain build is chosen here, once,
+//! so the rest of the crate reads and compiles the same in both.
+//!
+//! Why a seam: a connection's handling is written and read once, not once
+//! per build with a `#[cfg]` on each branch, and what the plain build
+//! leaves out is decided in one place.
+//!
+//! Both builds have the same types: the certificate served ([`Https`],
+//! with the files it is read from, and [`Served`], what they made), where
+//! `/metrics` reads its expiry ([`Expiry`]), a connection's TLS state
+//! (`ServerTls`, which the engine keeps between a socket and its protocol)
+//! and the webhook client's ([`ClientTls`]), and [`WITH_TLS`] for what
+//! only asks whether TLS exists (an `https://` URL, a metric's line).
+//! With the feature they are rustls': `certificate.rs`
+//! (the files read into a served configuration), `connection.rs` (a
+//! connection's TLS state on the event loop), `trust.rs` (the CA
+//! certificates and the client side) and, for the unit tests and the fuzz
+//! target only, `replay.rs` (a connection on the TLS port driven by a
+//! script). Without it they are `plain.rs`'s stand-ins, enums with no
+//! variant: no value of them can be made, so TLS cannot be chosen, and
+//! every branch that holds one (`if let Some(tls) = &conn.tls`) is known
+//! dead and compiled away, as the `#[cfg]`s were (the plain build does not
+//! grow). What both builds share is below and in `validity.rs`.
+//!
+//! `config/` decides which flags exist (`--tls-cert`, `--tls-key`,
+//! `--webhook-ca`); no other file outside this module names the feature.
+
+#[cfg(feature = "tls")]
+mod certificate;
+#[cfg(feature = "tls")]
+mod connection;
+#[cfg(not(feature = "tls"))]
+mod plain;
+#[cfg(all(feature = "tls", any(test, fuzzing)))]
+pub mod replay;
+#[cfg(feature = "tls")]
+mod trust;
+mod validity;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+#[cfg(feature = "tls")]
+pub use certificate::{Expiry, Https, Part, Served, from_pem, load};
+#[cfg(feature = "tls")]
+pub(crate) use connection::ServerTls;
+#[cfg(not(feature = "tls"))]
+pub(crate) use plain::ServerTls;
+#[cfg(not(feature = "tls"))]
+pub use plain::{ClientTls, Expiry, Https, Served};
+#[cfg(feature = "tls")]
+pub use trust::{ClientTls, client_config, roots};
+pub use validity::Validity;
+
+/// Whether this build speaks TLS (`https://` webhooks, `--tls-cert`).
+pub const WITH_TLS: bool = cfg!(feature = "tls");
+
+/// The two files that make the served certificate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// `--tls-cert`: the chain, PEM.
+    pub cert: PathBuf,
+    /// `--tls-key`: its private key, PEM.
+    pub key: PathBuf,
+}
+
+/// Why the certificate files cannot be served: the file at fault (if one
+/// is), and why, in words that never quote the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsError {
+    pub file: Option<PathBuf>,
+    pub why: String,
+}
+
+impl fmt::Display for TlsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.file {
+            Some(file) => write!(f, "{}: {}", file.display(), self.why),
+            None => f.write_str(&self.why),
+        }
+    }
+}
+
+impl std::error::Error for TlsError {}
+
+#[cfg_attr(not(feature = "tls"), allow(dead_code))]
+fn in_file(file: &Path, why: impl Into<String>) -> TlsError {
+    TlsError {
+        file: Some(file.to_path_buf()),
+        why: why.into(),
+    }
+}
+
+/// What a read from a connection's TLS state gave.
+pub enum Read {
+    /// Plaintext, this many bytes, in the buffer.
+    Bytes(usize),
+    /// Nothing now: wait for the socket.
+    Blocked,
+    /// The client closed (cleanly or not).
+    Closed,
+    /// The client speaks plain HTTP: answer it [`PLAIN_HTTP`], then close.
+    PlainHttp,
+    /// The connection failed (the handshake, a bad record, the socket).
+    Failed,
+}
+
+/// The answer to plain HTTP on the TLS port.
+pub const PLAIN_HTTP: &[u8] = b"HTTP/1.1 400 Bad Request\r\n\
+Content-Type: text/plain; charset=utf-8\r\n\
+Content-Length: 50\r\n\
+Connection: close\r\n\
+\r\n\
+This port speaks HTTPS: use an https:// address.\r\n";

@@ -1,0 +1,116 @@
+//! TLS as a client, verifying the server: the CA certificates trusted
+//! (the system's bundle, and a private CA given by a flag), the rustls
+//! client configuration of https webhooks, and one delivery's connection
+//! over it ([`ClientTls::connect`]). The PostgreSQL store verifies against
+//! the same [`roots`] (`dbconfig/sslmode.rs`).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::{fmt, io};
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+
+use super::{TlsError, in_file};
+
+/// Where the system's CA certificates are, by distribution; the first
+/// that exists is read (`SSL_CERT_FILE`, when set, instead).
+const SYSTEM_ROOTS: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt", // Debian, Raspberry Pi OS, Ubuntu, Alpine
+    "/etc/pki/tls/certs/ca-bundle.crt",   // Fedora, RHEL
+    "/etc/ssl/ca-bundle.pem",             // openSUSE
+    "/etc/ssl/cert.pem",                  // Alpine, others
+];
+
+/// The client side, for https webhooks: server certificates verified
+/// (chain and host name) against the system's CA certificates and those
+/// in `extra` (`--webhook-ca`, a private CA). With none at all, every
+/// delivery fails verification: the warning returned says so. There is no
+/// way to turn verification off.
+pub fn client_config(extra: Option<&Path>) -> Result<(ClientTls, Option<String>), TlsError> {
+    let roots = roots(true, extra)?;
+    let warning = roots.is_empty().then(|| {
+        format!(
+            "no CA certificates found ({}, or SSL_CERT_FILE): https webhooks will fail \
+             verification; give --webhook-ca or install ca-certificates",
+            SYSTEM_ROOTS[0]
+        )
+    });
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|e| TlsError {
+            file: None,
+            why: e.to_string(),
+        })?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok((ClientTls(Arc::new(config)), warning))
+}
+
+/// CA certificates to verify servers against: the system's (when
+/// `system`: `SSL_CERT_FILE`, else the first bundle of `SYSTEM_ROOTS` that
+/// exists; a certificate in it that does not parse is left out, as other
+/// TLS clients do) and those in `extra` (PEM, at least one, each usable).
+pub fn roots(system: bool, extra: Option<&Path>) -> Result<rustls::RootCertStore, TlsError> {
+    let mut roots = rustls::RootCertStore::empty();
+    let bundle = system
+        .then(|| {
+            std::env::var_os("SSL_CERT_FILE")
+                .map(PathBuf::from)
+                .or_else(|| SYSTEM_ROOTS.iter().map(PathBuf::from).find(|p| p.is_file()))
+        })
+        .flatten();
+    if let Some(bundle) = &bundle {
+        let text = crate::os::read_text(bundle).map_err(|e| in_file(bundle, e.to_string()))?;
+        let certs = CertificateDer::pem_slice_iter(text.as_bytes()).filter_map(Result::ok);
+        roots.add_parsable_certificates(certs);
+    }
+    if let Some(ca) = extra {
+        let text = crate::os::read_text(ca).map_err(|e| in_file(ca, e.to_string()))?;
+        let certs = CertificateDer::pem_slice_iter(text.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| in_file(ca, format!("not PEM certificates: {e}")))?;
+        if certs.is_empty() {
+            return Err(in_file(
+                ca,
+                "holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+            ));
+        }
+        for cert in certs {
+            roots.add(cert).map_err(|e| {
+                in_file(ca, format!("holds a certificate that cannot be used: {e}"))
+            })?;
+        }
+    }
+    Ok(roots)
+}
+
+/// How https webhooks are verified (`--webhook-ca` and the system's CA
+/// certificates): the client configuration every delivery shares.
+#[derive(Clone)]
+pub struct ClientTls(Arc<rustls::ClientConfig>);
+
+impl fmt::Debug for ClientTls {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ClientTls").field(&self.0).finish()
+    }
+}
+
+impl ClientTls {
+    /// `socket`, connected to `host`, as a TLS client stream: the
+    /// handshake happens as it is first written to or read, the
+    /// certificate verified against the roots and `host`.
+    pub fn connect<S: Read + Write>(
+        &self,
+        host: &str,
+        socket: S,
+    ) -> io::Result<impl Read + Write + use<S>> {
+        let name = ServerName::try_from(host.to_owned())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "not a TLS server name"))?;
+        let conn =
+            rustls::ClientConnection::new(Arc::clone(&self.0), name).map_err(io::Error::other)?;
+        Ok(rustls::StreamOwned::new(conn, socket))
+    }
+}
