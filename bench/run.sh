@@ -55,8 +55,9 @@
 # requests/s, p99 and server CPU per request (above 1: more requests/s, a
 # longer p99, more CPU); its idle-connections part runs old and new. The
 # query section measures the old binary's private memory on its journal
-# (OLD=REV bench/run.sh query); the other sections ignore OLD, and the
-# budgets skip the pinned rows (they are judged against the reference).
+# (OLD=REV bench/run.sh query); the https section runs the old binary
+# before the new one in each round and prints new/old; the other sections
+# ignore OLD, and the budgets skip the pinned rows (they are judged against the reference).
 # Without OLD nothing changes. OLD=HEAD (with nothing changed since) shows
 # how far two runs of one build differ.
 set -euo pipefail

@@ -5,7 +5,9 @@
 # handshakes and with session resumption (4 openssl s_time clients), server
 # CPU per request and per connection, $ROUNDS rounds; then what $TLS_IDLE
 # (default 1000) idle TLS connections add to plantstore's RSS
-# (bench/hold_tls.py), recorded in docs/figures.md (bench/figures.py). The
+# (bench/hold_tls.py), recorded in docs/figures.md (bench/figures.py).
+# With OLD, the old binary runs before the new one in each round and a
+# new/old line follows the table. The
 # figures the budgets section judges: HTTPS_KEEPALIVE, HTTPS_NEW,
 # HTTPS_REUSE and TLS_IDLE_GROWTH. Sourced by bench/run.sh after
 # bench/lib/*.sh, whose helpers it calls.
@@ -37,6 +39,14 @@ new_connections() {
   CONN_CPU_US=$(awk "BEGIN{printf \"%.1f\", $ticks * 1000000 / $CLK_TCK / $total}")
 }
 
+# start_https SERVER TLS_FLAGS...: nginx-tls, or plantstore (or, with
+# OLD, the old binary) with the certificate.
+start_https() {
+  local server=$1
+  shift
+  if [ "$server" = nginx-tls ]; then start_pinned nginx-tls; else start_pinned "$server" "$@"; fi
+}
+
 section_https() {
   need_nginx
   CLK_TCK=$(getconf CLK_TCK)
@@ -55,9 +65,11 @@ section_https() {
   echo "clients at once, one GET /healthz per connection, full handshakes (-new) and"
   echo "session resumption (-reuse). Server CPU per request or connection."
   echo
-  local server negotiated
-  for server in plantstore nginx-tls; do
-    if [ $server = plantstore ]; then start_pinned plantstore "${tls[@]}"; else start_pinned nginx-tls; fi
+  # With OLD, the earlier binary runs first in each round, same flags.
+  local server negotiated servers=(plantstore nginx-tls)
+  [ -z "$OLD_BIN" ] || servers=(old plantstore nginx-tls)
+  for server in "${servers[@]}"; do
+    start_https "$server" "${tls[@]}"
     negotiated=$(openssl s_client -connect "$ADDR" </dev/null 2>/dev/null | awk '/^New,/{print $2, $5}')
     echo "- $server negotiates: ${negotiated:-?}"
     stop_server
@@ -67,8 +79,8 @@ section_https() {
   echo "|---|---|---|---|---|---|---|---|---|"
   local round
   for round in $(seq 1 "$ROUNDS"); do
-    for server in plantstore nginx-tls; do
-      if [ $server = plantstore ]; then start_pinned plantstore "${tls[@]}"; else start_pinned nginx-tls; fi
+    for server in "${servers[@]}"; do
+      start_https "$server" "${tls[@]}"
       SCHEME=https pinned_run 64
       local row="| $round | $server | $RPS | $P99 | $CPU_US"
       add "https.$server.keepalive" "$RPS"
@@ -87,6 +99,9 @@ section_https() {
   HTTPS_NEW=$(ratio "$(mean https.plantstore.new)" "$(mean https.nginx-tls.new)")
   HTTPS_REUSE=$(ratio "$(mean https.plantstore.reuse)" "$(mean https.nginx-tls.reuse)")
   echo "plantstore / nginx (means of rounds): keep-alive ${HTTPS_KEEPALIVE}x, new connections ${HTTPS_NEW}x (full), ${HTTPS_REUSE}x (resumed)."
+  if [ -n "$OLD_BIN" ]; then
+    echo "new / old (means of rounds): keep-alive $(ratio "$(mean https.plantstore.keepalive)" "$(mean https.old.keepalive)")x, new connections $(ratio "$(mean https.plantstore.new)" "$(mean https.old.new)")x (full), $(ratio "$(mean https.plantstore.reuse)" "$(mean https.old.reuse)")x (resumed)."
+  fi
   echo
   https_idle "${tls[@]}"
 }
