@@ -31,7 +31,9 @@ use plantstore::store::{self, Damage, Scan, Version};
 #[path = "../../tests/shared/journal_oracle.rs"]
 mod oracle;
 
-use oracle::{Change, MAGIC_V1, Outcome, Rules, header_len, journal, planted, record, reference};
+use oracle::{
+    Change, MAGIC_V1, Outcome, Rules, header_len, journal, planted_within, record, reference,
+};
 
 /// The salt the server converts version-1 input under, here.
 const CONVERSION_SALT: [u8; 8] = *b"convert!";
@@ -196,9 +198,9 @@ fn plant(changes: &mut Vec<Change>, salt: [u8; 8], mut guess: [u8; 8]) {
     if guess == salt {
         guess[0] ^= 1;
     }
-    let v1 = planted(Rules::V1, 4096);
-    let v2 = planted(Rules::V2(guess), 4096);
-    let v3 = planted(Rules::V3(guess), 4096);
+    let v1 = planted_within(Rules::V1, 4096);
+    let v2 = planted_within(Rules::V2(guess), 4096);
+    let v3 = planted_within(Rules::V3(guess), 4096);
     let (Some(v1), Some(v2), Some(v3)) = (v1, v2, v3) else {
         return;
     };

@@ -206,10 +206,14 @@ pub fn journal(rules: Rules, changes: &[Change]) -> Vec<u8> {
 }
 
 /// A record by `rules` of a put whose name is chosen so that the whole
-/// record is valid UTF-8, what a client can send inside a name; `None`
-/// if none of the first `tries` names gives one (about one in 2^14 does
-/// under the version-3 rules).
-pub fn planted(rules: Rules, tries: u32) -> Option<String> {
+/// record is valid UTF-8: what a client can send inside a name.
+pub fn planted(rules: Rules) -> String {
+    planted_within(rules, 1 << 24).expect("some name gives a record that is valid UTF-8")
+}
+
+/// [`planted`], or `None` if none of the first `tries` names gives one
+/// (about one in 2^14 does under the version-3 rules).
+pub fn planted_within(rules: Rules, tries: u32) -> Option<String> {
     (0..tries).find_map(|n| {
         let change = Change::put(1, &format!("planted {n}"), Some(""));
         String::from_utf8(record(rules, &change)).ok()

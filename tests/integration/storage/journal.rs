@@ -10,13 +10,8 @@ use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 
 use crate::process::binary::Running;
-use crate::storage::oracle::{self, Change, Rules, record};
+use crate::storage::oracle::{self, Change, Rules, planted, record};
 use crate::support::{AUTH, Client, JSON, Reply, TOKEN, TempFile, request};
-
-/// A record by `rules` that a client can send inside a name.
-fn planted(rules: Rules) -> String {
-    oracle::planted(rules, 1 << 24).expect("some name gives a record that is valid UTF-8")
-}
 
 fn send(addr: SocketAddr, method: &str, path: &str, body: &str) -> Reply {
     let mut client = Client::connect(addr);

@@ -6,7 +6,7 @@
 
 use std::fs;
 
-use super::oracle::{self, MAGIC_V3, Rules, record};
+use super::oracle::{self, MAGIC_V3, Rules, planted, record};
 use crate::os::temp::TempFile;
 use crate::store::test_support::{Journalled, contents, new, plant};
 use crate::store::*;
@@ -21,11 +21,6 @@ fn salt_of(file: &[u8]) -> [u8; 8] {
         "the header's check"
     );
     salt
-}
-
-/// A record by `rules` that a client can send inside a name.
-fn planted(rules: Rules) -> String {
-    oracle::planted(rules, 1 << 24).expect("some name gives a record that is valid UTF-8")
 }
 
 fn put(id: i64, name: &str, tag: Option<&str>) -> oracle::Change {
