@@ -60,7 +60,7 @@ struct Nginx {
     addr: SocketAddr,
     /// nginx's prefix (its config and logs), removed once it has
     /// stopped: the `Drop` below runs before the fields drop.
-    prefix: TempDir,
+    _prefix: TempDir,
 }
 
 impl Nginx {
@@ -101,7 +101,7 @@ impl Nginx {
         Nginx {
             child,
             addr,
-            prefix,
+            _prefix: prefix,
         }
     }
 }
