@@ -1,8 +1,9 @@
 //! Fresh files and directories in the temporary directory for tests,
 //! removed when dropped: the one helper of the unit tests (included by
-//! `src/os.rs` under `cfg(test)`) and of the integration tests (included by
-//! `tests/integration/support/files.rs`). A file of plain `std` code
-//! included with `#[path]` builds in both without a crate of its own.
+//! `src/os.rs` under `cfg(test)`, as `os::temp`) and of the integration
+//! tests (included by `tests/integration/support/mod.rs`, as
+//! `support::files`). A file of plain `std` code included with `#[path]`
+//! builds in both without a crate of its own.
 //!
 //! Names hold the process id and a counter, so tests running side by side,
 //! in one process or several, never share a path.

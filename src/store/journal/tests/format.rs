@@ -103,6 +103,30 @@ fn the_planting_encoders_write_records_the_server_reads() {
     }
 }
 
+/// The other way round: the oracle's decoder reads the server's file as
+/// the changes made, in order, every record whole, under the file's salt.
+#[test]
+fn the_oracle_reads_the_records_the_server_writes() {
+    let path = TempFile::new("read-back");
+    let (store, _) = path.open().unwrap();
+    store.create(new(1, "fern")).unwrap();
+    store.replace(1, plant("fern", Some("green é"))).unwrap();
+    store.create(new(2, "moss")).unwrap();
+    store.delete(2).unwrap();
+    drop(store);
+    let bytes = fs::read(&path.0).unwrap();
+    let written = vec![
+        put(1, "fern", None),
+        put(1, "fern", Some("green é")),
+        put(2, "moss", None),
+        oracle::Change::Delete(2),
+    ];
+    assert_eq!(
+        oracle::reference(&bytes),
+        oracle::Outcome::Read(Some(Rules::V3(salt_of(&bytes))), written, bytes.len())
+    );
+}
+
 fn history() -> Vec<oracle::Change> {
     vec![
         put(1, "fern", None),
