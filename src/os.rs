@@ -12,40 +12,11 @@ mod file;
 pub use cpus::available_cpus;
 pub use file::{FileError, MAX_FILE_BYTES, kind_of, open_regular, read_text};
 
-/// A fresh directory for a unit test, removed with its contents when
-/// dropped (the path is canonical: links in the temporary directory's own
-/// path are resolved).
+/// Fresh files and directories for the unit tests: the file the
+/// integration tests include too, so that there is one such helper.
 #[cfg(test)]
-pub(crate) struct ScratchDir(pub(crate) std::path::PathBuf);
-
-#[cfg(test)]
-impl ScratchDir {
-    pub(crate) fn new(name: &str) -> ScratchDir {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path =
-            std::env::temp_dir().join(format!("plantstore-unit-{}-{n}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).unwrap();
-        ScratchDir(std::fs::canonicalize(path).unwrap())
-    }
-
-    /// A FIFO made in it, named `name`.
-    pub(crate) fn fifo(&self, name: &str) -> std::path::PathBuf {
-        let fifo = self.0.join(name);
-        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
-        assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", fifo.display());
-        fifo
-    }
-}
-
-#[cfg(test)]
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+#[path = "../tests/shared/temp.rs"]
+pub(crate) mod temp;
 
 use std::io::{self, Read};
 

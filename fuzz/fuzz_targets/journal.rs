@@ -1,18 +1,6 @@
-//! Journal recovery fed arbitrary files, checked against a decoder written
-//! here from the documented formats:
-//!
-//! - version 3: `PLANTSJ3`, an 8-byte salt and a CRC-64/XZ of those 16
-//!   bytes as a u64; then `len:u32 lcheck:u32 check:u64 payload` records,
-//!   lcheck a CRC-32C over the salt and `len`, the check a CRC-64/XZ over
-//!   the salt, `len` and the payload;
-//! - version 2: the same with `PLANTSJ2` and no lcheck; read, then
-//!   converted to version 3;
-//! - version 1: `PLANTSJ1`, then `len:u32 crc:u32 payload` records,
-//!   CRC-32C over `len` and the payload; read, then converted to version 3.
-//!
-//! (A length over the format's maximum, 16 MiB and 17 bytes, is not a
-//! record either; no input here is that long, so the reference leaves it
-//! out.)
+//! Journal recovery fed arbitrary files, checked against the reference
+//! decoder of `tests/shared/journal_oracle.rs`, written from the
+//! documented formats (its header sums them up).
 //!
 //! Two modes, chosen by the first byte:
 //!
@@ -23,62 +11,34 @@
 //!   bad record with a whole one somewhere after it). An accepted version-1
 //!   or -2 file, converted by the server, must be exactly the reference's
 //!   version-3 image of the same records, and read back the same.
-//! - A journal written here, of either version, from a list of changes,
-//!   then cut short or with one byte changed. In a version-2 or -3 journal
-//!   the last put's name may hold planted records, whole and valid UTF-8,
-//!   by the version-1 rules and by the version-2 and -3 rules under a wrong
-//!   salt: what a client can send. The server's own writer must produce the same
-//!   bytes as the reference. Recovery must yield exactly the changes
-//!   written whole before the damage (never a record that was not written
-//!   whole, never a planted one), and refuse only when the damage has real
-//!   records after it or hits the header.
+//! - A journal written by the oracle, of either version, from a list of
+//!   changes, then cut short or with one byte changed. In a version-2 or
+//!   -3 journal the last put's name may hold planted records, whole and
+//!   valid UTF-8, by the version-1 rules and by the version-2 and -3 rules
+//!   under a wrong salt: what a client can send. The server's own writer
+//!   must produce the same bytes as the oracle. Recovery must yield exactly
+//!   the changes written whole before the damage (never a record that was
+//!   not written whole, never a planted one), and refuse only when the
+//!   damage has real records after it or hits the header.
 
 #![no_main]
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use plantstore::store::{self, Damage, Scan, Version};
 
-const MAGIC_V1: &[u8] = b"PLANTSJ1";
-const MAGIC_V2: &[u8] = b"PLANTSJ2";
-const MAGIC_V3: &[u8] = b"PLANTSJ3";
-/// Magic, salt and the header's own check.
-const HEADER_V2: usize = 24;
-const NO_TAG: u32 = u32::MAX;
+#[path = "../../tests/shared/journal_oracle.rs"]
+mod oracle;
+
+use oracle::{
+    Change, MAGIC_V1, Outcome, Rules, header_len, journal, planted_within, record, reference,
+};
+
 /// The salt the server converts version-1 input under, here.
 const CONVERSION_SALT: [u8; 8] = *b"convert!";
 
 type Plants = BTreeMap<i64, (String, Option<String>)>;
-
-#[derive(Debug, Clone, PartialEq)]
-enum Change {
-    Put(i64, String, Option<String>),
-    Delete(i64),
-}
-
-/// The rules a file's records follow.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Rules {
-    V1,
-    V2([u8; 8]),
-    V3([u8; 8]),
-}
-
-/// What recovery of a file must come to.
-#[derive(Debug, PartialEq)]
-enum Outcome {
-    /// Read: the version (`None` for a file shorter than a whole header),
-    /// the whole records, where they end.
-    Read(Option<Rules>, Vec<Change>, usize),
-    NotAJournal,
-    Header,
-    Damaged {
-        record: u64,
-        offset: usize,
-    },
-}
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {
@@ -109,10 +69,7 @@ fn converted(file: &[u8], found: &Outcome) {
         return;
     };
     let image = store::convert(&file[..*end], &CONVERSION_SALT);
-    let mut expected = header(MAGIC_V3, CONVERSION_SALT);
-    for change in changes {
-        v3_record(&mut expected, change, CONVERSION_SALT);
-    }
+    let expected = journal(Rules::V3(CONVERSION_SALT), changes);
     assert_eq!(
         image, expected,
         "the conversion is not the documented image"
@@ -148,7 +105,8 @@ fn damaged_journal(input: &[u8]) {
     if let (Rules::V2(salt) | Rules::V3(salt), true) = (rules, flags & 2 == 2) {
         plant(&mut changes, salt, *guess);
     }
-    let (mut file, ends) = journal(rules, &changes);
+    let mut file = journal(rules, &changes);
+    let ends = ends(rules, &changes);
     if let Rules::V3(salt) = rules {
         assert_eq!(server_image(salt, &changes), file, "the server's writer");
     }
@@ -240,9 +198,9 @@ fn plant(changes: &mut Vec<Change>, salt: [u8; 8], mut guess: [u8; 8]) {
     if guess == salt {
         guess[0] ^= 1;
     }
-    let v1 = utf8_record(|change, out| v1_record(out, change));
-    let v2 = utf8_record(|change, out| v2_record(out, change, guess));
-    let v3 = utf8_record(|change, out| v3_record(out, change, guess));
+    let v1 = planted_within(Rules::V1, 4096);
+    let v2 = planted_within(Rules::V2(guess), 4096);
+    let v3 = planted_within(Rules::V3(guess), 4096);
     let (Some(v1), Some(v2), Some(v3)) = (v1, v2, v3) else {
         return;
     };
@@ -254,36 +212,16 @@ fn plant(changes: &mut Vec<Change>, salt: [u8; 8], mut guess: [u8; 8]) {
     }
 }
 
-/// A record `make` writes, of a put whose name is chosen so that the
-/// record is valid UTF-8.
-fn utf8_record(make: impl Fn(&Change, &mut Vec<u8>)) -> Option<String> {
-    (0..4096).find_map(|n| {
-        let mut out = Vec::new();
-        make(
-            &Change::Put(3, format!("p{n}"), Some(String::new())),
-            &mut out,
-        );
-        String::from_utf8(out).ok()
-    })
-}
-
-/// A journal of `changes` under `rules`, and where each record ends.
-fn journal(rules: Rules, changes: &[Change]) -> (Vec<u8>, Vec<usize>) {
-    let mut file = match rules {
-        Rules::V1 => MAGIC_V1.to_vec(),
-        Rules::V2(salt) => header(MAGIC_V2, salt),
-        Rules::V3(salt) => header(MAGIC_V3, salt),
-    };
-    let mut ends = Vec::new();
-    for change in changes {
-        match rules {
-            Rules::V1 => v1_record(&mut file, change),
-            Rules::V2(salt) => v2_record(&mut file, change, salt),
-            Rules::V3(salt) => v3_record(&mut file, change, salt),
-        }
-        ends.push(file.len());
-    }
-    (file, ends)
+/// Where each record of `changes` ends in a journal under `rules`.
+fn ends(rules: Rules, changes: &[Change]) -> Vec<usize> {
+    let mut end = header_len(rules);
+    changes
+        .iter()
+        .map(|change| {
+            end += record(rules, change).len();
+            end
+        })
+        .collect()
 }
 
 /// The same journal as the server writes it.
@@ -302,183 +240,6 @@ fn server_image(salt: [u8; 8], changes: &[Change]) -> Vec<u8> {
     }
     store::seal(&mut image[store::HEADER..], &salt);
     image
-}
-
-fn header(magic: &[u8], salt: [u8; 8]) -> Vec<u8> {
-    let mut header = [magic, &salt].concat();
-    let check = crc64(&header);
-    header.extend_from_slice(&check.to_le_bytes());
-    header
-}
-
-fn header_len(rules: Rules) -> usize {
-    match rules {
-        Rules::V1 => MAGIC_V1.len(),
-        Rules::V2(_) | Rules::V3(_) => HEADER_V2,
-    }
-}
-
-fn payload(change: &Change) -> Vec<u8> {
-    let mut payload = Vec::new();
-    match change {
-        Change::Put(id, name, tag) => {
-            payload.push(1);
-            payload.extend_from_slice(&id.to_le_bytes());
-            payload.extend_from_slice(&(name.len() as u32).to_le_bytes());
-            payload.extend_from_slice(name.as_bytes());
-            match tag {
-                Some(tag) => {
-                    payload.extend_from_slice(&(tag.len() as u32).to_le_bytes());
-                    payload.extend_from_slice(tag.as_bytes());
-                }
-                None => payload.extend_from_slice(&NO_TAG.to_le_bytes()),
-            }
-        }
-        Change::Delete(id) => {
-            payload.push(2);
-            payload.extend_from_slice(&id.to_le_bytes());
-        }
-    }
-    payload
-}
-
-fn v1_record(file: &mut Vec<u8>, change: &Change) {
-    let payload = payload(change);
-    let len = (payload.len() as u32).to_le_bytes();
-    file.extend_from_slice(&len);
-    file.extend_from_slice(&crc32c(&[&len[..], &payload].concat()).to_le_bytes());
-    file.extend_from_slice(&payload);
-}
-
-fn v2_record(file: &mut Vec<u8>, change: &Change, salt: [u8; 8]) {
-    let payload = payload(change);
-    let len = (payload.len() as u32).to_le_bytes();
-    file.extend_from_slice(&len);
-    file.extend_from_slice(&crc64(&[&salt[..], &len, &payload].concat()).to_le_bytes());
-    file.extend_from_slice(&payload);
-}
-
-fn v3_record(file: &mut Vec<u8>, change: &Change, salt: [u8; 8]) {
-    let payload = payload(change);
-    let len = (payload.len() as u32).to_le_bytes();
-    file.extend_from_slice(&len);
-    file.extend_from_slice(&crc32c(&[&salt[..], &len].concat()).to_le_bytes());
-    file.extend_from_slice(&crc64(&[&salt[..], &len, &payload].concat()).to_le_bytes());
-    file.extend_from_slice(&payload);
-}
-
-/// The reference's reading of a whole file.
-fn reference(file: &[u8]) -> Outcome {
-    let rules = match rules(file) {
-        Ok(Some(rules)) => rules,
-        Ok(None) => return Outcome::Read(None, Vec::new(), 0),
-        Err(outcome) => return outcome,
-    };
-    let (changes, end) = whole_records(file, header_len(rules), rules);
-    if (end + 1..file.len()).any(|from| record_at(file, from, rules).is_some()) {
-        return Outcome::Damaged {
-            record: changes.len() as u64 + 1,
-            offset: end,
-        };
-    }
-    Outcome::Read(Some(rules), changes, end)
-}
-
-/// The rules from the header: `None` while no whole header is there (or
-/// a version-2 or -3 header fails its check with nothing after it).
-fn rules(file: &[u8]) -> Result<Option<Rules>, Outcome> {
-    if file.starts_with(MAGIC_V1) {
-        return Ok(Some(Rules::V1));
-    }
-    if let Some(magic) = [MAGIC_V2, MAGIC_V3]
-        .into_iter()
-        .find(|m| file.starts_with(m))
-    {
-        let Some(head) = file.get(..HEADER_V2) else {
-            return Ok(None);
-        };
-        let salt: [u8; 8] = head[8..16].try_into().unwrap();
-        if header(magic, salt) == head {
-            return Ok(Some(if magic == MAGIC_V2 {
-                Rules::V2(salt)
-            } else {
-                Rules::V3(salt)
-            }));
-        }
-        return if file.len() == HEADER_V2 {
-            Ok(None)
-        } else {
-            Err(Outcome::Header)
-        };
-    }
-    if [MAGIC_V1, MAGIC_V2, MAGIC_V3]
-        .iter()
-        .any(|magic| magic.starts_with(file))
-    {
-        return Ok(None);
-    }
-    Err(Outcome::NotAJournal)
-}
-
-/// The whole records from `at` on, and where the first non-record starts.
-fn whole_records(file: &[u8], mut at: usize, rules: Rules) -> (Vec<Change>, usize) {
-    let mut changes = Vec::new();
-    while let Some((change, size)) = record_at(file, at, rules) {
-        changes.push(change);
-        at += size;
-    }
-    (changes, at)
-}
-
-/// The reference decoder: a record at `at` that is whole, checks out
-/// under `rules` and decodes, with its size.
-fn record_at(file: &[u8], at: usize, rules: Rules) -> Option<(Change, usize)> {
-    let bytes = file.get(at..)?;
-    let len = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
-    let framing: usize = match rules {
-        Rules::V1 => 8,
-        Rules::V2(_) => 12,
-        Rules::V3(_) => 16,
-    };
-    let payload = bytes.get(framing..framing.checked_add(len)?)?;
-    let covered = [&bytes[..4], payload].concat();
-    let valid = match rules {
-        Rules::V1 => crc32c(&covered).to_le_bytes() == bytes[4..8],
-        Rules::V2(salt) => crc64(&[&salt[..], &covered].concat()).to_le_bytes() == bytes[4..12],
-        Rules::V3(salt) => {
-            crc32c(&[&salt[..], &bytes[..4]].concat()).to_le_bytes() == bytes[4..8]
-                && crc64(&[&salt[..], &covered].concat()).to_le_bytes() == bytes[8..16]
-        }
-    };
-    if !valid {
-        return None;
-    }
-    let id = i64::from_le_bytes(payload.get(1..9)?.try_into().ok()?);
-    let change = match payload[0] {
-        2 if payload.len() == 9 => Change::Delete(id),
-        1 => {
-            let (name, rest) = text(&payload[9..])?;
-            let (tag, rest) = text(rest)?;
-            if !rest.is_empty() {
-                return None;
-            }
-            Change::Put(id, name?, tag)
-        }
-        _ => return None,
-    };
-    Some((change, framing + len))
-}
-
-fn text(bytes: &[u8]) -> Option<(Option<String>, &[u8])> {
-    let len = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?);
-    if len == NO_TAG {
-        return Some((None, &bytes[4..]));
-    }
-    let text = bytes.get(4..4 + len as usize)?;
-    Some((
-        Some(String::from_utf8(text.to_vec()).ok()?),
-        &bytes[4 + len as usize..],
-    ))
 }
 
 fn replay(changes: &[Change]) -> Plants {
@@ -533,46 +294,4 @@ fn recover(file: &[u8]) -> (Outcome, Plants) {
         },
     };
     (outcome, plants)
-}
-
-/// CRC-32C, independent of the server's (see `crc`).
-fn crc32c(bytes: &[u8]) -> u32 {
-    static TABLE: OnceLock<[u64; 256]> = OnceLock::new();
-    let table = TABLE.get_or_init(|| table(0x82F6_3B78));
-    crc(table, u32::MAX.into(), bytes) as u32
-}
-
-/// CRC-64/XZ, independent of the server's (see `crc`).
-fn crc64(bytes: &[u8]) -> u64 {
-    static TABLE: OnceLock<[u64; 256]> = OnceLock::new();
-    let table = TABLE.get_or_init(|| table(0xC96C_5795_D787_0F42));
-    crc(table, u64::MAX, bytes)
-}
-
-/// A reflected CRC of width `mask`, all-ones start and final inversion,
-/// by a table from `table`.
-fn crc(table: &[u64; 256], mask: u64, bytes: &[u8]) -> u64 {
-    let mut crc = mask;
-    for &b in bytes {
-        crc = table[((crc ^ u64::from(b)) & 0xFF) as usize] ^ (crc >> 8);
-    }
-    !crc & mask
-}
-
-/// The CRC of each byte value for the reflected polynomial `poly`, worked
-/// out bit by bit.
-fn table(poly: u64) -> [u64; 256] {
-    let mut table = [0; 256];
-    for (byte, entry) in table.iter_mut().enumerate() {
-        let mut crc = byte as u64;
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ poly
-            } else {
-                crc >> 1
-            };
-        }
-        *entry = crc;
-    }
-    table
 }

@@ -33,12 +33,8 @@ fn token_sources_resolve_in_order() {
 /// Writes `contents` to a fresh token file and reads it as start-up
 /// would, returning the error's message on failure.
 fn token_file(name: &str, contents: &[u8]) -> Result<TokenSet, String> {
-    let path =
-        std::env::temp_dir().join(format!("plantstore-config-{}-{name}", std::process::id()));
-    std::fs::write(&path, contents).unwrap();
-    let read = read_token_file(path.clone()).map_err(|e| e.to_string());
-    std::fs::remove_file(&path).unwrap();
-    read
+    let file = crate::os::temp::TempFile::with(name, contents);
+    read_token_file(file.0.clone()).map_err(|e| e.to_string())
 }
 
 #[test]

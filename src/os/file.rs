@@ -137,7 +137,7 @@ pub fn kind_of(kind: FileType) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::os::ScratchDir;
+    use crate::os::temp::TempDir;
     use std::fs::File;
 
     fn refused_as(path: &Path) -> &'static str {
@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn a_regular_file_is_read_through_links() {
-        let dir = ScratchDir::new("regular");
+        let dir = TempDir::new("regular");
         let file = dir.0.join("tokens");
         fs::write(&file, "a\nb\n").unwrap();
         let link = dir.0.join("link");
@@ -162,7 +162,7 @@ mod tests {
 
     #[test]
     fn a_fifo_a_device_or_a_directory_is_refused_by_kind_without_reading() {
-        let dir = ScratchDir::new("kinds");
+        let dir = TempDir::new("kinds");
         let fifo = dir.fifo("fifo");
         // Opening the FIFO for reading would wait for a writer: the test
         // returning at all shows it was not opened.
@@ -178,7 +178,7 @@ mod tests {
 
     #[test]
     fn a_file_over_the_cap_is_refused_and_one_at_it_is_read() {
-        let dir = ScratchDir::new("cap");
+        let dir = TempDir::new("cap");
         let path = dir.0.join("big");
         let file = File::create(&path).unwrap();
         file.set_len(MAX_FILE_BYTES).unwrap();
@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn missing_or_not_text_is_an_error_not_a_panic() {
-        let dir = ScratchDir::new("other");
+        let dir = TempDir::new("other");
         let missing = dir.0.join("missing");
         let e = read_text(&missing).unwrap_err();
         assert!(matches!(&e, FileError::Io(io) if io.kind() == io::ErrorKind::NotFound));

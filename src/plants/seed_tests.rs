@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::seed::{BATCH, Before, into_memory};
 use crate::model::{Capacity, Durability, Plant, SyncMode, TextLimits};
-use crate::seed::tests::Temp;
+use crate::os::temp::TempFile;
 use crate::seed::{Fault, check};
 use crate::store::Store;
 
@@ -17,7 +17,7 @@ fn store(plants: usize, data: u64) -> Store {
 }
 
 fn load_in_memory(contents: &[u8], capacity: Capacity) -> Result<Store, String> {
-    let file = Temp::with("load", contents);
+    let file = TempFile::with("load", contents);
     let store = Store::new(capacity);
     let name = file.0.display().to_string();
     match into_memory(&file.0, &store, Before::InMemory, LIMITS, capacity) {
@@ -77,7 +77,7 @@ fn duplicates_and_limits_stop_a_seed_naming_both_positions() {
             Some(message),
             "in memory"
         );
-        let file = Temp::with("check", text);
+        let file = TempFile::with("check", text);
         let name = file.0.display().to_string();
         let checked = check(&file.0, LIMITS, capacity).unwrap_err();
         assert_eq!(checked.to_string().replace(&name, "FILE"), message, "check");
@@ -87,20 +87,20 @@ fn duplicates_and_limits_stop_a_seed_naming_both_positions() {
     let full =
         b"{\"id\":1,\"name\":\"abcd\"}\n{\"id\":2,\"name\":\"efg\"}\n{\"id\":3,\"name\":\"hij\"}";
     assert_eq!(load_in_memory(full, capacity).unwrap().data_bytes(), 10);
-    let file = Temp::with("full", full);
+    let file = TempFile::with("full", full);
     assert_eq!(check(&file.0, LIMITS, capacity).unwrap(), 3);
 }
 
 #[test]
 fn a_missing_file_a_directory_a_fifo_or_a_device_is_refused() {
-    let missing = Temp::new("missing");
+    let missing = TempFile::new("missing");
     let (store, capacity) = (store(10, 100), Capacity::plants(10));
     let refused =
         |path: &Path| into_memory(path, &store, Before::InMemory, LIMITS, capacity).unwrap_err();
     let e = refused(&missing.0);
     assert!(matches!(e.fault, Fault::Io(_)), "{e}");
     assert!(e.is_in_seed());
-    let scratch = crate::os::ScratchDir::new("seed-kinds");
+    let scratch = crate::os::temp::TempDir::new("seed-kinds");
     // A FIFO with no writer: an open that blocked would hang the test.
     for (path, kind) in [
         (scratch.0.clone(), "a directory"),
@@ -127,14 +127,14 @@ fn journal(path: &Path) -> (Store, u64) {
 
 #[test]
 fn a_journal_is_seeded_once_and_keeps_its_changes() {
-    let data = Temp::new("journal");
+    let data = TempFile::new("journal");
     let mut text = String::new();
     // More than one batch.
     let plants = BATCH as i64 + 5;
     for id in 0..plants {
         text.push_str(&format!("{{\"id\":{id},\"name\":\"p{id}\"}}\n"));
     }
-    let seed = Temp::with("seed.ndjson", text.as_bytes());
+    let seed = TempFile::with("seed.ndjson", text.as_bytes());
     let capacity = Capacity::plants(100_000);
     {
         let (store, records) = journal(&data.0);
@@ -164,8 +164,8 @@ fn a_journal_is_seeded_once_and_keeps_its_changes() {
 
 #[test]
 fn a_journal_whose_plants_were_all_deleted_is_not_seeded_again() {
-    let data = Temp::new("emptied");
-    let seed = Temp::with("seed.json", b"[{\"id\":1,\"name\":\"a\"}]");
+    let data = TempFile::new("emptied");
+    let seed = TempFile::with("seed.json", b"[{\"id\":1,\"name\":\"a\"}]");
     {
         let (store, records) = journal(&data.0);
         into_memory(
@@ -196,14 +196,14 @@ fn a_journal_whose_plants_were_all_deleted_is_not_seeded_again() {
 
 #[test]
 fn a_bad_seed_leaves_the_journal_untouched() {
-    let data = Temp::new("untouched");
+    let data = TempFile::new("untouched");
     // The fault is in the last record: every plant before it is valid.
     let mut text = String::new();
     for id in 0..100 {
         text.push_str(&format!("{{\"id\":{id},\"name\":\"p\"}}\n"));
     }
     text.push_str("{\"id\":100,\"name\":null}\n");
-    let seed = Temp::with("bad.ndjson", text.as_bytes());
+    let seed = TempFile::with("bad.ndjson", text.as_bytes());
     {
         let (store, records) = journal(&data.0);
         let e = into_memory(

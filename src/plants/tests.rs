@@ -59,10 +59,9 @@ fn in_memory_every_outcome_is_ready_and_each_change_is_reported_at_once() {
 
 #[test]
 fn with_a_synced_journal_a_change_is_pending_until_its_record_is_written() {
-    let path = std::env::temp_dir().join(format!("plantstore-door-{}.journal", std::process::id()));
-    let _ = std::fs::remove_file(&path);
+    let file = crate::os::temp::TempFile::new("door.journal");
     let journal = Durability {
-        path: path.clone(),
+        path: file.0.clone(),
         sync: SyncMode::Always,
         compact_min: u64::MAX,
     };
@@ -96,7 +95,6 @@ fn with_a_synced_journal_a_change_is_pending_until_its_record_is_written() {
     assert_eq!((page.items.len(), page.more), (1, false));
     assert!(plants.describe().contains("(sync always), 1 plant"));
     drop(plants);
-    let _ = std::fs::remove_file(&path);
 }
 
 #[test]

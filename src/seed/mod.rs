@@ -23,7 +23,7 @@
 
 mod read;
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;
 
 pub use read::Position;
 

@@ -1,45 +1,16 @@
 //! Tests of seed reading (both formats, positions, limits). Loading into
 //! a store is the door's (`plants/seed_tests.rs`).
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use super::read::{Failure, max_record, read};
 use super::*;
 use crate::model::Plant;
+use crate::os::temp::TempFile;
 
 const LIMITS: TextLimits = TextLimits { name: 256, tag: 64 };
 
-/// A fresh file in the temp directory, removed when dropped (the door's
-/// seed tests use it too).
-pub(crate) struct Temp(pub(crate) PathBuf);
-
-impl Temp {
-    pub(crate) fn new(name: &str) -> Temp {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path =
-            std::env::temp_dir().join(format!("plantstore-seed-{}-{n}-{name}", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        Temp(path)
-    }
-
-    pub(crate) fn with(name: &str, contents: &[u8]) -> Temp {
-        let file = Temp::new(name);
-        std::fs::write(&file.0, contents).unwrap();
-        file
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 /// Every record of `contents` with its position, or the failure.
 fn records(contents: &[u8]) -> Result<Vec<(Position, NewPlant)>, Failure> {
-    let file = Temp::with("read", contents);
+    let file = TempFile::with("read", contents);
     let mut seen = Vec::new();
     let count = read(&file.0, LIMITS, |at, plant| {
         seen.push((at, plant));
@@ -288,7 +259,7 @@ fn records_before_a_missing_bracket_or_trailing_text_are_read_first() {
             "expected `,` or `]` after a record",
         ),
     ] {
-        let file = Temp::with("order", text);
+        let file = TempFile::with("order", text);
         let mut seen = Vec::new();
         let e = read(&file.0, LIMITS, |_, plant| {
             seen.push(plant.id);
@@ -338,7 +309,7 @@ fn a_record_past_the_length_bound_is_refused_without_being_read_whole() {
 
 #[test]
 fn a_fault_from_the_caller_stops_reading_at_that_record() {
-    let file = Temp::with(
+    let file = TempFile::with(
         "stop",
         b"[{\"id\":1,\"name\":\"a\"},{\"id\":2,\"name\":\"b\"},{\"id\":3,\"name\":\"c\"}",
     );

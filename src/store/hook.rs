@@ -125,8 +125,9 @@ impl Sequencer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::os::temp::TempFile;
     use crate::store::Store;
-    use crate::store::durability_tests::{TempPath, new, plant};
+    use crate::store::test_support::{Journalled, new, plant};
     use std::sync::Arc;
     use std::thread;
 
@@ -177,7 +178,7 @@ mod tests {
 
     #[test]
     fn the_change_hook_reports_a_journalled_change_only_once_its_record_is_written() {
-        let temp = TempPath::new("hook-durable");
+        let temp = TempFile::new("hook-durable");
         let (store, _) = temp.open().unwrap();
         let seen = hooked(&store);
         assert!(
@@ -207,7 +208,7 @@ mod tests {
 
     #[test]
     fn changes_before_the_hook_is_set_are_not_reported_and_the_hook_numbers_from_1() {
-        let temp = TempPath::new("hook-after-seed");
+        let temp = TempFile::new("hook-after-seed");
         let (store, _) = temp.open().unwrap();
         // As a seed does, before the server sets its hook.
         store.create(new(1, "seeded")).unwrap();
@@ -222,7 +223,7 @@ mod tests {
 
     #[test]
     fn the_change_hook_numbers_concurrent_changes_in_commit_order_and_replays_to_the_store() {
-        let temp = TempPath::new("hook-order");
+        let temp = TempFile::new("hook-order");
         let (store, _) = temp.open().unwrap();
         let seen = hooked(&store);
         let store = Arc::new(store);

@@ -531,14 +531,12 @@ impl Core {
 }
 
 #[cfg(test)]
-mod durability_tests;
-#[cfg(test)]
-mod format_tests;
-#[cfg(test)]
 mod query_change_tests;
 #[cfg(test)]
 mod query_tests;
 #[cfg(test)]
 mod reset_tests;
+#[cfg(test)]
+mod test_support;
 #[cfg(test)]
 mod tests;

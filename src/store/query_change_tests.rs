@@ -7,7 +7,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::order::tests::Rng;
-use super::query_tests::{ORDERS, plant, position, query};
+use super::query_tests::{ORDERS, position, query};
+use super::test_support::plant;
 use super::walk::compare;
 use super::*;
 use crate::model::{Order, Query};

@@ -3,18 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use super::durability_tests::TempPath;
+use super::test_support::{Journalled, plant};
 use super::*;
 use crate::model::{CURSOR_NAME, Order, Page, Position, Query, fold};
+use crate::os::temp::TempFile;
 
 pub(super) const ORDERS: [Order; 4] = [Order::Id, Order::IdDesc, Order::Name, Order::NameDesc];
-
-pub(super) fn plant(name: &str, tag: Option<&str>) -> Plant {
-    Plant {
-        name: name.to_string(),
-        tag: tag.map(String::from),
-    }
-}
 
 /// Where a page ends, as the API writes it into the next cursor: a name
 /// longer than `CURSOR_NAME` bytes is cut at a char boundary.
@@ -334,7 +328,7 @@ fn a_position_of_another_kind_or_past_the_end_lists_nothing() {
 
 #[test]
 fn the_name_order_follows_puts_renames_deletes_and_replay() {
-    let path = TempPath::new("name-order");
+    let path = TempFile::new("name-order");
     let mut map = BTreeMap::new();
     {
         let (store, _) = path.open().unwrap();

@@ -7,10 +7,11 @@
 use std::fs;
 use std::io;
 
-use super::durability_tests::{TempPath, contents, new, plant};
 use super::journal::compact_path;
+use super::test_support::{Journalled, contents, new, plant};
 use super::*;
 use crate::model::{NotDone, Unavailable};
+use crate::os::temp::TempFile;
 
 /// The journal's steps, in order: a crash or failure at the first three
 /// is before the rename, at the last two after it.
@@ -27,7 +28,7 @@ fn seed() -> Vec<(i64, Plant)> {
 }
 
 /// A store at `path` holding three plants; they as `contents` lists them.
-fn old_store(path: &TempPath) -> (Store, Vec<(i64, Plant)>) {
+fn old_store(path: &TempFile) -> (Store, Vec<(i64, Plant)>) {
     let (store, _) = path.open().unwrap();
     for (id, name) in [(1, "a"), (2, "b"), (3, "c")] {
         store.create(new(id, name)).unwrap();
@@ -38,7 +39,7 @@ fn old_store(path: &TempPath) -> (Store, Vec<(i64, Plant)>) {
 }
 
 /// Copies the journal (and its `.compact`) as they are now to `to`.
-fn copy_files(from: &TempPath, to: &TempPath) {
+fn copy_files(from: &TempFile, to: &TempFile) {
     fs::copy(&from.0, &to.0).unwrap();
     if compact_path(&from.0).exists() {
         fs::copy(compact_path(&from.0), compact_path(&to.0)).unwrap();
@@ -48,7 +49,7 @@ fn copy_files(from: &TempPath, to: &TempPath) {
 #[test]
 fn a_crash_at_each_step_recovers_the_old_state_or_the_reset_one() {
     for (at, step) in STEPS.iter().enumerate() {
-        let (path, crashed) = (TempPath::new("reset-crash"), TempPath::new("reset-crashed"));
+        let (path, crashed) = (TempFile::new("reset-crash"), TempFile::new("reset-crashed"));
         let (store, old) = old_store(&path);
         let mut fault = |now: &'static str| {
             if now == *step {
@@ -71,7 +72,7 @@ fn a_crash_at_each_step_recovers_the_old_state_or_the_reset_one() {
 #[test]
 fn a_failure_before_the_rename_changes_nothing_and_after_it_refuses_changes() {
     for (at, step) in STEPS.iter().enumerate() {
-        let path = TempPath::new("reset-fails");
+        let path = TempFile::new("reset-fails");
         let (store, old) = old_store(&path);
         let mut fault = |now: &'static str| match now == *step {
             true => Err(io::Error::other("injected")),
@@ -111,7 +112,7 @@ fn a_failure_before_the_rename_changes_nothing_and_after_it_refuses_changes() {
 
 #[test]
 fn changes_before_a_reset_are_answered_and_gone_and_those_after_it_kept() {
-    let path = TempPath::new("reset-order");
+    let path = TempFile::new("reset-order");
     let (store, _) = old_store(&path);
     // `--sync always`: the record waits, unwritten, until someone commits.
     let before = store.create_nowait(new(5, "before")).unwrap();
@@ -121,7 +122,7 @@ fn changes_before_a_reset_are_answered_and_gone_and_those_after_it_kept() {
     assert_eq!(contents(&store), seed());
     store.create(new(6, "after")).unwrap();
     store.replace(10, plant("x2", None)).unwrap();
-    let crashed = TempPath::new("reset-order-copy");
+    let crashed = TempFile::new("reset-order-copy");
     copy_files(&path, &crashed);
     drop(store);
     let want = vec![
@@ -139,7 +140,7 @@ fn changes_before_a_reset_are_answered_and_gone_and_those_after_it_kept() {
 
 #[test]
 fn a_running_compaction_refuses_a_reset_and_a_reset_without_a_journal_swaps() {
-    let path = TempPath::new("reset-compacting");
+    let path = TempFile::new("reset-compacting");
     let (store, old) = old_store(&path);
     let mut refused = None;
     store

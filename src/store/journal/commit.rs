@@ -265,43 +265,41 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use std::fs::File;
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
     use std::sync::atomic::Ordering;
 
     use super::super::{Durability, Journal, SyncMode};
+    use crate::os::temp::TempFile;
     use crate::store::Change;
 
-    /// A journal in a fresh file, removed when dropped.
-    struct Opened(Journal, PathBuf);
+    /// A journal in a fresh file, removed when dropped (the journal
+    /// first: fields drop in order).
+    struct Opened {
+        journal: Journal,
+        _file: TempFile,
+    }
 
     impl Opened {
         fn new(name: &str) -> Opened {
-            let path = std::env::temp_dir().join(format!(
-                "plantstore-unit-{}-{name}.journal",
-                std::process::id()
-            ));
-            let _ = std::fs::remove_file(&path);
+            let file = TempFile::new(name);
             let durability = Durability {
-                path: path.clone(),
+                path: file.0.clone(),
                 sync: SyncMode::Always,
                 compact_min: u64::MAX,
             };
             let wrap = |file: File| Box::new(file) as Box<dyn super::super::Disk>;
             let (journal, _) = Journal::open(&durability, wrap, |_| {}).unwrap();
-            Opened(journal, path)
-        }
-    }
-
-    impl Drop for Opened {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_file(&self.1);
+            Opened {
+                journal,
+                _file: file,
+            }
         }
     }
 
     #[test]
     fn a_pending_directory_sync_is_done_before_the_next_batch_is_answered() {
         let opened = Opened::new("dir-sync");
-        let journal = &opened.0;
+        let journal = &opened.journal;
         journal.dir_unsynced.store(true, Ordering::SeqCst);
         let seq = journal.log(&Change::Delete(1)).unwrap();
         assert_eq!(journal.commit(seq, 0, false), Ok(()));
@@ -311,7 +309,7 @@ mod tests {
     #[test]
     fn a_pending_directory_sync_that_fails_fails_the_batch_and_poisons() {
         let mut opened = Opened::new("dir-sync-fails");
-        let journal = &mut opened.0;
+        let journal = &mut opened.journal;
         // Only the directory sync looks here; the file is still checked
         // at its own path.
         journal.path = Path::new("/nonexistent/plantstore/j").to_path_buf();

@@ -331,11 +331,11 @@ pub(super) fn available(path: &Path) -> io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::os::ScratchDir;
+    use crate::os::temp::TempDir;
 
     #[test]
     fn links_resolve_to_the_real_file_even_before_it_exists() {
-        let dir = ScratchDir::new("resolve");
+        let dir = TempDir::new("resolve");
         fs::create_dir(dir.0.join("real")).unwrap();
         let link = dir.0.join("link");
         std::os::unix::fs::symlink("real/j", &link).unwrap();
@@ -359,7 +359,7 @@ mod tests {
 
     #[test]
     fn opening_locks_the_real_file_and_refuses_what_is_not_one() {
-        let dir = ScratchDir::new("open");
+        let dir = TempDir::new("open");
         let real = dir.0.join("j");
         let link = dir.0.join("link");
         std::os::unix::fs::symlink(&real, &link).unwrap();
@@ -392,7 +392,7 @@ mod tests {
 
     #[test]
     fn the_entry_notices_a_deleted_or_replaced_file_and_follows_a_rename() {
-        let dir = ScratchDir::new("entry");
+        let dir = TempDir::new("entry");
         let path = dir.0.join("j");
         let opened = open(&path).unwrap();
         let entry = &opened.entry;
@@ -422,7 +422,7 @@ mod tests {
 
     #[test]
     fn a_file_moved_away_is_noticed_at_its_path_not_by_its_links() {
-        let dir = ScratchDir::new("moved");
+        let dir = TempDir::new("moved");
         let path = dir.0.join("j");
         let opened = open(&path).unwrap();
         fs::rename(&path, dir.0.join("elsewhere")).unwrap();
@@ -432,7 +432,7 @@ mod tests {
 
     #[test]
     fn available_space_is_reported_for_a_directory_that_exists() {
-        let dir = ScratchDir::new("space");
+        let dir = TempDir::new("space");
         let free = available(&dir.0).unwrap();
         assert!(free > 0);
         assert!(available(&dir.0.join("missing/dir")).is_err());

@@ -205,6 +205,8 @@ mod format;
 mod recovery;
 mod reset;
 mod rewrite;
+#[cfg(test)]
+mod tests;
 
 pub use convert::convert;
 pub use format::{

@@ -12,7 +12,6 @@
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,7 +19,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::process::binary::{Running, server_command};
-use crate::support::{FreshDatabase, Reply, Turn, request, send_to};
+use crate::support::{FreshDatabase, Reply, TempDir, Turn, request, send_to};
 
 const TOKEN: &str = "cluster-token";
 
@@ -59,7 +58,9 @@ fn instance(database: &FreshDatabase) -> Running {
 struct Nginx {
     child: Child,
     addr: SocketAddr,
-    prefix: PathBuf,
+    /// nginx's prefix (its config and logs), removed once it has
+    /// stopped: the `Drop` below runs before the fields drop.
+    _prefix: TempDir,
 }
 
 impl Nginx {
@@ -70,11 +71,7 @@ impl Nginx {
         ))
         .expect("the contrib config");
         let addr = free_port();
-        let prefix = std::env::temp_dir().join(format!(
-            "plantstore-nginx-{}-{}",
-            std::process::id(),
-            addr.port()
-        ));
+        let prefix = TempDir::new("nginx");
         std::fs::create_dir_all(prefix.join("logs")).unwrap();
         let config = template
             .replace("@LISTEN@", &addr.to_string())
@@ -90,7 +87,7 @@ impl Nginx {
             .arg("-c")
             .arg(&file)
             .arg("-p")
-            .arg(&prefix)
+            .arg(&prefix.0)
             .args(["-g", "daemon off;"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -104,7 +101,7 @@ impl Nginx {
         Nginx {
             child,
             addr,
-            prefix,
+            _prefix: prefix,
         }
     }
 }
@@ -123,7 +120,6 @@ impl Drop for Nginx {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.prefix);
     }
 }
 

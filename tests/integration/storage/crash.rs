@@ -19,7 +19,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::process::binary::Running;
-use crate::storage::journal::{Record, v1_journal};
+use crate::storage::oracle::{Change, Rules, journal};
 use crate::support::TempFile;
 
 const TOKEN: &str = "crash-token";
@@ -158,13 +158,13 @@ fn killed_at_random_moments_a_converted_version_1_journal_keeps_its_plants_too()
     // A history with replaced and deleted plants, so that compactions
     // have dead records to drop; ids below zero, apart from the workers'.
     let names: Vec<String> = (1..=60).map(|id| format!("v1 plant {id}")).collect();
-    let mut records: Vec<Record<'_>> = (1..=60)
-        .map(|id| Record::Put(-id, &names[id as usize - 1], None))
+    let mut records: Vec<Change> = (1..=60)
+        .map(|id| Change::put(-id, &names[id as usize - 1], None))
         .collect();
-    records.extend((1..=20).map(|id| Record::Put(-id, "v1 replaced", Some("v1"))));
-    records.extend((41..=60).map(|id| Record::Delete(-id)));
-    let mut image = v1_journal(&records);
-    let torn = v1_journal(&[Record::Put(-999, "torn", None)]);
+    records.extend((1..=20).map(|id| Change::put(-id, "v1 replaced", Some("v1"))));
+    records.extend((41..=60).map(|id| Change::Delete(-id)));
+    let mut image = journal(Rules::V1, &records);
+    let torn = journal(Rules::V1, &[Change::put(-999, "torn", None)]);
     image.extend_from_slice(&torn[8..torn.len() - 2]);
     std::fs::write(&file.0, image).unwrap();
     let seeded: BTreeMap<i64, String> = (1..=40)

@@ -1,109 +1,17 @@
 //! The journal file seen from outside the server: a record a client plants
 //! in a plant's name cannot stop a restart after a torn write, and a
 //! version-1 journal is served and converted to version 3, and a restart
-//! after a torn tail of a megabyte, whatever it holds, is quick. The encoders
-//! here are the documented formats written again, not the server's.
+//! after a torn tail of a megabyte, whatever it holds, is quick. The files
+//! are written by the oracle (`tests/shared/journal_oracle.rs`), not by the
+//! server's encoder.
 
 use std::fs;
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 
 use crate::process::binary::Running;
+use crate::storage::oracle::{self, Change, Rules, planted, record};
 use crate::support::{AUTH, Client, JSON, Reply, TOKEN, TempFile, request};
-
-/// A change as a record holds it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Record<'a> {
-    Put(i64, &'a str, Option<&'a str>),
-    Delete(i64),
-}
-
-/// Bitwise reflected CRC, all-ones start and final inversion: CRC-32C for
-/// `(0x82F6_3B78, 32)`, CRC-64/XZ for `(0xC96C_5795_D787_0F42, 64)`.
-fn crc(poly: u64, width: u32, bytes: &[u8]) -> u64 {
-    let mask = u64::MAX >> (64 - width);
-    let mut crc = mask;
-    for &b in bytes {
-        crc ^= u64::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ poly
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc & mask
-}
-
-fn payload(record: Record<'_>) -> Vec<u8> {
-    let text = |out: &mut Vec<u8>, text: Option<&str>| match text {
-        Some(text) => {
-            out.extend_from_slice(&(text.len() as u32).to_le_bytes());
-            out.extend_from_slice(text.as_bytes());
-        }
-        None => out.extend_from_slice(&u32::MAX.to_le_bytes()),
-    };
-    let mut out = Vec::new();
-    match record {
-        Record::Put(id, name, tag) => {
-            out.push(1);
-            out.extend_from_slice(&id.to_le_bytes());
-            text(&mut out, Some(name));
-            text(&mut out, tag);
-        }
-        Record::Delete(id) => {
-            out.push(2);
-            out.extend_from_slice(&id.to_le_bytes());
-        }
-    }
-    out
-}
-
-/// `len:u32 crc:u32 payload`, CRC-32C over `len` and the payload.
-fn v1_record(record: Record<'_>) -> Vec<u8> {
-    let payload = payload(record);
-    let len = (payload.len() as u32).to_le_bytes();
-    let crc = crc(0x82F6_3B78, 32, &[&len[..], &payload].concat()) as u32;
-    [&len[..], &crc.to_le_bytes(), &payload].concat()
-}
-
-/// `len:u32 check:u64 payload`, CRC-64/XZ over the file's salt, `len` and
-/// the payload.
-fn v2_record(record: Record<'_>, salt: [u8; 8]) -> Vec<u8> {
-    let payload = payload(record);
-    let len = (payload.len() as u32).to_le_bytes();
-    let covered = [&salt[..], &len, &payload].concat();
-    let check = crc(0xC96C_5795_D787_0F42, 64, &covered);
-    [&len[..], &check.to_le_bytes(), &payload].concat()
-}
-
-/// `len:u32 lcheck:u32 check:u64 payload`: version 2's record with the
-/// CRC-32C of the salt and `len` after `len`.
-fn v3_record(record: Record<'_>, salt: [u8; 8]) -> Vec<u8> {
-    let v2 = v2_record(record, salt);
-    let lcheck = crc(0x82F6_3B78, 32, &[&salt[..], &v2[..4]].concat()) as u32;
-    [&v2[..4], &lcheck.to_le_bytes(), &v2[4..]].concat()
-}
-
-/// A whole version-1 journal holding `records`.
-pub(crate) fn v1_journal(records: &[Record<'_>]) -> Vec<u8> {
-    let mut file = b"PLANTSJ1".to_vec();
-    for &record in records {
-        file.extend(v1_record(record));
-    }
-    file
-}
-
-/// A record made by `make`, of a put whose name is chosen so that the
-/// whole record is valid UTF-8: what a client can send inside a name.
-fn planted(make: impl Fn(Record<'_>) -> Vec<u8>) -> String {
-    (0..)
-        .find_map(|n| {
-            String::from_utf8(make(Record::Put(1, &format!("planted {n}"), Some("")))).ok()
-        })
-        .expect("some name gives a record that is valid UTF-8")
-}
 
 fn send(addr: SocketAddr, method: &str, path: &str, body: &str) -> Reply {
     let mut client = Client::connect(addr);
@@ -141,9 +49,9 @@ fn a_record_planted_in_a_name_and_torn_by_a_crash_does_not_stop_the_restart() {
         create(server.addr, 2, "moss");
         let start = fs::metadata(path).unwrap().len();
         let record = match rules {
-            "version 1" => planted(v1_record),
-            "version 2 under a guessed salt" => planted(|change| v2_record(change, [0; 8])),
-            _ => planted(|change| v3_record(change, [0; 8])),
+            "version 1" => planted(Rules::V1),
+            "version 2 under a guessed salt" => planted(Rules::V2([0; 8])),
+            _ => planted(Rules::V3([0; 8])),
         };
         create(server.addr, 3, &format!("{BEFORE}{record} in it"));
         drop(server); // SIGKILL
@@ -189,7 +97,7 @@ fn a_record_planted_in_a_name_and_torn_by_a_crash_does_not_stop_the_restart() {
 fn a_restart_after_a_torn_megabyte_is_quick_whatever_the_tail_holds() {
     const MIB: usize = 1 << 20;
     let limits = ["--max-body", "16777216", "--max-name", "2000000"];
-    let planted = planted(|change| v3_record(change, [0; 8])).repeat(MIB / 40);
+    let planted = planted(Rules::V3([0; 8])).repeat(MIB / 40);
     let mut random = 0x9E37_79B9_7F4A_7C15_u64;
     let random: Vec<u8> = (0..MIB)
         .map(|_| {
@@ -203,7 +111,7 @@ fn a_restart_after_a_torn_megabyte_is_quick_whatever_the_tail_holds() {
         ("00 00 08 00", [0, 0, 8, 0].repeat(MIB / 4)),
         (
             "wrong checks",
-            v3_record(Record::Put(5, "x", None), [1; 8]).repeat(MIB / 30),
+            record(Rules::V3([1; 8]), &Change::put(5, "x", None)).repeat(MIB / 30),
         ),
         ("random bytes", random),
     ];
@@ -254,13 +162,13 @@ fn a_version_1_journal_is_served_converted_and_kept_across_restarts() {
     let file = TempFile::new("v1.journal");
     let path = file.0.to_str().unwrap();
     let records = [
-        Record::Put(1, "fern", Some("green")),
-        Record::Put(2, "moss", None),
-        Record::Put(3, "ivy", None),
-        Record::Put(2, "moss é", Some("wet")),
-        Record::Delete(3),
+        Change::put(1, "fern", Some("green")),
+        Change::put(2, "moss", None),
+        Change::put(3, "ivy", None),
+        Change::put(2, "moss é", Some("wet")),
+        Change::Delete(3),
     ];
-    fs::write(path, v1_journal(&records)).unwrap();
+    fs::write(path, oracle::journal(Rules::V1, &records)).unwrap();
     fs::set_permissions(path, fs::Permissions::from_mode(0o600)).unwrap();
     let expected = serde_json::json!([
         {"id": 1, "name": "fern", "tag": "green"},
@@ -294,8 +202,9 @@ fn a_version_1_journal_is_served_converted_and_kept_across_restarts() {
 fn a_torn_version_1_tail_is_cut_and_the_rest_converted() {
     let file = TempFile::new("v1-torn.journal");
     let path = file.0.to_str().unwrap();
-    let kept = v1_journal(&[Record::Put(1, "fern", None)]);
-    let whole = v1_journal(&[Record::Put(1, "fern", None), Record::Put(2, "moss", None)]);
+    let fern = Change::put(1, "fern", None);
+    let kept = oracle::journal(Rules::V1, std::slice::from_ref(&fern));
+    let whole = oracle::journal(Rules::V1, &[fern, Change::put(2, "moss", None)]);
     fs::write(path, &whole[..whole.len() - 3]).unwrap();
     let server = Running::start(&["--data", path], Some(TOKEN));
     assert_eq!(

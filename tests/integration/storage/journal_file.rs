@@ -5,43 +5,16 @@
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::process::binary::{Running, run_to_exit};
-use crate::support::{Client, JSON, eventually, request};
+use crate::support::{Client, JSON, TempDir, eventually, request};
 
 const TOKEN: &str = "t";
 const AUTH: (&str, &str) = ("Authorization", "Bearer t");
-
-/// A fresh directory in the temp directory, removed with what is in it
-/// when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path =
-            std::env::temp_dir().join(format!("plantstore-test-{}-{n}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&path);
-        fs::create_dir_all(&path).unwrap();
-        TempDir(path)
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
 
 fn text(path: &Path) -> &str {
     path.to_str().expect("temp paths are UTF-8")

@@ -3,68 +3,15 @@
 
 use std::fs;
 use std::io;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 
-use super::journal::compact_path;
-use super::*;
 use crate::model::SyncMode;
-
-/// A fresh path in the temp directory, removed (with its `.compact`) when
-/// dropped.
-pub(super) struct TempPath(pub(super) PathBuf);
-
-impl TempPath {
-    pub(super) fn new(name: &str) -> TempPath {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!(
-            "plantstore-unit-{}-{n}-{name}.journal",
-            std::process::id()
-        ));
-        let _ = fs::remove_file(&path);
-        TempPath(path)
-    }
-
-    fn durability(&self) -> Durability {
-        Durability {
-            path: self.0.clone(),
-            sync: SyncMode::Always,
-            compact_min: u64::MAX,
-        }
-    }
-
-    pub(super) fn open(&self) -> Result<(Store, Recovery), OpenError> {
-        Store::open(Capacity::plants(1000), &self.durability())
-    }
-}
-
-impl Drop for TempPath {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.0);
-        let _ = fs::remove_file(compact_path(&self.0));
-    }
-}
-
-pub(super) fn plant(name: &str, tag: Option<&str>) -> Plant {
-    Plant {
-        name: name.to_string(),
-        tag: tag.map(String::from),
-    }
-}
-
-pub(super) fn new(id: i64, name: &str) -> NewPlant {
-    NewPlant {
-        id,
-        plant: plant(name, None),
-    }
-}
-
-pub(super) fn contents(store: &Store) -> Vec<(i64, Plant)> {
-    store.page(None, usize::MAX, None).items
-}
+use crate::os::temp::TempFile;
+use crate::store::journal::compact_path;
+use crate::store::test_support::{Journalled, contents, new, plant};
+use crate::store::*;
 
 #[test]
 fn crcs_match_the_standard_check_values() {
@@ -76,7 +23,7 @@ fn crcs_match_the_standard_check_values() {
 
 #[test]
 fn changes_survive_a_reopen() {
-    let path = TempPath::new("reopen");
+    let path = TempFile::new("reopen");
     {
         let (store, recovery) = path.open().unwrap();
         assert_eq!(recovery.records, 0);
@@ -131,7 +78,7 @@ fn a_cut_anywhere_in_the_last_record_keeps_exactly_the_complete_ones() {
 fn a_torn_file_is_cut_and_later_writes_follow_the_good_records() {
     let (bytes, last) = three_records();
     for cut in [last + 1, last + 8, bytes.len() - 1] {
-        let path = TempPath::new("torn");
+        let path = TempFile::new("torn");
         fs::write(&path.0, &bytes[..cut]).unwrap();
         {
             let (store, recovery) = path.open().unwrap();
@@ -169,7 +116,7 @@ fn garbage_in_the_middle_refuses_start_up_and_leaves_the_file_untouched() {
     let mut damaged = bytes[..last].to_vec();
     damaged.extend_from_slice(b"garbage!garbage!");
     damaged.extend_from_slice(&bytes[last..]);
-    let path = TempPath::new("garbage");
+    let path = TempFile::new("garbage");
     fs::write(&path.0, &damaged).unwrap();
     let err = path.open().err().expect("start-up refused");
     let text = err.to_string();
@@ -184,7 +131,7 @@ fn garbage_in_the_middle_refuses_start_up_and_leaves_the_file_untouched() {
 
 #[test]
 fn a_file_that_is_not_a_journal_is_refused() {
-    let path = TempPath::new("foreign");
+    let path = TempFile::new("foreign");
     fs::write(&path.0, b"id,name\n1,fern\n").unwrap();
     assert!(matches!(path.open(), Err(OpenError::NotAJournal(_))));
     assert_eq!(fs::read(&path.0).unwrap(), b"id,name\n1,fern\n");
@@ -192,7 +139,7 @@ fn a_file_that_is_not_a_journal_is_refused() {
 
 #[test]
 fn a_second_store_on_the_same_file_is_refused() {
-    let path = TempPath::new("lock");
+    let path = TempFile::new("lock");
     let (first, _) = path.open().unwrap();
     assert!(matches!(path.open(), Err(OpenError::Locked(_))));
     drop(first);
@@ -223,7 +170,7 @@ impl Disk for Faulty {
 
 #[test]
 fn a_failed_sync_fails_the_change_and_refuses_every_later_one() {
-    let path = TempPath::new("faulty");
+    let path = TempFile::new("faulty");
     let fail = Arc::new(AtomicBool::new(false));
     let syncs = Arc::new(AtomicUsize::new(0));
     let (store, _) = Store::open_with(Capacity::plants(100), &path.durability(), |file| {
@@ -288,7 +235,7 @@ impl Disk for Gated {
 #[test]
 fn writers_that_arrive_during_a_sync_share_the_next_one() {
     const WRITERS: i64 = 10;
-    let path = TempPath::new("group");
+    let path = TempFile::new("group");
     let gate = Arc::new((Mutex::new(false), Condvar::new()));
     let syncs = Arc::new(AtomicUsize::new(0));
     let (store, _) = Store::open_with(Capacity::plants(100), &path.durability(), |file| {
@@ -333,7 +280,7 @@ fn writers_that_arrive_during_a_sync_share_the_next_one() {
 
 #[test]
 fn compaction_keeps_every_plant_including_changes_made_while_it_runs() {
-    let path = TempPath::new("compact");
+    let path = TempFile::new("compact");
     let expected = {
         let (store, _) = path.open().unwrap();
         for id in 0..200 {
@@ -379,7 +326,7 @@ fn compaction_keeps_every_plant_including_changes_made_while_it_runs() {
 
 #[test]
 fn the_background_thread_compacts_a_journal_that_outgrew_its_data() {
-    let path = TempPath::new("auto");
+    let path = TempFile::new("auto");
     let durability = Durability {
         compact_min: 4096,
         ..path.durability()
@@ -410,7 +357,7 @@ fn the_background_thread_compacts_a_journal_that_outgrew_its_data() {
 
 #[test]
 fn a_leftover_compaction_file_is_removed_and_the_journal_kept() {
-    let path = TempPath::new("leftover");
+    let path = TempFile::new("leftover");
     {
         let (store, _) = path.open().unwrap();
         store.create(new(1, "kept")).unwrap();
@@ -429,7 +376,7 @@ fn compactions_started_together_run_one_at_a_time() {
     // replaced the first one's `FILE.compact`, which the first renamed
     // over the journal (poisoning it: "replaced"), or had its collection
     // cleared by the first one's failure.
-    let path = TempPath::new("two-compactions");
+    let path = TempFile::new("two-compactions");
     let durability = Durability {
         sync: SyncMode::Never,
         ..path.durability()
@@ -470,7 +417,7 @@ fn compactions_started_together_run_one_at_a_time() {
 #[test]
 fn a_new_journal_is_readable_by_its_owner_only() {
     use std::os::unix::fs::PermissionsExt;
-    let path = TempPath::new("mode");
+    let path = TempFile::new("mode");
     let (_store, _) = path.open().unwrap();
     let mode = fs::metadata(&path.0).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
@@ -479,7 +426,7 @@ fn a_new_journal_is_readable_by_its_owner_only() {
 #[test]
 fn queued_creates_are_written_at_the_next_wait_in_either_sync_mode() {
     for sync in [SyncMode::Never, SyncMode::Always] {
-        let path = TempPath::new("queued");
+        let path = TempFile::new("queued");
         let durability = Durability {
             sync,
             ..path.durability()
@@ -512,7 +459,7 @@ fn queued_creates_are_written_at_the_next_wait_in_either_sync_mode() {
 
 #[test]
 fn journal_stats_follow_the_file_and_count_compactions() {
-    let path = TempPath::new("stats");
+    let path = TempFile::new("stats");
     let (store, _) = path.open().unwrap();
     let stats = |store: &Store| store.journal_stats().expect("a journal");
     assert_eq!(stats(&store).compactions, 0);

@@ -1,0 +1,339 @@
+//! The journal's format as an outsider writes and reads it: CRC-32C and
+//! CRC-64/XZ, encoders of version-1, -2 and -3 files and a reference
+//! decoder, written from the format in `src/store/journal/mod.rs`'s header
+//! and sharing no code with the server's, so a test fails if the two drift
+//! apart.
+//!
+//! The one oracle of the unit tests (`src/store/journal/tests/`), the
+//! integration tests (`tests/integration/storage/`) and the fuzz target
+//! (`fuzz/fuzz_targets/journal.rs`), each including this file with
+//! `#[path]`: plain `std` code builds in all three as it is, where a crate
+//! of its own would need a place in both workspaces (the fuzz crate is a
+//! workspace of its own, on nightly) and in the server's manifest.
+//!
+//! In brief (the header has the why):
+//!
+//! - version 3: `PLANTSJ3`, an 8-byte salt and a CRC-64/XZ of those 16
+//!   bytes; then `len:u32 lcheck:u32 check:u64 payload` records, lcheck a
+//!   CRC-32C over the salt and `len`, check a CRC-64/XZ over the salt,
+//!   `len` and the payload;
+//! - version 2: the same with `PLANTSJ2` and no lcheck;
+//! - version 1: `PLANTSJ1`, then `len:u32 crc:u32 payload` records, the
+//!   CRC-32C over `len` and the payload;
+//! - payload: `0x01 id:i64 name_len:u32 name tag_len:u32 tag` (a put,
+//!   `tag_len` all ones for no tag) or `0x02 id:i64` (a delete).
+//!
+//! (A length over the format's maximum, 16 MiB and 17 bytes, is not a
+//! record either; no test writes one that long, so the decoder leaves it
+//! out.)
+
+// Each includer uses a part of it.
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+
+pub const MAGIC_V1: &[u8] = b"PLANTSJ1";
+pub const MAGIC_V2: &[u8] = b"PLANTSJ2";
+pub const MAGIC_V3: &[u8] = b"PLANTSJ3";
+/// Magic, salt and the header's own check (versions 2 and 3).
+pub const SALTED_HEADER: usize = 24;
+const NO_TAG: u32 = u32::MAX;
+
+/// A change as a record holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    Put(i64, String, Option<String>),
+    Delete(i64),
+}
+
+impl Change {
+    pub fn put(id: i64, name: &str, tag: Option<&str>) -> Change {
+        Change::Put(id, name.to_string(), tag.map(str::to_string))
+    }
+}
+
+/// The rules a file's records follow: its version, and its salt.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rules {
+    V1,
+    V2([u8; 8]),
+    V3([u8; 8]),
+}
+
+/// What reading a whole file must come to.
+#[derive(Debug, PartialEq)]
+pub enum Outcome {
+    /// Read: the rules (`None` for a file shorter than a whole header, or
+    /// a salted header alone that fails its check), the whole records,
+    /// where they end.
+    Read(Option<Rules>, Vec<Change>, usize),
+    NotAJournal,
+    /// A salted header that fails its check, with bytes after it.
+    Header,
+    Damaged {
+        record: u64,
+        offset: usize,
+    },
+}
+
+/// CRC-32C: reflected, polynomial `0x82F6_3B78`, all-ones start and final
+/// inversion.
+pub fn crc32c(bytes: &[u8]) -> u32 {
+    static TABLE: OnceLock<[u64; 256]> = OnceLock::new();
+    let table = TABLE.get_or_init(|| table(0x82F6_3B78));
+    crc(table, u32::MAX.into(), bytes) as u32
+}
+
+/// CRC-64/XZ: reflected, polynomial `0xC96C_5795_D787_0F42`, all-ones
+/// start and final inversion.
+pub fn crc64(bytes: &[u8]) -> u64 {
+    static TABLE: OnceLock<[u64; 256]> = OnceLock::new();
+    let table = TABLE.get_or_init(|| table(0xC96C_5795_D787_0F42));
+    crc(table, u64::MAX, bytes)
+}
+
+/// A reflected CRC of width `mask`, all-ones start and final inversion,
+/// by a table from `table` (bit by bit is too slow for the fuzzer).
+fn crc(table: &[u64; 256], mask: u64, bytes: &[u8]) -> u64 {
+    let mut crc = mask;
+    for &b in bytes {
+        crc = table[((crc ^ u64::from(b)) & 0xFF) as usize] ^ (crc >> 8);
+    }
+    !crc & mask
+}
+
+/// The CRC of each byte value for the reflected polynomial `poly`, worked
+/// out bit by bit.
+fn table(poly: u64) -> [u64; 256] {
+    let mut table = [0; 256];
+    for (byte, entry) in table.iter_mut().enumerate() {
+        let mut crc = byte as u64;
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ poly
+            } else {
+                crc >> 1
+            };
+        }
+        *entry = crc;
+    }
+    table
+}
+
+/// The payload of a change, the same in every version.
+pub fn payload(change: &Change) -> Vec<u8> {
+    let text = |out: &mut Vec<u8>, text: Option<&str>| match text {
+        Some(text) => {
+            out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+            out.extend_from_slice(text.as_bytes());
+        }
+        None => out.extend_from_slice(&NO_TAG.to_le_bytes()),
+    };
+    let mut out = Vec::new();
+    match change {
+        Change::Put(id, name, tag) => {
+            out.push(1);
+            out.extend_from_slice(&id.to_le_bytes());
+            text(&mut out, Some(name));
+            text(&mut out, tag.as_deref());
+        }
+        Change::Delete(id) => {
+            out.push(2);
+            out.extend_from_slice(&id.to_le_bytes());
+        }
+    }
+    out
+}
+
+/// One record of `change` under `rules`.
+pub fn record(rules: Rules, change: &Change) -> Vec<u8> {
+    let payload = payload(change);
+    let len = (payload.len() as u32).to_le_bytes();
+    match rules {
+        Rules::V1 => {
+            let crc = crc32c(&[&len[..], &payload].concat());
+            [&len[..], &crc.to_le_bytes(), &payload].concat()
+        }
+        Rules::V2(salt) => {
+            let check = crc64(&[&salt[..], &len, &payload].concat());
+            [&len[..], &check.to_le_bytes(), &payload].concat()
+        }
+        Rules::V3(salt) => {
+            let lcheck = crc32c(&[&salt[..], &len].concat());
+            let check = crc64(&[&salt[..], &len, &payload].concat());
+            [
+                &len[..],
+                &lcheck.to_le_bytes(),
+                &check.to_le_bytes(),
+                &payload,
+            ]
+            .concat()
+        }
+    }
+}
+
+/// `magic`, the salt and the CRC-64/XZ of those 16 bytes.
+pub fn salted_header(magic: &[u8], salt: [u8; 8]) -> Vec<u8> {
+    let mut header = [magic, &salt].concat();
+    let check = crc64(&header);
+    header.extend_from_slice(&check.to_le_bytes());
+    header
+}
+
+/// The header of a file under `rules`.
+pub fn header(rules: Rules) -> Vec<u8> {
+    match rules {
+        Rules::V1 => MAGIC_V1.to_vec(),
+        Rules::V2(salt) => salted_header(MAGIC_V2, salt),
+        Rules::V3(salt) => salted_header(MAGIC_V3, salt),
+    }
+}
+
+pub fn header_len(rules: Rules) -> usize {
+    match rules {
+        Rules::V1 => MAGIC_V1.len(),
+        Rules::V2(_) | Rules::V3(_) => SALTED_HEADER,
+    }
+}
+
+/// A whole file of `changes` under `rules`.
+pub fn journal(rules: Rules, changes: &[Change]) -> Vec<u8> {
+    let mut file = header(rules);
+    for change in changes {
+        file.extend(record(rules, change));
+    }
+    file
+}
+
+/// A record by `rules` of a put whose name is chosen so that the whole
+/// record is valid UTF-8: what a client can send inside a name.
+pub fn planted(rules: Rules) -> String {
+    planted_within(rules, 1 << 24).expect("some name gives a record that is valid UTF-8")
+}
+
+/// [`planted`], or `None` if none of the first `tries` names gives one
+/// (about one in 2^14 does under the version-3 rules).
+pub fn planted_within(rules: Rules, tries: u32) -> Option<String> {
+    (0..tries).find_map(|n| {
+        let change = Change::put(1, &format!("planted {n}"), Some(""));
+        String::from_utf8(record(rules, &change)).ok()
+    })
+}
+
+/// The reference's reading of a whole file.
+pub fn reference(file: &[u8]) -> Outcome {
+    let rules = match rules(file) {
+        Ok(Some(rules)) => rules,
+        Ok(None) => return Outcome::Read(None, Vec::new(), 0),
+        Err(outcome) => return outcome,
+    };
+    let (changes, end) = whole_records(file, header_len(rules), rules);
+    if (end + 1..file.len()).any(|from| record_at(file, from, rules).is_some()) {
+        return Outcome::Damaged {
+            record: changes.len() as u64 + 1,
+            offset: end,
+        };
+    }
+    Outcome::Read(Some(rules), changes, end)
+}
+
+/// The rules from the header: `None` while no whole header is there (or
+/// a version-2 or -3 header fails its check with nothing after it).
+pub fn rules(file: &[u8]) -> Result<Option<Rules>, Outcome> {
+    if file.starts_with(MAGIC_V1) {
+        return Ok(Some(Rules::V1));
+    }
+    if let Some(magic) = [MAGIC_V2, MAGIC_V3]
+        .into_iter()
+        .find(|m| file.starts_with(m))
+    {
+        let Some(head) = file.get(..SALTED_HEADER) else {
+            return Ok(None);
+        };
+        let salt: [u8; 8] = head[8..16].try_into().unwrap();
+        if salted_header(magic, salt) == head {
+            return Ok(Some(if magic == MAGIC_V2 {
+                Rules::V2(salt)
+            } else {
+                Rules::V3(salt)
+            }));
+        }
+        return if file.len() == SALTED_HEADER {
+            Ok(None)
+        } else {
+            Err(Outcome::Header)
+        };
+    }
+    if [MAGIC_V1, MAGIC_V2, MAGIC_V3]
+        .iter()
+        .any(|magic| magic.starts_with(file))
+    {
+        return Ok(None);
+    }
+    Err(Outcome::NotAJournal)
+}
+
+/// The whole records from `at` on, and where the first non-record starts.
+fn whole_records(file: &[u8], mut at: usize, rules: Rules) -> (Vec<Change>, usize) {
+    let mut changes = Vec::new();
+    while let Some((change, size)) = record_at(file, at, rules) {
+        changes.push(change);
+        at += size;
+    }
+    (changes, at)
+}
+
+/// A record at `at` that is whole, checks out under `rules` and decodes,
+/// with its size.
+pub fn record_at(file: &[u8], at: usize, rules: Rules) -> Option<(Change, usize)> {
+    let bytes = file.get(at..)?;
+    let len = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
+    let framing: usize = match rules {
+        Rules::V1 => 8,
+        Rules::V2(_) => 12,
+        Rules::V3(_) => 16,
+    };
+    let payload = bytes.get(framing..framing.checked_add(len)?)?;
+    let covered = [&bytes[..4], payload].concat();
+    let valid = match rules {
+        Rules::V1 => crc32c(&covered).to_le_bytes() == bytes[4..8],
+        Rules::V2(salt) => crc64(&[&salt[..], &covered].concat()).to_le_bytes() == bytes[4..12],
+        Rules::V3(salt) => {
+            crc32c(&[&salt[..], &bytes[..4]].concat()).to_le_bytes() == bytes[4..8]
+                && crc64(&[&salt[..], &covered].concat()).to_le_bytes() == bytes[8..16]
+        }
+    };
+    if !valid {
+        return None;
+    }
+    Some((decode(payload)?, framing + len))
+}
+
+/// The change a payload holds, if it is one.
+fn decode(payload: &[u8]) -> Option<Change> {
+    let id = i64::from_le_bytes(payload.get(1..9)?.try_into().ok()?);
+    match payload[0] {
+        2 if payload.len() == 9 => Some(Change::Delete(id)),
+        1 => {
+            let (name, rest) = text(&payload[9..])?;
+            let (tag, rest) = text(rest)?;
+            if !rest.is_empty() {
+                return None;
+            }
+            Some(Change::Put(id, name?, tag))
+        }
+        _ => None,
+    }
+}
+
+fn text(bytes: &[u8]) -> Option<(Option<String>, &[u8])> {
+    let len = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?);
+    if len == NO_TAG {
+        return Some((None, &bytes[4..]));
+    }
+    let text = bytes.get(4..4 + len as usize)?;
+    Some((
+        Some(String::from_utf8(text.to_vec()).ok()?),
+        &bytes[4 + len as usize..],
+    ))
+}
