@@ -102,9 +102,10 @@ if ! command -v wrk >/dev/null; then
 fi
 [ "$(ulimit -n)" -ge 4096 ] || ulimit -n 4096 2>/dev/null || true
 
-# The earlier build the pinned and query sections compare with (OLD), if any.
+# The earlier build the pinned, https and query sections compare with
+# (OLD), if any.
 OLD_BIN=
-if [ -n "${OLD:-}" ] && [[ " ${SECTIONS[*]} " =~ " "(pinned|query)" " ]]; then
+if [ -n "${OLD:-}" ] && [[ " ${SECTIONS[*]} " =~ " "(pinned|https|query)" " ]]; then
   if [ -f "$OLD" ] && [ -x "$OLD" ]; then
     OLD_BIN=$OLD
   elif git rev-parse --verify --quiet "$OLD^{commit}" >/dev/null; then
