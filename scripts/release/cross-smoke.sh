@@ -15,7 +15,7 @@
 # builds each binary with Debian's Rust, rebuilding the standard library for
 # the target (-Z build-std), as the release workflow does with `cross`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=(

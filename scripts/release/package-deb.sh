@@ -23,7 +23,7 @@
 # cargo-deb (pinned, built once into
 # .tools/cargo-deb, about a minute).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 VERSION=${1:-}
 shift || true

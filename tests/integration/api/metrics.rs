@@ -93,6 +93,21 @@ fn build_and_process_metrics_are_present_and_plausible() {
     assert!(!text.contains("plantstore_journal"), "no journal in memory");
 }
 
+/// The TLS families are written exactly when the build speaks TLS: a
+/// plain build has no handshake to count (the transport's stand-ins), a
+/// build with TLS counts them from zero even on a plain-HTTP listener.
+#[test]
+fn the_tls_families_are_written_exactly_in_a_build_with_tls() {
+    let server = TestServer::on(Kind::Memory);
+    let text = scrape(&server);
+    let failures = "plantstore_tls_handshake_failures_total";
+    if cfg!(feature = "tls") {
+        assert_eq!(value(&text, failures), 0.0);
+    } else {
+        assert!(!text.contains("plantstore_tls_"), "{text}");
+    }
+}
+
 #[test]
 fn the_journal_reports_its_size_and_compactions() {
     let file = TempFile::new("metrics.journal");
