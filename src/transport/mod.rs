@@ -26,6 +26,8 @@
 //! `config/` decides which flags exist (`--tls-cert`, `--tls-key`,
 //! `--webhook-ca`); no other file outside this module names the feature.
 
+#[cfg(feature = "acme")]
+pub mod acme;
 #[cfg(feature = "tls")]
 mod certificate;
 #[cfg(feature = "tls")]

@@ -43,6 +43,18 @@ impl Validity {
         })
     }
 
+    /// A Unix time as `YYYY-MM-DD HH:MM:SS UTC`, for the log.
+    pub fn moment(unix: i64) -> String {
+        let second = unix.rem_euclid(86_400);
+        format!(
+            "{} {:02}:{:02}:{:02} UTC",
+            date(unix),
+            second / 3600,
+            second / 60 % 60,
+            second % 60
+        )
+    }
+
     /// What a client will think of the certificate at `now` (Unix
     /// seconds), when it is worth a warning.
     pub fn warning(&self, now: i64) -> Option<String> {

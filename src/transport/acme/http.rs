@@ -1,0 +1,304 @@
+//! The ACME client's HTTP: one blocking HTTP/1.1 exchange per request,
+//! over a std `TcpStream` and a rustls client connection verified against
+//! the system's CA certificates and `--acme-ca` (`trust.rs`), implementing
+//! the protocol library's `HttpClient`.
+//!
+//! Why our own: the library's default is hyper on tokio, far heavier than
+//! the dozen requests an order makes. Every exchange is bounded: the
+//! connect, each read and write, and the whole exchange have timeouts, and
+//! the answer at most `MAX_RESPONSE` bytes. Each request says
+//! `Connection: close`; the answer ends at its `Content-Length`, its last
+//! chunk, or the server's close.
+
+use std::future::Future;
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use instant_acme::{BodyWrapper, BytesResponse, Error, HttpClient};
+use rustls::pki_types::ServerName;
+
+/// The most bytes an answer (head and body) may have.
+pub const MAX_RESPONSE: usize = 1024 * 1024;
+/// The most bytes of an answer's head.
+const MAX_HEAD: usize = 64 * 1024;
+/// How long a connection may take to open.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one read or write may wait.
+const IO_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a whole exchange may take.
+const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The client the protocol library sends its requests through.
+#[derive(Clone)]
+pub struct Client {
+    tls: Arc<rustls::ClientConfig>,
+}
+
+impl Client {
+    /// Verifies servers against `roots`.
+    pub fn new(roots: rustls::RootCertStore) -> Result<Client, String> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+            .map_err(|e| e.to_string())?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Ok(Client { tls: Arc::new(tls) })
+    }
+}
+
+type Answer = Pin<Box<dyn Future<Output = Result<BytesResponse, Error>> + Send>>;
+
+impl HttpClient for Client {
+    fn request(&self, request: http::Request<BodyWrapper<Bytes>>) -> Answer {
+        let tls = Arc::clone(&self.tls);
+        Box::pin(async move {
+            let (parts, body) = request.into_parts();
+            let body = bytes_of(body);
+            let answer = exchange(&tls, &parts, &body)
+                .map_err(|e| Error::Other(format!("{} {}: {e}", parts.method, parts.uri).into()))?;
+            Ok(answer)
+        })
+    }
+}
+
+/// A request's body, whole: the library's body type holds it in one
+/// piece, ready at once.
+fn bytes_of(mut body: BodyWrapper<Bytes>) -> Vec<u8> {
+    use http_body::Body;
+    let mut out = Vec::new();
+    let mut cx = Context::from_waker(Waker::noop());
+    while let Poll::Ready(Some(Ok(frame))) = Pin::new(&mut body).poll_frame(&mut cx) {
+        if let Ok(data) = frame.into_data() {
+            out.extend_from_slice(&data);
+        }
+    }
+    out
+}
+
+/// Where a request goes.
+#[derive(Debug, PartialEq, Eq)]
+struct Target {
+    host: String,
+    port: u16,
+    /// The path and query, at least `/`.
+    path: String,
+}
+
+/// An `https://` URL taken apart; nothing else is spoken.
+fn target(uri: &http::Uri) -> io::Result<Target> {
+    let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidInput, why.to_string());
+    if uri.scheme_str() != Some("https") {
+        return Err(bad("only https:// URLs are followed"));
+    }
+    let host = uri.host().ok_or_else(|| bad("the URL has no host"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    Ok(Target {
+        host: host.to_string(),
+        port: uri.port_u16().unwrap_or(443),
+        path: if path.is_empty() { "/" } else { path }.to_string(),
+    })
+}
+
+/// One request and its answer, on a connection of its own.
+fn exchange(
+    tls: &Arc<rustls::ClientConfig>,
+    parts: &http::request::Parts,
+    body: &[u8],
+) -> io::Result<BytesResponse> {
+    let target = target(&parts.uri)?;
+    let socket = connect(&target)?;
+    let name = ServerName::try_from(target.host.clone())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "not a TLS server name"))?;
+    let conn = rustls::ClientConnection::new(Arc::clone(tls), name).map_err(io::Error::other)?;
+    let mut stream = rustls::StreamOwned::new(conn, socket);
+    stream.write_all(&head(parts, &target, body.len()))?;
+    stream.write_all(body)?;
+    stream.flush()?;
+    let head_only = parts.method == http::Method::HEAD;
+    let (status, headers, body) = read_answer(&mut stream, head_only)?;
+    let mut answer = http::Response::builder().status(status);
+    for (name, value) in headers {
+        answer = answer.header(name, value);
+    }
+    let (parts, ()) = answer
+        .body(())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?
+        .into_parts();
+    Ok(BytesResponse {
+        parts,
+        body: Box::new(Bytes::from(body)),
+    })
+}
+
+/// A socket to `target`, with its timeouts set.
+fn connect(target: &Target) -> io::Result<TcpStream> {
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "the host has no address");
+    for addr in (target.host.as_str(), target.port).to_socket_addrs()? {
+        match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
+            Ok(socket) => {
+                socket.set_read_timeout(Some(IO_TIMEOUT))?;
+                socket.set_write_timeout(Some(IO_TIMEOUT))?;
+                socket.set_nodelay(true)?;
+                return Ok(socket);
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// The request's head: its line, `Host`, the library's headers, the
+/// body's length, `Connection: close`.
+fn head(parts: &http::request::Parts, target: &Target, body: usize) -> Vec<u8> {
+    let mut head = format!("{} {} HTTP/1.1\r\nHost: ", parts.method, target.path);
+    match (target.host.contains(':'), target.port) {
+        (true, 443) => head.push_str(&format!("[{}]", target.host)),
+        (true, port) => head.push_str(&format!("[{}]:{port}", target.host)),
+        (false, 443) => head.push_str(&target.host),
+        (false, port) => head.push_str(&format!("{}:{port}", target.host)),
+    }
+    head.push_str("\r\n");
+    let mut head = head.into_bytes();
+    for (name, value) in &parts.headers {
+        if matches!(name.as_str(), "host" | "content-length" | "connection") {
+            continue;
+        }
+        head.extend_from_slice(name.as_str().as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(value.as_bytes());
+        head.extend_from_slice(b"\r\n");
+    }
+    if body > 0 || parts.method == http::Method::POST {
+        head.extend_from_slice(format!("Content-Length: {body}\r\n").as_bytes());
+    }
+    head.extend_from_slice(b"Connection: close\r\n\r\n");
+    head
+}
+
+/// The status, headers and body of an answer.
+type Parsed = (u16, Vec<(String, Vec<u8>)>, Vec<u8>);
+
+/// Reads until the answer is whole, within the bounds.
+fn read_answer(stream: &mut impl Read, head_only: bool) -> io::Result<Parsed> {
+    let started = Instant::now();
+    let mut buf = Vec::with_capacity(8 * 1024);
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        if started.elapsed() > EXCHANGE_TIMEOUT {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the answer took too long",
+            ));
+        }
+        let read = match stream.read(&mut chunk) {
+            Ok(n) => n,
+            // A server that closes without TLS's close_notify: the end of
+            // the answer, if its framing says it is whole.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => 0,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        buf.extend_from_slice(&chunk[..read]);
+        if buf.len() > MAX_RESPONSE {
+            return Err(invalid(format!("the answer is over {MAX_RESPONSE} bytes")));
+        }
+        if let Some(parsed) = parse(&buf, head_only, read == 0).map_err(invalid)? {
+            return Ok(parsed);
+        }
+        if read == 0 {
+            return Err(invalid(
+                "the server closed before the answer was whole".into(),
+            ));
+        }
+    }
+}
+
+fn invalid(why: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, why)
+}
+
+/// The answer in `buf`, once whole (`closed`: the server has closed, so a
+/// body without a length ends here); `None` while more is needed.
+fn parse(buf: &[u8], head_only: bool, closed: bool) -> Result<Option<Parsed>, String> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut answer = httparse::Response::new(&mut headers);
+    let head_len = match answer.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
+            return Err(format!("the answer's head is over {MAX_HEAD} bytes"));
+        }
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(format!("not an HTTP answer: {e}")),
+    };
+    let status = answer.code.unwrap_or(0);
+    let fields: Vec<(String, Vec<u8>)> = answer
+        .headers
+        .iter()
+        .map(|h| (h.name.to_ascii_lowercase(), h.value.to_vec()))
+        .collect();
+    let field = |name: &str| fields.iter().find(|(n, _)| n == name).map(|(_, v)| v);
+    let rest = &buf[head_len..];
+    let no_body = head_only || status == 204 || status == 304 || (100..200).contains(&status);
+    let body = if no_body {
+        Some(Vec::new())
+    } else if field("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case(b"chunked")) {
+        dechunk(rest)?
+    } else if let Some(length) = field("content-length") {
+        let length: usize = std::str::from_utf8(length)
+            .ok()
+            .and_then(|l| l.trim().parse().ok())
+            .ok_or("the answer's Content-Length is not a number")?;
+        if length > MAX_RESPONSE {
+            return Err(format!("the answer's body is over {MAX_RESPONSE} bytes"));
+        }
+        (rest.len() >= length).then(|| rest[..length].to_vec())
+    } else {
+        closed.then(|| rest.to_vec())
+    };
+    Ok(body.map(|body| (status, fields, body)))
+}
+
+/// A chunked body, once its last chunk and trailers are in `buf`.
+fn dechunk(mut buf: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    let mut body = Vec::new();
+    loop {
+        let Some(end) = buf.windows(2).position(|w| w == b"\r\n") else {
+            return Ok(None);
+        };
+        let line = std::str::from_utf8(&buf[..end]).map_err(|_| "a chunk's size is not text")?;
+        let size = line.split(';').next().unwrap_or("").trim();
+        let size = usize::from_str_radix(size, 16).map_err(|_| "a chunk's size is not hex")?;
+        if size > MAX_RESPONSE {
+            return Err(format!("a chunk is over {MAX_RESPONSE} bytes"));
+        }
+        buf = &buf[end + 2..];
+        if size == 0 {
+            // Trailers, each a line, then an empty line.
+            return Ok(trailers_done(buf).then_some(body));
+        }
+        if buf.len() < size + 2 {
+            return Ok(None);
+        }
+        if &buf[size..size + 2] != b"\r\n" {
+            return Err("a chunk does not end where its size says".into());
+        }
+        body.extend_from_slice(&buf[..size]);
+        buf = &buf[size + 2..];
+    }
+}
+
+/// Whether the trailer section after the last chunk has ended.
+fn trailers_done(buf: &[u8]) -> bool {
+    buf.starts_with(b"\r\n") || buf.windows(4).any(|w| w == b"\r\n\r\n")
+}
+
+#[cfg(test)]
+#[path = "http_tests.rs"]
+mod tests;

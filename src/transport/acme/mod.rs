@@ -1,0 +1,97 @@
+//! ACME (RFC 8555): a certificate for a public name (`--acme-domain`)
+//! from a CA such as Let's Encrypt, obtained and renewed by the `acme`
+//! thread while the server serves.
+//!
+//! The protocol is instant-acme's (on ring), over our own blocking HTTP
+//! client (`http.rs`), driven by a minimal executor (`executor.rs`) on the
+//! thread [`start`] spawns. Files: `store.rs` (the state directory: the
+//! account, the certificate and its key, reused across restarts),
+//! `order.rs` (one order), `renew.rs` (when to order: at start only when
+//! what is kept is missing, for another name, or past two thirds of its
+//! life; then at two thirds; with a backoff from a minute to a day after a
+//! failure, the certificate in use kept), `challenge.rs` (the answers the
+//! listeners serve while an order is open).
+
+mod challenge;
+mod executor;
+mod http;
+mod order;
+mod renew;
+mod store;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+pub use challenge::Challenges;
+pub use renew::{Deliver, Renewer};
+pub use store::StateDir;
+
+/// Let's Encrypt's production directory: `--acme-directory`'s default.
+pub const LETS_ENCRYPT: &str = "https://acme-v02.api.letsencrypt.org/directory";
+/// Let's Encrypt's staging directory: `--acme-staging`.
+pub const LETS_ENCRYPT_STAGING: &str = "https://acme-staging-v02.api.letsencrypt.org/directory";
+
+/// Which challenge proves the name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Challenge {
+    /// HTTP-01, on the plain listener of `--acme-http-addr` (port 80).
+    Http01,
+    /// TLS-ALPN-01, on the TLS listener (port 443).
+    TlsAlpn01,
+}
+
+/// What the `acme` thread works with.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The name certified.
+    pub domain: String,
+    /// The ACME directory's URL.
+    pub directory: String,
+    /// The account's contact, if given.
+    pub email: Option<String>,
+    /// Where the account and certificate are kept.
+    pub dir: StateDir,
+    /// `--acme-ca`: a PEM root trusted for the directory, besides the
+    /// system's.
+    pub ca: Option<PathBuf>,
+    pub challenge: Challenge,
+    /// The answers the listeners serve.
+    pub challenges: Challenges,
+}
+
+/// What `/metrics` reads of the ACME thread: failed orders, and when the
+/// last one failed.
+#[derive(Debug, Clone, Default)]
+pub struct AcmeStatus(Arc<Counts>);
+
+#[derive(Debug, Default)]
+struct Counts {
+    failures: AtomicU64,
+    /// Unix seconds; 0: none yet.
+    last_failure: AtomicI64,
+}
+
+impl AcmeStatus {
+    /// Orders that failed since start.
+    pub fn failures(&self) -> u64 {
+        self.0.failures.load(Ordering::Relaxed)
+    }
+
+    /// When the last order failed (Unix seconds), if one has.
+    pub fn last_failure(&self) -> Option<i64> {
+        Some(self.0.last_failure.load(Ordering::Relaxed)).filter(|&at| at != 0)
+    }
+
+    fn failed(&self, at: i64) {
+        self.0.failures.fetch_add(1, Ordering::Relaxed);
+        self.0.last_failure.store(at.max(1), Ordering::Relaxed);
+    }
+}
+
+/// Now, in Unix seconds.
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}

@@ -1,0 +1,245 @@
+//! The `acme` thread: serves the kept certificate at start when it is for
+//! the name and still valid, orders a new one when there is none or it is
+//! past two thirds of its life, and again at two thirds of the new one's;
+//! after a failed order it waits a minute, then twice as long each time up
+//! to a day, the certificate in use kept and the log saying why. SIGHUP
+//! ([`Renewer::check`]) cuts a wait short.
+//!
+//! An order runs under `catch_unwind`: a panic in the protocol library is
+//! a failed order, not a dead thread.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use log::{error, info, warn};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+
+use super::http::Client;
+use super::{AcmeStatus, Settings, executor, now, order};
+use crate::transport::{Served, Validity, from_pem};
+
+/// The first wait after a failed order; doubled after each, up to
+/// `LAST_BACKOFF`.
+const FIRST_BACKOFF: Duration = Duration::from_secs(60);
+const LAST_BACKOFF: Duration = Duration::from_secs(24 * 3600);
+
+/// Hands a certificate to what serves it (the HTTPS listener).
+pub type Deliver = Box<dyn Fn(&Served) + Send>;
+
+enum Wake {
+    Now,
+    Stop,
+}
+
+/// The running `acme` thread.
+pub struct Renewer {
+    wake: Sender<Wake>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Renewer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Renewer").finish_non_exhaustive()
+    }
+}
+
+impl Renewer {
+    /// Starts the thread; `deliver` is called with each certificate to
+    /// serve (the kept one, then each new one).
+    pub fn start(
+        settings: Settings,
+        status: AcmeStatus,
+        deliver: Deliver,
+    ) -> std::io::Result<Renewer> {
+        let roots = crate::transport::roots(true, settings.ca.as_deref())
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let client = Client::new(roots).map_err(std::io::Error::other)?;
+        let (wake, woken) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("acme".into())
+            .spawn(move || run(&settings, &client, &status, &deliver, &woken))?;
+        Ok(Renewer {
+            wake,
+            thread: Some(thread),
+        })
+    }
+
+    /// Ends a wait after a failure now (SIGHUP).
+    pub fn check(&self) {
+        let _ = self.wake.send(Wake::Now);
+    }
+}
+
+impl Drop for Renewer {
+    /// Stops the thread; an order in progress is left to end on its own
+    /// (its exchanges are bounded), not waited for.
+    fn drop(&mut self) {
+        let _ = self.wake.send(Wake::Stop);
+        if let Some(thread) = self.thread.take()
+            && thread.is_finished()
+        {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn run(
+    settings: &Settings,
+    client: &Client,
+    status: &AcmeStatus,
+    deliver: &Deliver,
+    woken: &Receiver<Wake>,
+) {
+    let mut current = kept(settings).map(|(served, validity)| {
+        deliver(&served);
+        validity
+    });
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        if let Some(validity) = current {
+            let wait = renew_at(validity) - now();
+            if wait > 0 {
+                if !sleep(woken, Duration::from_secs(wait as u64)) {
+                    return;
+                }
+                continue;
+            }
+        }
+        info!(target: "plantstore", "ACME: ordering a certificate for {} from {}", settings.domain, settings.directory);
+        match order_once(settings, client) {
+            Ok((served, validity)) => {
+                deliver(&served);
+                current = Some(validity);
+                backoff = FIRST_BACKOFF;
+                info!(
+                    target: "plantstore",
+                    "ACME: new certificate for {} served, valid until {}; renewal from {}",
+                    settings.domain,
+                    Validity::moment(validity.not_after),
+                    Validity::moment(renew_at(validity))
+                );
+            }
+            Err(why) => {
+                status.failed(now());
+                let kept = match current {
+                    Some(v) => format!(
+                        "the certificate in use stays (valid until {})",
+                        Validity::moment(v.not_after)
+                    ),
+                    None => "no certificate yet: HTTPS answers 503".to_string(),
+                };
+                error!(
+                    target: "plantstore",
+                    "ACME: cannot obtain a certificate for {}: {why}; {kept}; next try in {} s",
+                    settings.domain,
+                    backoff.as_secs()
+                );
+                if !sleep(woken, backoff) {
+                    return;
+                }
+                backoff = (backoff * 2).min(LAST_BACKOFF);
+            }
+        }
+    }
+}
+
+/// Waits `wait`, or until woken; `false` when told to stop.
+fn sleep(woken: &Receiver<Wake>, wait: Duration) -> bool {
+    match woken.recv_timeout(wait) {
+        Ok(Wake::Now) | Err(RecvTimeoutError::Timeout) => true,
+        Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => false,
+    }
+}
+
+/// When a certificate is due for renewal: two thirds into its life.
+fn renew_at(validity: Validity) -> i64 {
+    let life = validity
+        .not_after
+        .saturating_sub(validity.not_before)
+        .max(0);
+    validity.not_before.saturating_add(life / 3 * 2)
+}
+
+/// One order, kept in the state directory; what it serves.
+fn order_once(settings: &Settings, client: &Client) -> Result<(Served, Validity), String> {
+    let issued = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        executor::block_on(order::obtain(settings, client))
+    }))
+    .map_err(|_| "the ACME client failed (a panic)".to_string())?
+    .map_err(|stalled| stalled.to_string())??;
+    let (served, validity) = usable(settings, &issued.chain, &issued.key)
+        .map_err(|why| format!("the CA issued a certificate that cannot be served: {why}"))?;
+    settings.dir.save_certificate(&issued.chain, &issued.key)?;
+    Ok((served, validity))
+}
+
+/// The kept certificate, when it is for the name and not expired.
+fn kept(settings: &Settings) -> Option<(Served, Validity)> {
+    let (chain, key) = match settings.dir.certificate() {
+        Ok(Some(pair)) => pair,
+        Ok(None) => return None,
+        Err(why) => {
+            warn!(target: "plantstore", "ACME: cannot read the kept certificate ({why}); ordering a new one");
+            return None;
+        }
+    };
+    let shown = settings.dir.path().display();
+    match usable(settings, &chain, &key) {
+        Ok((_, validity)) if validity.not_after <= now() => {
+            info!(target: "plantstore", "ACME: the certificate kept in {shown} has expired; ordering a new one");
+            None
+        }
+        Ok((served, validity)) => {
+            info!(
+                target: "plantstore",
+                "ACME: serving the certificate kept in {shown} for {}, valid until {}; renewal from {}",
+                settings.domain,
+                Validity::moment(validity.not_after),
+                Validity::moment(renew_at(validity))
+            );
+            Some((served, validity))
+        }
+        Err(why) => {
+            warn!(target: "plantstore", "ACME: the certificate kept in {shown} is not used: {why}; ordering a new one");
+            None
+        }
+    }
+}
+
+/// The configuration serving `chain` with `key`, if it is for the name.
+fn usable(settings: &Settings, chain: &str, key: &str) -> Result<(Served, Validity), String> {
+    let served = from_pem(chain, key).map_err(|(_, why)| why)?;
+    let validity = served.validity().ok_or("its validity cannot be read")?;
+    let leaf = CertificateDer::pem_slice_iter(chain.as_bytes())
+        .next()
+        .and_then(Result::ok)
+        .ok_or("it holds no certificate")?;
+    let name =
+        ServerName::try_from(settings.domain.as_str()).map_err(|_| "the name is not a DNS name")?;
+    let parsed = rustls::server::ParsedCertificate::try_from(&leaf).map_err(|e| e.to_string())?;
+    rustls::client::verify_server_name(&parsed, &name)
+        .map_err(|_| format!("it is not for {}", settings.domain))?;
+    Ok((served, validity))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renewal_is_due_two_thirds_into_the_life() {
+        let v = Validity {
+            not_before: 1_000,
+            not_after: 1_000 + 90 * 86_400,
+        };
+        assert_eq!(renew_at(v), 1_000 + 60 * 86_400);
+        let backwards = Validity {
+            not_before: 5_000,
+            not_after: 1_000,
+        };
+        assert_eq!(renew_at(backwards), 5_000);
+    }
+}
