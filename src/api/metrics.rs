@@ -154,6 +154,21 @@ impl Metrics {
                 expires - now,
             );
         }
+        // Only with ACME (--acme-domain): its failed orders.
+        if let Some(acme) = self.connections.acme() {
+            out.single(
+                "plantstore_acme_failures_total",
+                Kind::Counter,
+                "ACME orders that failed (the certificate in use was kept).",
+                acme.failures(),
+            );
+            out.single(
+                "plantstore_acme_last_failure_timestamp_seconds",
+                Kind::Gauge,
+                "When the last ACME order failed (Unix seconds; 0: none yet).",
+                acme.last_failure().unwrap_or(0),
+            );
+        }
         // Uptime to the millisecond, formatted with integers.
         let uptime = self.started.elapsed();
         out.single(

@@ -149,6 +149,34 @@ pub struct Args {
     #[cfg(feature = "tls")]
     #[argh(option)]
     pub webhook_ca: Option<PathBuf>,
+    /// obtain and renew the HTTPS certificate for this public DNS name from an ACME CA (Let's Encrypt; with --acme-dir)
+    #[cfg(feature = "acme")]
+    #[argh(option)]
+    pub acme_domain: Option<String>,
+    /// where the ACME account and certificate are kept and reused across restarts (made 0700; not a symlink)
+    #[cfg(feature = "acme")]
+    #[argh(option)]
+    pub acme_dir: Option<PathBuf>,
+    /// the contact address given to the ACME CA (expiry notices)
+    #[cfg(feature = "acme")]
+    #[argh(option)]
+    pub acme_email: Option<String>,
+    /// the ACME directory URL (default: Let's Encrypt, https://acme-v02.api.letsencrypt.org/directory)
+    #[cfg(feature = "acme")]
+    #[argh(option)]
+    pub acme_directory: Option<String>,
+    /// use Let's Encrypt's staging directory (certificates no browser trusts; for trying the setup)
+    #[cfg(feature = "acme")]
+    #[argh(switch)]
+    pub acme_staging: bool,
+    /// a second, plain listener (usually :80) answering HTTP-01 challenges and redirecting the rest to HTTPS; without it TLS-ALPN-01 on the HTTPS port
+    #[cfg(feature = "acme")]
+    #[argh(option)]
+    pub acme_http_addr: Option<String>,
+    /// a CA certificate (PEM) trusted for the ACME directory's HTTPS besides the system's (a private ACME CA)
+    #[cfg(feature = "acme")]
+    #[argh(option)]
+    pub acme_ca: Option<PathBuf>,
 }
 
 /// How a flag takes its value, on the command line and from its
@@ -219,6 +247,20 @@ pub const FLAGS: &[(&str, FlagKind)] = &[
     ("tls-key", FlagKind::Option),
     #[cfg(feature = "tls")]
     ("webhook-ca", FlagKind::Option),
+    #[cfg(feature = "acme")]
+    ("acme-domain", FlagKind::Option),
+    #[cfg(feature = "acme")]
+    ("acme-dir", FlagKind::Option),
+    #[cfg(feature = "acme")]
+    ("acme-email", FlagKind::Option),
+    #[cfg(feature = "acme")]
+    ("acme-directory", FlagKind::Option),
+    #[cfg(feature = "acme")]
+    ("acme-staging", FlagKind::Switch),
+    #[cfg(feature = "acme")]
+    ("acme-http-addr", FlagKind::Option),
+    #[cfg(feature = "acme")]
+    ("acme-ca", FlagKind::Option),
 ];
 
 /// Flags that exclude each other: the command line giving one of them

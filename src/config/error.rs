@@ -74,6 +74,9 @@ pub enum ConfigError {
     /// The CA certificates for https webhooks cannot be read.
     #[cfg(feature = "tls")]
     WebhookTls(crate::transport::TlsError),
+    /// An `--acme-*` flag that cannot be used, and why.
+    #[cfg(feature = "acme")]
+    Acme(String),
     /// `--database` with `--database-file`.
     #[cfg(feature = "postgres")]
     TwoDatabaseSources,
@@ -153,6 +156,8 @@ impl fmt::Display for ConfigError {
             ConfigError::Tls(e) => write!(f, "cannot serve HTTPS: {e}"),
             #[cfg(feature = "tls")]
             ConfigError::WebhookTls(e) => write!(f, "https webhooks: {e}"),
+            #[cfg(feature = "acme")]
+            ConfigError::Acme(why) => f.write_str(why),
             #[cfg(feature = "postgres")]
             ConfigError::TwoDatabaseSources => {
                 f.write_str("give --database or --database-file, not both")

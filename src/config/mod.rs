@@ -17,6 +17,8 @@
 //! Nothing in this module logs; `main` reports errors and exits 2, and the
 //! caller logs [`Config::warnings`].
 
+#[cfg(feature = "acme")]
+mod acme;
 mod args;
 mod error;
 pub mod flags;
@@ -24,6 +26,8 @@ pub mod flags;
 mod tests;
 mod tokens;
 
+#[cfg(feature = "acme")]
+pub use acme::AcmeConfig;
 pub use args::{ALTERNATIVES, Args, FEATURES, FLAGS, FlagKind};
 pub use error::ConfigError;
 pub use tokens::{MAX_TOKEN, read_tokens, read_webhook_secret};
@@ -110,6 +114,9 @@ pub struct Config {
     /// SIGHUP) and what they made at start.
     #[cfg(feature = "tls")]
     pub tls: Option<(crate::transport::TlsFiles, crate::transport::Served)>,
+    /// `--acme-domain` and its flags: the certificate from an ACME CA.
+    #[cfg(feature = "acme")]
+    pub acme: Option<AcmeConfig>,
 }
 
 impl Config {
@@ -165,6 +172,8 @@ impl Config {
         let (database, database_warning) = database(&args)?;
         let text_limits = text_limits(&args, limits.max_body)?;
         positive(args.max_data, "--max-data")?;
+        #[cfg(feature = "acme")]
+        let acme = acme::acme(&args)?;
         let token_file = args.token_file.clone();
         let webhook_secret_file = args.webhook_secret_file.clone();
         let tokens = tokens(args.token_file, args.token, env_token)?;
@@ -226,6 +235,8 @@ impl Config {
             database,
             #[cfg(feature = "tls")]
             tls,
+            #[cfg(feature = "acme")]
+            acme,
         })
     }
 }

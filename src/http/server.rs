@@ -24,7 +24,7 @@ use mio::Waker;
 use super::state::ServerState;
 use super::worker::Worker;
 use super::{Handler, Limits};
-use crate::transport::{self, Expiry, Https};
+use crate::transport::{self, AcmeStatus, Expiry, Https};
 
 /// Connections the kernel may hold waiting to be accepted.
 const BACKLOG: i32 = 1024;
@@ -37,6 +37,8 @@ pub struct Gauge {
     failed_handshakes: Arc<AtomicU64>,
     /// With HTTPS: the certificate served (for its expiry).
     certificate: Expiry,
+    /// With ACME: its failures.
+    acme: Arc<std::sync::OnceLock<AcmeStatus>>,
 }
 
 impl Gauge {
@@ -59,6 +61,16 @@ impl Gauge {
     /// With HTTPS: when the certificate served expires (Unix seconds).
     pub fn certificate_expires(&self) -> Option<i64> {
         self.certificate.get()
+    }
+
+    /// Reports the failures of `acme` from now on.
+    pub fn watch_acme(&self, acme: &AcmeStatus) {
+        let _ = self.acme.set(acme.clone());
+    }
+
+    /// With ACME: its failed orders and when the last one failed.
+    pub fn acme(&self) -> Option<&AcmeStatus> {
+        self.acme.get()
     }
 }
 

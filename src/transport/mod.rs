@@ -36,6 +36,7 @@ mod connection;
 mod plain;
 #[cfg(all(feature = "tls", any(test, fuzzing)))]
 pub mod replay;
+mod status;
 #[cfg(feature = "tls")]
 mod trust;
 mod validity;
@@ -51,6 +52,7 @@ pub(crate) use connection::ServerTls;
 pub(crate) use plain::ServerTls;
 #[cfg(not(feature = "tls"))]
 pub use plain::{ClientTls, Expiry, Https, Served};
+pub use status::AcmeStatus;
 #[cfg(feature = "tls")]
 pub use trust::{ClientTls, client_config, roots};
 pub use validity::Validity;

@@ -20,12 +20,12 @@ mod renew;
 mod store;
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 pub use challenge::Challenges;
 pub use renew::{Deliver, Renewer};
 pub use store::StateDir;
+
+use super::AcmeStatus;
 
 /// Let's Encrypt's production directory: `--acme-directory`'s default.
 pub const LETS_ENCRYPT: &str = "https://acme-v02.api.letsencrypt.org/directory";
@@ -58,35 +58,6 @@ pub struct Settings {
     pub challenge: Challenge,
     /// The answers the listeners serve.
     pub challenges: Challenges,
-}
-
-/// What `/metrics` reads of the ACME thread: failed orders, and when the
-/// last one failed.
-#[derive(Debug, Clone, Default)]
-pub struct AcmeStatus(Arc<Counts>);
-
-#[derive(Debug, Default)]
-struct Counts {
-    failures: AtomicU64,
-    /// Unix seconds; 0: none yet.
-    last_failure: AtomicI64,
-}
-
-impl AcmeStatus {
-    /// Orders that failed since start.
-    pub fn failures(&self) -> u64 {
-        self.0.failures.load(Ordering::Relaxed)
-    }
-
-    /// When the last order failed (Unix seconds), if one has.
-    pub fn last_failure(&self) -> Option<i64> {
-        Some(self.0.last_failure.load(Ordering::Relaxed)).filter(|&at| at != 0)
-    }
-
-    fn failed(&self, at: i64) {
-        self.0.failures.fetch_add(1, Ordering::Relaxed);
-        self.0.last_failure.store(at.max(1), Ordering::Relaxed);
-    }
 }
 
 /// Now, in Unix seconds.

@@ -1,0 +1,139 @@
+//! The `--acme-*` flags (the `acme` feature): a certificate for a public
+//! name from an ACME CA, checked into an [`AcmeConfig`]. The state
+//! directory is opened now (made 0700 if missing; a symlink, a file or one
+//! that cannot be written is a clear exit 2), and `--acme-ca` read now, so
+//! that what cannot work stops the start rather than the first order.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use super::{Args, ConfigError, parse_addr};
+use crate::transport::acme::{
+    Challenge, Challenges, LETS_ENCRYPT, LETS_ENCRYPT_STAGING, Settings, StateDir,
+};
+
+/// ACME mode: what the `acme` thread works with, and the plain listener
+/// of HTTP-01, if any.
+#[derive(Debug, Clone)]
+pub struct AcmeConfig {
+    pub settings: Settings,
+    /// `--acme-http-addr`: HTTP-01's listener (usually port 80); without
+    /// it TLS-ALPN-01 on the TLS listener.
+    pub http_addr: Option<SocketAddr>,
+}
+
+fn refused(why: impl Into<String>) -> ConfigError {
+    ConfigError::Acme(why.into())
+}
+
+/// The `--acme-*` flags, with `--acme-domain`; `None` without it (and
+/// then no other `--acme-*` flag may be given).
+pub fn acme(args: &Args) -> Result<Option<AcmeConfig>, ConfigError> {
+    let Some(domain) = &args.acme_domain else {
+        let others = args.acme_dir.is_some()
+            || args.acme_email.is_some()
+            || args.acme_directory.is_some()
+            || args.acme_staging
+            || args.acme_http_addr.is_some()
+            || args.acme_ca.is_some();
+        return match others {
+            true => Err(refused("the --acme-* flags need --acme-domain NAME")),
+            false => Ok(None),
+        };
+    };
+    if args.tls_cert.is_some() || args.tls_key.is_some() {
+        return Err(refused(
+            "give --acme-domain or --tls-cert/--tls-key, not both: the certificate comes \
+             from the ACME CA or from the files",
+        ));
+    }
+    let domain = name(domain)?;
+    let dir: PathBuf = args.acme_dir.clone().ok_or_else(|| {
+        refused("--acme-domain needs --acme-dir DIR (where the account and certificate are kept)")
+    })?;
+    let dir = StateDir::open(&dir).map_err(|why| refused(format!("--acme-dir: {why}")))?;
+    let directory = match (&args.acme_directory, args.acme_staging) {
+        (Some(_), true) => {
+            return Err(refused("give --acme-directory or --acme-staging, not both"));
+        }
+        (Some(url), false) if url.starts_with("https://") && url.len() > 8 => url.clone(),
+        (Some(url), false) => {
+            return Err(refused(format!(
+                "--acme-directory {url:?} is not an https:// URL"
+            )));
+        }
+        (None, true) => LETS_ENCRYPT_STAGING.to_string(),
+        (None, false) => LETS_ENCRYPT.to_string(),
+    };
+    if let Some(email) = &args.acme_email {
+        let ok = email.split_once('@').is_some_and(|(user, host)| {
+            !user.is_empty() && host.contains('.') && !host.contains('@')
+        }) && !email.contains(|c: char| c.is_whitespace() || c == ',');
+        if !ok {
+            return Err(refused(format!(
+                "--acme-email {email:?} is not an email address"
+            )));
+        }
+    }
+    if let Some(ca) = &args.acme_ca {
+        crate::transport::roots(false, Some(ca)).map_err(|e| refused(format!("--acme-ca: {e}")))?;
+    }
+    let http_addr = args.acme_http_addr.as_deref().map(parse_addr).transpose()?;
+    let challenge = match http_addr {
+        Some(_) => Challenge::Http01,
+        None => Challenge::TlsAlpn01,
+    };
+    Ok(Some(AcmeConfig {
+        settings: Settings {
+            domain,
+            directory,
+            email: args.acme_email.clone(),
+            dir,
+            ca: args.acme_ca.clone(),
+            challenge,
+            challenges: Challenges::default(),
+        },
+        http_addr,
+    }))
+}
+
+/// `--acme-domain`: one DNS name (a CA certifies no address and, over
+/// these challenges, no wildcard), lower case.
+fn name(given: &str) -> Result<String, ConfigError> {
+    let name = given.trim_end_matches('.').to_ascii_lowercase();
+    let label = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
+    let ip = name.parse::<std::net::IpAddr>().is_ok();
+    if ip || name.len() > 253 || !name.contains('.') || !name.split('.').all(label) {
+        return Err(refused(format!(
+            "--acme-domain {given:?} is not a public DNS name such as shop.example.org (a CA \
+             certifies no address, no wildcard, no name without a dot)"
+        )));
+    }
+    Ok(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_dns_names_are_certified() {
+        assert_eq!(name("Shop.Example.org.").unwrap(), "shop.example.org");
+        for bad in [
+            "localhost",
+            "127.0.0.1",
+            "*.example.org",
+            "a..b",
+            "-a.b",
+            "a b.c",
+        ] {
+            assert!(name(bad).is_err(), "{bad}");
+        }
+    }
+}
