@@ -148,11 +148,13 @@ impl Reloader {
         if let Some(https) = &self.https {
             match https.reload() {
                 Ok(validity) => {
-                    info!(
-                        target: "plantstore",
-                        "reloaded {}: new connections get this certificate",
-                        https.files().cert.display()
-                    );
+                    if let Some(files) = https.files() {
+                        info!(
+                            target: "plantstore",
+                            "reloaded {}: new connections get this certificate",
+                            files.cert.display()
+                        );
+                    }
                     validity_warning(validity);
                 }
                 Err(e) => log::error!(
@@ -293,7 +295,9 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
     limits.max_connections = connection_cap(limits.max_connections);
     let https = config
         .https()
-        .map(|(files, served)| Https::new(files, served));
+        .map(|(files, served)| Https::new(files, served))
+        .transpose()
+        .map_err(io::Error::other)?;
     let server = Server::bind_https(
         config.addr,
         limits,

@@ -18,18 +18,19 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use plantstore::transport::replay::{TlsEnd, tls_exchange};
-use plantstore::transport::{Served, from_pem};
+use plantstore::transport::replay::{Config, TlsEnd, tls_exchange};
+use plantstore::transport::from_pem;
 
 mod reads;
 use reads::cut;
 
-fn served() -> &'static Served {
-    static SERVED: OnceLock<Served> = OnceLock::new();
-    SERVED.get_or_init(|| {
+fn config() -> &'static Config {
+    static CONFIG: OnceLock<Config> = OnceLock::new();
+    CONFIG.get_or_init(|| {
         let cert = include_str!("../../tests/data/tls/cert.pem");
         let key = include_str!("../../tests/data/tls/key.pem");
-        from_pem(cert, key).expect("the test certificate loads")
+        let served = from_pem(cert, key).expect("the test certificate loads");
+        served.server_config().expect("a configuration serves it")
     })
 }
 
@@ -37,7 +38,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&control, stream)) = data.split_first() else {
         return;
     };
-    let config = &served().config;
+    let config = config();
     let whole = tls_exchange(&[stream], config.clone());
     let split = tls_exchange(&cut(stream, control), config.clone());
     for run in [&whole, &split] {

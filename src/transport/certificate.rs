@@ -14,24 +14,29 @@
 //! Served: TLS 1.3 and 1.2 with rustls' default cipher suites, on the ring
 //! provider (it builds for every release target with the cross gcc and zig
 //! the release already uses; aws-lc-rs would need CMake and bindgen for
-//! 32-bit ARM); ALPN `http/1.1`; one certificate whatever the SNI;
-//! session resumption by stateless tickets (see `config`).
+//! 32-bit ARM); ALPN `http/1.1`; one certificate whatever the SNI, given
+//! each handshake by the resolver (`resolver.rs`), so that a reload or a
+//! renewal swaps the certificate and keeps the configuration; session
+//! resumption by stateless tickets (see `config`).
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::sign::CertifiedKey;
 
 use super::connection::ServerTls;
+use super::resolver::{ACME_TLS_ALPN, AlpnChallenge, Resolver};
 use super::{TlsError, TlsFiles, Validity, in_file};
 
-/// What the files make: the configuration to serve, and the validity of
-/// the server's certificate (when it can be read).
+/// A certificate to serve: its chain and key, checked to match and ready
+/// for a handshake, and the validity of the server's certificate (when it
+/// can be read).
 #[derive(Debug, Clone)]
 pub struct Served {
-    pub config: Arc<ServerConfig>,
+    pub key: Arc<CertifiedKey>,
     pub validity: Option<Validity>,
 }
 
@@ -88,6 +93,24 @@ pub fn from_pem(cert: &str, key: &str) -> Result<Served, (Part, String)> {
             "holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into(),
         ));
     }
+    check_chain(&chain)?;
+    let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).map_err(|e| {
+        let why = match e {
+            rustls::pki_types::pem::Error::NoItemsFound => {
+                "holds no PEM private key (PKCS#8, RSA or EC)"
+            }
+            _ => "not a readable PEM private key",
+        };
+        (Part::Key, why.to_string())
+    })?;
+    Served::from_der(chain, key)
+}
+
+/// A chain that holds a certificate and fits the bounds.
+fn check_chain(chain: &[CertificateDer<'static>]) -> Result<(), (Part, String)> {
+    if chain.is_empty() {
+        return Err((Part::Cert, "holds no certificate".into()));
+    }
     let bytes: usize = chain.iter().map(|c| c.len()).sum();
     if chain.len() > MAX_CHAIN_CERTS || bytes > MAX_CHAIN_BYTES {
         return Err((
@@ -101,67 +124,99 @@ pub fn from_pem(cert: &str, key: &str) -> Result<Served, (Part, String)> {
             ),
         ));
     }
-    let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).map_err(|e| {
-        let why = match e {
-            rustls::pki_types::pem::Error::NoItemsFound => {
-                "holds no PEM private key (PKCS#8, RSA or EC)"
-            }
-            _ => "not a readable PEM private key",
-        };
-        (Part::Key, why.to_string())
-    })?;
-    let validity = Validity::of(&chain[0]);
-    let config = config(chain, key).map_err(|why| (Part::Both, why))?;
-    Ok(Served { config, validity })
+    Ok(())
 }
 
-/// The rustls configuration serving `chain` with `key`.
-fn config(
-    chain: Vec<CertificateDer<'static>>,
-    key: PrivateKeyDer<'static>,
-) -> Result<Arc<ServerConfig>, String> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = ServerConfig::builder_with_provider(provider)
+impl Served {
+    /// A chain (the server's certificate first) and its key, in DER, made
+    /// ready to serve: within the chain's bounds, a key ring can sign
+    /// with, matching the certificate. An error names the part at fault
+    /// and never quotes the key.
+    pub fn from_der(
+        chain: Vec<CertificateDer<'static>>,
+        key: PrivateKeyDer<'static>,
+    ) -> Result<Served, (Part, String)> {
+        check_chain(&chain)?;
+        let validity = Validity::of(&chain[0]);
+        let key = CertifiedKey::from_der(chain, key, &provider()).map_err(|e| {
+            (
+                Part::Both,
+                format!("cannot serve this certificate and key: {e}"),
+            )
+        })?;
+        Ok(Served {
+            key: Arc::new(key),
+            validity,
+        })
+    }
+
+    /// When the server's certificate is valid, if that can be read.
+    pub fn validity(&self) -> Option<Validity> {
+        self.validity
+    }
+
+    /// A configuration serving this certificate alone (the replay harness
+    /// and the fuzz target drive a connection with it).
+    pub fn server_config(&self) -> Result<Arc<ServerConfig>, String> {
+        config(Arc::new(Resolver::new(Arc::clone(&self.key), None)))
+    }
+}
+
+/// The crypto provider: ring's.
+fn provider() -> rustls::crypto::CryptoProvider {
+    rustls::crypto::ring::default_provider()
+}
+
+/// The rustls configuration whose handshakes `resolver` gives a
+/// certificate.
+fn config(resolver: Arc<Resolver>) -> Result<Arc<ServerConfig>, String> {
+    let challenges = resolver.answers_challenges();
+    let mut config = ServerConfig::builder_with_provider(Arc::new(provider()))
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(|e| e.to_string())?
         .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .map_err(|e| format!("cannot serve this certificate and key: {e}"))?;
+        .with_cert_resolver(resolver);
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    if challenges {
+        config.alpn_protocols.push(ACME_TLS_ALPN.to_vec());
+    }
     // Stateless tickets (ChaCha20-Poly1305, random keys rotated every 6
     // hours, in memory only): a client resumes with any ticket it holds,
     // as many times as it likes within its life, and the server keeps no
     // state per session. (rustls' stateful cache honours each TLS 1.3
-    // ticket once.) A reload makes a new ticketer: sessions from before it
-    // make full handshakes.
+    // ticket once.) The configuration lives as long as the server: a
+    // certificate replaced by a reload or a renewal keeps the sessions.
     config.ticketer = rustls::crypto::ring::Ticketer::new()
         .map_err(|e| format!("cannot make session tickets: {e}"))?;
     Ok(Arc::new(config))
 }
 
-impl Served {
-    /// When the server's certificate is valid, if that can be read.
-    pub fn validity(&self) -> Option<Validity> {
-        self.validity
-    }
+/// Where the certificate served comes from.
+#[derive(Debug)]
+pub enum Source {
+    /// `--tls-cert` and `--tls-key`, read again on a reload.
+    Files(TlsFiles),
 }
 
 /// The certificate served to new connections, shared by the event loops,
-/// `/metrics` and the reload; a reload reads its files again and replaces
-/// it (a connection keeps the one it started with). With it, when its
+/// `/metrics` and the reload: one configuration for the server's life,
+/// whose resolver a reload or a renewal gives the new certificate (a
+/// connection keeps the one it started with). With it, when its
 /// certificate expires (Unix seconds; `i64::MIN`: not known).
 #[derive(Clone)]
 pub struct Https(Arc<Current>);
 
 struct Current {
-    files: TlsFiles,
-    config: Mutex<Arc<ServerConfig>>,
+    source: Source,
+    config: Arc<ServerConfig>,
+    resolver: Arc<Resolver>,
     expires: AtomicI64,
 }
 
 impl std::fmt::Debug for Https {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Https")
+            .field("source", &self.0.source)
             .field("expires", &self.expires())
             .finish_non_exhaustive()
     }
@@ -169,26 +224,54 @@ impl std::fmt::Debug for Https {
 
 impl Https {
     /// Serves what `files` made at start.
-    pub fn new(files: &TlsFiles, served: &Served) -> Https {
-        Https(Arc::new(Current {
-            files: files.clone(),
-            config: Mutex::new(Arc::clone(&served.config)),
-            expires: AtomicI64::new(expiry(served)),
-        }))
+    pub fn new(files: &TlsFiles, served: &Served) -> Result<Https, TlsError> {
+        Https::from_source(Source::Files(files.clone()), served, None)
     }
 
-    /// The files it serves.
-    pub fn files(&self) -> &TlsFiles {
-        &self.0.files
+    /// Serves `served`, from `source`; with `challenge`, answers
+    /// TLS-ALPN-01 challenges with it. An error only if rustls cannot
+    /// make a configuration (its random numbers failed).
+    pub fn from_source(
+        source: Source,
+        served: &Served,
+        challenge: Option<Arc<dyn AlpnChallenge>>,
+    ) -> Result<Https, TlsError> {
+        let resolver = Arc::new(Resolver::new(Arc::clone(&served.key), challenge));
+        let config = config(Arc::clone(&resolver)).map_err(|why| TlsError { file: None, why })?;
+        Ok(Https(Arc::new(Current {
+            source,
+            config,
+            resolver,
+            expires: AtomicI64::new(expiry(served)),
+        })))
+    }
+
+    /// Where the certificate comes from.
+    pub fn source(&self) -> &Source {
+        &self.0.source
+    }
+
+    /// The files it serves, with `--tls-cert`.
+    pub fn files(&self) -> Option<&TlsFiles> {
+        match &self.0.source {
+            Source::Files(files) => Some(files),
+        }
+    }
+
+    /// Serves `served` to connections accepted from now on.
+    pub fn serve(&self, served: &Served) {
+        self.0.resolver.serve(Arc::clone(&served.key));
+        self.0.expires.store(expiry(served), Ordering::Relaxed);
     }
 
     /// Reads its files again and, if they can be served, serves them to
     /// connections accepted from now on; their validity, for a warning.
     /// On an error what is served stays.
     pub fn reload(&self) -> Result<Option<Validity>, TlsError> {
-        let served = load(&self.0.files)?;
-        *crate::lock::lock(&self.0.config) = Arc::clone(&served.config);
-        self.0.expires.store(expiry(&served), Ordering::Relaxed);
+        let served = match &self.0.source {
+            Source::Files(files) => load(files)?,
+        };
+        self.serve(&served);
         Ok(served.validity)
     }
 
@@ -197,11 +280,10 @@ impl Https {
         Some(self.0.expires.load(Ordering::Relaxed)).filter(|&at| at != i64::MIN)
     }
 
-    /// A new connection's TLS state, with the certificate served now;
-    /// `None` if rustls cannot make one.
+    /// A new connection's TLS state; its handshake gets the certificate
+    /// served then. `None` if rustls cannot make one.
     pub(crate) fn accept(&self) -> Option<ServerTls> {
-        let config = Arc::clone(&crate::lock::lock(&self.0.config));
-        ServerTls::new(config)
+        ServerTls::new(Arc::clone(&self.0.config))
     }
 }
 

@@ -13,7 +13,9 @@
 //! and the webhook client's ([`ClientTls`]), and [`WITH_TLS`] for what
 //! only asks whether TLS exists (an `https://` URL, a metric's line).
 //! With the feature they are rustls': `certificate.rs`
-//! (the files read into a served configuration), `connection.rs` (a
+//! (the files read into a certificate to serve, and the configuration
+//! serving it), `resolver.rs` (the certificate each handshake gets,
+//! swapped by a reload or a renewal), `connection.rs` (a
 //! connection's TLS state on the event loop), `trust.rs` (the CA
 //! certificates and the client side) and, for the unit tests and the fuzz
 //! target only, `replay.rs` (a connection on the TLS port driven by a
@@ -38,6 +40,8 @@ mod plain;
 pub mod replay;
 mod status;
 #[cfg(feature = "tls")]
+mod resolver;
+#[cfg(feature = "tls")]
 mod trust;
 mod validity;
 
@@ -45,7 +49,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 #[cfg(feature = "tls")]
-pub use certificate::{Expiry, Https, Part, Served, from_pem, load};
+pub use certificate::{Expiry, Https, Part, Served, Source, from_pem, load};
 #[cfg(feature = "tls")]
 pub(crate) use connection::ServerTls;
 #[cfg(not(feature = "tls"))]
@@ -53,6 +57,8 @@ pub(crate) use plain::ServerTls;
 #[cfg(not(feature = "tls"))]
 pub use plain::{ClientTls, Expiry, Https, Served};
 pub use status::AcmeStatus;
+#[cfg(feature = "tls")]
+pub use resolver::{ACME_TLS_ALPN, AlpnChallenge};
 #[cfg(feature = "tls")]
 pub use trust::{ClientTls, client_config, roots};
 pub use validity::Validity;

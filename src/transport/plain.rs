@@ -29,11 +29,15 @@ impl Served {
 pub enum Https {}
 
 impl Https {
-    pub fn new(_: &TlsFiles, served: &Served) -> Https {
+    pub fn new(_: &TlsFiles, served: &Served) -> Result<Https, TlsError> {
         match *served {}
     }
 
-    pub fn files(&self) -> &TlsFiles {
+    pub fn files(&self) -> Option<&TlsFiles> {
+        match *self {}
+    }
+
+    pub fn serve(&self, _: &Served) {
         match *self {}
     }
 

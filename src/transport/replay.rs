@@ -13,6 +13,10 @@ use std::sync::Arc;
 use super::Read;
 use super::connection::{ServerTls, Wire};
 
+/// The configuration a replayed connection is served with
+/// ([`Served::server_config`](crate::transport::Served::server_config)).
+pub type Config = Arc<rustls::ServerConfig>;
+
 /// What a scripted connection to the TLS port came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TlsEnd {
@@ -40,7 +44,7 @@ pub struct TlsExchange {
 /// the connection's TLS state exactly as an event loop drives it, its
 /// plaintext counted (the HTTP protocol must never be handed any here: a
 /// client without this handshake's keys cannot finish it).
-pub fn tls_exchange(reads: &[&[u8]], config: Arc<rustls::ServerConfig>) -> TlsExchange {
+pub fn tls_exchange(reads: &[&[u8]], config: Config) -> TlsExchange {
     let mut wire = Script {
         reads: reads
             .iter()
@@ -152,10 +156,13 @@ impl Wire for Script {
 mod tests {
     use super::*;
 
-    fn test_config() -> std::sync::Arc<rustls::ServerConfig> {
+    fn test_config() -> Config {
         let cert = include_str!("../../tests/data/tls/cert.pem");
         let key = include_str!("../../tests/data/tls/key.pem");
-        crate::transport::from_pem(cert, key).unwrap().config
+        crate::transport::from_pem(cert, key)
+            .unwrap()
+            .server_config()
+            .unwrap()
     }
 
     #[test]
