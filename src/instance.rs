@@ -8,6 +8,9 @@
 //! [`StartError`] into an exit code; the integration tests call [`start`]
 //! and [`serve`] (with a store of their own).
 
+#[cfg(feature = "acme")]
+mod acme;
+
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
@@ -41,6 +44,9 @@ pub struct Instance {
     app: Arc<App>,
     /// With HTTPS: the certificate served, which a reload replaces.
     https: Option<Https>,
+    /// With `--acme-domain`: the `acme` thread and HTTP-01's listener.
+    #[cfg(feature = "acme")]
+    acme: Option<acme::Acme>,
 }
 
 impl Instance {
@@ -68,6 +74,10 @@ impl Instance {
     /// returns how many were still open.
     pub fn run(self, grace: Duration) -> usize {
         let still_open = self.server.run(grace);
+        #[cfg(feature = "acme")]
+        if let Some(acme) = self.acme {
+            acme.stop();
+        }
         self.app.shut_down(WEBHOOK_GRACE);
         still_open
     }
@@ -293,21 +303,49 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
     ));
     let mut limits = config.limits.clone();
     limits.max_connections = connection_cap(limits.max_connections);
-    let https = config
+    #[cfg_attr(not(feature = "acme"), allow(unused_mut))]
+    let mut handler: Arc<dyn http::Handler> = Arc::clone(&app) as _;
+    #[cfg_attr(not(feature = "acme"), allow(unused_mut))]
+    let mut https = config
         .https()
         .map(|(files, served)| Https::new(files, served))
         .transpose()
         .map_err(io::Error::other)?;
-    let server = Server::bind_https(
-        config.addr,
-        limits,
-        Arc::clone(&app) as _,
-        &gauge,
-        https.clone(),
-    )?;
+    #[cfg(feature = "acme")]
+    let acme_https = match &config.acme {
+        Some(acme_config) => {
+            let (served, ready) = acme::https(acme_config)?;
+            handler = Arc::new(acme::Gate {
+                app: Arc::clone(&app),
+                ready: Arc::clone(&ready),
+            });
+            https = Some(served.clone());
+            Some((served, ready))
+        }
+        None => None,
+    };
+    let server = Server::bind_https(config.addr, limits.clone(), handler, &gauge, https.clone())?;
     let scheme = if https.is_some() { "https" } else { "http" };
     log_start(config, &storage, scheme, server.local_addr());
-    Ok(Instance { server, app, https })
+    #[cfg(feature = "acme")]
+    let acme = match (&config.acme, acme_https) {
+        (Some(acme_config), Some((served, ready))) => Some(acme::start(
+            acme_config,
+            &served,
+            ready,
+            &gauge,
+            &limits,
+            server.local_addr().port(),
+        )?),
+        _ => None,
+    };
+    Ok(Instance {
+        server,
+        app,
+        https,
+        #[cfg(feature = "acme")]
+        acme,
+    })
 }
 
 /// The start-up lines: where the tokens came from, the configuration's

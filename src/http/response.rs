@@ -311,6 +311,7 @@ fn reason(status: u16) -> &'static str {
         200 => "OK",
         204 => "No Content",
         304 => "Not Modified",
+        308 => "Permanent Redirect",
         400 => "Bad Request",
         401 => "Unauthorized",
         404 => "Not Found",

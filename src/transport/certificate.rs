@@ -196,6 +196,10 @@ fn config(resolver: Arc<Resolver>) -> Result<Arc<ServerConfig>, String> {
 pub enum Source {
     /// `--tls-cert` and `--tls-key`, read again on a reload.
     Files(TlsFiles),
+    /// `--acme-domain`: the `acme` thread serves each certificate it
+    /// obtains; a reload has nothing to read.
+    #[cfg(feature = "acme")]
+    Acme,
 }
 
 /// The certificate served to new connections, shared by the event loops,
@@ -255,6 +259,8 @@ impl Https {
     pub fn files(&self) -> Option<&TlsFiles> {
         match &self.0.source {
             Source::Files(files) => Some(files),
+            #[cfg(feature = "acme")]
+            Source::Acme => None,
         }
     }
 
@@ -270,6 +276,8 @@ impl Https {
     pub fn reload(&self) -> Result<Option<Validity>, TlsError> {
         let served = match &self.0.source {
             Source::Files(files) => load(files)?,
+            #[cfg(feature = "acme")]
+            Source::Acme => return Ok(None),
         };
         self.serve(&served);
         Ok(served.validity)

@@ -38,9 +38,9 @@ mod connection;
 mod plain;
 #[cfg(all(feature = "tls", any(test, fuzzing)))]
 pub mod replay;
-mod status;
 #[cfg(feature = "tls")]
 mod resolver;
+mod status;
 #[cfg(feature = "tls")]
 mod trust;
 mod validity;
@@ -56,9 +56,9 @@ pub(crate) use connection::ServerTls;
 pub(crate) use plain::ServerTls;
 #[cfg(not(feature = "tls"))]
 pub use plain::{ClientTls, Expiry, Https, Served};
-pub use status::AcmeStatus;
 #[cfg(feature = "tls")]
 pub use resolver::{ACME_TLS_ALPN, AlpnChallenge};
+pub use status::AcmeStatus;
 #[cfg(feature = "tls")]
 pub use trust::{ClientTls, client_config, roots};
 pub use validity::Validity;

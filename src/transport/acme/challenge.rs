@@ -92,6 +92,23 @@ impl Challenges {
     }
 }
 
+impl crate::transport::AlpnChallenge for Challenges {
+    fn answer(&self, server_name: Option<&str>) -> Option<Arc<CertifiedKey>> {
+        self.alpn(server_name)
+    }
+}
+
+/// What HTTPS serves before the first certificate: self-signed, for
+/// `name`, which no client trusts (the API answers 503 over it anyway);
+/// chain and key in DER.
+pub fn placeholder(name: &str) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let why = |e: rcgen::Error| format!("cannot make the placeholder certificate: {e}");
+    let params = CertificateParams::new(vec![name.to_string()]).map_err(why)?;
+    let key = KeyPair::generate().map_err(why)?;
+    let cert = params.self_signed(&key).map_err(why)?;
+    Ok((cert.der().to_vec(), key.serialize_der()))
+}
+
 /// RFC 8737's certificate: self-signed, for `name` alone, with the
 /// critical `acmeIdentifier` extension holding `digest`.
 fn alpn_certificate(name: &str, digest: &[u8]) -> Result<Arc<CertifiedKey>, String> {

@@ -21,7 +21,7 @@ mod store;
 
 use std::path::PathBuf;
 
-pub use challenge::Challenges;
+pub use challenge::{Challenges, placeholder};
 pub use renew::{Deliver, Renewer};
 pub use store::StateDir;
 

@@ -1,0 +1,189 @@
+//! ACME's wiring (`--acme-domain`, the `acme` feature): the HTTPS
+//! listener starts with a placeholder certificate and answers every API
+//! request 503 until the `acme` thread delivers the first real one
+//! ([`Gate`]); the thread's certificates are served to new connections
+//! as they come; TLS-ALPN-01 is answered by the listener's resolver,
+//! HTTP-01 by a second, plain listener (`--acme-http-addr`, the same
+//! engine with [`Answers`] as its handler) that redirects everything else
+//! to HTTPS.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use log::info;
+
+use crate::api::App;
+use crate::config::AcmeConfig;
+use crate::http::{Gauge, Handler, Limits, Request, Response, Server, Stopper};
+use crate::transport::acme::{Challenges, Deliver, Renewer};
+use crate::transport::{AcmeStatus, Https, Served, Source};
+
+/// The 503's words, before the first certificate.
+const NOT_YET: &str = "no certificate yet: ACME order in progress";
+
+/// The running ACME parts: the thread, and HTTP-01's listener.
+pub struct Acme {
+    _renewer: Renewer,
+    http: Option<(Stopper, JoinHandle<usize>)>,
+}
+
+impl Acme {
+    /// Stops HTTP-01's listener (the thread stops as it drops).
+    pub fn stop(mut self) {
+        if let Some((stopper, thread)) = self.http.take() {
+            stopper.stop();
+            let _ = thread.join();
+        }
+    }
+}
+
+/// HTTPS serving a placeholder until the first certificate, answering
+/// TLS-ALPN-01 challenges; with the flag the first delivery raises.
+pub fn https(config: &AcmeConfig) -> io::Result<(Https, Arc<AtomicBool>)> {
+    let settings = &config.settings;
+    let (cert, key) =
+        crate::transport::acme::placeholder(&settings.domain).map_err(io::Error::other)?;
+    let served = Served::from_der(vec![cert.into()], rustls_key(key))
+        .map_err(|(_, why)| io::Error::other(why))?;
+    let hook: Arc<dyn crate::transport::AlpnChallenge> = Arc::new(settings.challenges.clone());
+    let https = Https::from_source(Source::Acme, &served, Some(hook)).map_err(io::Error::other)?;
+    Ok((https, Arc::new(AtomicBool::new(false))))
+}
+
+/// Starts the `acme` thread (delivering to `https`) and HTTP-01's listener.
+pub fn start(
+    config: &AcmeConfig,
+    https: &Https,
+    ready: Arc<AtomicBool>,
+    gauge: &Gauge,
+    limits: &Limits,
+    https_port: u16,
+) -> io::Result<Acme> {
+    let status = AcmeStatus::default();
+    gauge.watch_acme(&status);
+    let http = match config.http_addr {
+        Some(addr) => Some(http01(
+            addr,
+            &config.settings.challenges,
+            limits,
+            https_port,
+        )?),
+        None => None,
+    };
+    let serving = https.clone();
+    let deliver: Deliver = Box::new(move |served: &Served| {
+        serving.serve(served);
+        ready.store(true, Ordering::Release);
+    });
+    let renewer = Renewer::start(config.settings.clone(), status, deliver)?;
+    Ok(Acme {
+        _renewer: renewer,
+        http,
+    })
+}
+
+/// HTTP-01's plain listener, on a thread of its own.
+fn http01(
+    addr: SocketAddr,
+    challenges: &Challenges,
+    limits: &Limits,
+    https_port: u16,
+) -> io::Result<(Stopper, JoinHandle<usize>)> {
+    let limits = Limits {
+        threads: 1,
+        max_connections: limits.max_connections.min(1024),
+        ..limits.clone()
+    };
+    let answers = Arc::new(Answers {
+        challenges: challenges.clone(),
+        https_port,
+    });
+    let server = Server::bind(addr, limits, answers, &Gauge::new())?;
+    info!(
+        target: "plantstore",
+        "ACME: answering HTTP-01 challenges on http://{}, redirecting the rest to HTTPS",
+        server.local_addr()
+    );
+    let stopper = server.stopper();
+    let thread = std::thread::Builder::new()
+        .name("acme-http".into())
+        .spawn(move || server.run(Duration::from_secs(1)))?;
+    Ok((stopper, thread))
+}
+
+fn rustls_key(der: Vec<u8>) -> rustls::pki_types::PrivateKeyDer<'static> {
+    rustls::pki_types::PrivateKeyDer::Pkcs8(der.into())
+}
+
+/// The API, answered 503 over HTTPS until the first certificate.
+pub struct Gate {
+    pub app: Arc<App>,
+    pub ready: Arc<AtomicBool>,
+}
+
+impl Handler for Gate {
+    fn handle(&self, request: &mut Request<'_>) -> Response {
+        if request.scheme() == "https" && !self.ready.load(Ordering::Acquire) {
+            return Response::error(503, NOT_YET).with_header("Retry-After", "10");
+        }
+        self.app.handle(request)
+    }
+
+    fn flush(&self) {
+        self.app.flush();
+    }
+}
+
+/// HTTP-01's listener: the key authorization at
+/// `/.well-known/acme-challenge/TOKEN`, a 308 to HTTPS for the rest.
+struct Answers {
+    challenges: Challenges,
+    https_port: u16,
+}
+
+const CHALLENGE_PATH: &str = "/.well-known/acme-challenge/";
+
+impl Handler for Answers {
+    fn handle(&self, request: &mut Request<'_>) -> Response {
+        if let Some(token) = request.path().strip_prefix(CHALLENGE_PATH)
+            && matches!(request.method(), "GET" | "HEAD")
+        {
+            return match self.challenges.http01(token) {
+                Some(answer) => Response::bytes(200, "text/plain", answer.into_bytes()),
+                None => Response::error(404, "no such challenge"),
+            };
+        }
+        let host = request
+            .header("host")
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .map(host_alone)
+            .filter(|h| {
+                !h.is_empty()
+                    && h.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b".-[]:".contains(&b))
+            });
+        let Some(host) = host else {
+            return Response::error(400, "a Host header is needed to redirect to HTTPS");
+        };
+        let port = match self.https_port {
+            443 => String::new(),
+            port => format!(":{port}"),
+        };
+        Response::empty(308).with_header(
+            "Location",
+            format!("https://{host}{port}{}", request.target()),
+        )
+    }
+}
+
+/// A Host header's name, without its port.
+fn host_alone(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host.split_inclusive(']').next().unwrap_or(host);
+    }
+    host.split(':').next().unwrap_or(host)
+}
