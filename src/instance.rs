@@ -67,6 +67,8 @@ impl Instance {
             token_file: config.token_file.clone(),
             secret_file: config.webhook_secret_file.clone(),
             https: self.https.clone(),
+            #[cfg(feature = "acme")]
+            acme: self.acme.as_ref().map(acme::Acme::waker),
         }
     }
 
@@ -97,6 +99,9 @@ pub struct Reloader {
     secret_file: Option<std::path::PathBuf>,
     /// With HTTPS: the certificate served, with the files it is read from.
     https: Option<Https>,
+    /// With ACME: wakes its thread.
+    #[cfg(feature = "acme")]
+    acme: Option<crate::transport::acme::RenewNow>,
 }
 
 impl Reloader {
@@ -153,6 +158,11 @@ impl Reloader {
                     log::error!(target: "plantstore", "reload refused: {e}; the webhook secret in use stays")
                 }
             }
+        }
+        #[cfg(feature = "acme")]
+        if let Some(acme) = &self.acme {
+            acme.wake();
+            info!(target: "plantstore", "reload: ACME looks at its certificate again now");
         }
         let certificate = self.https.is_some();
         if let Some(https) = &self.https {

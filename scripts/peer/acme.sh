@@ -12,7 +12,8 @@
 # nonces (PEBBLE_WFE_NONCEREJECT=50) throughout and every order still
 # completes. Against the refusing CA: a rate limit leaves the kept
 # certificate serving and /metrics counting the failure; a 500 before any
-# certificate leaves the API answering 503 over HTTPS. Names resolve
+# certificate leaves the API answering 503 over HTTPS, and SIGHUP makes
+# the server try again without waiting out its backoff. Names resolve
 # through pebble-challtestsrv's DNS (loopback only). Every process is
 # stopped on exit. Installs pebble with apt when missing and fails if it
 # still is. About a minute once built.
@@ -222,5 +223,10 @@ grep -q "no certificate yet: HTTPS answers 503" "$work/none.log" || fail "the lo
 answer=$(curl -sk -H 'Authorization: Bearer acme-test-token-0123456789' "https://127.0.0.1:$p_tls/plants" -w ' %{http_code}')
 [[ "$answer" == *"no certificate yet: ACME order in progress"*" 503" ]] || fail "the API answered '$answer' before a certificate"
 pass "500 before a certificate: the API answers 503 over HTTPS, the log says why"
+# SIGHUP ends the minute's wait after the failure: the next order now.
+grep -q "refused order 1$" "$work/fake.log" || fail "the fake CA saw no order"
+kill -HUP "$server_pid"
+wait_for "refused order 2$" "$work/fake.log" 10 || fail "SIGHUP did not make the ACME thread try again"
+pass "SIGHUP: the ACME thread tries again at once"
 stop
 echo "acme: every check passed in $(($(date +%s) - started)) s"

@@ -121,6 +121,38 @@ fn name(given: &str) -> Result<String, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use argh::FromArgs;
+
+    fn refusal(flags: &[&str]) -> String {
+        let mut all = vec!["--token", "t"];
+        all.extend_from_slice(flags);
+        let args = Args::from_args(&["plantstore"], &all).unwrap();
+        match acme(&args) {
+            Err(ConfigError::Acme(why)) => why,
+            other => panic!("{flags:?} gave {other:?}"),
+        }
+    }
+
+    #[test]
+    fn flags_that_cannot_work_are_refused_with_a_reason() {
+        let dir = std::env::temp_dir().join(format!("plantstore-acme-cfg-{}", std::process::id()));
+        let dir = dir.to_str().unwrap();
+        let domain = ["--acme-domain", "shop.example.org", "--acme-dir", dir];
+        let with = |more: &[&'static str]| [&domain[..], more].concat();
+        assert!(refusal(&["--acme-email", "a@b.org"]).contains("need --acme-domain"));
+        assert!(refusal(&["--acme-domain", "shop.example.org"]).contains("needs --acme-dir"));
+        let both = with(&["--tls-cert", "c.pem", "--tls-key", "k.pem"]);
+        assert!(refusal(&both).contains("not both"));
+        let staging = with(&["--acme-staging", "--acme-directory", "https://ca.test/dir"]);
+        assert!(refusal(&staging).contains("not both"));
+        assert!(refusal(&with(&["--acme-directory", "http://ca.test/dir"])).contains("https://"));
+        assert!(refusal(&with(&["--acme-email", "nobody"])).contains("not an email"));
+        let args = Args::from_args(&["plantstore"], &with(&["--acme-staging"])).unwrap();
+        let config = acme(&args).unwrap().unwrap();
+        assert_eq!(config.settings.directory, LETS_ENCRYPT_STAGING);
+        assert_eq!(config.settings.challenge, Challenge::TlsAlpn01);
+        let _ = std::fs::remove_dir_all(dir);
+    }
 
     #[test]
     fn only_dns_names_are_certified() {

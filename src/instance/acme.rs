@@ -19,7 +19,7 @@ use log::info;
 use crate::api::App;
 use crate::config::AcmeConfig;
 use crate::http::{Gauge, Handler, Limits, Request, Response, Server, Stopper};
-use crate::transport::acme::{Challenges, Deliver, Renewer};
+use crate::transport::acme::{Challenges, Deliver, RenewNow, Renewer};
 use crate::transport::{AcmeStatus, Https, Served, Source};
 
 /// The 503's words, before the first certificate.
@@ -27,11 +27,16 @@ const NOT_YET: &str = "no certificate yet: ACME order in progress";
 
 /// The running ACME parts: the thread, and HTTP-01's listener.
 pub struct Acme {
-    _renewer: Renewer,
+    renewer: Renewer,
     http: Option<(Stopper, JoinHandle<usize>)>,
 }
 
 impl Acme {
+    /// Wakes the `acme` thread (SIGHUP).
+    pub fn waker(&self) -> RenewNow {
+        self.renewer.waker()
+    }
+
     /// Stops HTTP-01's listener (the thread stops as it drops).
     pub fn stop(mut self) {
         if let Some((stopper, thread)) = self.http.take() {
@@ -80,10 +85,7 @@ pub fn start(
         ready.store(true, Ordering::Release);
     });
     let renewer = Renewer::start(config.settings.clone(), status, deliver)?;
-    Ok(Acme {
-        _renewer: renewer,
-        http,
-    })
+    Ok(Acme { renewer, http })
 }
 
 /// HTTP-01's plain listener, on a thread of its own.

@@ -22,7 +22,7 @@ mod store;
 use std::path::PathBuf;
 
 pub use challenge::{Challenges, placeholder};
-pub use renew::{Deliver, Renewer};
+pub use renew::{Deliver, RenewNow, Renewer};
 pub use store::StateDir;
 
 use super::AcmeStatus;

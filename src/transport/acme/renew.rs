@@ -3,7 +3,7 @@
 //! past two thirds of its life, and again at two thirds of the new one's;
 //! after a failed order it waits a minute, then twice as long each time up
 //! to a day, the certificate in use kept and the log saying why. SIGHUP
-//! ([`Renewer::check`]) cuts a wait short.
+//! ([`RenewNow`]) cuts a wait short.
 //!
 //! An order runs under `catch_unwind`: a panic in the protocol library is
 //! a failed order, not a dead thread.
@@ -67,9 +67,26 @@ impl Renewer {
         })
     }
 
-    /// Ends a wait after a failure now (SIGHUP).
-    pub fn check(&self) {
-        let _ = self.wake.send(Wake::Now);
+    /// A handle that wakes the thread (SIGHUP).
+    pub fn waker(&self) -> RenewNow {
+        RenewNow(self.wake.clone())
+    }
+}
+
+/// Wakes the `acme` thread: a wait after a failure ends now (the next
+/// order is tried), a wait for the renewal date looks at the date again.
+#[derive(Clone)]
+pub struct RenewNow(Sender<Wake>);
+
+impl std::fmt::Debug for RenewNow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RenewNow")
+    }
+}
+
+impl RenewNow {
+    pub fn wake(&self) {
+        let _ = self.0.send(Wake::Now);
     }
 }
 
