@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Debian packages with cargo-deb from the binaries
-# scripts/release/release-build.sh makes (the published builds, default features:
-# HTTPS):
+# scripts/release/release-build.sh makes with FEATURES=acme (the default
+# features, HTTPS, and ACME: --acme-domain, which does not fit the default
+# build's 2 MiB; docs/figures.md), in target/acme (PACKAGE_FEATURES= packages
+# the default build instead, from RELEASE_DIR as below):
 #
 #   amd64  x86_64-unknown-linux-gnu
 #   arm64  aarch64-unknown-linux-gnu       64-bit Raspberry Pi OS, Debian
@@ -14,8 +16,9 @@
 #
 # VERSION is the package's version (default: Cargo.toml's, revision 1);
 # ARCH picks some of amd64, arm64, armhf. NO_BUILD=1 packages the binaries
-# already at target/TARGET/release/plantstore (the release workflow's,
-# built by cross; RELEASE_DIR as for scripts/release/release-build.sh). Prints each package's path and
+# already at target/acme/TARGET/release/plantstore (the release workflow's,
+# built by cross; without PACKAGE_FEATURES, target/TARGET/release/plantstore,
+# RELEASE_DIR as for scripts/release/release-build.sh). Prints each package's path and
 # size, recorded in docs/figures.md (bench/figures.py); the packages are
 # target/debian/plantstore_VERSION_ARCH.deb.
 # The man page comes from --help (help2man), the bash, zsh and fish
@@ -51,7 +54,15 @@ fi
 
 targets=()
 for arch in "${ARCHS[@]}"; do targets+=("$(target_of "$arch")"); done
-[ -n "${NO_BUILD:-}" ] || scripts/release/release-build.sh "${targets[@]}" >/dev/null
+PACKAGE_FEATURES=${PACKAGE_FEATURES-acme}
+if [ -n "$PACKAGE_FEATURES" ]; then
+  bins=target/${PACKAGE_FEATURES//,/-}
+  features=(--features "$PACKAGE_FEATURES")
+else
+  bins=${RELEASE_DIR:-target}
+  features=()
+fi
+[ -n "${NO_BUILD:-}" ] || FEATURES=$PACKAGE_FEATURES scripts/release/release-build.sh "${targets[@]}" >/dev/null
 
 # The man page, from the --help of whichever build runs here. help2man
 # wants two spaces between a flag and its text, which argh leaves as one
@@ -60,10 +71,10 @@ for arch in "${ARCHS[@]}"; do targets+=("$(target_of "$arch")"); done
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
 native=
 for target in "${targets[@]}" x86_64-unknown-linux-gnu; do
-  bin=$PWD/${RELEASE_DIR:-target}/$target/release/plantstore
+  bin=$PWD/$bins/$target/release/plantstore
   if [ -x "$bin" ] && "$bin" --version >/dev/null 2>&1; then native=$bin; break; fi
 done
-[ -n "$native" ] || native=$(scripts/release/release-build.sh x86_64-unknown-linux-gnu | cut -d' ' -f3)
+[ -n "$native" ] || native=$(FEATURES=$PACKAGE_FEATURES scripts/release/release-build.sh x86_64-unknown-linux-gnu | cut -d' ' -f3)
 wrap=$(mktemp -d)
 trap 'rm -rf "$wrap"' EXIT
 printf '#!/bin/sh\n"%s" "$@" | sed -E "s/^(  --[^ ]+) ([^ ])/\\\\1  \\\\2/"\n' "$native" >"$wrap/plantstore"
@@ -72,10 +83,10 @@ mkdir -p target/man
 PATH=$wrap:$PATH help2man --no-info --include contrib/deb/plantstore.h2m \
   --name "a tiny, fast HTTP server for the Plant Store API" plantstore -o target/man/plantstore.1
 
-# Shell completions, from the flags of the default build (the packaged one).
+# Shell completions, from the flags of the packaged build.
 mkdir -p target/completions
 for shell in bash zsh fish; do
-  cargo run --quiet --example completions -- "$shell" >"target/completions/plantstore.$shell"
+  cargo run --quiet ${features[@]+"${features[@]}"} --example completions -- "$shell" >"target/completions/plantstore.$shell"
 done
 
 # The Debian changelog, one entry for the version being packaged (the
@@ -103,7 +114,7 @@ for arch in "${ARCHS[@]}"; do
   mkdir -p target/debian
   # cargo-deb finds the binary where cargo metadata says the target
   # directory is.
-  CARGO_TARGET_DIR=${RELEASE_DIR:-target} $CARGO_DEB --no-build --no-strip --locked --target "$target" --output target/debian \
+  CARGO_TARGET_DIR=$bins $CARGO_DEB --no-build --no-strip --locked --target "$target" --output target/debian \
     ${version[@]+"${version[@]}"} ${variant[@]+"${variant[@]}"} >"$log" 2>&1 ||
     { cat "$log" >&2; echo "cargo-deb failed for $arch" >&2; exit 1; }
   out=$(tail -n 1 "$log")
