@@ -211,8 +211,12 @@ metrics=$(curl -s --cacert "$work/ca.pem" --resolve "kept.acme.test:$p_tls:127.0
 grep -q '^plantstore_acme_failures_total 1$' <<<"$metrics" || fail "/metrics does not count the failure"
 grep -Eq '^plantstore_acme_last_failure_timestamp_seconds [1-9][0-9]+$' <<<"$metrics" \
     || fail "/metrics has no last failure time"
+# The expiry is the kept certificate's: about 5 days off.
+expiry=$(sed -n 's/^plantstore_tls_certificate_expiry_seconds //p' <<<"$metrics")
+[ -n "$expiry" ] && [ "$expiry" -gt 400000 ] && [ "$expiry" -lt 440000 ] \
+    || fail "/metrics gives the expiry '$expiry', not the kept certificate's"
 stop_server
-pass "rate limited: the kept certificate serves, /metrics counts the failure"
+pass "rate limited: the kept certificate serves, /metrics counts the failure and gives its expiry"
 stop
 
 # A CA answering 500 before any certificate: HTTPS answers 503.

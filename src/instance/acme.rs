@@ -52,8 +52,11 @@ pub fn https(config: &AcmeConfig) -> io::Result<(Https, Arc<AtomicBool>)> {
     let settings = &config.settings;
     let (cert, key) =
         crate::transport::acme::placeholder(&settings.domain).map_err(io::Error::other)?;
-    let served = Served::from_der(vec![cert.into()], rustls_key(key))
+    let mut served = Served::from_der(vec![cert.into()], rustls_key(key))
         .map_err(|(_, why)| io::Error::other(why))?;
+    // No expiry for `/metrics` until a real certificate is served: the
+    // placeholder's would read as one valid for centuries.
+    served.validity = None;
     let hook: Arc<dyn crate::transport::AlpnChallenge> = Arc::new(settings.challenges.clone());
     let https = Https::from_source(Source::Acme, &served, Some(hook)).map_err(io::Error::other)?;
     Ok((https, Arc::new(AtomicBool::new(false))))
