@@ -7,6 +7,7 @@ MODE says:
 
   ratelimited  newOrder answers 429 urn:ietf:params:acme:error:rateLimited
   500          newAccount and newOrder answer 500 with a text body
+  garbage      the directory is an HTML page
 
 Python's standard library only. Prints "listening on 127.0.0.1:PORT" once
 it serves; counts each refused order on stdout ("refused order N").
@@ -43,7 +44,10 @@ class Fake(http.server.BaseHTTPRequestHandler):
         self.answer(200)
 
     def do_GET(self):
-        if self.path == "/dir":
+        if self.path == "/dir" and MODE == "garbage":
+            print("refused order 1", flush=True)
+            self.answer(200, b"<html><body>It works!</body></html>", "text/html")
+        elif self.path == "/dir":
             b = self.base()
             directory = {"newNonce": b + "/nonce", "newAccount": b + "/account",
                          "newOrder": b + "/order"}

@@ -45,11 +45,12 @@ trap 'stop; [ -z "${ACME_LOGS:-}" ] || cp "$work"/*.log "$ACME_LOGS"/; rm -rf "$
 fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log; do echo "--- $f" >&2; tail -20 "$f" >&2; done; exit 1; }
 pass() { echo "ok: $*"; }
 
-# Free loopback ports: pebble's, its management's, the DNS's, and the
-# server's TLS and HTTP-01 listeners (pebble must know the last two).
-read -r p_acme p_mgmt p_dns p_tls p_http < <(python3 -c '
+# Free loopback ports: pebble's, its management's, the DNS's, the
+# server's TLS and HTTP-01 listeners (pebble must know these two), and one
+# pebble does not know.
+read -r p_acme p_mgmt p_dns p_tls p_http p_wrong < <(python3 -c '
 import socket
-s = [socket.socket() for _ in range(5)]
+s = [socket.socket() for _ in range(6)]
 for x in s: x.bind(("127.0.0.1", 0))
 print(*[x.getsockname()[1] for x in s])')
 
@@ -154,6 +155,16 @@ wait_for "ACME: new certificate for alpn.acme.test served" "$work/alpn.log" 60 \
 stop_server
 pass "TLS-ALPN-01: certificate obtained, curl trusting pebble's root connects"
 
+# A challenge that never validates: HTTP-01 answered on a port pebble does
+# not ask; the log says what the CA found.
+start_server never.acme.test "$work/never" "$work/never.log" \
+    --acme-directory "$directory" --acme-http-addr "127.0.0.1:$p_wrong"
+wait_for "ACME: cannot obtain a certificate for never.acme.test: the challenge failed" "$work/never.log" 60 \
+    || fail "a challenge that cannot validate was not reported as such"
+[ ! -e "$work/never/cert.pem" ] || fail "a certificate was kept for a challenge that failed"
+stop_server
+pass "a challenge that never validates: the log says what the CA found ($(grep -o 'the challenge failed: [^;]*' "$work/never.log" | head -c 120))"
+
 # Renewal: certificates of 30 s are renewed at 20 s, without a restart.
 kill "$pebble_pid"; wait "$pebble_pid" 2>/dev/null || true
 start_pebble 30
@@ -232,5 +243,13 @@ grep -q "refused order 1$" "$work/fake.log" || fail "the fake CA saw no order"
 kill -HUP "$server_pid"
 wait_for "refused order 2$" "$work/fake.log" 10 || fail "SIGHUP did not make the ACME thread try again"
 pass "SIGHUP: the ACME thread tries again at once"
+stop
+
+# A directory that answers garbage: a clear error, still 503.
+start_fake garbage
+start_server junk.acme.test "$work/junk" "$work/junk.log" --acme-directory "$fake"
+wait_for "ACME: cannot obtain a certificate for junk.acme.test" "$work/junk.log" 30 || fail "no failure logged"
+grep -q "JSON" "$work/junk.log" || fail "the log does not say the directory is not JSON"
+pass "a directory answering garbage: $(grep -o 'cannot make an ACME account: [^;]*' "$work/junk.log" | head -c 120)"
 stop
 echo "acme: every check passed in $(($(date +%s) - started)) s"
