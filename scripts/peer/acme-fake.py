@@ -45,7 +45,6 @@ class Fake(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         if self.path == "/dir" and MODE == "garbage":
-            print("refused order 1", flush=True)
             self.answer(200, b"<html><body>It works!</body></html>", "text/html")
         elif self.path == "/dir":
             b = self.base()

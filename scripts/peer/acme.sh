@@ -10,13 +10,15 @@
 # seconds (pebble's certificateValidityPeriod) is renewed at two thirds of
 # its life and new connections get the new one; pebble refuses half the
 # nonces (PEBBLE_WFE_NONCEREJECT=50) throughout and every order still
-# completes. Against the refusing CA: a rate limit leaves the kept
-# certificate serving and /metrics counting the failure; a 500 before any
-# certificate leaves the API answering 503 over HTTPS, and SIGHUP makes
-# the server try again without waiting out its backoff. Names resolve
+# completes; a challenge pebble cannot validate is logged with what pebble
+# found. Against the refusing CA: a rate limit leaves the kept certificate
+# serving and /metrics counting the failure and its expiry; a 500 before
+# any certificate leaves the API answering 503 over HTTPS, and SIGHUP
+# makes the server try again without waiting out its backoff; a directory
+# answering HTML is a clear error. Names resolve
 # through pebble-challtestsrv's DNS (loopback only). Every process is
 # stopped on exit. Installs pebble with apt when missing and fails if it
-# still is. About a minute once built.
+# still is. About 30 s once built.
 #
 #   scripts/peer/acme.sh                  # builds the release binary with --features acme
 #   ACME_BIN=path scripts/peer/acme.sh
