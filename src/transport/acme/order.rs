@@ -225,11 +225,12 @@ async fn finish(order: &mut Order) -> Result<Issued, String> {
     Err("the CA did not issue the certificate in time".into())
 }
 
-/// Why an order went invalid: the challenge's error, as the CA says it.
+/// Why an order went invalid before its request (so its validation
+/// failed): the challenge's error as the CA says it, else the order's.
 async fn invalid(order: &mut Order) -> String {
     let mut why = match &order.state().error {
         Some(problem) => words(&Error::Api(problem.clone())),
-        None => "the CA found the order invalid".to_string(),
+        None => "the CA gave no reason".to_string(),
     };
     let mut authorizations = order.authorizations();
     while let Some(Ok(mut authorization)) = authorizations.next().await {
@@ -241,8 +242,8 @@ async fn invalid(order: &mut Order) -> String {
             .iter()
             .find_map(|c| c.error.clone());
         if let Some(problem) = failed {
-            why = format!("the challenge failed: {}", words(&Error::Api(problem)));
+            why = words(&Error::Api(problem));
         }
     }
-    why
+    format!("the challenge failed: {why}")
 }
