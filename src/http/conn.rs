@@ -82,14 +82,19 @@ pub(super) fn serve(
 ) -> Left {
     let mut rounds = 0;
     let mut written = 0;
-    let secure = conn.tls.is_some();
+    // A pattern on the TLS state itself: in the plain build it has no
+    // value, so `https` is known to be `None` and what it guards is gone.
+    let https = match (&conn.tls, &shared.https) {
+        (Some(_), Some(https)) => Some(https),
+        _ => None,
+    };
     loop {
         session::drive(
             &mut conn.protocol,
             &*shared.handler,
             conn.peer,
             Some(home),
-            secure,
+            https,
             now,
         );
         // Output that leaves may let buffered pipelined requests go on (or

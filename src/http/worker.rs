@@ -57,7 +57,7 @@ use super::conn::{Conn, Left, Scratch, reject, reset_if_cut_short, serve};
 use super::deferred::{self, Mailbox, Ticket};
 use super::protocol::Protocol;
 use super::response::Response;
-use super::session::Home;
+use super::session::{self, Home};
 use super::state::ServerState;
 use crate::lock::lock;
 
@@ -336,6 +336,10 @@ impl Worker {
             }
             match letter {
                 Letter::Response(response) => {
+                    let response = match (&conn.tls, &self.shared.https) {
+                        (Some(_), Some(https)) => session::secured(response, Some(https)),
+                        _ => response,
+                    };
                     conn.protocol.complete(ticket.request, response, now);
                 }
                 Letter::Wake(queued) => {

@@ -89,6 +89,8 @@ mod tests {
         assert!(!is_challenge(list(&[b"http/1.1", ACME_TLS_ALPN])));
         assert!(!is_challenge(list(&[b"http/1.1"])));
         assert!(!is_challenge(list(&[])));
-        assert!(!is_challenge(None::<std::slice::Iter<'_, &[u8]>>.map(|i| i.copied())));
+        assert!(!is_challenge(
+            None::<std::slice::Iter<'_, &[u8]>>.map(|i| i.copied())
+        ));
     }
 }
