@@ -83,6 +83,26 @@ pub(super) fn now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
+/// 2026-01-01: a clock before it is wrong (a board without a real-time
+/// clock, not yet synchronised), and nothing is signed with it: a CA dated
+/// then would expire years early, a certificate be refused.
+const EARLIEST: i64 = 1_767_225_600;
+
+/// The time now, if the clock can be believed.
+fn signing_time(path: &Path) -> Result<i64, TlsError> {
+    let now = now();
+    if now < EARLIEST {
+        return Err(in_file(
+            path,
+            format!(
+                "not made: the clock says {} (before 2026); set the time (NTP) first",
+                super::validity::date(now)
+            ),
+        ));
+    }
+    Ok(now)
+}
+
 /// Checks `dir` as `--tls-auto` takes it: makes it (0700) if missing;
 /// refuses a symbolic link, what is not a directory, and a directory this
 /// process cannot write.
@@ -247,6 +267,7 @@ impl LocalCa {
                 ));
             }
             (None, None) => {
+                signing_time(&cert_path)?;
                 let key = issue::new_key().map_err(|why| in_file(&key_path, why))?;
                 write_file(&key_path, &pem("PRIVATE KEY", &key.serialize_der()), 0o600)?;
                 (key, None, true)
@@ -267,7 +288,7 @@ impl LocalCa {
                 let host = names.host.as_deref().and_then(issue::dns_name);
                 let id = crate::os::random_hex(4).map_err(|e| in_file(dir, e.to_string()))?;
                 let name = issue::ca_name(&id, host.as_deref());
-                let der = issue::make_ca(&key, &name, host.as_deref(), now())
+                let der = issue::make_ca(&key, &name, host.as_deref(), signing_time(&cert_path)?)
                     .map_err(|why| in_file(&cert_path, why))?;
                 write_file(&cert_path, &pem("CERTIFICATE", &der), 0o644)?;
                 der
@@ -354,6 +375,7 @@ impl LocalCa {
                 });
             }
         }
+        let now = signing_time(&path)?;
         let (der, key_der) =
             issue::make_server(&key, &self.0.common_name, sans, now, self.0.seconds)
                 .map_err(|why| in_file(&path, why))?;
