@@ -1,7 +1,11 @@
 //! The local CA's names, constraints and files: what a certificate holds,
 //! and what `DIR` may and may not hold.
 
+use std::fs;
 use std::net::IpAddr;
+use std::os::unix::fs::MetadataExt;
+
+use rustls::pki_types::pem::PemObject;
 
 use super::issue::{ca_host, ca_name, dns_name, permitted, server_names};
 use super::*;
