@@ -336,10 +336,9 @@ impl Worker {
             }
             match letter {
                 Letter::Response(response) => {
-                    let response = match (&conn.tls, &self.shared.https) {
-                        (Some(_), Some(https)) => session::secured(response, Some(https)),
-                        _ => response,
-                    };
+                    // With HTTPS every connection is TLS.
+                    let https = self.shared.https.as_ref();
+                    let response = session::secured(response, https);
                     conn.protocol.complete(ticket.request, response, now);
                 }
                 Letter::Wake(queued) => {
