@@ -299,11 +299,12 @@ fn what_tls_auto_refuses() {
 }
 
 /// The headers of `GET path` over HTTPS (not checking the certificate),
-/// lowercased.
-fn headers(addr: SocketAddr, path: &str) -> String {
+/// lowercased; with `extra` curl arguments.
+fn headers(addr: SocketAddr, path: &str, extra: &[&str]) -> String {
     let url = format!("https://127.0.0.1:{}{path}", addr.port());
     let auth = format!("Authorization: Bearer {TOKEN}");
-    let (code, text) = curl(&["-k", "-D", "-", "-o", "/dev/null", "-H", &auth], &url);
+    let args = [&["-k", "-D", "-", "-o", "/dev/null", "-H", &auth], extra].concat();
+    let (code, text) = curl(&args, &url);
     assert_eq!(code, 0, "{text}");
     text.to_ascii_lowercase()
 }
@@ -312,17 +313,28 @@ fn headers(addr: SocketAddr, path: &str) -> String {
 fn hsts_is_sent_over_https_with_the_flag_only() {
     let scratch = TempDir::new("tls-auto-hsts");
     let dir = scratch.join("tls");
-    let with = start(&dir, &["--hsts", "600"], &[]);
+    let data = scratch.join("plants.journal").display().to_string();
+    let with = start(&dir, &["--hsts", "600", "--data", &data], &[]);
+    let hsts = "\r\nstrict-transport-security: max-age=600\r\n";
     for path in ["/healthz", "/plants", "/no-such-path", "/ca.pem", "/"] {
-        let head = headers(with.addr, path);
-        assert!(
-            head.contains("\r\nstrict-transport-security: max-age=600\r\n"),
-            "{path}: {head}"
-        );
+        let head = headers(with.addr, path, &[]);
+        assert!(head.contains(hsts), "{path}: {head}");
     }
+    // A durable create, answered once the journal has it (deferred).
+    let create = [
+        "-X",
+        "POST",
+        "-H",
+        "Content-Type: application/json",
+        "-d",
+        r#"{"id":1,"name":"fern"}"#,
+    ];
+    let head = headers(with.addr, "/plants", &create);
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(head.contains(hsts), "{head}");
     drop(with);
     let without = start(&dir, &[], &[]);
-    let head = headers(without.addr, "/healthz");
+    let head = headers(without.addr, "/healthz", &[]);
     assert!(head.starts_with("http/1.1 200"), "{head}");
     assert!(!head.contains("strict-transport-security"), "{head}");
 }
