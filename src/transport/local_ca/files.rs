@@ -111,8 +111,7 @@ pub(super) fn pkcs8(path: &Path, text: &str) -> Result<Vec<u8>, TlsError> {
         Ok(PrivateKeyDer::Pkcs8(key)) => Ok(key.secret_pkcs8_der().to_vec()),
         _ => Err(in_file(
             path,
-            "holds no private key (PKCS#8, PEM) that this server wrote; remove it to have \
-             a new one made, or restore the file",
+            "holds no private key (PKCS#8, PEM) that this server wrote",
         )),
     }
 }

@@ -43,6 +43,15 @@ use files::{certificates, common_name, fingerprint, owner_only, pem, pkcs8, read
 const CA_KEY: &str = "ca.key";
 const CA_CERT: &str = "ca.pem";
 const SERVER: &str = "server.pem";
+/// What to do about a `ca.key` that cannot be used.
+const CA_KEY_ADVICE: &str = "restore it, or remove ca.key and ca.pem to have a new CA made \
+                             (clients must then trust it anew)";
+
+/// `e` with what to do about it.
+fn advise(mut e: TlsError, advice: &str) -> TlsError {
+    e.why = format!("{}; {advice}", e.why);
+    e
+}
 
 /// The local CA: its certificate, and where it keeps its files.
 #[derive(Debug, Clone)]
@@ -126,8 +135,9 @@ impl LocalCa {
             }
             (Some(text), cert) => {
                 owner_only(&key_path)?;
-                let der = pkcs8(&key_path, &text)?;
-                let key = issue::read_key(&der).map_err(|why| in_file(&key_path, why))?;
+                let der = pkcs8(&key_path, &text).map_err(|e| advise(e, CA_KEY_ADVICE))?;
+                let key = issue::read_key(&der)
+                    .map_err(|why| advise(in_file(&key_path, why), CA_KEY_ADVICE))?;
                 let cert = cert
                     .map(|text| certificates(&cert_path, &text).map(|c| c[0].to_vec()))
                     .transpose()?;
@@ -273,7 +283,7 @@ impl LocalCa {
 
     /// `server.pem` read: its key and certificate, matching.
     fn read_server(&self, path: &Path, text: &str) -> Result<Served, TlsError> {
-        let key = pkcs8(path, text)?;
+        let key = pkcs8(path, text).map_err(|e| advise(e, "remove it to have a new one made"))?;
         let chain = certificates(path, text)?;
         Served::from_der(chain, PrivatePkcs8KeyDer::from(key).into())
             .map_err(|(_, why)| in_file(path, format!("{why}; remove it to have a new one made")))
