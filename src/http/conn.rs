@@ -82,11 +82,12 @@ pub(super) fn serve(
 ) -> Left {
     let mut rounds = 0;
     let mut written = 0;
-    // A pattern on the TLS state itself: in the plain build it has no
-    // value, so `https` is known to be `None` and what it guards is gone.
-    let https = match (&conn.tls, &shared.https) {
-        (Some(_), Some(https)) => Some(https),
-        _ => None,
+    // In the plain build the TLS state has no value: `is_some` is known
+    // false, so `https` is known `None` and what it guards is gone.
+    let https = if conn.tls.is_some() {
+        shared.https.as_ref()
+    } else {
+        None
     };
     loop {
         session::drive(
