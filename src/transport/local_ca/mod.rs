@@ -316,6 +316,23 @@ impl LocalCa {
     }
 }
 
+impl Served {
+    /// A self-signed certificate for `localhost` (ECDSA P-256, valid a day,
+    /// made with a new key each time): what a server serves before it has
+    /// a certificate of its own (ACME before its first); no client trusts
+    /// it.
+    pub fn placeholder() -> Result<Served, TlsError> {
+        let fail = |why: String| TlsError { file: None, why };
+        let key = issue::new_key().map_err(fail)?;
+        let der = issue::make_placeholder(&key, now()).map_err(fail)?;
+        Served::from_der(
+            vec![CertificateDer::from(der)],
+            PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
+        )
+        .map_err(|(_, why)| fail(why))
+    }
+}
+
 /// Each name of `sans` as text, for the check that a certificate names it.
 fn wanted(sans: &[rcgen::SanType]) -> Vec<String> {
     sans.iter()
