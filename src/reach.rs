@@ -1,6 +1,7 @@
 //! Where a server bound to every address (`0.0.0.0` or `[::]`) can be
 //! reached, for the start-up log: "listening on http://0.0.0.0:8080"
-//! names an address no browser can open.
+//! names an address no browser can open; and the host's name and
+//! addresses that `--tls-auto`'s certificate names.
 //!
 //! The host's addresses come from the kernel's own tables, read as text
 //! (no `getifaddrs`, which would need unsafe code): IPv4 from
@@ -13,6 +14,48 @@
 //! log then says only the port.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// The host's name (`/proc/sys/kernel/hostname`), if it has one.
+pub fn host_name() -> Option<String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    let name = name.trim();
+    (!name.is_empty() && name != "(none)").then(|| name.to_string())
+}
+
+/// The host's addresses, IPv4 and IPv6, loopback first; not IPv6
+/// temporary addresses (they change within hours, and no client dials
+/// them).
+pub fn addresses() -> Vec<IpAddr> {
+    let text = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    let table = text("/proc/self/net/if_inet6");
+    let temporary = ipv6_temporary(&table);
+    let v6 = ipv6_local(&table)
+        .into_iter()
+        .filter(|ip| !temporary.contains(ip));
+    let v4 = ipv4_local(&text("/proc/self/net/fib_trie"));
+    in_order(
+        v4.into_iter()
+            .map(IpAddr::V4)
+            .chain(v6.map(IpAddr::V6))
+            .collect(),
+    )
+}
+
+/// The addresses of `if_inet6` flagged temporary (`IFA_F_TEMPORARY`,
+/// 0x01, in the fifth field), apart from `ipv6_local`, which the start-up
+/// line of every build uses.
+fn ipv6_temporary(table: &str) -> Vec<Ipv6Addr> {
+    let temporary = |line: &str| {
+        let flags = line.split_whitespace().nth(4)?;
+        let low = flags.get(flags.len().checked_sub(2)?..)?;
+        u8::from_str_radix(low, 16).ok().filter(|f| f & 0x01 != 0)
+    };
+    table
+        .lines()
+        .filter(|line| temporary(line).is_some())
+        .flat_map(ipv6_local)
+        .collect()
+}
 
 /// The URLs (with `scheme`, `http` or `https`) a server listening on
 /// `addr` (unspecified) can be reached at, loopback first.
@@ -144,6 +187,22 @@ mod tests {
             .map(|ip| ip.parse().unwrap())
             .collect();
         assert_eq!(ipv6_local(table), want);
+    }
+
+    #[test]
+    fn temporary_ipv6_addresses_are_told_apart() {
+        let table = "fd000000000000000000000000000002 04 40 00 80     eth0\n\
+                     fd000000000000000000000000000003 04 40 00 01     eth0\n\
+                     fd000000000000000000000000000004 04 40 00 201    eth0\n\
+                     short\n";
+        let want: Vec<Ipv6Addr> = ["fd00::3", "fd00::4"]
+            .iter()
+            .map(|ip| ip.parse().unwrap())
+            .collect();
+        assert_eq!(ipv6_temporary(table), want);
+        let all = addresses();
+        assert_eq!(all.first(), Some(&IpAddr::V4(Ipv4Addr::LOCALHOST)));
+        assert!(host_name().is_some_and(|name| !name.is_empty()));
     }
 
     #[test]

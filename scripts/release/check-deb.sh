@@ -21,9 +21,10 @@
 #    this check cannot drift apart: the command that starts the service
 #    without systemd serves the plant with the token file's token, reading
 #    the settings file as the page says to write it (quotes, an & in
-#    single quotes); the HTTPS recipe's certificate is trusted by curl
-#    --cacert at every URL the server lists and at the names the install
-#    prints; purge keeps that certificate and key (files the package did
+#    single quotes); the line that turns on the local CA (--tls-auto)
+#    makes one whose /ca.pem has the fingerprint the log gives and, trusted
+#    alone, is trusted by curl --cacert at every URL the server lists and
+#    at the names the install prints, as is the HTTPS recipe's certificate; purge keeps that certificate and key (files the package did
 #    not make) and removes /etc/plantstore only once nothing else is in it.
 #
 #   scripts/release/check-deb.sh [ARCH...]
@@ -291,7 +292,55 @@ head -n 1 "$WORK/by-hand.log" | grep -q '^{' || fail "PLANTSTORE_LOG_FORMAT=\"js
 grep -qF "$hook" "$WORK/by-hand.log" || fail "the webhook URL was not read whole: $(cat "$WORK/by-hand.log")"
 $SUDO sed -i '/^PLANTSTORE_LOG_FORMAT=/d; /^PLANTSTORE_WEBHOOK=/d' /etc/default/plantstore
 
-echo "== docs/raspberry-pi.md, Turn HTTPS on: the recipe as written there" >&2
+# Every https:// URL the start-up line in log $1 lists, and the names the
+# install prints (uname -n) or the page uses, each resolved to this
+# machine, with curl trusting only the certificate file $2; and a name the
+# certificate does not hold refused (curl's exit 60).
+check_https_urls() {
+  local log=$1 ca=$2 port=$3 each url resolve out rc=0
+  for _ in $(seq 1 100); do grep -q 'reachable at' "$log" && break; sleep 0.1; done
+  local urls
+  mapfile -t urls < <(grep 'reachable at' "$log" | grep -oE 'https://[^ ,]+')
+  [ ${#urls[@]} -gt 0 ] || fail "the start-up line lists no URL: $(cat "$log")"
+  for name in "$(uname -n)" "$(uname -n).local" localhost; do
+    urls+=("https://$name:$port --resolve $name:$port:127.0.0.1")
+  done
+  for each in "${urls[@]}"; do
+    read -r url resolve <<<"$each"
+    # shellcheck disable=SC2086 # $resolve is none or two words
+    out=$(curl -sS --cacert "$ca" $resolve "$url/healthz" 2>&1) ||
+      fail "curl --cacert $ca $url: $out"
+    echo "   $url/healthz with --cacert $(basename "$ca"): $out" >&2
+  done
+  curl -s --cacert "$ca" --resolve "elsewhere.invalid:$port:127.0.0.1" \
+    "https://elsewhere.invalid:$port/healthz" >/dev/null || rc=$?
+  [ "$rc" = 60 ] || fail "curl accepted the certificate for a name it does not hold (exit $rc)"
+}
+
+echo "== docs/raspberry-pi.md, Turn HTTPS on: the local CA as the page turns it on" >&2
+port_tls=$(free_port)
+$SUDO sed -i "s/^PLANTSTORE_ADDR=.*/PLANTSTORE_ADDR=0.0.0.0:$port_tls/" /etc/default/plantstore
+run_doc https-auto
+grep -q '^PLANTSTORE_TLS_AUTO=/var/lib/plantstore/tls$' /etc/default/plantstore ||
+  fail "/etc/default/plantstore lacks the page's commented-out PLANTSTORE_TLS_AUTO line"
+start_by_hand "$WORK/auto.log"
+for _ in $(seq 1 100); do grep -q 'reachable at' "$WORK/auto.log" && break; sleep 0.1; done
+logged=$(grep -oE 'SHA-256 fingerprint [0-9A-F:]+' "$WORK/auto.log" | cut -d' ' -f3)
+# What a device does: fetch the CA without trusting anything yet, then
+# compare its fingerprint with the log's.
+curl -sSk "https://127.0.0.1:$port_tls/ca.pem" -o "$WORK/ca.pem" || fail "GET /ca.pem: $(cat "$WORK/auto.log")"
+fetched=$(openssl x509 -in "$WORK/ca.pem" -noout -fingerprint -sha256 | cut -d= -f2)
+[ -n "$logged" ] || fail "the log gives no SHA-256 fingerprint: $(cat "$WORK/auto.log")"
+[ "$logged" = "$fetched" ] ||
+  fail "the fingerprint of /ca.pem ($fetched) is not the log's ($logged)"
+echo "   /ca.pem's SHA-256 fingerprint is the log's: $fetched" >&2
+expect_mode /var/lib/plantstore/tls "700 plantstore:plantstore"
+expect_mode /var/lib/plantstore/tls/ca.key "600 plantstore:plantstore"
+check_https_urls "$WORK/auto.log" "$WORK/ca.pem" "$port_tls"
+stop_service
+$SUDO sed -i 's|^PLANTSTORE_TLS_AUTO=|#PLANTSTORE_TLS_AUTO=|' /etc/default/plantstore
+
+echo "== docs/raspberry-pi.md, Turn HTTPS on: the recipe for files of your own as written there" >&2
 run_doc https-certificate
 expect_mode /etc/plantstore/key.pem "640 root:plantstore"
 # The page's two lines, uncommented; every address, so that the start-up
@@ -303,27 +352,8 @@ $SUDO sed -i -e 's|^#\(PLANTSTORE_TLS_CERT=/etc/plantstore/cert.pem\)$|\1|' \
 [ "$(grep -c '^PLANTSTORE_TLS_\(CERT\|KEY\)=' /etc/default/plantstore)" = 2 ] ||
   fail "/etc/default/plantstore lacks the page's commented-out TLS lines"
 start_by_hand "$WORK/https.log"
-for _ in $(seq 1 100); do grep -q 'reachable at' "$WORK/https.log" && break; sleep 0.1; done
-ca=(--cacert /etc/plantstore/cert.pem)
-mapfile -t urls < <(grep 'reachable at' "$WORK/https.log" | grep -oE 'https://[^ ,]+')
-[ ${#urls[@]} -gt 0 ] || fail "the start-up line lists no URL: $(cat "$WORK/https.log")"
-# The URLs the server lists, and the names the install prints (uname -n)
-# or the page uses, each resolved to this machine.
-for name in "$(uname -n)" "$(uname -n).local" localhost; do
-  urls+=("https://$name:$port_tls --resolve $name:$port_tls:127.0.0.1")
-done
-for each in "${urls[@]}"; do
-  read -r url resolve <<<"$each"
-  # shellcheck disable=SC2086 # $resolve is none or two words
-  out=$(curl -sS "${ca[@]}" $resolve "$url/healthz" 2>&1) || fail "curl --cacert cert.pem $url: $out"
-  echo "   $url/healthz with --cacert cert.pem: $out" >&2
-done
-# curl does check: a name the certificate does not hold is refused.
-rc=0
-curl -s "${ca[@]}" --resolve "elsewhere.invalid:$port_tls:127.0.0.1" \
-  "https://elsewhere.invalid:$port_tls/healthz" >/dev/null || rc=$?
+check_https_urls "$WORK/https.log" /etc/plantstore/cert.pem "$port_tls"
 stop_service
-[ "$rc" = 60 ] || fail "curl accepted the certificate for a name it does not hold (exit $rc)"
 
 echo "== dpkg -r plantstore" >&2
 $SUDO dpkg -r plantstore >/dev/null

@@ -47,6 +47,12 @@ pub fn acme(args: &Args) -> Result<Option<AcmeConfig>, ConfigError> {
              from the ACME CA or from the files",
         ));
     }
+    if args.tls_auto.is_some() {
+        return Err(refused(
+            "give --acme-domain or --tls-auto, not both: the certificate comes from the \
+             ACME CA or from the local CA",
+        ));
+    }
     let domain = name(domain)?;
     let dir: PathBuf = args.acme_dir.clone().ok_or_else(|| {
         refused("--acme-domain needs --acme-dir DIR (where the account and certificate are kept)")
@@ -136,13 +142,14 @@ mod tests {
     #[test]
     fn flags_that_cannot_work_are_refused_with_a_reason() {
         let dir = std::env::temp_dir().join(format!("plantstore-acme-cfg-{}", std::process::id()));
-        let dir = dir.to_str().unwrap();
+        let dir: &'static str = Box::leak(dir.to_str().unwrap().to_owned().into_boxed_str());
         let domain = ["--acme-domain", "shop.example.org", "--acme-dir", dir];
         let with = |more: &[&'static str]| [&domain[..], more].concat();
         assert!(refusal(&["--acme-email", "a@b.org"]).contains("need --acme-domain"));
         assert!(refusal(&["--acme-domain", "shop.example.org"]).contains("needs --acme-dir"));
         let both = with(&["--tls-cert", "c.pem", "--tls-key", "k.pem"]);
         assert!(refusal(&both).contains("not both"));
+        assert!(refusal(&with(&["--tls-auto", dir])).contains("--tls-auto, not both"));
         let staging = with(&["--acme-staging", "--acme-directory", "https://ca.test/dir"]);
         assert!(refusal(&staging).contains("not both"));
         assert!(refusal(&with(&["--acme-directory", "http://ca.test/dir"])).contains("https://"));

@@ -145,6 +145,14 @@ pub struct Args {
     #[cfg(feature = "tls")]
     #[argh(option)]
     pub tls_key: Option<PathBuf>,
+    /// serve HTTPS with a certificate of a local CA kept in this directory (made 0700 at the first start, with the CA): renewed without a restart; the CA at GET /ca.pem (not with --tls-cert)
+    #[cfg(feature = "tls")]
+    #[argh(option)]
+    pub tls_auto: Option<PathBuf>,
+    /// with HTTPS: answers carry Strict-Transport-Security: max-age=SECONDS (off by default: a client told so refuses plain HTTP to this host until then)
+    #[cfg(feature = "tls")]
+    #[argh(option)]
+    pub hsts: Option<u64>,
     /// CA certificates (PEM) trusted for https webhooks besides the system's (a private CA)
     #[cfg(feature = "tls")]
     #[argh(option)]
@@ -245,6 +253,10 @@ pub const FLAGS: &[(&str, FlagKind)] = &[
     ("tls-cert", FlagKind::Option),
     #[cfg(feature = "tls")]
     ("tls-key", FlagKind::Option),
+    #[cfg(feature = "tls")]
+    ("tls-auto", FlagKind::Option),
+    #[cfg(feature = "tls")]
+    ("hsts", FlagKind::Option),
     #[cfg(feature = "tls")]
     ("webhook-ca", FlagKind::Option),
     #[cfg(feature = "acme")]

@@ -68,6 +68,12 @@ pub enum ConfigError {
     /// A flag given without the one it needs (the flag, the one missing).
     #[cfg(feature = "tls")]
     NeedsBoth(&'static str, &'static str),
+    /// Two flags that exclude each other.
+    #[cfg(feature = "tls")]
+    Excludes(&'static str, &'static str),
+    /// `--hsts` without HTTPS.
+    #[cfg(feature = "tls")]
+    HstsWithoutTls,
     /// The certificate or key cannot be served.
     #[cfg(feature = "tls")]
     Tls(crate::transport::TlsError),
@@ -152,6 +158,14 @@ impl fmt::Display for ConfigError {
             ConfigError::DatabaseFile(p, why) => write!(f, "database file {}: {why}", p.display()),
             #[cfg(feature = "tls")]
             ConfigError::NeedsBoth(flag, missing) => write!(f, "{flag} needs {missing} too"),
+            #[cfg(feature = "tls")]
+            ConfigError::Excludes(a, b) => {
+                write!(f, "{a} and {b} exclude each other: give one of them")
+            }
+            #[cfg(feature = "tls")]
+            ConfigError::HstsWithoutTls => {
+                f.write_str("--hsts needs HTTPS (--tls-cert and --tls-key, or --tls-auto)")
+            }
             #[cfg(feature = "tls")]
             ConfigError::Tls(e) => write!(f, "cannot serve HTTPS: {e}"),
             #[cfg(feature = "tls")]

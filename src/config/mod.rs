@@ -110,22 +110,34 @@ pub struct Config {
     /// The PostgreSQL store, with `--database`.
     #[cfg(feature = "postgres")]
     pub database: Option<crate::dbconfig::DatabaseConfig>,
-    /// HTTPS, with `--tls-cert` and `--tls-key`: the files (read again on
-    /// SIGHUP) and what they made at start.
+    /// HTTPS, with `--tls-cert` and `--tls-key` (the files, read again on
+    /// SIGHUP, and what they made at start) or `--tls-auto` (the
+    /// directory, checked).
     #[cfg(feature = "tls")]
-    pub tls: Option<(crate::transport::TlsFiles, crate::transport::Served)>,
+    pub tls: Option<crate::transport::Setup>,
+    /// `--hsts`: the `max-age` of `Strict-Transport-Security` on answers
+    /// over HTTPS.
+    #[cfg(feature = "tls")]
+    pub hsts: Option<u64>,
     /// `--acme-domain` and its flags: the certificate from an ACME CA.
     #[cfg(feature = "acme")]
     pub acme: Option<AcmeConfig>,
 }
 
 impl Config {
-    /// HTTPS, with `--tls-cert` and `--tls-key`: the files and what they
-    /// made at start (always `None` in a build without TLS, which has no
-    /// such flags).
-    pub fn https(&self) -> Option<&(crate::transport::TlsFiles, crate::transport::Served)> {
+    /// HTTPS, as the flags chose it (always `None` in a build without
+    /// TLS, which has no such flags).
+    pub fn https(&self) -> Option<&crate::transport::Setup> {
         #[cfg(feature = "tls")]
         return self.tls.as_ref();
+        #[cfg(not(feature = "tls"))]
+        None
+    }
+
+    /// `--hsts` (always `None` in a build without TLS).
+    pub fn hsts(&self) -> Option<u64> {
+        #[cfg(feature = "tls")]
+        return self.hsts;
         #[cfg(not(feature = "tls"))]
         None
     }
@@ -207,7 +219,11 @@ impl Config {
         let cors = Cors::parse(&args.cors_origin)
             .map_err(|(origin, why)| ConfigError::CorsOrigin(origin, why))?;
         #[cfg(feature = "tls")]
-        let tls = tls(args.tls_cert, args.tls_key)?;
+        let tls = tls(args.tls_cert, args.tls_key, args.tls_auto)?;
+        #[cfg(feature = "tls")]
+        if args.hsts.is_some() && tls.is_none() {
+            return Err(ConfigError::HstsWithoutTls);
+        }
         Ok(Config {
             addr,
             limits,
@@ -235,6 +251,8 @@ impl Config {
             database,
             #[cfg(feature = "tls")]
             tls,
+            #[cfg(feature = "tls")]
+            hsts: args.hsts,
             #[cfg(feature = "acme")]
             acme,
         })
@@ -242,13 +260,27 @@ impl Config {
 }
 
 /// `--tls-cert` with `--tls-key` (one without the other is refused), read
-/// and checked now, so that a file that cannot be served stops the start.
+/// and checked now, so that a file that cannot be served stops the start;
+/// or `--tls-auto` (not with them), its directory checked (made if
+/// missing).
 #[cfg(feature = "tls")]
-#[allow(clippy::type_complexity)]
 fn tls(
     cert: Option<std::path::PathBuf>,
     key: Option<std::path::PathBuf>,
-) -> Result<Option<(crate::transport::TlsFiles, crate::transport::Served)>, ConfigError> {
+    auto: Option<std::path::PathBuf>,
+) -> Result<Option<crate::transport::Setup>, ConfigError> {
+    if let Some(dir) = auto {
+        if cert.is_some() || key.is_some() {
+            let given = if cert.is_some() {
+                "--tls-cert"
+            } else {
+                "--tls-key"
+            };
+            return Err(ConfigError::Excludes("--tls-auto", given));
+        }
+        crate::transport::check_dir(&dir).map_err(ConfigError::Tls)?;
+        return Ok(Some(crate::transport::Setup::Auto(dir)));
+    }
     let files = match (cert, key) {
         (None, None) => return Ok(None),
         (Some(cert), Some(key)) => crate::transport::TlsFiles { cert, key },
@@ -256,7 +288,7 @@ fn tls(
         (None, Some(_)) => return Err(ConfigError::NeedsBoth("--tls-key", "--tls-cert")),
     };
     let served = crate::transport::load(&files).map_err(ConfigError::Tls)?;
-    Ok(Some((files, served)))
+    Ok(Some(crate::transport::Setup::Files(files, served)))
 }
 
 /// `--database` (or `--database-file`) and `--database-pool`, and that

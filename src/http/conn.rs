@@ -82,14 +82,20 @@ pub(super) fn serve(
 ) -> Left {
     let mut rounds = 0;
     let mut written = 0;
-    let secure = conn.tls.is_some();
+    // In the plain build the TLS state has no value: `is_some` is known
+    // false, so `https` is known `None` and what it guards is gone.
+    let https = if conn.tls.is_some() {
+        shared.https.as_ref()
+    } else {
+        None
+    };
     loop {
         session::drive(
             &mut conn.protocol,
             &*shared.handler,
             conn.peer,
             Some(home),
-            secure,
+            https,
             now,
         );
         // Output that leaves may let buffered pipelined requests go on (or

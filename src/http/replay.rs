@@ -53,7 +53,7 @@ pub fn exchange(reads: &[&[u8]], limits: Limits) -> Exchange {
     let mut protocol = Protocol::new(limits, peer, now);
     let mut output = Vec::new();
     let mut step = |protocol: &mut Protocol| {
-        session::drive(protocol, &recorder, peer, None, false, now);
+        session::drive(protocol, &recorder, peer, None, None, now);
         // Sending may let a streamed body make more.
         while !protocol.output().is_empty() {
             let out = protocol.output();

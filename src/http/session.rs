@@ -18,6 +18,7 @@ use super::deferred::{Mailbox, Ticket};
 use super::protocol::{Action, Answer, Protocol};
 use super::request::{Deferral, Request};
 use super::{Handler, Response};
+use crate::transport::Https;
 
 /// Where a connection's deferred responses go: its loop's mailbox, and its
 /// place there.
@@ -28,13 +29,13 @@ pub(crate) struct Home<'a> {
 }
 
 /// Runs the handler for every request `protocol` has ready at `now`;
-/// `secure`: the connection is TLS.
+/// `https`: the connection is TLS, with what it serves.
 pub(crate) fn drive(
     protocol: &mut Protocol,
     handler: &dyn Handler,
     peer: SocketAddr,
     home: Option<&Home<'_>>,
-    secure: bool,
+    https: Option<&Https>,
     now: Instant,
 ) {
     while protocol.poll(now) != Action::Wait {
@@ -48,7 +49,11 @@ pub(crate) fn drive(
         });
         let started = protocol.started();
         let (head, inbox) = protocol.request_parts();
-        let mut request = Request::new(head, inbox, peer, started, deferral, secure);
+        let mut request = Request::new(head, inbox, peer, started, deferral, https.is_some());
+        if let Some(ca) = https.and_then(|https| ca_pem(https, &request)) {
+            protocol.answer(Answer::Now(secured(ca, https)), now);
+            continue;
+        }
         let answer = match catch_unwind(AssertUnwindSafe(|| handler.handle(&mut request))) {
             Err(_) => {
                 error!(
@@ -60,8 +65,36 @@ pub(crate) fn drive(
             }
             Ok(_) if request.awaits_body() => Answer::NeedsBody,
             Ok(placeholder) if request.is_deferred() => Answer::Later(placeholder.hold_ms()),
-            Ok(response) => Answer::Now(response),
+            Ok(response) => Answer::Now(secured(response, https)),
         };
         protocol.answer(answer, now);
     }
+}
+
+/// `response` as it goes out over TLS (`https`): with
+/// `Strict-Transport-Security` when `--hsts` asks for it.
+pub(crate) fn secured(response: Response, https: Option<&Https>) -> Response {
+    match https.and_then(Https::hsts) {
+        Some(hsts) => response.with_header("Strict-Transport-Security", hsts),
+        None => response,
+    }
+}
+
+/// `GET` or `HEAD /ca.pem` over TLS with `--tls-auto`: the local CA's
+/// certificate, with its SHA-256 fingerprint in `X-CA-Fingerprint` (for
+/// the page). Answered here, beside the TLS state it comes from, and not
+/// by the handler, so that the plain build, whose connections hold no TLS
+/// state, carries none of it; without `--tls-auto` the path is the
+/// handler's (a 404).
+fn ca_pem(https: &Https, request: &Request<'_>) -> Option<Response> {
+    if request.path() != "/ca.pem" || !matches!(request.method(), "GET" | "HEAD") {
+        return None;
+    }
+    let ca = https.ca_cert()?;
+    Some(
+        Response::bytes(200, "application/x-pem-file", ca.pem.into_bytes())
+            .with_header("X-CA-Fingerprint", ca.fingerprint)
+            .with_header("Cache-Control", "no-cache")
+            .with_header("X-Content-Type-Options", "nosniff"),
+    )
 }

@@ -57,9 +57,10 @@ use super::conn::{Conn, Left, Scratch, reject, reset_if_cut_short, serve};
 use super::deferred::{self, Mailbox, Ticket};
 use super::protocol::Protocol;
 use super::response::Response;
-use super::session::Home;
+use super::session::{self, Home};
 use super::state::ServerState;
 use crate::lock::lock;
+use crate::transport::Https;
 
 const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX);
@@ -74,6 +75,9 @@ const NOTSENT_LOWAT: u32 = 64 * 1024;
 pub(crate) struct Postbox {
     queue: Mutex<Vec<(Ticket, Letter)>>,
     waker: Arc<Waker>,
+    /// With HTTPS (every connection of the loop is then TLS): what a
+    /// response carries over it (`--hsts`).
+    https: Option<Https>,
 }
 
 /// What another thread sends a connection.
@@ -98,6 +102,7 @@ impl Postbox {
 
 impl Mailbox for Postbox {
     fn deliver(&self, ticket: Ticket, response: Response) {
+        let response = session::secured(response, self.https.as_ref());
         self.post(ticket, Letter::Response(response));
     }
 
@@ -139,6 +144,7 @@ impl Worker {
         let postbox = Arc::new(Postbox {
             queue: Mutex::new(Vec::new()),
             waker,
+            https: shared.https.clone(),
         });
         Ok(Worker {
             poll,

@@ -1,194 +1,40 @@
-//! HTTPS certificates: `--tls-cert` and `--tls-key` read and made into the
-//! configuration the event loops serve ([`Https`]), at start and again on
-//! SIGHUP.
-//!
-//! Both files are read as every file taken at start or on a reload
-//! ([`os::read_text`](crate::os::read_text): a regular file, symlinks
-//! followed, since certbot's `live/` files are links; at most 16 MiB; never
-//! a FIFO or a device). PEM: the certificate file holds the chain, the
-//! server's certificate first; the key file one private key, PKCS#8, RSA
-//! (PKCS#1) or EC (SEC1); RSA, ECDSA P-256/P-384 and Ed25519 keys work. A
-//! key that does not match the certificate is refused, and so is a chain
-//! of more than 8 certificates or 32 KiB (each handshake sends it whole).
-//!
-//! Served: TLS 1.3 and 1.2 with rustls' default cipher suites, on the ring
-//! provider (it builds for every release target with the cross gcc and zig
-//! the release already uses; aws-lc-rs would need CMake and bindgen for
-//! 32-bit ARM); ALPN `http/1.1`; one certificate whatever the SNI, given
-//! each handshake by the resolver (`resolver.rs`), so that a reload or a
-//! renewal swaps the certificate and keeps the configuration; session
-//! resumption by stateless tickets (see `config`).
+//! The certificate served ([`Https`]): one rustls configuration for the
+//! server's life, whose resolver (`resolver.rs`) gives each handshake the
+//! certificate in use, swapped by a reload of `--tls-cert` and
+//! `--tls-key`, or by a renewal of `--tls-auto`'s (`auto.rs`); where it
+//! comes from ([`Source`]), as the flags chose ([`Setup`]); and where
+//! `/metrics` reads its expiry ([`Expiry`]).
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rustls::ServerConfig;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::sign::CertifiedKey;
 
 use super::connection::ServerTls;
-use super::resolver::{ACME_TLS_ALPN, AlpnChallenge, Resolver};
-use super::{TlsError, TlsFiles, Validity, in_file};
+use super::local_ca::LocalCa;
+use super::resolver::{AlpnChallenge, Resolver};
+use super::served::{Served, config, load};
+use super::{TlsError, TlsFiles, Validity};
 
-/// A certificate to serve: its chain and key, checked to match and ready
-/// for a handshake, and the validity of the server's certificate (when it
-/// can be read).
+/// What the flags chose to serve, checked when they were read.
 #[derive(Debug, Clone)]
-pub struct Served {
-    pub key: Arc<CertifiedKey>,
-    pub validity: Option<Validity>,
+pub enum Setup {
+    /// `--tls-cert` and `--tls-key`, and what they made.
+    Files(TlsFiles, Served),
+    /// `--tls-auto`: the directory (checked, made if missing); the CA and
+    /// the certificate are read or made at start (`auto.rs`).
+    Auto(std::path::PathBuf),
 }
 
-/// Reads both files and makes the configuration to serve. An expired or
-/// not yet valid certificate loads (the caller warns, see
-/// [`Validity::warning`]): the clock of a board without a real-time clock
-/// may be wrong at boot.
-pub fn load(files: &TlsFiles) -> Result<Served, TlsError> {
-    let cert_text =
-        crate::os::read_text(&files.cert).map_err(|e| in_file(&files.cert, e.to_string()))?;
-    let key_text =
-        crate::os::read_text(&files.key).map_err(|e| in_file(&files.key, e.to_string()))?;
-    from_pem(&cert_text, &key_text).map_err(|(part, why)| match part {
-        Part::Cert => in_file(&files.cert, why),
-        Part::Key => in_file(&files.key, why),
-        Part::Both => TlsError {
-            file: None,
-            why: format!(
-                "{} with {}: {why}",
-                files.cert.display(),
-                files.key.display()
-            ),
-        },
-    })
-}
-
-/// Which of the two texts an error is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
-    Cert,
-    Key,
-    /// The pair: a key that does not match the certificate.
-    Both,
-}
-
-/// The most certificates a served chain may hold: the server's and its
-/// intermediates (a real chain has two to four).
-const MAX_CHAIN_CERTS: usize = 8;
-/// The most bytes (DER) a served chain may hold. Every handshake sends the
-/// whole chain, and rustls queues it whatever the connection's 64 KiB
-/// output bound (`connection.rs`), so a chain of thousands would let each
-/// client that stops reading hold megabytes.
-const MAX_CHAIN_BYTES: usize = 32 * 1024;
-
-/// The configuration to serve a PEM certificate chain with a PEM key;
-/// an error names the text at fault and never quotes the key.
-pub fn from_pem(cert: &str, key: &str) -> Result<Served, (Part, String)> {
-    let chain = CertificateDer::pem_slice_iter(cert.as_bytes())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| (Part::Cert, format!("not a PEM certificate chain: {e}")))?;
-    if chain.is_empty() {
-        return Err((
-            Part::Cert,
-            "holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into(),
-        ));
-    }
-    check_chain(&chain)?;
-    let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).map_err(|e| {
-        let why = match e {
-            rustls::pki_types::pem::Error::NoItemsFound => {
-                "holds no PEM private key (PKCS#8, RSA or EC)"
-            }
-            _ => "not a readable PEM private key",
-        };
-        (Part::Key, why.to_string())
-    })?;
-    Served::from_der(chain, key)
-}
-
-/// A chain that holds a certificate and fits the bounds.
-fn check_chain(chain: &[CertificateDer<'static>]) -> Result<(), (Part, String)> {
-    if chain.is_empty() {
-        return Err((Part::Cert, "holds no certificate".into()));
-    }
-    let bytes: usize = chain.iter().map(|c| c.len()).sum();
-    if chain.len() > MAX_CHAIN_CERTS || bytes > MAX_CHAIN_BYTES {
-        return Err((
-            Part::Cert,
-            format!(
-                "holds a chain of {} certificates ({bytes} bytes); at most {MAX_CHAIN_CERTS} \
-                 and {} KiB are served (the server's certificate and its intermediates: \
-                 every handshake sends them all)",
-                chain.len(),
-                MAX_CHAIN_BYTES / 1024
-            ),
-        ));
-    }
-    Ok(())
-}
-
-impl Served {
-    /// A chain (the server's certificate first) and its key, in DER, made
-    /// ready to serve: within the chain's bounds, a key ring can sign
-    /// with, matching the certificate. An error names the part at fault
-    /// and never quotes the key.
-    pub fn from_der(
-        chain: Vec<CertificateDer<'static>>,
-        key: PrivateKeyDer<'static>,
-    ) -> Result<Served, (Part, String)> {
-        check_chain(&chain)?;
-        let validity = Validity::of(&chain[0]);
-        let key = CertifiedKey::from_der(chain, key, &provider()).map_err(|e| {
-            (
-                Part::Both,
-                format!("cannot serve this certificate and key: {e}"),
-            )
-        })?;
-        Ok(Served {
-            key: Arc::new(key),
-            validity,
-        })
-    }
-
-    /// When the server's certificate is valid, if that can be read.
+impl Setup {
+    /// The validity of the certificate the files made (`--tls-auto`'s is
+    /// made or checked at start).
     pub fn validity(&self) -> Option<Validity> {
-        self.validity
+        match self {
+            Setup::Files(_, served) => served.validity,
+            Setup::Auto(_) => None,
+        }
     }
-
-    /// A configuration serving this certificate alone (the replay harness
-    /// and the fuzz target drive a connection with it).
-    pub fn server_config(&self) -> Result<Arc<ServerConfig>, String> {
-        config(Arc::new(Resolver::new(Arc::clone(&self.key), None)))
-    }
-}
-
-/// The crypto provider: ring's.
-fn provider() -> rustls::crypto::CryptoProvider {
-    rustls::crypto::ring::default_provider()
-}
-
-/// The rustls configuration whose handshakes `resolver` gives a
-/// certificate.
-fn config(resolver: Arc<Resolver>) -> Result<Arc<ServerConfig>, String> {
-    let challenges = resolver.answers_challenges();
-    let mut config = ServerConfig::builder_with_provider(Arc::new(provider()))
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-        .map_err(|e| e.to_string())?
-        .with_no_client_auth()
-        .with_cert_resolver(resolver);
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    if challenges {
-        config.alpn_protocols.push(ACME_TLS_ALPN.to_vec());
-    }
-    // Stateless tickets (ChaCha20-Poly1305, random keys rotated every 6
-    // hours, in memory only): a client resumes with any ticket it holds,
-    // as many times as it likes within its life, and the server keeps no
-    // state per session. (rustls' stateful cache honours each TLS 1.3
-    // ticket once.) The configuration lives as long as the server: a
-    // certificate replaced by a reload or a renewal keeps the sessions.
-    config.ticketer = rustls::crypto::ring::Ticketer::new()
-        .map_err(|e| format!("cannot make session tickets: {e}"))?;
-    Ok(Arc::new(config))
 }
 
 /// Where the certificate served comes from.
@@ -196,6 +42,8 @@ fn config(resolver: Arc<Resolver>) -> Result<Arc<ServerConfig>, String> {
 pub enum Source {
     /// `--tls-cert` and `--tls-key`, read again on a reload.
     Files(TlsFiles),
+    /// `--tls-auto`: the local CA, which renews it.
+    Auto(LocalCa),
     /// `--acme-domain`: the `acme` thread serves each certificate it
     /// obtains; a reload has nothing to read.
     #[cfg(feature = "acme")]
@@ -215,6 +63,8 @@ struct Current {
     config: Arc<ServerConfig>,
     resolver: Arc<Resolver>,
     expires: AtomicI64,
+    /// `--hsts`: the `Strict-Transport-Security` value answers carry.
+    hsts: OnceLock<String>,
 }
 
 impl std::fmt::Debug for Https {
@@ -247,7 +97,19 @@ impl Https {
             config,
             resolver,
             expires: AtomicI64::new(expiry(served)),
+            hsts: OnceLock::new(),
         })))
+    }
+
+    /// Makes every answer over TLS carry `Strict-Transport-Security` with
+    /// `max-age` `seconds` (`--hsts`; set once, at start).
+    pub fn set_hsts(&self, seconds: u64) {
+        let _ = self.0.hsts.set(format!("max-age={seconds}"));
+    }
+
+    /// The `Strict-Transport-Security` value answers carry, with `--hsts`.
+    pub fn hsts(&self) -> Option<&str> {
+        self.0.hsts.get().map(String::as_str)
     }
 
     /// Where the certificate comes from.
@@ -259,6 +121,7 @@ impl Https {
     pub fn files(&self) -> Option<&TlsFiles> {
         match &self.0.source {
             Source::Files(files) => Some(files),
+            Source::Auto(_) => None,
             #[cfg(feature = "acme")]
             Source::Acme => None,
         }
@@ -272,10 +135,12 @@ impl Https {
 
     /// Reads its files again and, if they can be served, serves them to
     /// connections accepted from now on; their validity, for a warning.
-    /// On an error what is served stays.
+    /// On an error what is served stays. (`--tls-auto` renews instead:
+    /// `Https::renew`; here it changes nothing.)
     pub fn reload(&self) -> Result<Option<Validity>, TlsError> {
         let served = match &self.0.source {
             Source::Files(files) => load(files)?,
+            Source::Auto(_) => return Ok(None),
             #[cfg(feature = "acme")]
             Source::Acme => return Ok(None),
         };

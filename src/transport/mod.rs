@@ -13,8 +13,9 @@
 //! and the webhook client's ([`ClientTls`]), and [`WITH_TLS`] for what
 //! only asks whether TLS exists (an `https://` URL, a metric's line).
 //! With the feature they are rustls': `certificate.rs`
-//! (the files read into a certificate to serve, and the configuration
-//! serving it), `resolver.rs` (the certificate each handshake gets,
+//! (the certificate served, swapped in place), `served.rs` (the files
+//! read into a certificate to serve, and the configuration serving it),
+//! `local_ca/` and `auto.rs` (`--tls-auto`), `resolver.rs` (the certificate each handshake gets,
 //! swapped by a reload or a renewal), `connection.rs` (a
 //! connection's TLS state on the event loop), `trust.rs` (the CA
 //! certificates and the client side) and, for the unit tests and the fuzz
@@ -31,15 +32,21 @@
 #[cfg(feature = "acme")]
 pub mod acme;
 #[cfg(feature = "tls")]
+mod auto;
+#[cfg(feature = "tls")]
 mod certificate;
 #[cfg(feature = "tls")]
 mod connection;
+#[cfg(feature = "tls")]
+mod local_ca;
 #[cfg(not(feature = "tls"))]
 mod plain;
 #[cfg(all(feature = "tls", any(test, fuzzing)))]
 pub mod replay;
 #[cfg(feature = "tls")]
 mod resolver;
+#[cfg(feature = "tls")]
+mod served;
 mod status;
 #[cfg(feature = "tls")]
 mod trust;
@@ -49,15 +56,19 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 #[cfg(feature = "tls")]
-pub use certificate::{Expiry, Https, Part, Served, Source, from_pem, load};
+pub use certificate::{Expiry, Https, Setup, Source};
 #[cfg(feature = "tls")]
 pub(crate) use connection::ServerTls;
+#[cfg(feature = "tls")]
+pub use local_ca::{LocalCa, check_dir};
 #[cfg(not(feature = "tls"))]
 pub(crate) use plain::ServerTls;
 #[cfg(not(feature = "tls"))]
-pub use plain::{ClientTls, Expiry, Https, Served};
+pub use plain::{ClientTls, Expiry, Https, Served, Setup, StartTlsError};
 #[cfg(feature = "tls")]
 pub use resolver::{ACME_TLS_ALPN, AlpnChallenge};
+#[cfg(feature = "tls")]
+pub use served::{Part, Served, from_pem, load};
 pub use status::AcmeStatus;
 #[cfg(feature = "tls")]
 pub use trust::{ClientTls, client_config, roots};
@@ -74,6 +85,28 @@ pub struct TlsFiles {
     /// `--tls-key`: its private key, PEM.
     pub key: PathBuf,
 }
+
+/// What the server advertises, for the certificate of `--tls-auto`: the
+/// host's name and its addresses (the caller finds them; this module
+/// imports no other that would).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Names {
+    pub host: Option<String>,
+    pub addresses: Vec<std::net::IpAddr>,
+}
+
+/// The local CA's certificate, as `GET /ca.pem` serves it: PEM, and its
+/// SHA-256 fingerprint (`AA:BB:...`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaCert {
+    pub pem: String,
+    pub fingerprint: String,
+}
+
+/// Why HTTPS cannot start (`Https::start`): a [`TlsError`]; in the plain
+/// build, which cannot start HTTPS, a type with no value.
+#[cfg(feature = "tls")]
+pub type StartTlsError = TlsError;
 
 /// Why the certificate files cannot be served: the file at fault (if one
 /// is), and why, in words that never quote the key.

@@ -12,13 +12,36 @@ use std::time::Instant;
 
 use mio::net::TcpStream;
 
-use super::{Read, TlsError, TlsFiles, Validity};
+use super::{CaCert, Names, Read, TlsError, TlsFiles, Validity};
 
 /// What certificate files made: never, in this build.
 #[derive(Debug, Clone)]
 pub enum Served {}
 
 impl Served {
+    pub fn validity(&self) -> Option<Validity> {
+        match *self {}
+    }
+}
+
+/// Why HTTPS cannot start: never, in this build (so the caller's error
+/// for it, and its words, are compiled away).
+#[derive(Debug)]
+pub enum StartTlsError {}
+
+impl std::fmt::Display for StartTlsError {
+    fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {}
+    }
+}
+
+impl std::error::Error for StartTlsError {}
+
+/// What the flags chose to serve: never, in this build.
+#[derive(Debug, Clone)]
+pub enum Setup {}
+
+impl Setup {
     pub fn validity(&self) -> Option<Validity> {
         match *self {}
     }
@@ -31,6 +54,30 @@ pub enum Https {}
 impl Https {
     pub fn new(_: &TlsFiles, served: &Served) -> Result<Https, TlsError> {
         match *served {}
+    }
+
+    pub fn start(setup: &Setup, _: &Names) -> Result<Https, StartTlsError> {
+        match *setup {}
+    }
+
+    pub fn renew(&self, _: &Names, _: bool) -> Option<i64> {
+        match *self {}
+    }
+
+    pub fn ca_cert(&self) -> Option<CaCert> {
+        match *self {}
+    }
+
+    pub fn start_renewals(&self, _: fn() -> Names) -> std::io::Result<()> {
+        match *self {}
+    }
+
+    pub fn set_hsts(&self, _: u64) {
+        match *self {}
+    }
+
+    pub fn hsts(&self) -> Option<&str> {
+        match *self {}
     }
 
     pub fn files(&self) -> Option<&TlsFiles> {

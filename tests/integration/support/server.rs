@@ -45,6 +45,8 @@ pub fn config() -> Config {
         database: None,
         #[cfg(feature = "tls")]
         tls: None,
+        #[cfg(feature = "tls")]
+        hsts: None,
         #[cfg(feature = "acme")]
         acme: None,
     }

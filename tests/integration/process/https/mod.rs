@@ -10,11 +10,14 @@
 //! - `certificates.rs`: a certificate swapped by SIGHUP, files that cannot
 //!   be served, the expiry gauge and dated certificates, the environment;
 //! - `webhooks.rs`: webhooks delivered to (or refused by) an https
-//!   receiver.
+//!   receiver;
+//! - `local_ca.rs`: `--tls-auto`'s local CA (with a fixture of its own)
+//!   and `--hsts`.
 
 mod certificates;
 mod clients;
 mod connections;
+mod local_ca;
 mod webhooks;
 
 use std::io::Read;

@@ -6,7 +6,11 @@
 //! and only `signals`, which drives its `Reloader`, imports it. `main`
 //! calls [`start`], runs the instance and turns a
 //! [`StartError`] into an exit code; the integration tests call [`start`]
-//! and [`serve`] (with a store of their own).
+//! and [`serve`] (with a store of their own). HTTPS's part (the
+//! certificate served, `--tls-auto`'s renewals and their thread):
+//! `tls.rs`.
+
+mod tls;
 
 #[cfg(feature = "acme")]
 mod acme;
@@ -28,7 +32,7 @@ use crate::plants::{Plants, Setup, SetupError};
 use crate::reach;
 use crate::seed::SeedError;
 use crate::store::{OpenError, Store};
-use crate::transport::{Https, Validity};
+use crate::transport::{Https, StartTlsError};
 use crate::webhook::Webhooks;
 
 /// How long queued webhook deliveries may still go out after the server
@@ -166,22 +170,7 @@ impl Reloader {
         }
         let certificate = self.https.is_some();
         if let Some(https) = &self.https {
-            match https.reload() {
-                Ok(validity) => {
-                    if let Some(files) = https.files() {
-                        info!(
-                            target: "plantstore",
-                            "reloaded {}: new connections get this certificate",
-                            files.cert.display()
-                        );
-                    }
-                    validity_warning(validity);
-                }
-                Err(e) => log::error!(
-                    target: "plantstore",
-                    "reload refused: {e}; the certificate in use stays"
-                ),
-            }
+            tls::reload(https);
         }
         if self.token_file.is_none() && self.secret_file.is_none() && !certificate {
             let count = self.app.token_count();
@@ -192,17 +181,6 @@ impl Reloader {
                 plural(count as u64)
             );
         }
-    }
-}
-
-/// Warns when the served certificate is expired, not yet valid, or near
-/// its expiry.
-fn validity_warning(validity: Option<Validity>) {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    if let Some(warning) = validity.and_then(|v| v.warning(now)) {
-        warn!(target: "plantstore", "{warning}");
     }
 }
 
@@ -217,6 +195,8 @@ pub enum StartError {
     Seed(SeedError),
     /// The database cannot be reached or its schema used.
     Database(String),
+    /// HTTPS cannot be served (`--tls-auto`'s directory: what in it).
+    Tls(StartTlsError),
 }
 
 impl From<SetupError> for StartError {
@@ -236,6 +216,7 @@ impl fmt::Display for StartError {
             StartError::Listen(addr, e) => write!(f, "cannot listen on {addr}: {e}"),
             StartError::Seed(e) => write!(f, "{e}"),
             StartError::Database(e) => f.write_str(e),
+            StartError::Tls(e) => write!(f, "cannot serve HTTPS: {e}"),
         }
     }
 }
@@ -250,6 +231,7 @@ impl StartError {
         match self {
             StartError::Store(OpenError::NotAFile { .. }) => 2,
             StartError::Seed(e) if e.is_in_seed() => 2,
+            StartError::Tls(_) => 2,
             _ => 1,
         }
     }
@@ -275,19 +257,22 @@ fn setup(config: &Config) -> Setup {
 /// its database pool), loads its seed, binds its address and logs the
 /// start-up line. The caller runs the returned instance.
 pub fn start(config: &Config) -> Result<Instance, StartError> {
+    let https = tls::https(config).map_err(StartError::Tls)?;
     let plants = Plants::open(&setup(config))?;
-    serve_plants(config, plants).map_err(|e| StartError::Listen(config.addr, e))
+    serve_plants(config, plants, https).map_err(|e| StartError::Listen(config.addr, e))
 }
 
 /// Serves `store`, opened by the caller, as `config` says (its `data`
 /// only names the storage in the start-up line): binds, logs, and returns
 /// the instance to run.
 pub fn serve(config: &Config, store: Store) -> io::Result<Instance> {
-    serve_plants(config, Plants::memory(store, config.data.as_ref()))
+    let https = tls::https(config).map_err(io::Error::other)?;
+    serve_plants(config, Plants::memory(store, config.data.as_ref()), https)
 }
 
-/// Serves `plants`: binds, logs, and returns the instance to run.
-fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
+/// Serves `plants` (over TLS with `https`): binds, logs, and returns the
+/// instance to run.
+fn serve_plants(config: &Config, plants: Plants, https: Option<Https>) -> io::Result<Instance> {
     let webhooks = Webhooks::start(config.webhook.clone())?;
     let gauge = Gauge::new();
     let mut storage = plants.describe();
@@ -316,11 +301,7 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
     #[cfg_attr(not(feature = "acme"), allow(unused_mut))]
     let mut handler: Arc<dyn http::Handler> = Arc::clone(&app) as _;
     #[cfg_attr(not(feature = "acme"), allow(unused_mut))]
-    let mut https = config
-        .https()
-        .map(|(files, served)| Https::new(files, served))
-        .transpose()
-        .map_err(io::Error::other)?;
+    let mut https = https;
     #[cfg(feature = "acme")]
     let acme_https = match &config.acme {
         Some(acme_config) => {
@@ -337,6 +318,9 @@ fn serve_plants(config: &Config, plants: Plants) -> io::Result<Instance> {
     let server = Server::bind_https(config.addr, limits.clone(), handler, &gauge, https.clone())?;
     let scheme = if https.is_some() { "https" } else { "http" };
     log_start(config, &storage, scheme, server.local_addr());
+    if let Some(https) = &https {
+        https.start_renewals(tls::names)?;
+    }
     #[cfg(feature = "acme")]
     let acme = match (&config.acme, acme_https) {
         (Some(acme_config), Some((served, ready))) => Some(acme::start(
@@ -369,9 +353,10 @@ fn log_start(config: &Config, storage: &str, scheme: &str, addr: SocketAddr) {
     for warning in &config.warnings {
         warn!(target: "plantstore", "{warning}");
     }
-    if let Some((_, served)) = config.https() {
-        validity_warning(served.validity());
+    if let Some(setup) = config.https() {
+        tls::validity_warning(setup.validity());
     }
+
     let mut base = format!("{scheme}://{addr}");
     if addr.ip().is_unspecified() {
         // No one can open http://0.0.0.0:8080: say where it can be reached.

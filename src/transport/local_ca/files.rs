@@ -1,0 +1,163 @@
+//! The local CA's directory and files: `DIR` checked (and made), PEM
+//! written and read back, files replaced whole (a temporary file renamed
+//! into place) with their modes, and the CA's name read out of its
+//! certificate.
+
+use std::fs;
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use sha2::{Digest, Sha256};
+
+use super::super::{TlsError, in_file};
+
+/// Checks `dir` as `--tls-auto` takes it: makes it (0700) if missing;
+/// refuses a symbolic link, what is not a directory, and a directory this
+/// process cannot write.
+pub fn check_dir(dir: &Path) -> Result<(), TlsError> {
+    let refuse = |why: String| Err(in_file(dir, why));
+    match fs::symlink_metadata(dir) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            return refuse(
+                "is a symbolic link; give the directory itself (a link could lead the CA's \
+                 key anywhere)"
+                    .into(),
+            );
+        }
+        Ok(meta) if !meta.is_dir() => return refuse("is not a directory".into()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Err(e) = fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+            {
+                return refuse(format!("cannot be made: {e}"));
+            }
+        }
+        Err(e) => return refuse(e.to_string()),
+    }
+    let probe = dir.join(".plantstore-probe");
+    let made = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&probe);
+    let _ = fs::remove_file(&probe);
+    made.map(drop)
+        .or_else(|e| refuse(format!("cannot be written: {e}")))
+}
+
+/// `label` PEM of `der`.
+pub(super) fn pem(label: &str, der: &[u8]) -> String {
+    use base64::Engine as _;
+    let text = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for line in text.as_bytes().chunks(64) {
+        out.push_str(&String::from_utf8_lossy(line));
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {label}-----\n"));
+    out
+}
+
+/// SHA-256 of `der` as `AA:BB:...`.
+pub(super) fn fingerprint(der: &[u8]) -> String {
+    let hex: Vec<String> = Sha256::digest(der)
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect();
+    hex.join(":")
+}
+
+/// Writes `text` to `path` through a temporary file renamed into place,
+/// with `mode`.
+pub(super) fn write_file(path: &Path, text: &str, mode: u32) -> Result<(), TlsError> {
+    let tmp = path.with_extension("tmp");
+    let write = || -> std::io::Result<()> {
+        let _ = fs::remove_file(&tmp);
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        in_file(path, format!("cannot be written: {e}"))
+    })
+}
+
+/// The text of `path`, or `None` if there is no such file.
+pub(super) fn read(path: &Path) -> Result<Option<String>, TlsError> {
+    match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        _ => crate::os::read_text(path)
+            .map(Some)
+            .map_err(|e| in_file(path, e.to_string())),
+    }
+}
+
+/// The one PKCS#8 key of a PEM text.
+pub(super) fn pkcs8(path: &Path, text: &str) -> Result<Vec<u8>, TlsError> {
+    match PrivateKeyDer::from_pem_slice(text.as_bytes()) {
+        Ok(PrivateKeyDer::Pkcs8(key)) => Ok(key.secret_pkcs8_der().to_vec()),
+        _ => Err(in_file(
+            path,
+            "holds no private key (PKCS#8, PEM) that this server wrote",
+        )),
+    }
+}
+
+/// The certificates of a PEM text (at least one).
+pub(super) fn certificates(
+    path: &Path,
+    text: &str,
+) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let chain = CertificateDer::pem_slice_iter(text.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| in_file(path, format!("not a PEM certificate: {e}")))?;
+    if chain.is_empty() {
+        return Err(in_file(path, "holds no PEM certificate"));
+    }
+    Ok(chain)
+}
+
+/// Makes sure a key file is readable by its owner only.
+pub(super) fn owner_only(path: &Path) -> Result<(), TlsError> {
+    let meta = fs::metadata(path).map_err(|e| in_file(path, e.to_string()))?;
+    if meta.mode() & 0o077 != 0 {
+        fs::set_permissions(path, fs::Permissions::from_mode(0o600))
+            .map_err(|e| in_file(path, format!("cannot be made 0600: {e}")))?;
+    }
+    Ok(())
+}
+
+/// The common name of a certificate's subject, when it is one UTF8String.
+pub(super) fn common_name(der: &[u8]) -> Option<String> {
+    use super::super::validity::tlv;
+    let (_, cert, _) = tlv(der)?;
+    let (_, mut tbs, _) = tlv(cert)?;
+    if tlv(tbs)?.0 == 0xA0 {
+        tbs = tlv(tbs)?.2;
+    }
+    for _ in 0..4 {
+        tbs = tlv(tbs)?.2; // serial number, signature algorithm, issuer, validity
+    }
+    let (_, subject, _) = tlv(tbs)?;
+    let (_, set, rest) = tlv(subject)?;
+    let (_, pair, _) = tlv(set)?;
+    let (tag, oid, value) = tlv(pair)?;
+    let (text_tag, text, _) = tlv(value)?;
+    let is_cn = tag == 0x06 && oid == [0x55, 0x04, 0x03] && text_tag == 0x0C;
+    (is_cn && rest.is_empty())
+        .then(|| String::from_utf8(text.to_vec()).ok())
+        .flatten()
+}
