@@ -14,7 +14,8 @@ other state. Who records what:
     bench/run.sh https       tls.idle.N (what N idle TLS connections add)
     scripts/release/package-deb.sh   deb.ARCH (each package's bytes)
     scripts/release/cross-smoke.sh   size.TARGET (each cross build it smoke-tests)
-    .ci/run                  size.TARGET of every published build it makes
+    .ci/run                  size.TARGET of every published build it makes,
+                             size.TARGET.acme of the packages' builds
 
 README.md and docs/ link to the page instead of copying its numbers, so
 that a figure is measured in one place and written down once. A key this
@@ -39,6 +40,8 @@ KINDS = [
      "published build of {0}, default features (HTTPS), stripped: scripts/release/release-build.sh {0}"),
     (r"size\.([a-z0-9_]+-[a-z0-9_-]+)\.plain", "sizes", "bytes",
      "published plain build (HTTP only) of {0}, stripped: FEATURES=plain scripts/release/release-build.sh {0}"),
+    (r"size\.([a-z0-9_]+-[a-z0-9_-]+)\.acme", "sizes", "bytes",
+     "build of {0} with ACME (the packages' build), stripped: FEATURES=acme scripts/release/release-build.sh {0}"),
     (r"size\.([a-z0-9_]+-[a-z0-9_-]+)\.postgres", "sizes", "bytes",
      "published PostgreSQL build of {0}, stripped: FEATURES=postgres scripts/release/release-build.sh {0}"),
     (r"size\.cargo", "sizes", "bytes",

@@ -16,11 +16,11 @@ cd "$(dirname "$0")/../.."
 # Debian packages, by the step that uses them: the HTTPS tests and the
 # clients (curl, openssl, ab), the PostgreSQL store and its dashboard
 # (postgresql, nginx-light, prometheus), the generated clients (Java), the
-# peer suites, the release builds (cross compilers), the packages
+# peer suites, ACME's test CA (pebble), the release builds (cross compilers), the packages
 # (lintian, help2man, dpkg-dev, systemd, qemu-user), the container image
 # (podman, runc, qemu-user-static, binfmt-support).
 packages=(curl openssl apache2-utils postgresql nginx-light prometheus
-    openjdk-17-jre-headless slowhttptest testssl.sh
+    openjdk-17-jre-headless slowhttptest testssl.sh pebble
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross
     lintian help2man dpkg-dev systemd qemu-user
     podman runc qemu-user-static binfmt-support)

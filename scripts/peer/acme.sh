@@ -89,7 +89,7 @@ JSON
     PEBBLE_VA_NOSLEEP=1 PEBBLE_VA_ALWAYS_VALID=0 PEBBLE_WFE_NONCEREJECT=50 PEBBLE_AUTHZREUSE=0 \
         pebble -config "$work/pebble.json" -dnsserver "127.0.0.1:$p_dns" >"$work/pebble.log" 2>&1 &
     pebble_pid=$!
-    pids+=($pebble_pid)
+    pids+=("$pebble_pid")
     wait_for "ACME directory available" "$work/pebble.log" 20 || fail "pebble did not start"
     curl -sf --cacert "$work/ca.pem" "https://127.0.0.1:$p_mgmt/roots/0" >"$work/root.pem" \
         || fail "pebble's root could not be fetched"
@@ -102,7 +102,7 @@ start_server() {
     PLANTSTORE_TOKEN=acme-test-token-0123456789 "$bin" --addr "127.0.0.1:$p_tls" \
         --acme-domain "$name" --acme-dir "$dir" --acme-ca "$work/ca.pem" "$@" >"$log" 2>&1 &
     server_pid=$!
-    pids+=($server_pid)
+    pids+=("$server_pid")
     wait_for "listening on https://" "$log" 10 || fail "the server did not start"
 }
 stop_server() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; }
@@ -203,9 +203,9 @@ openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/li
     -out "$work/kept.csr" -subj /CN=kept.acme.test 2>/dev/null
 # Valid from 25 days ago for 30: within its life, past two thirds of it
 # (openssl ca, which takes a start date).
-dates=($(python3 -c 'import time
+read -r -a dates < <(python3 -c 'import time
 f = lambda d: time.strftime("%Y%m%d%H%M%SZ", time.gmtime(time.time() + d * 86400))
-print(f(-25), f(5))'))
+print(f(-25), f(5))')
 touch "$work/index.txt"
 printf '[ca]\ndefault_ca=d\n[d]\ndatabase=%s/index.txt\nnew_certs_dir=%s\nserial=%s/serial\ndefault_md=sha256\npolicy=p\n[p]\ncommonName=supplied\n' \
     "$work" "$work" "$work" >"$work/ca.cnf"
