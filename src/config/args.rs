@@ -8,11 +8,15 @@ use std::path::PathBuf;
 use argh::{ArgsInfo, FromArgs};
 
 /// What `--version` adds to the version: the build's features, so that the
-/// default, the plain and the PostgreSQL builds of one version tell
+/// default, the plain, the ACME and the PostgreSQL builds of one version tell
 /// themselves apart (the features decide which flags exist, here).
-#[cfg(feature = "postgres")]
+#[cfg(all(feature = "postgres", feature = "acme"))]
+pub const FEATURES: &str = "(HTTPS, ACME, PostgreSQL)";
+#[cfg(all(feature = "postgres", not(feature = "acme")))]
 pub const FEATURES: &str = "(HTTPS, PostgreSQL)";
-#[cfg(all(feature = "tls", not(feature = "postgres")))]
+#[cfg(all(feature = "acme", not(feature = "postgres")))]
+pub const FEATURES: &str = "(HTTPS, ACME)";
+#[cfg(all(feature = "tls", not(feature = "postgres"), not(feature = "acme")))]
 pub const FEATURES: &str = "(HTTPS)";
 #[cfg(not(feature = "tls"))]
 pub const FEATURES: &str = "(plain: no HTTPS, no PostgreSQL)";

@@ -9,8 +9,12 @@ use crate::support::{PATIENCE, TempFile, eventually, send_to};
 
 /// What `--version` prints for the build under test.
 pub(crate) fn version_line() -> String {
-    let features = if cfg!(feature = "postgres") {
+    let features = if cfg!(all(feature = "postgres", feature = "acme")) {
+        "(HTTPS, ACME, PostgreSQL)"
+    } else if cfg!(feature = "postgres") {
         "(HTTPS, PostgreSQL)"
+    } else if cfg!(feature = "acme") {
+        "(HTTPS, ACME)"
     } else if cfg!(feature = "tls") {
         "(HTTPS)"
     } else {
