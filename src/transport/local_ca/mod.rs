@@ -217,7 +217,26 @@ impl LocalCa {
     /// it names them all and is not due for renewal, else a new one (then
     /// kept in `DIR`). Checks that the CA files still hold this CA.
     pub fn renew(&self, names: &Names) -> Result<Renewal, TlsError> {
+        self.renew_then(names, |_| {})
+    }
+
+    /// [`LocalCa::renew`], and `serve` given what it served before the
+    /// next renewal may start: SIGHUP and the `tls-renew` thread may renew
+    /// at once, and the one that made the newer certificate must not have
+    /// the older served after it.
+    pub fn renew_then(
+        &self,
+        names: &Names,
+        serve: impl FnOnce(&Renewal),
+    ) -> Result<Renewal, TlsError> {
         let _one = crate::lock::lock(&self.0.renewing);
+        let renewal = self.renewal(names)?;
+        serve(&renewal);
+        Ok(renewal)
+    }
+
+    /// [`LocalCa::renew`]'s work, under its lock.
+    fn renewal(&self, names: &Names) -> Result<Renewal, TlsError> {
         let key = self.check_files()?;
         let (sans, left_out) = issue::server_names(names, self.0.host.as_deref());
         let wanted = wanted(&sans);

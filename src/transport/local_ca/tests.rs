@@ -134,7 +134,12 @@ fn a_first_open_makes_the_ca_and_a_second_keeps_it() {
     let (again, made) = LocalCa::open(&path, &given).unwrap();
     assert!(!made);
     assert_eq!(again.fingerprint(), ca.fingerprint());
-    let kept = again.renew(&given).unwrap();
+    // What is served is served under the lock: no other renewal between.
+    let mut held = false;
+    let kept = again
+        .renew_then(&given, |_| held = again.0.renewing.try_lock().is_err())
+        .unwrap();
+    assert!(held, "served after the renewal's lock was released");
     assert!(!kept.made);
     assert_eq!(kept.served.key.cert, first.served.key.cert);
     // A new address: a new certificate, from the same CA.
