@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::net::IpAddr;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use rustls::pki_types::pem::PemObject;
 
@@ -187,6 +187,16 @@ fn what_dir_must_not_hold_is_refused_naming_the_file() {
     assert!(e.why.contains("symbolic link"), "{e}");
     let e = check_dir(&path.join(CA_KEY)).unwrap_err();
     assert!(e.why.contains("not a directory"), "{e}");
+    // A key that is a symbolic link: refused, and what it leads to keeps
+    // its mode.
+    let elsewhere = dir.join("elsewhere.key");
+    fs::write(&elsewhere, "x").unwrap();
+    fs::set_permissions(&elsewhere, fs::Permissions::from_mode(0o644)).unwrap();
+    fs::remove_file(path.join(CA_KEY)).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, path.join(CA_KEY)).unwrap();
+    let e = LocalCa::open(&path, &given).unwrap_err();
+    assert!(e.why.contains("not a plain file"), "{e}");
+    assert_eq!(fs::metadata(&elsewhere).unwrap().mode() & 0o777, 0o644);
 }
 
 #[test]
