@@ -11,8 +11,8 @@
 use log::{error, info, warn};
 
 use super::certificate::{Https, Setup, Source};
-use super::local_ca::{LocalCa, Renewal, now};
-use super::validity::date;
+use super::local_ca::{LocalCa, Renewal};
+use super::validity::{date, now};
 use super::{CaCert, Names, TlsError};
 
 /// The longest the `tls-renew` thread sleeps between two looks, seconds.

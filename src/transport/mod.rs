@@ -75,7 +75,7 @@ pub use served::{Part, Served, from_pem, load};
 pub use status::AcmeStatus;
 #[cfg(feature = "tls")]
 pub use trust::{ClientTls, client_config, roots};
-pub use validity::Validity;
+pub use validity::{Validity, now};
 
 /// Whether this build speaks TLS (`https://` webhooks, `--tls-cert`).
 pub const WITH_TLS: bool = cfg!(feature = "tls");

@@ -200,16 +200,6 @@ fn what_dir_must_not_hold_is_refused_naming_the_file() {
 }
 
 #[test]
-fn a_placeholder_is_self_signed_for_localhost_and_lives_a_day() {
-    let served = Served::placeholder().unwrap();
-    let validity = served.validity.unwrap();
-    assert!((86_398..=86_400).contains(&(validity.not_after - now())));
-    assert_eq!(served.key.cert.len(), 1);
-    let other = Served::placeholder().unwrap();
-    assert_ne!(served.key.cert, other.key.cert);
-}
-
-#[test]
 fn pem_is_what_rustls_reads_back() {
     let der: Vec<u8> = (0..=255).collect();
     let text = pem("CERTIFICATE", &der);
