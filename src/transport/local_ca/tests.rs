@@ -99,6 +99,47 @@ fn the_constraints_permit_the_host_local_names_loopback_and_private_ranges() {
 }
 
 #[test]
+fn the_ca_refuses_to_vouch_for_names_outside_its_constraints() {
+    let dir = TempDir::new("local-ca-constraints");
+    let path = dir.join("tls");
+    check_dir(&path).unwrap();
+    let (ca, _) = LocalCa::open(&path, &names(Some("board"), &[])).unwrap();
+    // The name constraints extension (2.5.29.30) is there, critical.
+    let oid = [0x06, 0x03, 0x55, 0x1D, 0x1E];
+    let der = ca.0.der.as_slice();
+    let at = der.windows(oid.len()).position(|w| w == oid);
+    let at = at.expect("no name constraints in the CA") + oid.len();
+    assert_eq!(&der[at..at + 3], &[0x01, 0x01, 0xFF], "not critical");
+    // A leaf the CA's key signs (as `renew` would, but for any name): a
+    // client trusting the CA accepts it for a name the constraints permit,
+    // and refuses it for a public name or address.
+    let key = ca.check_files().unwrap();
+    let now = now();
+    let sign = |name: &str| {
+        let san = match name.parse::<IpAddr>() {
+            Ok(ip) => rcgen::SanType::IpAddress(ip),
+            Err(_) => rcgen::SanType::DnsName(name.try_into().unwrap()),
+        };
+        let (der, key_der) =
+            issue::make_server(&key, &ca.0.common_name, vec![san], now, 3600).unwrap();
+        Served::from_der(
+            vec![CertificateDer::from(der)],
+            PrivatePkcs8KeyDer::from(key_der).into(),
+        )
+        .unwrap()
+    };
+    for permitted in ["board.local", "10.1.2.3"] {
+        let leaf = sign(permitted);
+        assert_eq!(ca.verifies(&leaf, &[permitted.into()], now), Ok(()));
+    }
+    for outside in ["example.com", "8.8.8.8"] {
+        let leaf = sign(outside);
+        let refused = ca.verifies(&leaf, &[outside.into()], now).unwrap_err();
+        assert!(refused.contains("NameConstraint"), "{outside}: {refused}");
+    }
+}
+
+#[test]
 fn a_ca_name_gives_back_its_host() {
     assert_eq!(
         ca_host(&ca_name("0a1b2c3d", Some("board"))),
