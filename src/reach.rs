@@ -15,10 +15,22 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-/// The host's name (`/proc/sys/kernel/hostname`), if it has one.
+/// The host's name (`/proc/sys/kernel/hostname`, else `/etc/hostname`),
+/// if it has one. The fallback is for the packaged unit: its
+/// `ProcSubset=pid` hides `/proc/sys`, and without it the certificate of
+/// `--tls-auto` would leave out the host's names. `/etc/hostname` is what
+/// the kernel's name is set from at boot, so the two agree but for a name
+/// changed since without editing the file.
 pub fn host_name() -> Option<String> {
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
-    let name = name.trim();
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .find_map(|path| host_name_in(&std::fs::read_to_string(path).ok()?))
+}
+
+/// The host name a file such as `/etc/hostname` gives: its first line,
+/// trimmed, unless empty or the kernel's `(none)`.
+fn host_name_in(text: &str) -> Option<String> {
+    let name = text.lines().next()?.trim();
     (!name.is_empty() && name != "(none)").then(|| name.to_string())
 }
 
@@ -202,7 +214,15 @@ mod tests {
         assert_eq!(ipv6_temporary(table), want);
         let all = addresses();
         assert_eq!(all.first(), Some(&IpAddr::V4(Ipv4Addr::LOCALHOST)));
-        assert!(host_name().is_some_and(|name| !name.is_empty()));
+    }
+
+    #[test]
+    fn a_host_name_is_the_first_line_trimmed_and_not_none() {
+        assert_eq!(host_name_in("board\n").as_deref(), Some("board"));
+        assert_eq!(host_name_in("  pi-4 \nsecond\n").as_deref(), Some("pi-4"));
+        for none in ["", "\n", "   \n", "(none)\n", "\nboard\n"] {
+            assert_eq!(host_name_in(none), None, "{none:?}");
+        }
     }
 
     #[test]

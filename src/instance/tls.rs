@@ -11,7 +11,7 @@ use log::{info, warn};
 
 use crate::config::Config;
 use crate::reach;
-use crate::transport::{Https, Names, StartTlsError, Validity};
+use crate::transport::{self, Https, Names, StartTlsError, Validity};
 
 /// What the server advertises now.
 pub(super) fn names() -> Names {
@@ -60,10 +60,7 @@ pub(super) fn reload(https: &Https) {
 /// Warns when the served certificate is expired, not yet valid, or near
 /// its expiry.
 pub(super) fn validity_warning(validity: Option<Validity>) {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    if let Some(warning) = validity.and_then(|v| v.warning(now)) {
+    if let Some(warning) = validity.and_then(|v| v.warning(transport::now())) {
         warn!(target: "plantstore", "{warning}");
     }
 }

@@ -11,8 +11,8 @@
 use log::{error, info, warn};
 
 use super::certificate::{Https, Setup, Source};
-use super::local_ca::{LocalCa, Renewal, now};
-use super::validity::date;
+use super::local_ca::{LocalCa, Renewal};
+use super::validity::{date, now};
 use super::{CaCert, Names, TlsError};
 
 /// The longest the `tls-renew` thread sleeps between two looks, seconds.
@@ -51,12 +51,11 @@ impl Https {
         let Source::Auto(ca) = self.source() else {
             return None;
         };
-        match ca.renew(names) {
+        match ca.renew_then(names, |renewal| self.serve(&renewal.served)) {
             Ok(renewal) => {
                 if renewal.made || !quiet {
                     log_renewal(ca, &renewal);
                 }
-                self.serve(&renewal.served);
                 let due = renewal.served.validity.map(|v| ca.renew_at(v.not_after));
                 Some(due.unwrap_or_else(|| now() + ca.retry_after()))
             }

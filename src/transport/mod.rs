@@ -15,7 +15,8 @@
 //! With the feature they are rustls': `certificate.rs`
 //! (the certificate served, swapped in place), `served.rs` (the files
 //! read into a certificate to serve, and the configuration serving it),
-//! `local_ca/` and `auto.rs` (`--tls-auto`), `resolver.rs` (the certificate each handshake gets,
+//! `local_ca/` and `auto.rs` (`--tls-auto`), `state_dir.rs` (the
+//! directory `--tls-auto` and ACME keep their keys in), `resolver.rs` (the certificate each handshake gets,
 //! swapped by a reload or a renewal), `connection.rs` (a
 //! connection's TLS state on the event loop), `trust.rs` (the CA
 //! certificates and the client side) and, for the unit tests and the fuzz
@@ -47,6 +48,8 @@ pub mod replay;
 mod resolver;
 #[cfg(feature = "tls")]
 mod served;
+#[cfg(feature = "tls")]
+mod state_dir;
 mod status;
 #[cfg(feature = "tls")]
 mod trust;
@@ -72,7 +75,7 @@ pub use served::{Part, Served, from_pem, load};
 pub use status::AcmeStatus;
 #[cfg(feature = "tls")]
 pub use trust::{ClientTls, client_config, roots};
-pub use validity::Validity;
+pub use validity::{Validity, now};
 
 /// Whether this build speaks TLS (`https://` webhooks, `--tls-cert`).
 pub const WITH_TLS: bool = cfg!(feature = "tls");

@@ -14,6 +14,15 @@ pub struct Validity {
     pub not_after: i64,
 }
 
+/// The time now, in Unix seconds (0 for a clock before 1970): the one
+/// clock certificates are weighed against, by the local CA, ACME and the
+/// warnings.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
 /// Days before expiry from which start-up and reloads warn.
 const EXPIRY_WARNING_DAYS: i64 = 14;
 

@@ -160,6 +160,20 @@ mod tests {
     }
 
     #[test]
+    fn the_placeholder_is_a_key_and_its_certificate_new_each_time() {
+        use crate::transport::Served;
+        let (cert, key) = placeholder("shop.example").unwrap();
+        let served = Served::from_der(
+            vec![cert.clone().into()],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key)),
+        );
+        assert!(served.is_ok(), "the key is not the certificate's");
+        let name = b"shop.example";
+        assert!(cert.windows(name.len()).any(|w| w == name));
+        assert_ne!(placeholder("shop.example").unwrap().0, cert);
+    }
+
+    #[test]
     fn answers_are_bounded() {
         let challenges = Challenges::default();
         for i in 0..20 {

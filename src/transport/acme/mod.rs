@@ -26,6 +26,7 @@ pub use renew::{Deliver, RenewNow, Renewer};
 pub use store::StateDir;
 
 use super::AcmeStatus;
+use super::validity::now;
 
 /// Let's Encrypt's production directory: `--acme-directory`'s default.
 pub const LETS_ENCRYPT: &str = "https://acme-v02.api.letsencrypt.org/directory";
@@ -58,11 +59,4 @@ pub struct Settings {
     pub challenge: Challenge,
     /// The answers the listeners serve.
     pub challenges: Challenges,
-}
-
-/// Now, in Unix seconds.
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
 }

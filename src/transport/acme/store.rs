@@ -5,21 +5,19 @@
 //!
 //! Files: `account.json` (the directory URL the account belongs to and
 //! its credentials, with the account key), `cert.pem` (the chain) and
-//! `key.pem` (its key). The directory is made 0700 if missing; it must be
-//! a directory and not a symlink (a link could send the keys elsewhere);
-//! every file is written 0600 under a temporary name, synced, then
-//! renamed, so a crash leaves the old file or the new one, never half of
-//! one. A key and certificate that do not match (a crash between the two
-//! renames) are not served: `certificate.rs` refuses the pair, and a new
-//! order replaces it.
+//! `key.pem` (its key). The directory is opened and every file (0600)
+//! written by `state_dir.rs`, as `--tls-auto`'s are: made 0700 if
+//! missing, never through a symlink, each file replaced whole. A key and
+//! certificate that do not match (a crash between the two renames) are
+//! not served: `certificate.rs` refuses the pair, and a new order
+//! replaces it.
 
-use std::fs::{self, DirBuilder, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use instant_acme::AccountCredentials;
 use serde::{Deserialize, Serialize};
+
+use super::super::state_dir;
 
 const ACCOUNT: &str = "account.json";
 const CERT: &str = "cert.pem";
@@ -40,31 +38,12 @@ struct Stored {
 
 impl StateDir {
     /// The directory at `path`, made (0700) if missing; refused if it is
-    /// a symlink, not a directory, or cannot be written.
+    /// a symlink, not a directory, or cannot be written (`state_dir`).
     pub fn open(path: &Path) -> Result<StateDir, String> {
-        let shown = path.display();
-        match fs::symlink_metadata(path) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                return Err(format!(
-                    "{shown} is a symlink; give the directory itself (the keys are kept in it)"
-                ));
-            }
-            Ok(meta) if !meta.is_dir() => return Err(format!("{shown} is not a directory")),
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(path)
-                .map_err(|e| format!("cannot make {shown}: {e}"))?,
-            Err(e) => return Err(format!("{shown}: {e}")),
-        }
-        let dir = StateDir {
+        state_dir::open(path).map_err(|why| format!("{} {why}", path.display()))?;
+        Ok(StateDir {
             path: path.to_path_buf(),
-        };
-        dir.write(".written", b"")
-            .map_err(|e| format!("cannot write in {shown}: {e}"))?;
-        let _ = fs::remove_file(path.join(".written"));
-        Ok(dir)
+        })
     }
 
     /// Where it is.
@@ -142,24 +121,14 @@ impl StateDir {
 
     /// Writes `name` whole, 0600, or leaves the old one.
     fn write(&self, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-        let path = self.path.join(name);
-        let temporary = self.path.join(format!("{name}.new"));
-        let _ = fs::remove_file(&temporary);
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&temporary, &path)?;
-        fs::File::open(&self.path)?.sync_all()
+        state_dir::write_file(&self.path.join(name), bytes, 0o600)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
     use std::os::unix::fs::PermissionsExt;
 
     fn temporary(name: &str) -> PathBuf {
@@ -195,7 +164,7 @@ mod tests {
         fs::create_dir_all(base.join("real")).unwrap();
         std::os::unix::fs::symlink(base.join("real"), base.join("link")).unwrap();
         let err = StateDir::open(&base.join("link")).unwrap_err();
-        assert!(err.contains("is a symlink"), "{err}");
+        assert!(err.contains("is a symbolic link"), "{err}");
         fs::write(base.join("file"), "x").unwrap();
         let err = StateDir::open(&base.join("file")).unwrap_err();
         assert!(err.contains("not a directory"), "{err}");

@@ -1,55 +1,23 @@
-//! The local CA's directory and files: `DIR` checked (and made), PEM
-//! written and read back, files replaced whole (a temporary file renamed
-//! into place) with their modes, and the CA's name read out of its
-//! certificate.
+//! The local CA's directory and files: `DIR` checked (and made) and files
+//! replaced whole, both by `state_dir.rs`, which ACME's store shares; PEM
+//! written and read back; the key's mode kept; the CA's name read out of
+//! its certificate.
 
 use std::fs;
-use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::{Digest, Sha256};
 
-use super::super::{TlsError, in_file};
+use super::super::{TlsError, in_file, state_dir};
 
-/// Checks `dir` as `--tls-auto` takes it: makes it (0700) if missing;
-/// refuses a symbolic link, what is not a directory, and a directory this
-/// process cannot write.
+/// Checks `dir` as `--tls-auto` takes it (`state_dir::open`): made
+/// (0700) if missing; a symbolic link, what is not a directory, and a
+/// directory this process cannot write are refused.
 pub fn check_dir(dir: &Path) -> Result<(), TlsError> {
-    let refuse = |why: String| Err(in_file(dir, why));
-    match fs::symlink_metadata(dir) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            return refuse(
-                "is a symbolic link; give the directory itself (a link could lead the CA's \
-                 key anywhere)"
-                    .into(),
-            );
-        }
-        Ok(meta) if !meta.is_dir() => return refuse("is not a directory".into()),
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if let Err(e) = fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-            {
-                return refuse(format!("cannot be made: {e}"));
-            }
-        }
-        Err(e) => return refuse(e.to_string()),
-    }
-    let probe = dir.join(".plantstore-probe");
-    let made = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&probe);
-    let _ = fs::remove_file(&probe);
-    made.map(drop)
-        .or_else(|e| refuse(format!("cannot be written: {e}")))
+    state_dir::open(dir).map_err(|why| in_file(dir, why))
 }
 
 /// `label` PEM of `der`.
@@ -74,25 +42,11 @@ pub(super) fn fingerprint(der: &[u8]) -> String {
     hex.join(":")
 }
 
-/// Writes `text` to `path` through a temporary file renamed into place,
-/// with `mode`.
+/// Replaces `path` whole with `text`, a file of `mode`
+/// (`state_dir::write_file`).
 pub(super) fn write_file(path: &Path, text: &str, mode: u32) -> Result<(), TlsError> {
-    let tmp = path.with_extension("tmp");
-    let write = || -> std::io::Result<()> {
-        let _ = fs::remove_file(&tmp);
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        in_file(path, format!("cannot be written: {e}"))
-    })
+    state_dir::write_file(path, text.as_bytes(), mode)
+        .map_err(|e| in_file(path, format!("cannot be written: {e}")))
 }
 
 /// The text of `path`, or `None` if there is no such file.
@@ -130,9 +84,17 @@ pub(super) fn certificates(
     Ok(chain)
 }
 
-/// Makes sure a key file is readable by its owner only.
+/// Makes sure a key file is readable by its owner only. A symbolic link
+/// is refused, not followed: its mode is not the key's, and making what it
+/// points to 0600 could change a file outside `DIR`.
 pub(super) fn owner_only(path: &Path) -> Result<(), TlsError> {
-    let meta = fs::metadata(path).map_err(|e| in_file(path, e.to_string()))?;
+    let meta = fs::symlink_metadata(path).map_err(|e| in_file(path, e.to_string()))?;
+    if !meta.is_file() {
+        return Err(in_file(
+            path,
+            "is not a plain file (a symbolic link?); put the key itself there",
+        ));
+    }
     if meta.mode() & 0o077 != 0 {
         fs::set_permissions(path, fs::Permissions::from_mode(0o600))
             .map_err(|e| in_file(path, format!("cannot be made 0600: {e}")))?;

@@ -228,23 +228,6 @@ pub(super) fn make_ca(
     Ok(cert.der().to_vec())
 }
 
-/// A self-signed certificate for `localhost` with `key`, valid a day from
-/// `now` (see `Served::placeholder`).
-pub(super) fn make_placeholder(key: &KeyPair, now: i64) -> Result<Vec<u8>, String> {
-    let mut params = CertificateParams::default();
-    params.distinguished_name = named("plantstore placeholder: no certificate yet");
-    params.subject_alt_names = vec![SanType::DnsName(
-        "localhost".try_into().map_err(|e| format!("{e}"))?,
-    )];
-    params.not_before = at(now - BACKDATE)?;
-    params.not_after = at(now + 86_400)?;
-    params.serial_number = Some(serial()?);
-    let cert = params
-        .self_signed(key)
-        .map_err(|e| format!("cannot make a placeholder certificate: {e}"))?;
-    Ok(cert.der().to_vec())
-}
-
 /// A server certificate for `sans` with a new key, signed by the CA named
 /// `common_name` with `ca_key`, valid `seconds` from `now`: its DER and
 /// its key's PKCS#8 DER.

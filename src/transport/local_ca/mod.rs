@@ -36,6 +36,7 @@ use std::time::Duration;
 use rustls::pki_types::{CertificateDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
 
 use super::served::Served;
+use super::validity::now;
 use super::{Names, TlsError, in_file};
 pub use files::check_dir;
 use files::{certificates, common_name, fingerprint, owner_only, pem, pkcs8, read, write_file};
@@ -81,13 +82,6 @@ pub struct Renewal {
     /// The names and addresses it holds.
     pub names: Vec<String>,
     pub left_out: Vec<String>,
-}
-
-/// The time now, in Unix seconds.
-pub(super) fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// 2026-01-01: a clock before it is wrong (a board without a real-time
@@ -217,7 +211,26 @@ impl LocalCa {
     /// it names them all and is not due for renewal, else a new one (then
     /// kept in `DIR`). Checks that the CA files still hold this CA.
     pub fn renew(&self, names: &Names) -> Result<Renewal, TlsError> {
+        self.renew_then(names, |_| {})
+    }
+
+    /// [`LocalCa::renew`], and `serve` given what it served before the
+    /// next renewal may start: SIGHUP and the `tls-renew` thread may renew
+    /// at once, and the one that made the newer certificate must not have
+    /// the older served after it.
+    pub fn renew_then(
+        &self,
+        names: &Names,
+        serve: impl FnOnce(&Renewal),
+    ) -> Result<Renewal, TlsError> {
         let _one = crate::lock::lock(&self.0.renewing);
+        let renewal = self.renewal(names)?;
+        serve(&renewal);
+        Ok(renewal)
+    }
+
+    /// [`LocalCa::renew`]'s work, under its lock.
+    fn renewal(&self, names: &Names) -> Result<Renewal, TlsError> {
         let key = self.check_files()?;
         let (sans, left_out) = issue::server_names(names, self.0.host.as_deref());
         let wanted = wanted(&sans);
@@ -313,23 +326,6 @@ impl LocalCa {
                 .map_err(|e| format!("{name}: {e}"))?;
         }
         Ok(())
-    }
-}
-
-impl Served {
-    /// A self-signed certificate for `localhost` (ECDSA P-256, valid a day,
-    /// made with a new key each time): what a server serves before it has
-    /// a certificate of its own (ACME before its first); no client trusts
-    /// it.
-    pub fn placeholder() -> Result<Served, TlsError> {
-        let fail = |why: String| TlsError { file: None, why };
-        let key = issue::new_key().map_err(fail)?;
-        let der = issue::make_placeholder(&key, now()).map_err(fail)?;
-        Served::from_der(
-            vec![CertificateDer::from(der)],
-            PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
-        )
-        .map_err(|(_, why)| fail(why))
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::net::IpAddr;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use rustls::pki_types::pem::PemObject;
 
@@ -99,6 +99,47 @@ fn the_constraints_permit_the_host_local_names_loopback_and_private_ranges() {
 }
 
 #[test]
+fn the_ca_refuses_to_vouch_for_names_outside_its_constraints() {
+    let dir = TempDir::new("local-ca-constraints");
+    let path = dir.join("tls");
+    check_dir(&path).unwrap();
+    let (ca, _) = LocalCa::open(&path, &names(Some("board"), &[])).unwrap();
+    // The name constraints extension (2.5.29.30) is there, critical.
+    let oid = [0x06, 0x03, 0x55, 0x1D, 0x1E];
+    let der = ca.0.der.as_slice();
+    let at = der.windows(oid.len()).position(|w| w == oid);
+    let at = at.expect("no name constraints in the CA") + oid.len();
+    assert_eq!(&der[at..at + 3], &[0x01, 0x01, 0xFF], "not critical");
+    // A leaf the CA's key signs (as `renew` would, but for any name): a
+    // client trusting the CA accepts it for a name the constraints permit,
+    // and refuses it for a public name or address.
+    let key = ca.check_files().unwrap();
+    let now = now();
+    let sign = |name: &str| {
+        let san = match name.parse::<IpAddr>() {
+            Ok(ip) => rcgen::SanType::IpAddress(ip),
+            Err(_) => rcgen::SanType::DnsName(name.try_into().unwrap()),
+        };
+        let (der, key_der) =
+            issue::make_server(&key, &ca.0.common_name, vec![san], now, 3600).unwrap();
+        Served::from_der(
+            vec![CertificateDer::from(der)],
+            PrivatePkcs8KeyDer::from(key_der).into(),
+        )
+        .unwrap()
+    };
+    for permitted in ["board.local", "10.1.2.3"] {
+        let leaf = sign(permitted);
+        assert_eq!(ca.verifies(&leaf, &[permitted.into()], now), Ok(()));
+    }
+    for outside in ["example.com", "8.8.8.8"] {
+        let leaf = sign(outside);
+        let refused = ca.verifies(&leaf, &[outside.into()], now).unwrap_err();
+        assert!(refused.contains("NameConstraint"), "{outside}: {refused}");
+    }
+}
+
+#[test]
 fn a_ca_name_gives_back_its_host() {
     assert_eq!(
         ca_host(&ca_name("0a1b2c3d", Some("board"))),
@@ -134,7 +175,12 @@ fn a_first_open_makes_the_ca_and_a_second_keeps_it() {
     let (again, made) = LocalCa::open(&path, &given).unwrap();
     assert!(!made);
     assert_eq!(again.fingerprint(), ca.fingerprint());
-    let kept = again.renew(&given).unwrap();
+    // What is served is served under the lock: no other renewal between.
+    let mut held = false;
+    let kept = again
+        .renew_then(&given, |_| held = again.0.renewing.try_lock().is_err())
+        .unwrap();
+    assert!(held, "served after the renewal's lock was released");
     assert!(!kept.made);
     assert_eq!(kept.served.key.cert, first.served.key.cert);
     // A new address: a new certificate, from the same CA.
@@ -182,16 +228,16 @@ fn what_dir_must_not_hold_is_refused_naming_the_file() {
     assert!(e.why.contains("symbolic link"), "{e}");
     let e = check_dir(&path.join(CA_KEY)).unwrap_err();
     assert!(e.why.contains("not a directory"), "{e}");
-}
-
-#[test]
-fn a_placeholder_is_self_signed_for_localhost_and_lives_a_day() {
-    let served = Served::placeholder().unwrap();
-    let validity = served.validity.unwrap();
-    assert!((86_398..=86_400).contains(&(validity.not_after - now())));
-    assert_eq!(served.key.cert.len(), 1);
-    let other = Served::placeholder().unwrap();
-    assert_ne!(served.key.cert, other.key.cert);
+    // A key that is a symbolic link: refused, and what it leads to keeps
+    // its mode.
+    let elsewhere = dir.join("elsewhere.key");
+    fs::write(&elsewhere, "x").unwrap();
+    fs::set_permissions(&elsewhere, fs::Permissions::from_mode(0o644)).unwrap();
+    fs::remove_file(path.join(CA_KEY)).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, path.join(CA_KEY)).unwrap();
+    let e = LocalCa::open(&path, &given).unwrap_err();
+    assert!(e.why.contains("not a plain file"), "{e}");
+    assert_eq!(fs::metadata(&elsewhere).unwrap().mode() & 0o777, 0o644);
 }
 
 #[test]
