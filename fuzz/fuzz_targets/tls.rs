@@ -18,8 +18,8 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use plantstore::transport::replay::{Config, TlsEnd, tls_exchange};
 use plantstore::transport::from_pem;
+use plantstore::transport::replay::{Config, TlsEnd, tls_exchange};
 
 mod reads;
 use reads::cut;
