@@ -3,7 +3,8 @@
 # own (scripts/peer/acme-fake.py), all on loopback, no step reaching the
 # internet: the server built with the `acme` feature obtains a certificate
 # through HTTP-01 (its --acme-http-addr listener is pebble's httpPort) and
-# through TLS-ALPN-01 (its TLS listener is pebble's tlsPort); curl trusting
+# through TLS-ALPN-01 (its TLS listener is pebble's tlsPort), with --hsts
+# answering Strict-Transport-Security over HTTPS; curl trusting
 # only pebble's root (from its management interface) connects by name
 # (--resolve); a restart serves the kept certificate without an order
 # (the server's log and pebble's count of new orders); a certificate of 30
@@ -149,13 +150,17 @@ stop_server
 pass "restart: the kept certificate served, no new order (pebble's orders: $before)"
 
 # TLS-ALPN-01, on the TLS listener.
-start_server alpn.acme.test "$work/alpn" "$work/alpn.log" --acme-directory "$directory"
+start_server alpn.acme.test "$work/alpn" "$work/alpn.log" --acme-directory "$directory" --hsts 600
 wait_for "ACME: new certificate for alpn.acme.test served" "$work/alpn.log" 60 \
     || fail "no certificate through TLS-ALPN-01"
 [ "$(status_by_name alpn.acme.test "$work/root.pem")" = 200 ] \
     || fail "curl trusting pebble's root did not get 200 from alpn.acme.test"
+# --hsts goes with ACME as with the other sources of HTTPS.
+hsts=$(curl -s -o /dev/null -D - --cacert "$work/root.pem" --resolve "alpn.acme.test:$p_tls:127.0.0.1" \
+    -H 'Authorization: Bearer acme-test-token-0123456789' "https://alpn.acme.test:$p_tls/plants" | tr -d '\r')
+grep -qix 'strict-transport-security: max-age=600' <<<"$hsts" || fail "no Strict-Transport-Security with --hsts: $hsts"
 stop_server
-pass "TLS-ALPN-01: certificate obtained, curl trusting pebble's root connects"
+pass "TLS-ALPN-01: certificate obtained, curl trusting pebble's root connects, --hsts sent"
 
 # A challenge that never validates: HTTP-01 answered on a port pebble does
 # not ask; the log says what the CA found.
