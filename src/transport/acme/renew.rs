@@ -5,13 +5,21 @@
 //! to a day, the certificate in use kept and the log saying why. SIGHUP
 //! ([`RenewNow`]) cuts a wait short.
 //!
+//! The renewal date is on the wall clock, a wait on the monotonic one: a
+//! wait lasts an hour at most, then the date is looked at again, so that
+//! a board that booted with its clock years behind and was set right by
+//! NTP meanwhile does not sleep those years. A clock far ahead makes a
+//! certificate just obtained look due already: the next order then waits
+//! out the backoff (not cut short by SIGHUP) rather than following at
+//! once, and the log asks whether the clock is right.
+//!
 //! An order runs under `catch_unwind`: a panic in the protocol library is
 //! a failed order, not a dead thread.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use log::{error, info, warn};
 use rustls::pki_types::pem::PemObject;
@@ -25,6 +33,8 @@ use crate::transport::{Served, Validity, from_pem};
 /// `LAST_BACKOFF`.
 const FIRST_BACKOFF: Duration = Duration::from_secs(60);
 const LAST_BACKOFF: Duration = Duration::from_secs(24 * 3600);
+/// The longest wait for the renewal date before the clock is read again.
+const LONGEST_WAIT: Duration = Duration::from_secs(3600);
 
 /// Hands a certificate to what serves it (the HTTPS listener).
 pub type Deliver = Box<dyn Fn(&Served) + Send>;
@@ -116,28 +126,20 @@ fn run(
     });
     let mut backoff = FIRST_BACKOFF;
     loop {
-        if let Some(validity) = current {
-            let wait = renew_at(validity) - now();
-            if wait > 0 {
-                if !sleep(woken, Duration::from_secs(wait as u64)) {
-                    return;
-                }
-                continue;
+        if let Some(wait) = current.and_then(|validity| until_due(validity, now())) {
+            if !sleep(woken, wait) {
+                return;
             }
+            continue;
         }
         info!(target: "plantstore", "ACME: ordering a certificate for {} from {}", settings.domain, settings.directory);
         match order_once(settings, client) {
             Ok((served, validity)) => {
                 deliver(&served);
                 current = Some(validity);
-                backoff = FIRST_BACKOFF;
-                info!(
-                    target: "plantstore",
-                    "ACME: new certificate for {} served, valid until {}; renewal from {}",
-                    settings.domain,
-                    Validity::moment(validity.not_after),
-                    Validity::moment(renew_at(validity))
-                );
+                if !settle(settings, validity, &mut backoff, woken) {
+                    return;
+                }
             }
             Err(why) => {
                 status.failed(now());
@@ -159,6 +161,80 @@ fn run(
                 }
                 backoff = (backoff * 2).min(LAST_BACKOFF);
             }
+        }
+    }
+}
+
+/// How long to wait before looking at the renewal date again (an hour at
+/// most); `None` when it is due.
+fn until_due(validity: Validity, now: i64) -> Option<Duration> {
+    let wait = renew_at(validity).saturating_sub(now);
+    (wait > 0).then(|| Duration::from_secs(wait as u64).min(LONGEST_WAIT))
+}
+
+/// After a new certificate: the backoff starts again, unless the
+/// certificate looks due (nearly) at once, which only a clock far ahead
+/// explains: then the next order waits out the backoff, doubled for the
+/// next time, so that a wrong clock cannot make the thread order again
+/// and again. `false` when told to stop.
+fn settle(
+    settings: &Settings,
+    validity: Validity,
+    backoff: &mut Duration,
+    woken: &Receiver<Wake>,
+) -> bool {
+    let renewal = Validity::moment(renew_at(validity));
+    let Some(due_in) = due_too_soon(validity, now()) else {
+        *backoff = FIRST_BACKOFF;
+        info!(
+            target: "plantstore",
+            "ACME: new certificate for {} served, valid until {}; renewal from {renewal}",
+            settings.domain,
+            Validity::moment(validity.not_after),
+        );
+        return true;
+    };
+    let when = match due_in {
+        ..=0 => "is already due for renewal".to_string(),
+        _ => format!("is due for renewal in {due_in} s, with a third of its life or less gone"),
+    };
+    warn!(
+        target: "plantstore",
+        "ACME: new certificate for {} served, valid from {} until {}, but the certificate just \
+         obtained {when} (from {renewal}; the clock says {}): is the clock right? next order in {} s \
+         at the earliest",
+        settings.domain,
+        Validity::moment(validity.not_before),
+        Validity::moment(validity.not_after),
+        Validity::moment(now()),
+        backoff.as_secs()
+    );
+    let wait = *backoff;
+    *backoff = (*backoff * 2).min(LAST_BACKOFF);
+    pause(woken, wait)
+}
+
+/// For a certificate just obtained: the seconds to its renewal date when
+/// that is less than a third of its life away (it should be two thirds).
+fn due_too_soon(validity: Validity, now: i64) -> Option<i64> {
+    let third = validity
+        .not_after
+        .saturating_sub(validity.not_before)
+        .max(0)
+        / 3;
+    let due_in = renew_at(validity).saturating_sub(now);
+    (due_in < third).then_some(due_in)
+}
+
+/// Waits `wait` whatever wakes it; `false` when told to stop.
+fn pause(woken: &Receiver<Wake>, wait: Duration) -> bool {
+    let until = Instant::now() + wait;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        match woken.recv_timeout(left) {
+            Ok(Wake::Now) if !left.is_zero() => {}
+            Ok(Wake::Now) | Err(RecvTimeoutError::Timeout) => return true,
+            Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => return false,
         }
     }
 }
@@ -258,5 +334,48 @@ mod tests {
             not_after: 1_000,
         };
         assert_eq!(renew_at(backwards), 5_000);
+    }
+
+    const DAY: i64 = 86_400;
+    const NINETY_DAYS: Validity = Validity {
+        not_before: 1_000,
+        not_after: 1_000 + 90 * DAY,
+    };
+
+    #[test]
+    fn a_wait_for_the_renewal_date_lasts_an_hour_at_most() {
+        // A clock years behind (a board before NTP): an hour, then again.
+        assert_eq!(
+            until_due(NINETY_DAYS, 1_000 - 10 * 365 * DAY),
+            Some(LONGEST_WAIT)
+        );
+        let ten = until_due(NINETY_DAYS, 1_000 + 60 * DAY - 10);
+        assert_eq!(ten, Some(Duration::from_secs(10)));
+        assert_eq!(until_due(NINETY_DAYS, 1_000 + 60 * DAY), None);
+    }
+
+    #[test]
+    fn a_certificate_due_as_soon_as_obtained_means_a_clock_ahead() {
+        assert_eq!(due_too_soon(NINETY_DAYS, 1_000), None);
+        assert_eq!(due_too_soon(NINETY_DAYS, 1_000 + 20 * DAY), None);
+        assert_eq!(due_too_soon(NINETY_DAYS, 1_000 + 40 * DAY), Some(20 * DAY));
+        assert_eq!(due_too_soon(NINETY_DAYS, 1_000 + 70 * DAY), Some(-10 * DAY));
+        // Pebble's certificates of 30 s, just obtained: not suspect.
+        let short = Validity {
+            not_before: 1_000,
+            not_after: 1_030,
+        };
+        assert_eq!(due_too_soon(short, 1_001), None);
+    }
+
+    #[test]
+    fn a_pause_outlasts_a_wake_but_not_a_stop() {
+        let (wake, woken) = mpsc::channel();
+        wake.send(Wake::Now).unwrap();
+        let started = Instant::now();
+        assert!(pause(&woken, Duration::from_millis(200)));
+        assert!(started.elapsed() >= Duration::from_millis(200));
+        wake.send(Wake::Stop).unwrap();
+        assert!(!pause(&woken, Duration::from_secs(60)));
     }
 }
