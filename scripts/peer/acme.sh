@@ -7,7 +7,8 @@
 # answering Strict-Transport-Security over HTTPS; curl trusting
 # only pebble's root (from its management interface) connects by name
 # (--resolve); a restart serves the kept certificate without an order
-# (the server's log and pebble's count of new orders); a certificate of 30
+# (the server's log and pebble's count of new orders), and one with another
+# directory does not serve the certificate kept; a certificate of 30
 # seconds (pebble's certificateValidityPeriod) is renewed at two thirds of
 # its life and new connections get the new one; pebble refuses half the
 # nonces (PEBBLE_WFE_NONCEREJECT=50) throughout and every order still
@@ -149,6 +150,20 @@ sleep 1
 stop_server
 pass "restart: the kept certificate served, no new order (pebble's orders: $before)"
 
+# Another directory (the same pebble under another name, as staging and
+# production are two): the certificate kept from the first is not served.
+start_server http.acme.test "$work/http01" "$work/moved.log" \
+    --acme-directory "https://localhost:$p_acme/dir" --acme-http-addr "127.0.0.1:$p_http"
+wait_for "ACME: new certificate for http.acme.test served" "$work/moved.log" 60 \
+    || fail "no new certificate from another directory"
+grep -q "was issued by $directory, not by https://localhost:$p_acme/dir: not served" "$work/moved.log" \
+    || fail "the log does not say the kept certificate is another directory's"
+! grep -q "ACME: serving the certificate kept in" "$work/moved.log" || fail "another directory's certificate was served"
+[ "$(served http.acme.test)" != "$first" ] || fail "new connections still get the other directory's certificate"
+[ "$(status_by_name http.acme.test "$work/root.pem")" = 200 ] || fail "no 200 with the new directory's certificate"
+stop_server
+pass "another directory: its certificate is not served, a new one is ordered"
+
 # TLS-ALPN-01, on the TLS listener.
 start_server alpn.acme.test "$work/alpn" "$work/alpn.log" --acme-directory "$directory" --hsts 600
 wait_for "ACME: new certificate for alpn.acme.test served" "$work/alpn.log" 60 \
@@ -219,6 +234,7 @@ openssl ca -batch -notext -config "$work/ca.cnf" -cert "$work/ca.pem" -keyfile "
     -in "$work/kept.csr" -out "$work/limited/cert.pem" -extfile "$work/kept-san" \
     -startdate "${dates[0]}" -enddate "${dates[1]}" 2>/dev/null || fail "the kept certificate could not be made"
 start_fake ratelimited
+printf '%s\n' "$fake" >"$work/limited/cert.directory"
 start_server kept.acme.test "$work/limited" "$work/limited.log" --acme-directory "$fake"
 wait_for "ACME: cannot obtain a certificate for kept.acme.test" "$work/limited.log" 30 || fail "no failure logged"
 grep -q "rateLimited" "$work/limited.log" || fail "the log does not say the CA answered rateLimited"

@@ -13,10 +13,21 @@
 //! out the backoff (not cut short by SIGHUP) rather than following at
 //! once, and the log asks whether the clock is right.
 //!
+//! Beside the certificate and key that `store.rs` keeps, `cert.directory`
+//! names the directory URL that issued them: a certificate is kept only
+//! for the directory that issued it, so that one from a staging CA is not
+//! served after a switch to production. The record is removed before a
+//! new pair is kept and written after, so a crash between leaves none (a
+//! new order) rather than a wrong one.
+//!
 //! An order runs under `catch_unwind`: a panic in the protocol library is
 //! a failed order, not a dead thread.
 
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::panic::AssertUnwindSafe;
+use std::path::Path;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -33,6 +44,8 @@ use crate::transport::{Served, Validity, from_pem};
 /// `LAST_BACKOFF`.
 const FIRST_BACKOFF: Duration = Duration::from_secs(60);
 const LAST_BACKOFF: Duration = Duration::from_secs(24 * 3600);
+/// The record of the directory that issued the kept certificate.
+const ISSUER: &str = "cert.directory";
 /// The longest wait for the renewal date before the clock is read again.
 const LONGEST_WAIT: Duration = Duration::from_secs(3600);
 
@@ -265,7 +278,12 @@ fn order_once(settings: &Settings, client: &Client) -> Result<(Served, Validity)
     .map_err(|stalled| stalled.to_string())??;
     let (served, validity) = usable(settings, &issued.chain, &issued.key)
         .map_err(|why| format!("the CA issued a certificate that cannot be served: {why}"))?;
+    let dir = settings.dir.path();
+    let _ = fs::remove_file(dir.join(ISSUER));
     settings.dir.save_certificate(&issued.chain, &issued.key)?;
+    if let Err(e) = record_issuer(dir, &settings.directory) {
+        warn!(target: "plantstore", "ACME: cannot write {}: {e}; the next start orders a new certificate", dir.join(ISSUER).display());
+    }
     Ok((served, validity))
 }
 
@@ -279,6 +297,9 @@ fn kept(settings: &Settings) -> Option<(Served, Validity)> {
             return None;
         }
     };
+    if !issued_by(settings.dir.path(), &settings.directory) {
+        return None;
+    }
     let shown = settings.dir.path().display();
     match usable(settings, &chain, &key) {
         Ok((_, validity)) if validity.not_after <= now() => {
@@ -302,6 +323,38 @@ fn kept(settings: &Settings) -> Option<(Served, Validity)> {
     }
 }
 
+/// Records `directory` as the issuer of the certificate kept in `dir`,
+/// whole or not at all (written under a temporary name, then renamed).
+fn record_issuer(dir: &Path, directory: &str) -> std::io::Result<()> {
+    let temporary = dir.join(format!("{ISSUER}.new"));
+    let _ = fs::remove_file(&temporary);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&temporary)?;
+    file.write_all(format!("{directory}\n").as_bytes())?;
+    file.sync_all()?;
+    fs::rename(&temporary, dir.join(ISSUER))
+}
+
+/// Whether the certificate kept in `dir` was issued by `directory`; the
+/// log says why not.
+fn issued_by(dir: &Path, directory: &str) -> bool {
+    let path = dir.join(ISSUER);
+    let why = match crate::os::read_text(&path) {
+        Ok(text) if text.trim() == directory => return true,
+        Ok(text) => format!("was issued by {:.200}", text.trim()),
+        Err(e) => format!("has no record of its issuer ({}: {e})", path.display()),
+    };
+    info!(
+        target: "plantstore",
+        "ACME: the certificate kept in {} {why}, not by {directory}: not served; ordering a new one",
+        dir.display()
+    );
+    false
+}
+
 /// The configuration serving `chain` with `key`, if it is for the name.
 fn usable(settings: &Settings, chain: &str, key: &str) -> Result<(Served, Validity), String> {
     let served = from_pem(chain, key).map_err(|(_, why)| why)?;
@@ -319,63 +372,5 @@ fn usable(settings: &Settings, chain: &str, key: &str) -> Result<(Served, Validi
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn renewal_is_due_two_thirds_into_the_life() {
-        let v = Validity {
-            not_before: 1_000,
-            not_after: 1_000 + 90 * 86_400,
-        };
-        assert_eq!(renew_at(v), 1_000 + 60 * 86_400);
-        let backwards = Validity {
-            not_before: 5_000,
-            not_after: 1_000,
-        };
-        assert_eq!(renew_at(backwards), 5_000);
-    }
-
-    const DAY: i64 = 86_400;
-    const NINETY_DAYS: Validity = Validity {
-        not_before: 1_000,
-        not_after: 1_000 + 90 * DAY,
-    };
-
-    #[test]
-    fn a_wait_for_the_renewal_date_lasts_an_hour_at_most() {
-        // A clock years behind (a board before NTP): an hour, then again.
-        assert_eq!(
-            until_due(NINETY_DAYS, 1_000 - 10 * 365 * DAY),
-            Some(LONGEST_WAIT)
-        );
-        let ten = until_due(NINETY_DAYS, 1_000 + 60 * DAY - 10);
-        assert_eq!(ten, Some(Duration::from_secs(10)));
-        assert_eq!(until_due(NINETY_DAYS, 1_000 + 60 * DAY), None);
-    }
-
-    #[test]
-    fn a_certificate_due_as_soon_as_obtained_means_a_clock_ahead() {
-        assert_eq!(due_too_soon(NINETY_DAYS, 1_000), None);
-        assert_eq!(due_too_soon(NINETY_DAYS, 1_000 + 20 * DAY), None);
-        assert_eq!(due_too_soon(NINETY_DAYS, 1_000 + 40 * DAY), Some(20 * DAY));
-        assert_eq!(due_too_soon(NINETY_DAYS, 1_000 + 70 * DAY), Some(-10 * DAY));
-        // Pebble's certificates of 30 s, just obtained: not suspect.
-        let short = Validity {
-            not_before: 1_000,
-            not_after: 1_030,
-        };
-        assert_eq!(due_too_soon(short, 1_001), None);
-    }
-
-    #[test]
-    fn a_pause_outlasts_a_wake_but_not_a_stop() {
-        let (wake, woken) = mpsc::channel();
-        wake.send(Wake::Now).unwrap();
-        let started = Instant::now();
-        assert!(pause(&woken, Duration::from_millis(200)));
-        assert!(started.elapsed() >= Duration::from_millis(200));
-        wake.send(Wake::Stop).unwrap();
-        assert!(!pause(&woken, Duration::from_secs(60)));
-    }
-}
+#[path = "renew_tests.rs"]
+mod tests;
