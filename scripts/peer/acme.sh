@@ -19,7 +19,8 @@
 # makes the server try again without waiting out its backoff; a directory
 # answering HTML is a clear error. Names resolve
 # through pebble-challtestsrv's DNS (loopback only). Every process is
-# stopped on exit. Installs pebble with apt when missing and fails if it
+# stopped on exit; every openssl s_client is under a timeout, so a hang
+# fails the script rather than stalling it. Installs pebble with apt when missing and fails if it
 # still is. About 30 s once built.
 #
 #   scripts/peer/acme.sh                  # builds the release binary with --features acme
@@ -116,7 +117,7 @@ status_by_name() {
 }
 # The SHA-256 fingerprint of the certificate served for $1.
 served() {
-    openssl s_client -connect "127.0.0.1:$p_tls" -servername "$1" </dev/null 2>/dev/null \
+    timeout 10 openssl s_client -connect "127.0.0.1:$p_tls" -servername "$1" </dev/null 2>/dev/null \
         | openssl x509 -noout -fingerprint -sha256
 }
 orders() { grep -c "Added order" "$work/pebble.log" || true; }
