@@ -209,7 +209,7 @@ fn settle(
     };
     let when = match due_in {
         ..=0 => "is already due for renewal".to_string(),
-        _ => format!("is due for renewal in {due_in} s, with a third of its life or less gone"),
+        _ => format!("is due for renewal in {due_in} s, less than a third of its life away"),
     };
     warn!(
         target: "plantstore",
