@@ -3,10 +3,12 @@
 # own (scripts/peer/acme-fake.py), all on loopback, no step reaching the
 # internet: the server built with the `acme` feature obtains a certificate
 # through HTTP-01 (its --acme-http-addr listener is pebble's httpPort) and
-# through TLS-ALPN-01 (its TLS listener is pebble's tlsPort); curl trusting
+# through TLS-ALPN-01 (its TLS listener is pebble's tlsPort), with --hsts
+# answering Strict-Transport-Security over HTTPS; curl trusting
 # only pebble's root (from its management interface) connects by name
 # (--resolve); a restart serves the kept certificate without an order
-# (the server's log and pebble's count of new orders); a certificate of 30
+# (the server's log and pebble's count of new orders), and one with another
+# directory does not serve the certificate kept; a certificate of 30
 # seconds (pebble's certificateValidityPeriod) is renewed at two thirds of
 # its life and new connections get the new one; pebble refuses half the
 # nonces (PEBBLE_WFE_NONCEREJECT=50) throughout and every order still
@@ -17,8 +19,9 @@
 # makes the server try again without waiting out its backoff; a directory
 # answering HTML is a clear error. Names resolve
 # through pebble-challtestsrv's DNS (loopback only). Every process is
-# stopped on exit. Installs pebble with apt when missing and fails if it
-# still is. About 30 s once built.
+# stopped on exit; every openssl s_client and curl is under a timeout, so
+# a hang fails the script rather than stalling it. Installs pebble with
+# apt when missing and fails if it still is. About 30 s once built.
 #
 #   scripts/peer/acme.sh                  # builds the release binary with --features acme
 #   ACME_BIN=path scripts/peer/acme.sh
@@ -91,7 +94,7 @@ JSON
     pebble_pid=$!
     pids+=("$pebble_pid")
     wait_for "ACME directory available" "$work/pebble.log" 20 || fail "pebble did not start"
-    curl -sf --cacert "$work/ca.pem" "https://127.0.0.1:$p_mgmt/roots/0" >"$work/root.pem" \
+    curl -m 10 -sf --cacert "$work/ca.pem" "https://127.0.0.1:$p_mgmt/roots/0" >"$work/root.pem" \
         || fail "pebble's root could not be fetched"
 }
 
@@ -109,12 +112,12 @@ stop_server() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; }
 
 # curl by name, trusting only $2's certificates; prints the status.
 status_by_name() {
-    curl -s -o /dev/null -w '%{http_code}' --cacert "$2" --resolve "$1:$p_tls:127.0.0.1" \
+    curl -m 10 -s -o /dev/null -w '%{http_code}' --cacert "$2" --resolve "$1:$p_tls:127.0.0.1" \
         -H 'Authorization: Bearer acme-test-token-0123456789' "https://$1:$p_tls${3:-/plants}"
 }
 # The SHA-256 fingerprint of the certificate served for $1.
 served() {
-    openssl s_client -connect "127.0.0.1:$p_tls" -servername "$1" </dev/null 2>/dev/null \
+    timeout 10 openssl s_client -connect "127.0.0.1:$p_tls" -servername "$1" </dev/null 2>/dev/null \
         | openssl x509 -noout -fingerprint -sha256
 }
 orders() { grep -c "Added order" "$work/pebble.log" || true; }
@@ -129,7 +132,7 @@ wait_for "ACME: new certificate for http.acme.test served" "$work/http01.log" 60
     || fail "no certificate through HTTP-01"
 [ "$(status_by_name http.acme.test "$work/root.pem")" = 200 ] \
     || fail "curl trusting pebble's root did not get 200 from http.acme.test"
-location=$(curl -s -o /dev/null -w '%{redirect_url}' "http://127.0.0.1:$p_http/plants?x=1")
+location=$(curl -m 10 -s -o /dev/null -w '%{redirect_url}' "http://127.0.0.1:$p_http/plants?x=1")
 [ "$location" = "https://127.0.0.1:$p_tls/plants?x=1" ] || fail "the plain listener redirected to '$location'"
 pass "HTTP-01: certificate obtained, curl trusting pebble's root connects, plain HTTP redirects (308)"
 
@@ -148,14 +151,32 @@ sleep 1
 stop_server
 pass "restart: the kept certificate served, no new order (pebble's orders: $before)"
 
+# Another directory (the same pebble under another name, as staging and
+# production are two): the certificate kept from the first is not served.
+start_server http.acme.test "$work/http01" "$work/moved.log" \
+    --acme-directory "https://localhost:$p_acme/dir" --acme-http-addr "127.0.0.1:$p_http"
+wait_for "ACME: new certificate for http.acme.test served" "$work/moved.log" 60 \
+    || fail "no new certificate from another directory"
+grep -q "was issued by $directory, not by https://localhost:$p_acme/dir: not served" "$work/moved.log" \
+    || fail "the log does not say the kept certificate is another directory's"
+! grep -q "ACME: serving the certificate kept in" "$work/moved.log" || fail "another directory's certificate was served"
+[ "$(served http.acme.test)" != "$first" ] || fail "new connections still get the other directory's certificate"
+[ "$(status_by_name http.acme.test "$work/root.pem")" = 200 ] || fail "no 200 with the new directory's certificate"
+stop_server
+pass "another directory: its certificate is not served, a new one is ordered"
+
 # TLS-ALPN-01, on the TLS listener.
-start_server alpn.acme.test "$work/alpn" "$work/alpn.log" --acme-directory "$directory"
+start_server alpn.acme.test "$work/alpn" "$work/alpn.log" --acme-directory "$directory" --hsts 600
 wait_for "ACME: new certificate for alpn.acme.test served" "$work/alpn.log" 60 \
     || fail "no certificate through TLS-ALPN-01"
 [ "$(status_by_name alpn.acme.test "$work/root.pem")" = 200 ] \
     || fail "curl trusting pebble's root did not get 200 from alpn.acme.test"
+# --hsts goes with ACME as with the other sources of HTTPS.
+hsts=$(curl -m 10 -s -o /dev/null -D - --cacert "$work/root.pem" --resolve "alpn.acme.test:$p_tls:127.0.0.1" \
+    -H 'Authorization: Bearer acme-test-token-0123456789' "https://alpn.acme.test:$p_tls/plants" | tr -d '\r')
+grep -qix 'strict-transport-security: max-age=600' <<<"$hsts" || fail "no Strict-Transport-Security with --hsts: $hsts"
 stop_server
-pass "TLS-ALPN-01: certificate obtained, curl trusting pebble's root connects"
+pass "TLS-ALPN-01: certificate obtained, curl trusting pebble's root connects, --hsts sent"
 
 # A challenge that never validates: HTTP-01 answered on a port pebble does
 # not ask; the log says what the CA found.
@@ -214,12 +235,13 @@ openssl ca -batch -notext -config "$work/ca.cnf" -cert "$work/ca.pem" -keyfile "
     -in "$work/kept.csr" -out "$work/limited/cert.pem" -extfile "$work/kept-san" \
     -startdate "${dates[0]}" -enddate "${dates[1]}" 2>/dev/null || fail "the kept certificate could not be made"
 start_fake ratelimited
+printf '%s\n' "$fake" >"$work/limited/cert.directory"
 start_server kept.acme.test "$work/limited" "$work/limited.log" --acme-directory "$fake"
 wait_for "ACME: cannot obtain a certificate for kept.acme.test" "$work/limited.log" 30 || fail "no failure logged"
 grep -q "rateLimited" "$work/limited.log" || fail "the log does not say the CA answered rateLimited"
 grep -q "the certificate in use stays" "$work/limited.log" || fail "the log does not say the old certificate stays"
 [ "$(status_by_name kept.acme.test "$work/ca.pem")" = 200 ] || fail "the kept certificate is not served"
-metrics=$(curl -s --cacert "$work/ca.pem" --resolve "kept.acme.test:$p_tls:127.0.0.1" \
+metrics=$(curl -m 10 -s --cacert "$work/ca.pem" --resolve "kept.acme.test:$p_tls:127.0.0.1" \
     -H 'Authorization: Bearer acme-test-token-0123456789' "https://kept.acme.test:$p_tls/metrics")
 grep -q '^plantstore_acme_failures_total 1$' <<<"$metrics" || fail "/metrics does not count the failure"
 grep -Eq '^plantstore_acme_last_failure_timestamp_seconds [1-9][0-9]+$' <<<"$metrics" \
@@ -237,7 +259,7 @@ start_fake 500
 start_server none.acme.test "$work/none" "$work/none.log" --acme-directory "$fake"
 wait_for "ACME: cannot obtain a certificate for none.acme.test" "$work/none.log" 30 || fail "no failure logged"
 grep -q "no certificate yet: HTTPS answers 503" "$work/none.log" || fail "the log does not say HTTPS answers 503"
-answer=$(curl -sk -H 'Authorization: Bearer acme-test-token-0123456789' "https://127.0.0.1:$p_tls/plants" -w ' %{http_code}')
+answer=$(curl -m 10 -sk -H 'Authorization: Bearer acme-test-token-0123456789' "https://127.0.0.1:$p_tls/plants" -w ' %{http_code}')
 [[ "$answer" == *"no certificate yet: ACME order in progress"*" 503" ]] || fail "the API answered '$answer' before a certificate"
 pass "500 before a certificate: the API answers 503 over HTTPS, the log says why"
 # SIGHUP ends the minute's wait after the failure: the next order now.

@@ -153,7 +153,7 @@ pub struct Args {
     #[cfg(feature = "tls")]
     #[argh(option)]
     pub tls_auto: Option<PathBuf>,
-    /// with HTTPS: answers carry Strict-Transport-Security: max-age=SECONDS (off by default: a client told so refuses plain HTTP to this host until then)
+    /// with HTTPS (--tls-cert, --tls-auto or --acme-domain): answers carry Strict-Transport-Security: max-age=SECONDS (off by default: a client told so refuses plain HTTP to this host until then)
     #[cfg(feature = "tls")]
     #[argh(option)]
     pub hsts: Option<u64>,

@@ -163,9 +163,9 @@ impl fmt::Display for ConfigError {
                 write!(f, "{a} and {b} exclude each other: give one of them")
             }
             #[cfg(feature = "tls")]
-            ConfigError::HstsWithoutTls => {
-                f.write_str("--hsts needs HTTPS (--tls-cert and --tls-key, or --tls-auto)")
-            }
+            ConfigError::HstsWithoutTls => f.write_str(
+                "--hsts needs HTTPS (--tls-cert and --tls-key, --tls-auto or --acme-domain)",
+            ),
             #[cfg(feature = "tls")]
             ConfigError::Tls(e) => write!(f, "cannot serve HTTPS: {e}"),
             #[cfg(feature = "tls")]

@@ -220,8 +220,13 @@ impl Config {
             .map_err(|(origin, why)| ConfigError::CorsOrigin(origin, why))?;
         #[cfg(feature = "tls")]
         let tls = tls(args.tls_cert, args.tls_key, args.tls_auto)?;
+        // ACME serves HTTPS too: `--hsts` goes with it as with the others.
+        #[cfg(feature = "acme")]
+        let acme_https = acme.is_some();
+        #[cfg(all(feature = "tls", not(feature = "acme")))]
+        let acme_https = false;
         #[cfg(feature = "tls")]
-        if args.hsts.is_some() && tls.is_none() {
+        if args.hsts.is_some() && tls.is_none() && !acme_https {
             return Err(ConfigError::HstsWithoutTls);
         }
         Ok(Config {

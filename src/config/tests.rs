@@ -317,3 +317,18 @@ fn delay_is_min_or_min_to_max_milliseconds_within_the_cap() {
         assert_eq!(parsed(bad), None, "{bad:?}");
     }
 }
+
+#[cfg(feature = "acme")]
+#[test]
+fn hsts_goes_with_acme_as_with_the_other_https_sources() {
+    let dir = std::env::temp_dir().join(format!("plantstore-acme-hsts-{}", std::process::id()));
+    let dir = dir.to_str().unwrap();
+    let acme = ["--acme-domain", "shop.example.org", "--acme-dir", dir];
+    let given = [&["--token", "t", "--hsts", "600"][..], &acme[..]].concat();
+    let config = Config::from_args(args(&given), None).expect("--hsts with --acme-domain");
+    assert_eq!(config.hsts(), Some(600));
+    assert!(config.acme.is_some());
+    let alone = Config::from_args(args(&["--token", "t", "--hsts", "600"]), None);
+    assert!(matches!(alone, Err(ConfigError::HstsWithoutTls)));
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -47,8 +47,9 @@ impl Acme {
 }
 
 /// HTTPS serving a placeholder until the first certificate, answering
-/// TLS-ALPN-01 challenges; with the flag the first delivery raises.
-pub fn https(config: &AcmeConfig) -> io::Result<(Https, Arc<AtomicBool>)> {
+/// TLS-ALPN-01 challenges, with `Strict-Transport-Security` when `hsts`
+/// (`--hsts`) asks; with the flag the first delivery raises.
+pub fn https(config: &AcmeConfig, hsts: Option<u64>) -> io::Result<(Https, Arc<AtomicBool>)> {
     let settings = &config.settings;
     let (cert, key) =
         crate::transport::acme::placeholder(&settings.domain).map_err(io::Error::other)?;
@@ -59,6 +60,9 @@ pub fn https(config: &AcmeConfig) -> io::Result<(Https, Arc<AtomicBool>)> {
     served.validity = None;
     let hook: Arc<dyn crate::transport::AlpnChallenge> = Arc::new(settings.challenges.clone());
     let https = Https::from_source(Source::Acme, &served, Some(hook)).map_err(io::Error::other)?;
+    if let Some(seconds) = hsts {
+        https.set_hsts(seconds);
+    }
     Ok((https, Arc::new(AtomicBool::new(false))))
 }
 

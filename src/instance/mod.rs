@@ -305,7 +305,7 @@ fn serve_plants(config: &Config, plants: Plants, https: Option<Https>) -> io::Re
     #[cfg(feature = "acme")]
     let acme_https = match &config.acme {
         Some(acme_config) => {
-            let (served, ready) = acme::https(acme_config)?;
+            let (served, ready) = acme::https(acme_config, config.hsts())?;
             handler = Arc::new(acme::Gate {
                 app: Arc::clone(&app),
                 ready: Arc::clone(&ready),

@@ -5,13 +5,32 @@
 //! to a day, the certificate in use kept and the log saying why. SIGHUP
 //! ([`RenewNow`]) cuts a wait short.
 //!
+//! The renewal date is on the wall clock, a wait on the monotonic one: a
+//! wait lasts an hour at most, then the date is looked at again, so that
+//! a board that booted with its clock years behind and was set right by
+//! NTP meanwhile does not sleep those years. A clock far ahead makes a
+//! certificate just obtained look due already: the next order then waits
+//! out the backoff (not cut short by SIGHUP) rather than following at
+//! once, and the log asks whether the clock is right.
+//!
+//! Beside the certificate and key that `store.rs` keeps, `cert.directory`
+//! names the directory URL that issued them: a certificate is kept only
+//! for the directory that issued it, so that one from a staging CA is not
+//! served after a switch to production. The record is removed before a
+//! new pair is kept and written after, so a crash between leaves none (a
+//! new order) rather than a wrong one.
+//!
 //! An order runs under `catch_unwind`: a panic in the protocol library is
 //! a failed order, not a dead thread.
 
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::panic::AssertUnwindSafe;
+use std::path::Path;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use log::{error, info, warn};
 use rustls::pki_types::pem::PemObject;
@@ -25,6 +44,10 @@ use crate::transport::{Served, Validity, from_pem};
 /// `LAST_BACKOFF`.
 const FIRST_BACKOFF: Duration = Duration::from_secs(60);
 const LAST_BACKOFF: Duration = Duration::from_secs(24 * 3600);
+/// The record of the directory that issued the kept certificate.
+const ISSUER: &str = "cert.directory";
+/// The longest wait for the renewal date before the clock is read again.
+const LONGEST_WAIT: Duration = Duration::from_secs(3600);
 
 /// Hands a certificate to what serves it (the HTTPS listener).
 pub type Deliver = Box<dyn Fn(&Served) + Send>;
@@ -116,28 +139,20 @@ fn run(
     });
     let mut backoff = FIRST_BACKOFF;
     loop {
-        if let Some(validity) = current {
-            let wait = renew_at(validity) - now();
-            if wait > 0 {
-                if !sleep(woken, Duration::from_secs(wait as u64)) {
-                    return;
-                }
-                continue;
+        if let Some(wait) = current.and_then(|validity| until_due(validity, now())) {
+            if !sleep(woken, wait) {
+                return;
             }
+            continue;
         }
         info!(target: "plantstore", "ACME: ordering a certificate for {} from {}", settings.domain, settings.directory);
         match order_once(settings, client) {
             Ok((served, validity)) => {
                 deliver(&served);
                 current = Some(validity);
-                backoff = FIRST_BACKOFF;
-                info!(
-                    target: "plantstore",
-                    "ACME: new certificate for {} served, valid until {}; renewal from {}",
-                    settings.domain,
-                    Validity::moment(validity.not_after),
-                    Validity::moment(renew_at(validity))
-                );
+                if !settle(settings, validity, &mut backoff, woken) {
+                    return;
+                }
             }
             Err(why) => {
                 status.failed(now());
@@ -159,6 +174,80 @@ fn run(
                 }
                 backoff = (backoff * 2).min(LAST_BACKOFF);
             }
+        }
+    }
+}
+
+/// How long to wait before looking at the renewal date again (an hour at
+/// most); `None` when it is due.
+fn until_due(validity: Validity, now: i64) -> Option<Duration> {
+    let wait = renew_at(validity).saturating_sub(now);
+    (wait > 0).then(|| Duration::from_secs(wait as u64).min(LONGEST_WAIT))
+}
+
+/// After a new certificate: the backoff starts again, unless the
+/// certificate looks due (nearly) at once, which only a clock far ahead
+/// explains: then the next order waits out the backoff, doubled for the
+/// next time, so that a wrong clock cannot make the thread order again
+/// and again. `false` when told to stop.
+fn settle(
+    settings: &Settings,
+    validity: Validity,
+    backoff: &mut Duration,
+    woken: &Receiver<Wake>,
+) -> bool {
+    let renewal = Validity::moment(renew_at(validity));
+    let Some(due_in) = due_too_soon(validity, now()) else {
+        *backoff = FIRST_BACKOFF;
+        info!(
+            target: "plantstore",
+            "ACME: new certificate for {} served, valid until {}; renewal from {renewal}",
+            settings.domain,
+            Validity::moment(validity.not_after),
+        );
+        return true;
+    };
+    let when = match due_in {
+        ..=0 => "is already due for renewal".to_string(),
+        _ => format!("is due for renewal in {due_in} s, less than a third of its life away"),
+    };
+    warn!(
+        target: "plantstore",
+        "ACME: new certificate for {} served, valid from {} until {}, but the certificate just \
+         obtained {when} (from {renewal}; the clock says {}): is the clock right? next order in {} s \
+         at the earliest",
+        settings.domain,
+        Validity::moment(validity.not_before),
+        Validity::moment(validity.not_after),
+        Validity::moment(now()),
+        backoff.as_secs()
+    );
+    let wait = *backoff;
+    *backoff = (*backoff * 2).min(LAST_BACKOFF);
+    pause(woken, wait)
+}
+
+/// For a certificate just obtained: the seconds to its renewal date when
+/// that is less than a third of its life away (it should be two thirds).
+fn due_too_soon(validity: Validity, now: i64) -> Option<i64> {
+    let third = validity
+        .not_after
+        .saturating_sub(validity.not_before)
+        .max(0)
+        / 3;
+    let due_in = renew_at(validity).saturating_sub(now);
+    (due_in < third).then_some(due_in)
+}
+
+/// Waits `wait` whatever wakes it; `false` when told to stop.
+fn pause(woken: &Receiver<Wake>, wait: Duration) -> bool {
+    let until = Instant::now() + wait;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        match woken.recv_timeout(left) {
+            Ok(Wake::Now) if !left.is_zero() => {}
+            Ok(Wake::Now) | Err(RecvTimeoutError::Timeout) => return true,
+            Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => return false,
         }
     }
 }
@@ -189,7 +278,12 @@ fn order_once(settings: &Settings, client: &Client) -> Result<(Served, Validity)
     .map_err(|stalled| stalled.to_string())??;
     let (served, validity) = usable(settings, &issued.chain, &issued.key)
         .map_err(|why| format!("the CA issued a certificate that cannot be served: {why}"))?;
+    let dir = settings.dir.path();
+    let _ = fs::remove_file(dir.join(ISSUER));
     settings.dir.save_certificate(&issued.chain, &issued.key)?;
+    if let Err(e) = record_issuer(dir, &settings.directory) {
+        warn!(target: "plantstore", "ACME: cannot write {}: {e}; the next start orders a new certificate", dir.join(ISSUER).display());
+    }
     Ok((served, validity))
 }
 
@@ -203,6 +297,9 @@ fn kept(settings: &Settings) -> Option<(Served, Validity)> {
             return None;
         }
     };
+    if !issued_by(settings.dir.path(), &settings.directory) {
+        return None;
+    }
     let shown = settings.dir.path().display();
     match usable(settings, &chain, &key) {
         Ok((_, validity)) if validity.not_after <= now() => {
@@ -226,6 +323,38 @@ fn kept(settings: &Settings) -> Option<(Served, Validity)> {
     }
 }
 
+/// Records `directory` as the issuer of the certificate kept in `dir`,
+/// whole or not at all (written under a temporary name, then renamed).
+fn record_issuer(dir: &Path, directory: &str) -> std::io::Result<()> {
+    let temporary = dir.join(format!("{ISSUER}.new"));
+    let _ = fs::remove_file(&temporary);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&temporary)?;
+    file.write_all(format!("{directory}\n").as_bytes())?;
+    file.sync_all()?;
+    fs::rename(&temporary, dir.join(ISSUER))
+}
+
+/// Whether the certificate kept in `dir` was issued by `directory`; the
+/// log says why not.
+fn issued_by(dir: &Path, directory: &str) -> bool {
+    let path = dir.join(ISSUER);
+    let why = match crate::os::read_text(&path) {
+        Ok(text) if text.trim() == directory => return true,
+        Ok(text) => format!("was issued by {:.200}", text.trim()),
+        Err(e) => format!("has no record of its issuer ({}: {e})", path.display()),
+    };
+    info!(
+        target: "plantstore",
+        "ACME: the certificate kept in {} {why}, not by {directory}: not served; ordering a new one",
+        dir.display()
+    );
+    false
+}
+
 /// The configuration serving `chain` with `key`, if it is for the name.
 fn usable(settings: &Settings, chain: &str, key: &str) -> Result<(Served, Validity), String> {
     let served = from_pem(chain, key).map_err(|(_, why)| why)?;
@@ -243,20 +372,5 @@ fn usable(settings: &Settings, chain: &str, key: &str) -> Result<(Served, Validi
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn renewal_is_due_two_thirds_into_the_life() {
-        let v = Validity {
-            not_before: 1_000,
-            not_after: 1_000 + 90 * 86_400,
-        };
-        assert_eq!(renew_at(v), 1_000 + 60 * 86_400);
-        let backwards = Validity {
-            not_before: 5_000,
-            not_after: 1_000,
-        };
-        assert_eq!(renew_at(backwards), 5_000);
-    }
-}
+#[path = "renew_tests.rs"]
+mod tests;
