@@ -23,9 +23,7 @@
 //! An order runs under `catch_unwind`: a panic in the protocol library is
 //! a failed order, not a dead thread.
 
-use std::fs::{self, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -324,18 +322,13 @@ fn kept(settings: &Settings) -> Option<(Served, Validity)> {
 }
 
 /// Records `directory` as the issuer of the certificate kept in `dir`,
-/// whole or not at all (written under a temporary name, then renamed).
+/// whole or not at all.
 fn record_issuer(dir: &Path, directory: &str) -> std::io::Result<()> {
-    let temporary = dir.join(format!("{ISSUER}.new"));
-    let _ = fs::remove_file(&temporary);
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&temporary)?;
-    file.write_all(format!("{directory}\n").as_bytes())?;
-    file.sync_all()?;
-    fs::rename(&temporary, dir.join(ISSUER))
+    crate::transport::state_dir::write_file(
+        &dir.join(ISSUER),
+        format!("{directory}\n").as_bytes(),
+        0o600,
+    )
 }
 
 /// Whether the certificate kept in `dir` was issued by `directory`; the

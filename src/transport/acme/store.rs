@@ -4,8 +4,10 @@
 //! and accounts a name and an address may make).
 //!
 //! Files: `account.json` (the directory URL the account belongs to and
-//! its credentials, with the account key), `cert.pem` (the chain) and
-//! `key.pem` (its key). The directory is opened and every file (0600)
+//! its credentials, with the account key), `cert.pem` (the chain),
+//! `key.pem` (its key) and `cert.directory` (the directory URL that
+//! issued them, written by `renew.rs`: a certificate from the staging CA
+//! is not served once the server is pointed at production). The directory is opened and every file (0600)
 //! written by `state_dir.rs`, as `--tls-auto`'s are: made 0700 if
 //! missing, never through a symlink, each file replaced whole. A key and
 //! certificate that do not match (a crash between the two renames) are
