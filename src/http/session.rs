@@ -65,7 +65,7 @@ pub(crate) fn drive(
             }
             Ok(_) if request.awaits_body() => Answer::NeedsBody,
             Ok(placeholder) if request.is_deferred() => Answer::Later(placeholder.hold_ms()),
-            Ok(response) => Answer::Now(secured(response, https)),
+            Ok(response) => Answer::Now(secured(named_ca(response, https, &request), https)),
         };
         protocol.answer(answer, now);
     }
@@ -80,9 +80,22 @@ pub(crate) fn secured(response: Response, https: Option<&Https>) -> Response {
     }
 }
 
+/// `response` to `/healthz` over TLS with `--tls-auto`, with the local
+/// CA's fingerprint in `X-CA-Fingerprint`: the page reads it there, from
+/// a path that answers 200 whatever the mode (its `/ca.pem` would be a
+/// 404, an error in the browser's console, without `--tls-auto`).
+fn named_ca(response: Response, https: Option<&Https>, request: &Request<'_>) -> Response {
+    match https.and_then(Https::ca_cert) {
+        Some(ca) if request.path() == "/healthz" => {
+            response.with_header("X-CA-Fingerprint", ca.fingerprint)
+        }
+        _ => response,
+    }
+}
+
 /// `GET` or `HEAD /ca.pem` over TLS with `--tls-auto`: the local CA's
-/// certificate, with its SHA-256 fingerprint in `X-CA-Fingerprint` (for
-/// the page). Answered here, beside the TLS state it comes from, and not
+/// certificate, with its SHA-256 fingerprint in `X-CA-Fingerprint`.
+/// Answered here, beside the TLS state it comes from, and not
 /// by the handler, so that the plain build, whose connections hold no TLS
 /// state, carries none of it; without `--tls-auto` the path is the
 /// handler's (a 404).

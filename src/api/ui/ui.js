@@ -311,8 +311,8 @@
     if (!(await show(next))) back.pop();
   });
   // With --tls-auto: the local CA's fingerprint, to compare with the log.
-  fetch('/ca.pem', { method: 'HEAD' }).then((r) => {
-    const print = r.ok && r.headers.get('X-CA-Fingerprint');
+  fetch('/healthz', { method: 'HEAD' }).then((r) => {
+    const print = r.headers.get('X-CA-Fingerprint');
     if (print) { $('cafp').textContent = print; $('ca').hidden = false; }
   }, () => {});
   if (token) signIn();

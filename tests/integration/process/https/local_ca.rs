@@ -62,6 +62,17 @@ fn fetch_ca(addr: SocketAddr, to: &Path) -> String {
             .contains("content-type: application/x-pem-file"),
         "{head}"
     );
+    let print = fingerprint_in(&head);
+    // The page reads it from /healthz, which answers 200 in every mode.
+    let url = format!("https://127.0.0.1:{}/healthz", addr.port());
+    let (code, health) = curl(&["-k", "-I"], &url);
+    assert_eq!(code, 0, "{health}");
+    assert_eq!(fingerprint_in(&health), print, "{health}");
+    print
+}
+
+/// The `X-CA-Fingerprint` of an answer's `head`.
+fn fingerprint_in(head: &str) -> String {
     head.lines()
         .find_map(|l| l.strip_prefix("X-CA-Fingerprint: "))
         .unwrap_or_else(|| panic!("no X-CA-Fingerprint in {head}"))
