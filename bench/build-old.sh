@@ -19,7 +19,9 @@
 # rebuilt in target/old-COMMIT/tree/target).
 #
 # Prints the binary's size on stderr and its path on stdout:
-# target/old-COMMIT/plantstore.
+# target/old-COMMIT/plantstore. With FEATURES (as release-build.sh takes
+# them, e.g. FEATURES=postgres for the postgres section's PG_OLD), that
+# build instead: target/old-COMMIT/plantstore-FEATURES.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +45,10 @@ cmp -s scripts/release/release-build.sh "$dir/tree/scripts/release/release-build
   cp scripts/release/release-build.sh "$dir/tree/scripts/release/release-build.sh"
 echo "building $1 ($short) in $dir/tree" >&2
 CARGO_NET_OFFLINE=true "$dir/tree/scripts/release/release-build.sh" "$host" >/dev/null
-cp "$dir/tree/target/$host/release/plantstore" "$dir/plantstore"
-echo "$dir/plantstore: $(stat -c %s "$dir/plantstore") bytes" >&2
-echo "$dir/plantstore"
+built=$dir/tree/target/$host/release/plantstore out=$dir/plantstore
+if [ -n "${FEATURES:-}" ]; then
+  built=$dir/tree/target/${FEATURES//,/-}/$host/release/plantstore out=$dir/plantstore-${FEATURES//,/-}
+fi
+cp "$built" "$out"
+echo "$out: $(stat -c %s "$out") bytes" >&2
+echo "$out"
