@@ -6,8 +6,13 @@
 # $serve_features (cargo features, e.g. postgres) the build has a target
 # directory of its own, target/$serve_features, so
 # target/release/plantstore stays the default build.
+#
+# PLANTSTORE_POSTGRES_BIN names a postgres build to serve instead of
+# building one (CI hands it the build its PostgreSQL tests made).
 serve_bin=target/release/plantstore
-if [ -n "${serve_features:-}" ]; then
+if [ "${serve_features:-}" = postgres ] && [ -n "${PLANTSTORE_POSTGRES_BIN:-}" ]; then
+    serve_bin=$PLANTSTORE_POSTGRES_BIN
+elif [ -n "${serve_features:-}" ]; then
     cargo build --release --quiet --features "$serve_features" --target-dir "target/${serve_features//,/-}"
     serve_bin=target/${serve_features//,/-}/release/plantstore
 else
@@ -15,7 +20,7 @@ else
 fi
 
 serve_log=$(mktemp)
-PLANTSTORE_TOKEN=$token "./$serve_bin" --addr 127.0.0.1:0 \
+PLANTSTORE_TOKEN=$token "$serve_bin" --addr 127.0.0.1:0 \
     ${serve_args[@]+"${serve_args[@]}"} 2>"$serve_log" &
 serve_pid=$!
 # The caller's own cleanup, if any, in $serve_on_exit: this trap replaces

@@ -32,7 +32,11 @@ if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
 fi
 
 cargo build --release --quiet
-cargo build --release --quiet --features postgres --target-dir target/postgres
+# The instance on PostgreSQL: PLANTSTORE_POSTGRES_BIN if given (a postgres
+# build made already), else the release build in target/postgres.
+postgres_bin=${PLANTSTORE_POSTGRES_BIN:-target/postgres/release/plantstore}
+[ -n "${PLANTSTORE_POSTGRES_BIN:-}" ] ||
+    cargo build --release --quiet --features postgres --target-dir target/postgres
 work=$(mktemp -d)
 database=plantstore_dashboard
 pids=()
@@ -53,7 +57,7 @@ PLANTSTORE_TOKEN=$token target/release/plantstore --addr "127.0.0.1:$journal_por
     --data "$work/plants.journal" --log-level warn 2>"$work/journal.log" &
 pids+=($!)
 database_port=$(free_port)
-PLANTSTORE_TOKEN=$token target/postgres/release/plantstore --addr "127.0.0.1:$database_port" \
+PLANTSTORE_TOKEN=$token "$postgres_bin" --addr "127.0.0.1:$database_port" \
     --database "${PLANTSTORE_TEST_DATABASE%/*}/$database" --log-level warn 2>"$work/database.log" &
 pids+=($!)
 for port in "$journal_port" "$database_port"; do
