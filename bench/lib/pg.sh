@@ -120,7 +120,9 @@ child_ticks() {
 
 # pg_cpu start|stop: the MEASURE of the POST runs; at stop sets CPU_ROW,
 # table cells of CPU seconds: each instance in EXTRA_PIDS, PostgreSQL,
-# nginx, wrk, everything else, every CPU busy, and what the CPUs had.
+# nginx, wrk, everything else, every CPU busy, and what the CPUs had; and
+# in clock ticks CPU_FIRST_TICKS (the first instance), CPU_INSTANCES_TICKS
+# (every instance), CPU_PG_TICKS and CPU_WRK_TICKS.
 pg_cpu() {
   local pid
   if [ "$1" = start ]; then
@@ -132,7 +134,7 @@ pg_cpu() {
     return
   fi
   local wrk wall used ticks nginx=- pg=- busy instances=()
-  CPU_FIRST_TICKS= CPU_PG_TICKS= CPU_WRK_TICKS=
+  CPU_FIRST_TICKS= CPU_PG_TICKS= CPU_WRK_TICKS= CPU_INSTANCES_TICKS=0
   child_ticks
   wrk=$((CHILD_TICKS - CPU_AT[wrk]))
   CPU_WRK_TICKS=$wrk
@@ -146,6 +148,7 @@ pg_cpu() {
     else
       instances+=("$(secs "$ticks")")
       CPU_FIRST_TICKS=${CPU_FIRST_TICKS:-$ticks}
+      CPU_INSTANCES_TICKS=$((CPU_INSTANCES_TICKS + ticks))
     fi
   done
   if [ -n "$PG_MEASURED" ]; then

@@ -2,50 +2,70 @@
 # named; run it through scripts/with-postgres.sh, which sets
 # PLANTSTORE_TEST_DATABASE) POST /plants, then GET /plants?limit=100, at
 # $PG_CONNS connections (default 64): in memory, --data --sync always, and
-# the postgres build with --database, one instance and two behind nginx
-# (contrib/nginx-plantstore.conf); each instance on its own CPU where there
-# are 4 or more; $ROUNDS rounds, each with pgbench running plantstore's own
-# single-row INSERT at the same connections on the same cluster, and a one-
-# connection POST run of the PostgreSQL instance. CPU seconds of each
-# process over the POST runs (per request and per stored plant),
+# the postgres build with --database, one instance (with the change log,
+# and without it: PLANTSTORE_BENCH_NO_CHANGE_LOG=1, what the change feed
+# costs) and two behind nginx (contrib/nginx-plantstore.conf); each
+# instance on its own CPU where there are 4 or more; $ROUNDS rounds, each
+# with pgbench running plantstore's own single-row INSERT at the same
+# connections on the same cluster, and a one-connection POST run of the
+# PostgreSQL instance. PG_OLD=PATH (an earlier postgres build, e.g.
+# `FEATURES=postgres bench/build-old.sh REV`) adds its one instance to
+# each round, before the new one. CPU seconds of each process over the
+# POST runs, and per POST for each setup (plantstore, PostgreSQL, wrk),
 # PostgreSQL's commit time on one connection ($COMMITS autocommit INSERTs,
 # default 1000), and how long /healthz takes to turn 503 and back when
 # PostgreSQL is stopped and started, and frozen (SIGSTOP) and thawed.
-# $PG_ARGS: more flags for the --database instances (e.g. "--database-pool.
+# $PG_ARGS: more flags for the --database instances (e.g. "--database-pool 16").
 # The figures the budgets section judges: PG_RATIO, PG_ONE_CPU_US,
 # PG_ONE_PG_US and HEALTH_MAX. Sourced by bench/run.sh after bench/lib/*.sh,
 # whose helpers it calls.
 # shellcheck shell=bash
 
-# pg_setup ROUND NAME: POST then GET through what was started (ADDR);
-# adds their rows to the tables and stops it all.
+# pg_setup ROUND NAME [KEY]: POST then GET through what was started
+# (ADDR); adds their rows to the tables and stops it all. With KEY, the
+# POST run's requests/s, requests and CPU ticks (every instance,
+# PostgreSQL, wrk) are added to SUM[KEY.*]; with C1=1 also a one-
+# connection POST run (the latency a lone client sees), KEY.c1.*.
 pg_setup() {
-  local round=$1 name=$2
+  local round=$1 name=$2 key=${3:-}
   MEASURE=pg_cpu post "$PG_CONNS"
   PG_ROWS+=("| $round | $name | POST /plants | $RPS | $P50 | $P99 | $ERRORS |")
   PG_CPU_ROWS+=("| $round | $name | $CPU_ROW")
-  if [ "$name" = "PostgreSQL, 1 instance" ]; then
-    # Per request: plantstore's CPU, and PostgreSQL's per stored plant.
-    add pg.one.rps "$RPS"
-    add pg.one.requests "$REQUESTS"
-    add pg.one.cpu "$CPU_FIRST_TICKS"
-    add pg.one.pgcpu "$CPU_PG_TICKS"
-    add pg.one.wrkcpu "$CPU_WRK_TICKS"
-    # One connection: the latency a lone client sees.
+  if [ -n "$key" ]; then
+    add "$key.rps" "$RPS"
+    add "$key.requests" "$REQUESTS"
+    add "$key.cpu" "$CPU_INSTANCES_TICKS"
+    add "$key.pgcpu" "$CPU_PG_TICKS"
+    add "$key.wrkcpu" "$CPU_WRK_TICKS"
+  fi
+  if [ -n "$key" ] && [ -n "${C1:-}" ]; then
     post 1
     PG_ROWS+=("| $round | $name | POST /plants, 1 connection | $RPS | $P50 | $P99 | $ERRORS |")
-    add pg.c1.p50 "$P50"
-    add pg.c1.p99 "$P99"
+    add "$key.c1.p50" "$P50"
+    add "$key.c1.p99" "$P99"
   fi
   GET_PATH="/plants?limit=100" post "$PG_CONNS" bench/get.lua
   PG_ROWS+=("| $round | $name | GET /plants?limit=100 | $RPS | $P50 | $P99 | $ERRORS |")
   stop_extra
 }
 
-# per_request KEY: SUM[KEY] (clock ticks over the PostgreSQL, 1 instance
-# POST runs) in µs per request of those runs.
+# per_request KEY [SETUP]: SUM[SETUP.KEY] (clock ticks over the POST runs
+# of SETUP, default pg.one: the PostgreSQL, 1 instance runs) in µs per
+# request of those runs.
 per_request() {
-  awk "BEGIN{printf \"%.1f\", ${SUM[$1]:-0} / $CLK_TCK * 1e6 / ${SUM[pg.one.requests]}}"
+  local setup=${2:-pg.one}
+  awk "BEGIN{printf \"%.1f\", ${SUM[$setup.$1]:-0} / $CLK_TCK * 1e6 / ${SUM[$setup.requests]}}"
+}
+
+# split_row SETUP NAME: a row of the CPU split per POST: requests/s (mean
+# of rounds), x pgbench, µs of CPU per request of plantstore (every
+# instance), PostgreSQL and wrk, and the one-connection p50 and p99 (ms)
+# where measured.
+split_row() {
+  local setup=$1 name=$2 c1='- | -'
+  [ -z "${SUM[$setup.c1.p50]:-}" ] || c1="$(mean "$setup.c1.p50") | $(mean "$setup.c1.p99")"
+  echo "| $name | $(mean "$setup.rps" 0) | $(ratio "${SUM[$setup.rps]}" "${SUM[pgbench.tps]}") |" \
+    "$(per_request cpu "$setup") | $(per_request pgcpu "$setup") | $(per_request wrkcpu "$setup") | $c1 |"
 }
 
 # dur_secs: $DURATION (10s, 2m) in seconds, for pgbench -T.
@@ -190,16 +210,24 @@ instance, the rest for wrk, nginx and PostgreSQL), so every process shares every
     start_instance "$cpu_a" --data "$WORK/pg.journal" --sync always
     pg_setup "$round" "--data --sync always, 1 instance"
     PG_MEASURED=1
+    if [ -n "${PG_OLD:-}" ]; then
+      pg_db
+      PG_BIN=$PG_OLD start_instance "$cpu_a" --database "$PG_URL" ${args[@]+"${args[@]}"}
+      C1=1 pg_setup "$round" "PostgreSQL, 1 instance, old build" pg.old
+    fi
     pg_db
     start_instance "$cpu_a" --database "$PG_URL" ${args[@]+"${args[@]}"}
-    pg_setup "$round" "PostgreSQL, 1 instance"
+    C1=1 pg_setup "$round" "PostgreSQL, 1 instance" pg.one
+    pg_db
+    PLANTSTORE_BENCH_NO_CHANGE_LOG=1 start_instance "$cpu_a" --database "$PG_URL" ${args[@]+"${args[@]}"}
+    pg_setup "$round" "PostgreSQL, 1 instance, no change log" pg.nolog
     pgbench_run "$round"
     pg_db
     start_instance "$cpu_a" --database "$PG_URL" ${args[@]+"${args[@]}"}
     a=$ADDR
     start_instance "$cpu_b" --database "$PG_URL" ${args[@]+"${args[@]}"}
     start_proxy "$a" "$ADDR"
-    pg_setup "$round" "PostgreSQL, 2 instances behind nginx"
+    pg_setup "$round" "PostgreSQL, 2 instances behind nginx" pg.two
   done
   echo "| round | setup | request | requests/s | p50 ms | p99 ms | errors |"
   echo "|---|---|---|---|---|---|---|"
@@ -213,9 +241,9 @@ instance, the rest for wrk, nginx and PostgreSQL), so every process shares every
   echo "|---|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${PG_CPU_ROWS[@]}"
   echo
-  PG_ONE_CPU_US=$(per_request pg.one.cpu) PG_ONE_PG_US=$(per_request pg.one.pgcpu)
+  PG_ONE_CPU_US=$(per_request cpu) PG_ONE_PG_US=$(per_request pgcpu)
   PG_RATIO=$(ratio "${SUM[pg.one.rps]}" "${SUM[pgbench.tps]}")
-  PG_C1_P50=$(mean pg.c1.p50) PG_C1_P99=$(mean pg.c1.p99)
+  PG_C1_P50=$(mean pg.one.c1.p50) PG_C1_P99=$(mean pg.one.c1.p99)
   echo "pgbench on the same cluster, in the same rounds: plantstore's own single-row"
   echo "INSERT (\`pgbench -n -M prepared -c $PG_CONNS -j 2\`, ids at random, \`ON CONFLICT (id)"
   echo 'DO NOTHING`), into a fresh database with the schema plantstore makes.'
@@ -226,7 +254,22 @@ instance, the rest for wrk, nginx and PostgreSQL), so every process shares every
   echo
   echo "PostgreSQL, 1 instance, mean of rounds: $(mean pg.one.rps 0) POST/s, $PG_RATIO x pgbench;"
   echo "CPU per request: plantstore $PG_ONE_CPU_US µs, PostgreSQL $PG_ONE_PG_US µs (a stored plant),"
-  echo "wrk $(per_request pg.one.wrkcpu) µs; one connection: p50 $PG_C1_P50 ms, p99 $PG_C1_P99 ms."
+  echo "wrk $(per_request wrkcpu) µs; one connection: p50 $PG_C1_P50 ms, p99 $PG_C1_P99 ms."
+  echo
+  echo "Where the time of a POST goes, means of rounds: CPU per request of every plantstore"
+  echo "instance, PostgreSQL (all its processes) and wrk, which share the machine's CPUs."
+  echo "\"no change log\": the same build with PLANTSTORE_BENCH_NO_CHANGE_LOG=1 (the batches"
+  echo "log nothing and no instance follows or numbers the log: the change feed's whole cost"
+  echo "is the difference).${PG_OLD:+ \"old build\": PG_OLD ($PG_OLD).}"
+  echo
+  echo "| setup | POST/s | x pgbench | plantstore µs | PostgreSQL µs | wrk µs | c1 p50 ms | c1 p99 ms |"
+  echo "|---|---|---|---|---|---|---|---|"
+  split_row pg.one "PostgreSQL, 1 instance"
+  split_row pg.nolog "PostgreSQL, 1 instance, no change log"
+  [ -z "${PG_OLD:-}" ] || split_row pg.old "PostgreSQL, 1 instance, old build"
+  split_row pg.two "PostgreSQL, 2 instances behind nginx"
+  echo
+  echo "Change feed on / off: $(ratio "${SUM[pg.one.rps]}" "${SUM[pg.nolog.rps]}") x the POST/s.${PG_OLD:+ New / old: $(ratio "${SUM[pg.one.rps]}" "${SUM[pg.old.rps]}") x the POST/s, one-connection p50 $(ratio "${SUM[pg.one.c1.p50]}" "${SUM[pg.old.c1.p50]}") x.}"
   echo
   health_flips
   local on off
