@@ -294,4 +294,14 @@ export PATH="$PATH:$bin"
 
 status=0
 "$@" || status=$?
+# The logs go with the directory: when CMD failed, what the server and
+# pgbouncer said went wrong is shown first (the last of it).
+if [ "$status" -ne 0 ]; then
+    echo "with-postgres: CMD exited $status; the last errors in the server's log:" >&2
+    grep -E '(ERROR|FATAL|PANIC|WARNING):|terminated by signal' "$log" 2>/dev/null | tail -n 40 >&2 || true
+    if [ -n "$pgbouncer" ]; then
+        echo "with-postgres: and in pgbouncer's:" >&2
+        grep -E 'WARNING|ERROR|FATAL' "$bouncer/pgbouncer.log" 2>/dev/null | tail -n 40 >&2 || true
+    fi
+fi
 exit "$status"
