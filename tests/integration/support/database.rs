@@ -1,6 +1,10 @@
 //! Which store a test runs on (`Kind`, `on_each_store!`) and, with the
 //! `postgres` feature, a fresh database of its own in the cluster that
 //! `PLANTSTORE_TEST_DATABASE` names, shared with other tests in turns.
+//! Databases are made and dropped through `PLANTSTORE_TEST_DATABASE_ADMIN`
+//! when it is set: straight to the cluster when the tests' own connections
+//! go through a pooler (scripts/with-postgres.sh with `PGBOUNCER`), which
+//! holds server connections that DROP DATABASE would wait on.
 
 #[cfg(feature = "postgres")]
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -115,10 +119,11 @@ impl FreshDatabase {
 
     fn make(turn: Option<Turn>) -> FreshDatabase {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let admin = std::env::var("PLANTSTORE_TEST_DATABASE").expect(
+        let url = std::env::var("PLANTSTORE_TEST_DATABASE").expect(
             "PLANTSTORE_TEST_DATABASE is not set: run the tests of the postgres feature \
              through scripts/with-postgres.sh",
         );
+        let admin = std::env::var("PLANTSTORE_TEST_DATABASE_ADMIN").unwrap_or_else(|_| url.clone());
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let name = format!("plantstore_test_{}_{n}", std::process::id());
         let mut client = postgres::Client::connect(&admin, postgres::NoTls)
@@ -132,7 +137,7 @@ impl FreshDatabase {
                 .batch_execute(&statement)
                 .expect("a test database is created");
         }
-        let (base, _) = admin.rsplit_once('/').expect("a URL with /dbname");
+        let (base, _) = url.rsplit_once('/').expect("a URL with /dbname");
         FreshDatabase {
             url: format!("{base}/{name}"),
             name,
@@ -151,7 +156,8 @@ impl FreshDatabase {
         &self.name
     }
 
-    /// A client of the cluster's own database (`PLANTSTORE_TEST_DATABASE`),
+    /// A client of the cluster's own database, straight to the cluster
+    /// (`PLANTSTORE_TEST_DATABASE_ADMIN`, else `PLANTSTORE_TEST_DATABASE`),
     /// to do to this one what cannot be done from inside it (refuse it
     /// connections, end its sessions).
     pub fn admin(&self) -> postgres::Client {
