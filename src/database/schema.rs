@@ -26,6 +26,7 @@
 
 use std::fmt;
 
+use log::warn;
 use postgres::types::Type;
 use postgres::{Client, Transaction};
 
@@ -34,6 +35,7 @@ use super::key::SCHEMA_4;
 use super::reset::SCHEMA_5;
 use super::shapes::NAME_KEY;
 use super::sql::Typed;
+use crate::dbconfig::STATEMENT_TIMEOUT;
 use crate::model::fold;
 
 /// The schema version this build creates and understands: 2 adds the
@@ -143,6 +145,7 @@ pub fn ensure_schema(client: &mut Client) -> Result<Schema, SchemaError> {
     if !matches!(encoding.as_str(), "UTF8" | "SQL_ASCII") {
         return Err(SchemaError::Encoding(encoding));
     }
+    check_statement_timeout(client)?;
     let mut tx = client.transaction()?;
     // An upgrade of a large table takes longer than the statement timeout,
     // and instances starting meanwhile wait for it here.
@@ -269,6 +272,28 @@ fn trigram(tx: &mut Transaction) -> Result<Option<String>, postgres::Error> {
             Ok(Some(DbError::from(e).0))
         }
     }
+}
+
+/// Warns when statements run with no timeout here: it is set with the
+/// connection's startup options, which a pooler may drop (pgbouncer
+/// ignores them with `ignore_startup_parameters = options`; see
+/// docs/postgres.md). The watchdog still answers every request in time,
+/// but the database would go on running a stuck statement.
+fn check_statement_timeout(client: &mut Client) -> Result<(), postgres::Error> {
+    let row = client.query_typed_one(
+        "SELECT current_setting('statement_timeout'), quote_ident(current_user)",
+        &[],
+    )?;
+    let (timeout, user): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+    if timeout == "0" {
+        warn!(
+            "database: statements run without a timeout (statement_timeout is 0): behind a \
+             pooler that drops the connection's options? set it for the role: \
+             ALTER ROLE {user} SET statement_timeout = '{}s'",
+            STATEMENT_TIMEOUT.as_secs()
+        );
+    }
+    Ok(())
 }
 
 /// The change log's epoch and last number (for a feed to start from).
