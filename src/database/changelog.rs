@@ -13,8 +13,10 @@
 use std::time::{Duration, Instant};
 
 use postgres::Row;
+use postgres::types::Type;
 
 use super::reset::RESET_KIND;
+use super::sql::{CHANGES_AFTER, Typed};
 use super::waiting::BATCH_CHANGES;
 use super::{Connection, DbError};
 use crate::model::{ChangeKind, Plant, PlantChange};
@@ -44,6 +46,9 @@ const BACK_PAGE: usize = 1024;
 /// (each one is bounded by the statement timeout).
 pub const READ_BACK_FOR: Duration = Duration::from_secs(1);
 
+/// The type of every parameter here.
+const INT8: Type = Type::INT8;
+
 /// `n` as a statement's bigint.
 fn bigint(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
@@ -59,10 +64,9 @@ impl Connection {
     ) -> Result<Vec<PlantChange>, DbError> {
         let from = bigint(after.saturating_sub(BATCH_CHANGES as u64));
         let limit = bigint(batches as u64);
-        let statement = self.changes_after.clone();
-        let rows = self
-            .client()
-            .query(&statement, &[&from, &bigint(after), &limit]);
+        let after_n = bigint(after);
+        let values: [Typed; 3] = [(&from, INT8), (&after_n, INT8), (&limit, INT8)];
+        let rows = self.client().query_typed(CHANGES_AFTER, &values);
         let rows = self.counted(rows)?;
         let mut changes = Vec::new();
         for row in &rows {
@@ -92,9 +96,14 @@ impl Connection {
         while next > after && left > 0 && Instant::now() < deadline {
             let (after_n, next_n) = (bigint(after), bigint(next));
             let (page, left_n) = (bigint(BACK_PAGE as u64), bigint(left as u64));
-            let rows = self
-                .client()
-                .query(CHANGES_BACK, &[&from, &after_n, &next_n, &page, &left_n]);
+            let values: [Typed; 5] = [
+                (&from, INT8),
+                (&after_n, INT8),
+                (&next_n, INT8),
+                (&page, INT8),
+                (&left_n, INT8),
+            ];
+            let rows = self.client().query_typed(CHANGES_BACK, &values);
             let rows = self.counted(rows)?;
             for row in &rows {
                 for change in batch(row)?.into_iter().rev() {
@@ -122,16 +131,16 @@ impl Connection {
     pub fn log_last(&mut self) -> Result<u64, DbError> {
         let row = self
             .client()
-            .query_one("SELECT last FROM plantstore_feed", &[]);
+            .query_typed_one("SELECT last FROM plantstore_feed", &[]);
         let last: i64 = self.counted(row)?.try_get(0)?;
         u64::try_from(last).map_err(|_| DbError(format!("plantstore_feed holds {last}")))
     }
 
     /// Drops the logged changes up to number `upto`.
     pub fn prune_changes(&mut self, upto: u64) -> Result<u64, DbError> {
-        let deleted = self.client().execute(
+        let deleted = self.client().execute_typed(
             "DELETE FROM plant_changes WHERE seq <= $1",
-            &[&bigint(upto)],
+            &[(&bigint(upto), INT8)],
         );
         self.counted(deleted)
     }

@@ -9,7 +9,7 @@ use crate::dbconfig::DatabaseConfig;
 
 /// Connecting with a checked `--database` URL.
 pub trait Connect {
-    /// A worker's connection, its statements prepared.
+    /// A worker's connection.
     fn connect(&self) -> Result<Connection, DbError>;
     /// The heartbeat's client, named apart from the workers' in
     /// `pg_stat_activity`.

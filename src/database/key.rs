@@ -10,6 +10,7 @@
 //! may write this table may mint tickets, as they may change plants.
 
 use postgres::Client;
+use postgres::types::Type;
 
 use super::DbError;
 
@@ -35,10 +36,10 @@ pub fn ticket_key(
     // commit and returns its key (the update writes the same key back),
     // and a rotation's DELETE between an insert and a read cannot leave
     // this with no row.
-    let row = client.query_one(
+    let row = client.query_typed_one(
         "INSERT INTO plantstore_key (key) VALUES ($1) \
          ON CONFLICT (one) DO UPDATE SET key = plantstore_key.key RETURNING key",
-        &[&fresh],
+        &[(&fresh, Type::BYTEA)],
     )?;
     let key: &[u8] = row.try_get(0)?;
     key.try_into()

@@ -10,10 +10,10 @@
 //! plant) between them cannot make the count another state's. A page
 //! without a count is one statement and needs no transaction.
 
-use postgres::types::ToSql;
+use postgres::types::Type;
 
 use super::shapes::{Resume, Shape, sql};
-use super::sql::plant;
+use super::sql::{Typed, plant};
 use super::{Connection, DbError};
 use crate::model::{NameBound, Page, Position, Query};
 
@@ -64,17 +64,17 @@ impl Connection {
             Start::Name(bound) if bound.inclusive => Resume::At,
             _ => Resume::Past,
         };
-        let mut values: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(5);
+        let mut values: Vec<Typed> = Vec::with_capacity(5);
         match &start {
             Start::Beginning => {}
-            Start::Id(id) => values.push(id),
+            Start::Id(id) => values.push((id, Type::INT8)),
             Start::Name(bound) => {
-                values.push(&bound.name);
-                values.push(&bound.id);
+                values.push((&bound.name, Type::BYTEA));
+                values.push((&bound.id, Type::INT8));
             }
         }
         let filters = push_filters(&mut values, &tag, &search);
-        values.push(&limit);
+        values.push((&limit, Type::INT8));
         let (has_tag, has_search) = shape_filters(&tag, &search);
         let shape = Shape::Page {
             order: query.order,
@@ -97,11 +97,7 @@ impl Connection {
     }
 
     /// How many plants match the filters (`values`: their values).
-    fn count(
-        &mut self,
-        (tag, search): (bool, bool),
-        values: &[&(dyn ToSql + Sync)],
-    ) -> Result<u64, DbError> {
+    fn count(&mut self, (tag, search): (bool, bool), values: &[Typed]) -> Result<u64, DbError> {
         let rows = self.run(Shape::Count { tag, search }, values)?;
         let counted: i64 = match rows.first() {
             Some(row) => row.try_get(0)?,
@@ -136,7 +132,7 @@ impl Connection {
 
     /// The name plant `id` has now, if it exists.
     fn name_of(&mut self, id: i64) -> Result<Option<String>, DbError> {
-        let rows = self.run(Shape::Name, &[&id])?;
+        let rows = self.run(Shape::Name, &[(&id, Type::INT8)])?;
         match rows.first() {
             None => Ok(None),
             Some(row) => {
@@ -146,22 +142,9 @@ impl Connection {
         }
     }
 
-    /// Runs the statement of `shape`, preparing it on first use.
-    fn run(
-        &mut self,
-        shape: Shape,
-        values: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<postgres::Row>, DbError> {
-        let statement = match self.listing.0.get(&shape) {
-            Some(statement) => statement.clone(),
-            None => {
-                let prepared = self.client().prepare(&sql(shape));
-                let statement = self.counted(prepared)?;
-                self.listing.0.insert(shape, statement.clone());
-                statement
-            }
-        };
-        let rows = self.client().query(&statement, values);
+    /// Runs the statement of `shape`.
+    fn run(&mut self, shape: Shape, values: &[Typed]) -> Result<Vec<postgres::Row>, DbError> {
+        let rows = self.client().query_typed(&sql(shape), values);
         self.counted(rows)
     }
 }
@@ -174,16 +157,16 @@ fn shape_filters(tag: &Option<&[u8]>, search: &Option<String>) -> (bool, bool) {
 /// Pushes the tag and search values (as [`sql`] numbers them); the range
 /// of `values` they take.
 fn push_filters<'a>(
-    values: &mut Vec<&'a (dyn ToSql + Sync)>,
+    values: &mut Vec<Typed<'a>>,
     tag: &'a Option<&'a [u8]>,
     search: &'a Option<String>,
 ) -> std::ops::Range<usize> {
     let first = values.len();
     if let Some(tag) = tag {
-        values.push(tag);
+        values.push((tag, Type::BYTEA));
     }
     if let Some(search) = search {
-        values.push(search);
+        values.push((search, Type::TEXT));
     }
     first..values.len()
 }

@@ -105,7 +105,7 @@ impl Connection {
     pub fn generation(&mut self) -> Result<u64, DbError> {
         let row = self
             .client()
-            .query_one("SELECT generation FROM plantstore_feed", &[]);
+            .query_typed_one("SELECT generation FROM plantstore_feed", &[]);
         number(self.counted(row)?.try_get(0)?, "generation")
     }
 
@@ -156,14 +156,13 @@ fn reset_in(
     let (seq, generation): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
     limit(&mut tx, deadline)?;
     tx.batch_execute("DELETE FROM plants")?;
-    let insert = tx.prepare(INSERT)?;
     for piece in pieces(plants) {
         limit(&mut tx, deadline)?;
         let mut rows = Columns::default();
         for (id, plant) in piece {
             rows.push(*id, plant);
         }
-        tx.execute(&insert, &rows.values())?;
+        tx.execute_typed(INSERT, &rows.typed())?;
     }
     tx.execute(LOG_RESET, &[&seq, &RESET_KIND])?;
     tx.commit()?;

@@ -26,12 +26,16 @@
 
 use std::fmt;
 
+use log::warn;
+use postgres::types::Type;
 use postgres::{Client, Transaction};
 
 use super::DbError;
 use super::key::SCHEMA_4;
 use super::reset::SCHEMA_5;
 use super::shapes::NAME_KEY;
+use super::sql::Typed;
+use crate::dbconfig::STATEMENT_TIMEOUT;
 use crate::model::fold;
 
 /// The schema version this build creates and understands: 2 adds the
@@ -137,18 +141,19 @@ pub struct Schema {
 pub fn ensure_schema(client: &mut Client) -> Result<Schema, SchemaError> {
     // The folded columns are text: a LATIN1 database would refuse names
     // outside it (and the upgrade would stop part way).
-    let encoding: String = client.query_one("SHOW server_encoding", &[])?.get(0);
+    let encoding: String = client.query_typed_one("SHOW server_encoding", &[])?.get(0);
     if !matches!(encoding.as_str(), "UTF8" | "SQL_ASCII") {
         return Err(SchemaError::Encoding(encoding));
     }
+    check_statement_timeout(client)?;
     let mut tx = client.transaction()?;
     // An upgrade of a large table takes longer than the statement timeout,
     // and instances starting meanwhile wait for it here.
     tx.batch_execute("SET LOCAL statement_timeout = 0")?;
     // Any constant will do; this one spells "plantsto".
-    tx.execute("SELECT pg_advisory_xact_lock(8097880036592395375)", &[])?;
+    tx.batch_execute("SELECT pg_advisory_xact_lock(8097880036592395375)")?;
     let exists: bool = tx
-        .query_one("SELECT to_regclass('plantstore_schema') IS NOT NULL", &[])?
+        .query_typed_one("SELECT to_regclass('plantstore_schema') IS NOT NULL", &[])?
         .get(0);
     if !exists {
         tx.batch_execute(SCHEMA)?;
@@ -210,11 +215,14 @@ fn upgrade_to_3(tx: &mut Transaction) -> Result<(), postgres::Error> {
 
 /// Fills the folded columns of every plant, a piece at a time in id order.
 fn backfill(tx: &mut Transaction) -> Result<(), postgres::Error> {
-    let read = tx.prepare(BACKFILL_READ)?;
-    let write = tx.prepare(BACKFILL_WRITE)?;
     let mut from = i64::MIN;
     loop {
-        let rows = tx.query(&read, &[&from, &BACKFILL_ROWS, &BACKFILL_BYTES])?;
+        let values: [Typed; 3] = [
+            (&from, Type::INT8),
+            (&BACKFILL_ROWS, Type::INT8),
+            (&BACKFILL_BYTES, Type::INT8),
+        ];
+        let rows = tx.query_typed(BACKFILL_READ, &values)?;
         let mut ids = Vec::with_capacity(rows.len());
         let mut names = Vec::with_capacity(rows.len());
         let mut tags = Vec::with_capacity(rows.len());
@@ -224,7 +232,12 @@ fn backfill(tx: &mut Transaction) -> Result<(), postgres::Error> {
             let tag: Option<&[u8]> = row.try_get(2)?;
             tags.push(tag.map(|t| fold(&String::from_utf8_lossy(t))));
         }
-        tx.execute(&write, &[&ids, &names, &tags])?;
+        let values: [Typed; 3] = [
+            (&ids, Type::INT8_ARRAY),
+            (&names, Type::TEXT_ARRAY),
+            (&tags, Type::TEXT_ARRAY),
+        ];
+        tx.execute_typed(BACKFILL_WRITE, &values)?;
         // A piece ends at the rows or the bytes, so only an empty one (or
         // the largest id) is the end of the table.
         match ids.last().and_then(|last| last.checked_add(1)) {
@@ -239,7 +252,7 @@ fn backfill(tx: &mut Transaction) -> Result<(), postgres::Error> {
 /// so the attempt has a savepoint of its own.
 fn trigram(tx: &mut Transaction) -> Result<Option<String>, postgres::Error> {
     let there: bool = tx
-        .query_one(
+        .query_typed_one(
             "SELECT to_regclass('plants_name_trgm') IS NOT NULL \
              AND to_regclass('plants_tag_trgm') IS NOT NULL",
             &[],
@@ -261,9 +274,31 @@ fn trigram(tx: &mut Transaction) -> Result<Option<String>, postgres::Error> {
     }
 }
 
+/// Warns when statements run with no timeout here: it is set with the
+/// connection's startup options, which a pooler may drop (pgbouncer
+/// ignores them with `ignore_startup_parameters = options`; see
+/// docs/postgres.md). The watchdog still answers every request in time,
+/// but the database would go on running a stuck statement.
+fn check_statement_timeout(client: &mut Client) -> Result<(), postgres::Error> {
+    let row = client.query_typed_one(
+        "SELECT current_setting('statement_timeout'), quote_ident(current_user)",
+        &[],
+    )?;
+    let (timeout, user): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+    if timeout == "0" {
+        warn!(
+            "database: statements run without a timeout (statement_timeout is 0): behind a \
+             pooler that drops the connection's options? set it for the role: \
+             ALTER ROLE {user} SET statement_timeout = '{}s'",
+            STATEMENT_TIMEOUT.as_secs()
+        );
+    }
+    Ok(())
+}
+
 /// The change log's epoch and last number (for a feed to start from).
 pub fn feed_start(client: &mut Client) -> Result<(u64, u64), DbError> {
-    let row = client.query_one("SELECT epoch, last FROM plantstore_feed", &[])?;
+    let row = client.query_typed_one("SELECT epoch, last FROM plantstore_feed", &[])?;
     let number = |at: usize| -> Result<u64, DbError> {
         let n: i64 = row.try_get(at)?;
         u64::try_from(n).map_err(|_| DbError(format!("plantstore_feed holds {n}")))

@@ -3,12 +3,16 @@
 //! `crate::seed`, decides when a batch is written and hands the plants
 //! here; nothing here knows the file.
 
-use postgres::types::ToSql;
-use postgres::{Statement, Transaction};
+use postgres::Transaction;
+use postgres::types::Type;
 
 use super::DbError;
-use super::sql::folded;
+use super::sql::{Typed, folded};
 use crate::model::NewPlant;
+
+/// Inserts rows given as arrays.
+const INSERT: &str = "INSERT INTO plants (id, name, tag, name_folded, tag_folded)
+SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[], $4::text[], $5::text[])";
 
 /// A seed being loaded into an empty `plants` table, in one transaction
 /// that holds the table locked: of instances starting together on an empty
@@ -16,7 +20,6 @@ use crate::model::NewPlant;
 /// the table empty.
 pub struct SeedLoad<'a> {
     tx: Transaction<'a>,
-    insert: Statement,
     rows: Rows,
 }
 
@@ -31,18 +34,13 @@ impl<'a> SeedLoad<'a> {
             "SET LOCAL statement_timeout = 0; LOCK TABLE plants IN SHARE ROW EXCLUSIVE MODE",
         )?;
         let held: bool = tx
-            .query_one("SELECT EXISTS (SELECT 1 FROM plants)", &[])?
+            .query_typed_one("SELECT EXISTS (SELECT 1 FROM plants)", &[])?
             .get(0);
         if held {
             return Ok(None);
         }
-        let insert = tx.prepare(
-            "INSERT INTO plants (id, name, tag, name_folded, tag_folded) \
-             SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[], $4::text[], $5::text[])",
-        )?;
         Ok(Some(SeedLoad {
             tx,
-            insert,
             rows: Rows::default(),
         }))
     }
@@ -65,14 +63,14 @@ impl<'a> SeedLoad<'a> {
     /// Inserts the rows pushed since the last write, in one statement.
     pub fn write(&mut self) -> Result<(), DbError> {
         let rows = std::mem::take(&mut self.rows);
-        let values: [&(dyn ToSql + Sync); 5] = [
-            &rows.ids,
-            &rows.names,
-            &rows.tags,
-            &rows.names_folded,
-            &rows.tags_folded,
+        let values: [Typed; 5] = [
+            (&rows.ids, Type::INT8_ARRAY),
+            (&rows.names, Type::BYTEA_ARRAY),
+            (&rows.tags, Type::BYTEA_ARRAY),
+            (&rows.names_folded, Type::TEXT_ARRAY),
+            (&rows.tags_folded, Type::TEXT_ARRAY),
         ];
-        self.tx.execute(&self.insert, &values)?;
+        self.tx.execute_typed(INSERT, &values)?;
         Ok(())
     }
 

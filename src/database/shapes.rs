@@ -1,9 +1,8 @@
 //! The SQL of the listing's statements (`listing` runs them), by shape:
 //! a statement's text depends only on a query's order, on what kind of
 //! bound it resumes from and on which filters it has, never on their
-//! values, which are parameters. A connection prepares each shape the
-//! first time it is asked for it and keeps it ([`Prepared`]): a few dozen
-//! at most.
+//! values, which are parameters: a few dozen texts at most, each sent
+//! unnamed with its parameters' types (see `sql`).
 //!
 //! A page in name order reads two ranges and merges them: the names of at
 //! most [`NAME_KEY`] bytes through `plants_name_id`, an index of `(name,
@@ -17,10 +16,6 @@
 //! pattern a parameter (made by `listing`, every character of the search
 //! escaped); planned for each run, so that the trigram indexes serve a
 //! pattern they can (three characters or more).
-
-use std::collections::HashMap;
-
-use postgres::Statement;
 
 use crate::model::Order;
 
@@ -55,10 +50,6 @@ pub(super) enum Shape {
     /// The name of one plant (to make a cut cursor name whole).
     Name,
 }
-
-/// The statements of each shape a connection was asked for.
-#[derive(Default)]
-pub(super) struct Prepared(pub(super) HashMap<Shape, Statement>);
 
 /// A statement's parameters as its SQL numbers them: each written once in
 /// the SQL's text, and repeated by number where the SQL uses it again.

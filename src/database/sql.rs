@@ -9,13 +9,19 @@
 //! the API must take every name the in-memory store takes. (In `psql`,
 //! `convert_from(name, 'UTF8')` shows them as text.)
 //!
-//! Every statement is prepared once per connection, and planned for its
-//! parameters at each run (`plan_cache_mode = force_custom_plan`): a
-//! plan kept from when the table was small scans it whole. Measured on a
-//! new database at 64 connections, batches through [`APPLY`] stored 6,100
-//! to 7,400 plants/s with the kept (generic) plans, made while the table
-//! was nearly empty (`EXPLAIN` shows the replaces as a hash join over a
-//! scan of the whole table), and 36,600 with plans made for each run. A
+//! Every statement is sent unnamed with its parameters' types
+//! (`query_typed`: parse, bind and run in one round trip), never prepared
+//! under a name nor set up by a session `SET`, so that a pooler in
+//! transaction mode (pgbouncer), which may hand each transaction to
+//! another server connection, changes nothing (see docs/postgres.md). An
+//! unnamed statement is planned for its parameters at each run, which the
+//! statements need: a plan kept from when the table was small scans it
+//! whole. Measured on a new database at 64 connections, batches through
+//! [`APPLY`] stored 6,100 to 7,400 plants/s with kept (generic) plans,
+//! made while the table was nearly empty (`EXPLAIN` shows the replaces as
+//! a hash join over a scan of the whole table), and 36,600 with plans made
+//! for each run (then prepared statements with `plan_cache_mode =
+//! force_custom_plan`, which a pooler would lose). A
 //! batch of changes is one statement ([`APPLY`], or for one change alone `CREATE_ONE`,
 //! `REPLACE_ONE` or `DELETE_ONE`), so one transaction: it has committed, all of
 //! it, when the statement returns, and the answers that follow are never
@@ -50,8 +56,8 @@
 use std::fmt;
 
 use postgres::error::SqlState;
-use postgres::types::ToSql;
-use postgres::{Client, Row, Statement};
+use postgres::types::{ToSql, Type};
+use postgres::{Client, Row};
 
 use super::Change;
 use crate::model::{Plant, fold};
@@ -178,52 +184,40 @@ impl From<postgres::Error> for DbError {
     }
 }
 
-/// A connection with its prepared statements.
+/// A connection to the database: its statements are sent unnamed, so it
+/// holds no state on the server between transactions (see the module
+/// header).
 pub struct Connection {
     client: Client,
-    apply: Statement,
-    create_one: Statement,
-    replace_one: Statement,
-    delete_one: Statement,
-    pub(super) changes_after: Statement,
-    get: Statement,
-    page: Statement,
-    page_tagged: Statement,
-    /// The listing's statements, prepared as each shape is first asked
-    /// for (`listing`).
-    pub(super) listing: super::shapes::Prepared,
     /// Statements that failed on this connection.
     errors: u64,
 }
 
-/// Prepared on every connection, read by `changelog.rs`: the log's batches that hold changes after a number ($2), in order, at
+/// Read by `changelog.rs`: the log's batches that hold changes after a number ($2), in order, at
 /// most $3 of them. A batch holds at most `waiting::BATCH_CHANGES`, so it starts
 /// after that number less that ($1): the index bounds the scan.
 pub(super) const CHANGES_AFTER: &str = "SELECT seq, ids, kinds, names, tags FROM plant_changes
 WHERE seq > $1 AND seq + cardinality(ids) - 1 > $2 ORDER BY seq LIMIT $3";
 
+/// A statement's parameter with its type, as an unnamed statement takes it.
+pub(super) type Typed<'a> = (&'a (dyn ToSql + Sync), Type);
+
+/// The plant by id ($1).
+const GET: &str = "SELECT name, tag FROM plants WHERE id = $1";
+/// Plants from id $1 up, at most $2 of them...
+const PAGE: &str = "SELECT id, name, tag FROM plants WHERE id >= $1 ORDER BY id LIMIT $2";
+/// ... with tag $3.
+const PAGE_TAGGED: &str =
+    "SELECT id, name, tag FROM plants WHERE tag = $3 AND id >= $1 ORDER BY id LIMIT $2";
+
 impl Connection {
-    /// Connects and prepares the statements.
+    /// Connects.
     pub fn open(
         config: &postgres::Config,
         tls: super::tls_connector::Rustls,
     ) -> Result<Connection, DbError> {
-        let mut client = config.connect(tls)?;
-        client.batch_execute("SET plan_cache_mode = force_custom_plan")?;
-        let mut prepare = |sql: &str| client.prepare(sql);
         Ok(Connection {
-            apply: prepare(APPLY)?,
-            create_one: prepare(CREATE_ONE)?,
-            replace_one: prepare(REPLACE_ONE)?,
-            delete_one: prepare(DELETE_ONE)?,
-            changes_after: prepare(CHANGES_AFTER)?,
-            get: prepare("SELECT name, tag FROM plants WHERE id = $1")?,
-            page: prepare("SELECT id, name, tag FROM plants WHERE id >= $1 ORDER BY id LIMIT $2")?,
-            page_tagged: prepare(
-                "SELECT id, name, tag FROM plants WHERE tag = $3 AND id >= $1 ORDER BY id LIMIT $2",
-            )?,
-            listing: super::shapes::Prepared::default(),
-            client,
+            client: config.connect(tls)?,
             errors: 0,
         })
     }
@@ -282,17 +276,22 @@ impl Connection {
             let rows = match change {
                 Change::Create(plant) | Change::Replace(plant) => {
                     let statement = match change {
-                        Change::Create(_) => &self.create_one,
-                        _ => &self.replace_one,
+                        Change::Create(_) => CREATE_ONE,
+                        _ => REPLACE_ONE,
                     };
                     let name = plant.name.as_bytes();
                     let tag = plant.tag.as_deref().map(str::as_bytes);
                     let (name_folded, tag_folded) = folded(plant);
-                    let values: [&(dyn ToSql + Sync); 5] =
-                        [id, &name, &tag, &name_folded, &tag_folded];
-                    self.client.query(statement, &values)?
+                    let values: [Typed; 5] = [
+                        (id, Type::INT8),
+                        (&name, Type::BYTEA),
+                        (&tag, Type::BYTEA),
+                        (&name_folded, Type::TEXT),
+                        (&tag_folded, Type::TEXT),
+                    ];
+                    self.client.query_typed(statement, &values)?
                 }
-                Change::Delete => self.client.query(&self.delete_one, &[id])?,
+                Change::Delete => self.client.query_typed(DELETE_ONE, &[(id, Type::INT8)])?,
             };
             return Ok(vec![rows.len() == 1]);
         }
@@ -307,22 +306,11 @@ impl Connection {
                 Change::Delete => deleted.push(*id),
             }
         }
-        let rows = self.client.query(
-            &self.apply,
-            &[
-                &created.ids,
-                &created.names,
-                &created.tags,
-                &created.names_folded,
-                &created.tags_folded,
-                &replaced.ids,
-                &replaced.names,
-                &replaced.tags,
-                &replaced.names_folded,
-                &replaced.tags_folded,
-                &deleted,
-            ],
-        )?;
+        let [c1, c2, c3, c4, c5] = created.typed();
+        let [r1, r2, r3, r4, r5] = replaced.typed();
+        let deleted: Typed = (&deleted, Type::INT8_ARRAY);
+        let values = [c1, c2, c3, c4, c5, r1, r2, r3, r4, r5, deleted];
+        let rows = self.client.query_typed(APPLY, &values)?;
         let mut done = std::collections::HashSet::with_capacity(rows.len());
         for row in &rows {
             done.insert(row.try_get::<_, i64>(0)?);
@@ -332,7 +320,7 @@ impl Connection {
 
     /// The plant with this id.
     pub fn get(&mut self, id: i64) -> Result<Option<Plant>, DbError> {
-        let row = self.client.query_opt(&self.get, &[&id]);
+        let row = self.client.query_typed_opt(GET, &[(&id, Type::INT8)]);
         self.counted(row)?.map(|row| plant(&row, 0)).transpose()
     }
 
@@ -354,11 +342,12 @@ impl Connection {
             },
         };
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = match tag {
-            None => self.client.query(&self.page, &[&from, &limit]),
+        let (from, limit): (Typed, Typed) = ((&from, Type::INT8), (&limit, Type::INT8));
+        let rows = match tag.map(str::as_bytes) {
+            None => self.client.query_typed(PAGE, &[from, limit]),
             Some(tag) => {
-                let tag = tag.as_bytes();
-                self.client.query(&self.page_tagged, &[&from, &limit, &tag])
+                let tag: Typed = (&tag, Type::BYTEA);
+                self.client.query_typed(PAGE_TAGGED, &[from, limit, tag])
             }
         };
         let rows = self.counted(rows)?;
@@ -392,15 +381,15 @@ pub(super) struct Columns<'a> {
 }
 
 impl<'a> Columns<'a> {
-    /// The arrays in the order of the insert's parameters: id, name, tag,
-    /// folded name, folded tag.
-    pub(super) fn values(&self) -> [&(dyn ToSql + Sync); 5] {
+    /// The arrays in the order of the insert's parameters, with their
+    /// types: id, name, tag, folded name, folded tag.
+    pub(super) fn typed(&self) -> [Typed<'_>; 5] {
         [
-            &self.ids,
-            &self.names,
-            &self.tags,
-            &self.names_folded,
-            &self.tags_folded,
+            (&self.ids, Type::INT8_ARRAY),
+            (&self.names, Type::BYTEA_ARRAY),
+            (&self.tags, Type::BYTEA_ARRAY),
+            (&self.names_folded, Type::TEXT_ARRAY),
+            (&self.tags_folded, Type::TEXT_ARRAY),
         ]
     }
 

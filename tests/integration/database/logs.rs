@@ -3,7 +3,8 @@
 //! library logs each statement's parameters below warn, so the logger
 //! keeps other crates at warn and above), and an idle instance is quiet
 //! (the follower's poll, the heartbeat and the workers' pings log
-//! nothing).
+//! nothing). A start whose statements would run without a timeout (its
+//! connections' options dropped by a pooler) says so.
 
 use std::thread;
 use std::time::Duration;
@@ -115,4 +116,46 @@ fn an_idle_instance_at_trace_writes_fewer_than_10_lines_a_minute() {
         idle.len(),
         &idle[..idle.len().min(10)]
     );
+}
+
+/// The `statement_timeout` a connection made as the server makes its own
+/// gets: `0` where something between drops the connection's options (a
+/// pooler such as pgbouncer with `ignore_startup_parameters = options`).
+fn statement_timeout_seen(url: &str) -> String {
+    let config = plantstore::dbconfig::DatabaseConfig::parse(url, 1).expect("the test URL parses");
+    let mut client = config
+        .client()
+        .connect(postgres::NoTls)
+        .expect("the test database answers");
+    let rows = client.simple_query("SHOW statement_timeout").unwrap();
+    let value = rows.iter().find_map(|message| match message {
+        postgres::SimpleQueryMessage::Row(row) => row.get(0),
+        _ => None,
+    });
+    value.expect("SHOW gives a row").to_owned()
+}
+
+#[test]
+fn the_start_warns_of_statements_without_a_timeout_exactly_when_they_have_none() {
+    let database = FreshDatabase::new();
+    let server = Running::start(&["--database", &database.url], Some(TOKEN));
+    let seen = statement_timeout_seen(&database.url);
+    let log = server.log();
+    let said: Vec<&String> = log
+        .iter()
+        .filter(|line| line.contains("without a timeout"))
+        .collect();
+    if seen == "0" {
+        // Behind a pooler that dropped the options: said once, with the
+        // line that mends it.
+        assert_eq!(said.len(), 1, "{log:#?}");
+        assert!(
+            said[0].contains("ALTER ROLE plantstore SET statement_timeout = '5s'"),
+            "{said:?}"
+        );
+    } else {
+        // Directly: the options set it, and nothing is said.
+        assert_eq!(seen, "5s");
+        assert!(said.is_empty(), "{said:?}");
+    }
 }
