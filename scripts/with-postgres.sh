@@ -35,6 +35,8 @@
 #                             console (database `pgbouncer`: SHOW POOLS ...)
 #   PLANTSTORE_TEST_PG_STOP   a command line for `sh -c` that stops the
 #                             cluster (fast shutdown) and returns once it is down
+#   PLANTSTORE_TEST_PG_CRASH  one that stops it as a crash would (immediate
+#                             shutdown: no checkpoint, recovery at the next start)
 #   PLANTSTORE_TEST_PG_START  one that starts it again on the same port and
 #                             returns once it accepts connections
 #   PLANTSTORE_TEST_PG_CA     the CA certificate (PEM) of the cluster's TLS
@@ -292,8 +294,9 @@ if [ -n "$pgbouncer" ]; then
     export PLANTSTORE_TEST_PGBOUNCER_ADMIN="postgres://plantstore:$password@127.0.0.1:$bouncer_port/pgbouncer"
 fi
 PLANTSTORE_TEST_PG_STOP=$(for_sh "$bin/pg_ctl" -D "$data" -m fast -w -t 30 -s stop)
+PLANTSTORE_TEST_PG_CRASH=$(for_sh "$bin/pg_ctl" -D "$data" -m immediate -w -t 30 -s stop)
 PLANTSTORE_TEST_PG_START=$(for_sh "${pg_start[@]}")
-export PLANTSTORE_TEST_PG_STOP PLANTSTORE_TEST_PG_START
+export PLANTSTORE_TEST_PG_STOP PLANTSTORE_TEST_PG_CRASH PLANTSTORE_TEST_PG_START
 export PATH="$PATH:$bin"
 
 status=0

@@ -1,20 +1,23 @@
-//! Following the change log: every change any instance commits, in commit
-//! order, for this instance's change feed.
+//! Following the change log: every change any instance commits, in the
+//! order of the log's numbers, for this instance's change feed.
 //!
-//! One thread per instance, on a connection of its own, reads the log
-//! (`plant_changes`) from the last number it handed on, every [`LOOK`]:
-//! one indexed probe when nothing changed. (A `NOTIFY` from each batch
-//! would wake it sooner, but takes a lock over the whole database at
-//! every commit that notifies.) A lost connection (PostgreSQL stopped
-//! or restarted) is made again with the workers' backoff, and reading goes
-//! on from the same number, so a restart loses nothing the log still
-//! holds. The log keeps the last [`KEEP`] changes: each follower drops the
-//! older ones every [`PRUNE`]. A follower further behind than that finds a
-//! gap in the numbers, and hands the next change on as it is: the feed
-//! then tells its subscribers to start again (`reset`).
+//! One thread per instance, on a connection of its own, every [`LOOK`]:
+//! first numbers what the writers of every instance committed since
+//! (`number`: at most one instance numbers at a time, the others find it
+//! done), then reads the log (`plant_changes`) from the last number it
+//! handed on: one indexed probe when nothing changed. (A `NOTIFY` from
+//! each batch would wake it sooner, but takes a lock over the whole
+//! database at every commit that notifies.) A lost connection (PostgreSQL
+//! stopped or restarted) is made again with the workers' backoff, and
+//! reading goes on from the same number, so a restart loses nothing the
+//! log still holds. The log keeps the last [`KEEP`] changes: each follower
+//! drops the older ones every [`PRUNE`]. A follower further behind than
+//! that finds a gap in the numbers, and hands the next change on as it
+//! is: the feed then tells its subscribers to start again (`reset`).
 //!
 //! The thread ends within a [`LOOK`] once `alive` can no longer be
-//! upgraded (the store it feeds is gone).
+//! upgraded (the store it feeds is gone). With the change log off (the
+//! benchmark's switch, `sql::change_log_on`) there is no thread.
 
 use std::sync::Weak;
 use std::thread;
@@ -22,6 +25,8 @@ use std::time::{Duration, Instant};
 
 use log::{info, warn};
 
+use super::number::Numberer;
+use super::sql::change_log_on;
 use super::{BACKOFF_MAX, BACKOFF_MIN, Connect, Connection, DatabaseConfig, DbError};
 use crate::model::PlantChange;
 
@@ -42,6 +47,13 @@ pub fn follow<T: Send + Sync + 'static>(
     deliver: Box<dyn Fn(&PlantChange) + Send>,
     alive: Weak<T>,
 ) -> std::io::Result<()> {
+    if !change_log_on() {
+        warn!(
+            "database: PLANTSTORE_BENCH_NO_CHANGE_LOG=1, a benchmark's switch: no change log, \
+             and the change feed stays silent"
+        );
+        return Ok(());
+    }
     thread::Builder::new()
         .name("database-feed".into())
         .spawn(move || {
@@ -75,7 +87,9 @@ fn run<T>(
     alive: &Weak<T>,
 ) -> Result<(), DbError> {
     let mut pruned = Instant::now();
+    let mut numberer = Numberer::default();
     loop {
+        numberer.step(connection)?;
         // Everything logged since the last change handed on.
         loop {
             let changes = connection.changes_after(*last, PAGE)?;

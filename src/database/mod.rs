@@ -21,7 +21,8 @@
 //! by id, the change log), `listing` (a page of a listing: orders,
 //! search, count) and `shapes` (its statements' SQL), `schema` (made,
 //! upgraded, checked at start),
-//! `changelog` (reading the change log back), `follow` (the change log
+//! `changelog` (reading the change log back), `number` (numbering it
+//! without a lock over the cluster), `follow` (the change log
 //! read for the change feed), `key` (the key of the feed's tickets,
 //! shared by every instance), `seed` (the SQL of `--seed`: the door reads
 //! the file and hands the plants to [`SeedLoad`]), `reset` (every plant
@@ -60,6 +61,7 @@ mod follow;
 mod health;
 mod key;
 mod listing;
+mod number;
 mod pool;
 mod reset;
 mod schema;
@@ -75,6 +77,7 @@ mod worker;
 pub use connect::Connect;
 pub use follow::follow;
 pub use key::{KEY_BYTES, ticket_key};
+pub use number::number_committed;
 pub use pool::{JobSender, Pool};
 pub use reset::{InGeneration, RESET_FOR, ResetDone, ResetFailed};
 pub use schema::{SCHEMA_VERSION, Schema, SchemaError, ensure_schema, feed_start};

@@ -5,15 +5,16 @@
 //!
 //! The transaction first locks `plants` in `EXCLUSIVE` mode: reads go on
 //! (seeing the old plants until the commit), every batch already running
-//! commits first, and every later one waits for the commit. It then takes
-//! the next number of the change log and adds one to the generation (the
-//! counter row, locked until the commit, as a batch does), deletes every
+//! commits first, and every later one waits for the commit. It then adds
+//! one to the generation (the row of `plantstore_feed`, locked until the
+//! commit; batches never touch it, and the numberer only tries it), deletes every
 //! plant, inserts the seed's in statements of at most [`PIECE_ROWS`] rows
 //! and [`PIECE_BYTES`] bytes of names and tags, and logs the reset (id 0,
-//! kind 4, no name). Both locks are taken in the order a batch takes them
-//! (the table, then the counter), so a reset and a batch never deadlock. A
+//! kind 4, no name) under a ticket (schema version 6, `number`), taken
+//! after the table's lock and the update that gave it a transaction id. A
 //! write racing a reset therefore lands wholly before it (and is gone) or
-//! wholly after it (and stays), and its number says which.
+//! wholly after it (and stays), and its ticket, then its number in the
+//! log, says which.
 //!
 //! The whole job is bounded by [`RESET_FOR`], below the watchdog's
 //! `STUCK`: each statement is given what is left of it as its timeout, so
@@ -23,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use postgres::Transaction;
 use postgres::error::SqlState;
+use postgres::types::{ToSql, Type};
 
 use super::sql::Columns;
 use super::{Connection, DbError};
@@ -48,15 +50,23 @@ pub const RESET_FOR: Duration = Duration::from_secs(6);
 const INSERT: &str = "INSERT INTO plants (id, name, tag, name_folded, tag_folded)
 SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[], $4::text[], $5::text[])";
 
-/// The log's row of a reset numbered $1.
-const LOG_RESET: &str = "INSERT INTO plant_changes (seq, ids, kinds, names, tags)
-VALUES ($1, ARRAY[0::bigint], ARRAY[$2::smallint], ARRAY[NULL::bytea], ARRAY[NULL::bytea])";
+/// Adds one to the count of resets, and returns it.
+const NEXT_GENERATION: &str =
+    "UPDATE plantstore_feed SET generation = generation + 1 WHERE one RETURNING generation";
+
+/// The log's pending row of a reset (kind $1) under the next ticket, which
+/// it returns.
+const LOG_RESET: &str = "INSERT INTO plant_changes_pending (ticket, ids, kinds, names, tags)
+VALUES (nextval('plant_changes_ticket'), ARRAY[0::bigint], ARRAY[$1::smallint],
+    ARRAY[NULL::bytea], ARRAY[NULL::bytea])
+RETURNING ticket";
 
 /// What a committed reset did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ResetDone {
-    /// Its number in the change log.
-    pub seq: u64,
+    /// Its ticket in the change log (`number`), the order of its number
+    /// among the others; 0 with the log off (`sql::change_log_on`).
+    pub ticket: u64,
     /// The generation it began.
     pub generation: u64,
     /// Plants it left.
@@ -148,12 +158,7 @@ fn reset_in(
     limit(&mut tx, deadline)?;
     tx.batch_execute("LOCK TABLE plants IN EXCLUSIVE MODE")?;
     limit(&mut tx, deadline)?;
-    let row = tx.query_one(
-        "UPDATE plantstore_feed SET last = last + 1, generation = generation + 1 \
-         WHERE one RETURNING last, generation",
-        &[],
-    )?;
-    let (seq, generation): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+    let generation: i64 = tx.query_typed_one(NEXT_GENERATION, &[])?.try_get(0)?;
     limit(&mut tx, deadline)?;
     tx.batch_execute("DELETE FROM plants")?;
     for piece in pieces(plants) {
@@ -164,11 +169,16 @@ fn reset_in(
         }
         tx.execute_typed(INSERT, &rows.typed())?;
     }
-    tx.execute(LOG_RESET, &[&seq, &RESET_KIND])?;
+    let ticket: i64 = if super::sql::change_log_on() {
+        let kind = [(&RESET_KIND as &(dyn ToSql + Sync), Type::INT2)];
+        tx.query_typed_one(LOG_RESET, &kind)?.try_get(0)?
+    } else {
+        0
+    };
     tx.commit()?;
     Ok(ResetDone {
         // The counters only grow from 0: never negative.
-        seq: u64::try_from(seq).unwrap_or(0),
+        ticket: u64::try_from(ticket).unwrap_or(0),
         generation: u64::try_from(generation).unwrap_or(0),
         plants: plants.len(),
     })

@@ -22,7 +22,11 @@
 //! Version 4: `plantstore_key`, the key of the change feed's tickets that
 //! every instance shares (`key`). Version 5: the reset (`reset`):
 //! `plantstore_feed.generation`, the count of resets, and a kind of change
-//! of its own in the log, which an older build cannot read.
+//! of its own in the log, which an older build cannot read. Version 6:
+//! the change log numbered without a lock over the cluster (`number`):
+//! the tickets' sequence `plant_changes_ticket`, the writers' rows waiting
+//! for numbers in `plant_changes_pending`, and `plantstore_feed.ticket`,
+//! the last ticket numbered; the log and its numbers stay as they were.
 
 use std::fmt;
 
@@ -32,6 +36,7 @@ use postgres::{Client, Transaction};
 
 use super::DbError;
 use super::key::SCHEMA_4;
+use super::number::SCHEMA_6;
 use super::reset::SCHEMA_5;
 use super::shapes::NAME_KEY;
 use super::sql::Typed;
@@ -43,8 +48,10 @@ use crate::model::fold;
 /// indexes (an instance of an older build would write plants without
 /// them, so it refuses to start on it), 4 the shared key of the feed's
 /// tickets, 5 the reset (an older build's change feed would stop at the
-/// first reset in the log, so it refuses to start on it too).
-pub const SCHEMA_VERSION: i32 = 5;
+/// first reset in the log, so it refuses to start on it too), 6 the
+/// numbering without a cluster-wide lock (an older build would number
+/// changes beside the numberer: it refuses to start as well).
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// Rows the upgrade to version 3 folds a statement, at most...
 const BACKFILL_ROWS: i64 = 1000;
@@ -157,32 +164,37 @@ pub fn ensure_schema(client: &mut Client) -> Result<Schema, SchemaError> {
         .get(0);
     if !exists {
         tx.batch_execute(SCHEMA)?;
-        tx.execute("INSERT INTO plantstore_schema (version) VALUES (1)", &[])?;
+        tx.batch_execute("INSERT INTO plantstore_schema (version) VALUES (1)")?;
     }
     let mut found: Option<i32> = tx
-        .query_one("SELECT max(version) FROM plantstore_schema", &[])?
+        .query_typed_one("SELECT max(version) FROM plantstore_schema", &[])?
         .get(0);
     if found == Some(1) {
         // Version 1 (a new database, or one an older build made): add the
         // change log, before any instance of this build changes a plant.
         tx.batch_execute(SCHEMA_2)?;
-        tx.execute("INSERT INTO plantstore_schema (version) VALUES (2)", &[])?;
+        tx.batch_execute("INSERT INTO plantstore_schema (version) VALUES (2)")?;
         found = Some(2);
     }
     if found == Some(2) {
         upgrade_to_3(&mut tx)?;
-        tx.execute("INSERT INTO plantstore_schema (version) VALUES (3)", &[])?;
+        tx.batch_execute("INSERT INTO plantstore_schema (version) VALUES (3)")?;
         found = Some(3);
     }
     if found == Some(3) {
         tx.batch_execute(SCHEMA_4)?;
-        tx.execute("INSERT INTO plantstore_schema (version) VALUES (4)", &[])?;
+        tx.batch_execute("INSERT INTO plantstore_schema (version) VALUES (4)")?;
         found = Some(4);
     }
     if found == Some(4) {
         tx.batch_execute(SCHEMA_5)?;
-        tx.execute("INSERT INTO plantstore_schema (version) VALUES (5)", &[])?;
+        tx.batch_execute("INSERT INTO plantstore_schema (version) VALUES (5)")?;
         found = Some(5);
+    }
+    if found == Some(5) {
+        tx.batch_execute(SCHEMA_6)?;
+        tx.batch_execute("INSERT INTO plantstore_schema (version) VALUES (6)")?;
+        found = Some(6);
     }
     let search_scans = match found {
         Some(SCHEMA_VERSION) => trigram(&mut tx)?,

@@ -22,8 +22,8 @@
 //! a hash join over a scan of the whole table), and 36,600 with plans made
 //! for each run (then prepared statements with `plan_cache_mode =
 //! force_custom_plan`, which a pooler would lose). A
-//! batch of changes is one statement ([`APPLY`], or for one change alone `CREATE_ONE`,
-//! `REPLACE_ONE` or `DELETE_ONE`), so one transaction: it has committed, all of
+//! batch of changes is one statement ([`APPLY`], or for one change alone a
+//! statement of its own per kind), so one transaction: it has committed, all of
 //! it, when the statement returns, and the answers that follow are never
 //! ahead of the database. Each kind of change is set-based over arrays
 //! (`unnest`, `= ANY`), each id at most once per batch, and the statement
@@ -37,23 +37,24 @@
 //! `deadlock_timeout`, 1 s by default) cancels one, which is run again
 //! (nothing of it committed).
 //!
-//! The change log (schema version 2), for the change feed of every
-//! instance: the same statement numbers the changes it applied, taking the
-//! numbers from the one row of `plantstore_feed (epoch, last)`, and writes
-//! them as one row of `plant_changes (seq, ids, kinds, names, tags)`: the
-//! batch's first number and its changes as arrays, in id order. Updating
-//! the counter row locks it until the commit, so batches that change
-//! anything commit one at a time in the order of their numbers: a reader
-//! that has seen number n never later finds a smaller one committed. (The
-//! price: two instances' batches no longer commit together, each waits for
-//! the other's WAL flush. The row is found through its primary key, on a
-//! page kept mostly empty, so its old versions are pruned in place instead
-//! of growing a table that every update would scan.) The
-//! followers (`follow`) read the log from their last number (`changelog`). `epoch` is
-//! when the log was made (milliseconds since 1970): ids of the feed are
-//! `<epoch>-<seq>` on every instance.
+//! The change log, for the change feed of every instance: the same
+//! statement that applies a batch takes a ticket once its changes are
+//! applied (`nextval('plant_changes_ticket')`, so after every row lock
+//! the batch holds) and writes them under it as one row of
+//! `plant_changes_pending (ticket, ids, kinds, names, tags)`, in id order.
+//! A batch that changed nothing takes no ticket. Writers share no row but
+//! those of the plants they change, so batches of different ids commit
+//! side by side. The numberer (`number`, schema version 6) later moves the
+//! committed rows to `plant_changes (seq, ids, kinds, names, tags)`,
+//! numbered in ticket order, which the followers (`follow`) read from
+//! their last number (`changelog`). `plantstore_feed (epoch, last)` holds
+//! the last number given; `epoch` is when the log was made (milliseconds
+//! since 1970): ids of the feed are `<epoch>-<seq>` on every instance.
+//! Each statement comes in two variants, with the log and without it (a
+//! benchmark's switch, [`change_log_on`]), made of the same pieces.
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use postgres::error::SqlState;
 use postgres::types::{ToSql, Type};
@@ -64,9 +65,10 @@ use crate::model::{Plant, fold};
 
 /// A batch of changes in one statement: creates ($1-$5: ids, names,
 /// tags, folded names, folded tags), replaces ($6-$10) and deletes ($11),
-/// each array in id order; the changes applied are numbered and logged
-/// (see the module header). It returns the ids it changed.
-const APPLY: &str = "WITH created AS (
+/// each array in id order, up to the CTE `changed` (what was applied).
+macro_rules! apply_changes {
+    () => {
+        "WITH created AS (
     INSERT INTO plants (id, name, tag, name_folded, tag_folded)
     SELECT id, name, tag, name_folded, tag_folded
     FROM unnest($1::bigint[], $2::bytea[], $3::bytea[], $4::text[], $5::text[])
@@ -88,66 +90,136 @@ const APPLY: &str = "WITH created AS (
     SELECT id, 1::smallint AS kind, name, tag FROM created
     UNION ALL SELECT id, 2::smallint, name, tag FROM replaced
     UNION ALL SELECT id, 3::smallint, NULL::bytea, NULL::bytea FROM deleted
-), counted AS (
-    SELECT count(*) AS n FROM changed
-), numbers AS (
-    UPDATE plantstore_feed SET last = last + counted.n
-    FROM counted WHERE plantstore_feed.one AND counted.n > 0
-    RETURNING last - counted.n + 1 AS first
-), logged AS (
-    INSERT INTO plant_changes (seq, ids, kinds, names, tags)
-    SELECT numbers.first, array_agg(c.id ORDER BY c.id), array_agg(c.kind ORDER BY c.id),
-        array_agg(c.name ORDER BY c.id), array_agg(c.tag ORDER BY c.id)
-    FROM changed AS c, numbers
-    GROUP BY numbers.first
-)
-SELECT id FROM changed";
+)"
+    };
+}
 
-/// The end of a statement for one change, the CTE `changed` (the id if
-/// it was applied): numbers and logs it as [`APPLY`] does, with this kind
-/// (1 create, 2 replace, 3 delete) and this name and tag.
+/// The CTE `ticket`: the batch's ticket (`number`), taken from the count
+/// of `changed`, so only once every change of the batch is applied and
+/// every row lock it takes is held, and only when it changed anything.
+macro_rules! take_ticket {
+    () => {
+        ", ticket AS (
+    SELECT nextval('plant_changes_ticket') AS ticket
+    FROM (SELECT count(*) AS n FROM changed) AS counted WHERE n > 0
+)"
+    };
+}
+
+/// What every writing statement returns: the ids it changed.
+macro_rules! changed_ids {
+    () => {
+        "
+SELECT id FROM changed"
+    };
+}
+
+/// [`apply_changes`], its changes logged as one pending row under its
+/// ticket, in id order (see the module header); it returns the ids it
+/// changed.
+const APPLY: &str = concat!(
+    apply_changes!(),
+    take_ticket!(),
+    ", logged AS (
+    INSERT INTO plant_changes_pending (ticket, ids, kinds, names, tags)
+    SELECT ticket.ticket, array_agg(c.id ORDER BY c.id), array_agg(c.kind ORDER BY c.id),
+        array_agg(c.name ORDER BY c.id), array_agg(c.tag ORDER BY c.id)
+    FROM changed AS c, ticket
+    GROUP BY ticket.ticket
+)",
+    changed_ids!()
+);
+
+/// The end of a statement for one change, after the CTE `changed` (the
+/// id if it was applied): logs it as [`APPLY`] does, with this kind (1
+/// create, 2 replace, 3 delete) and this name and tag.
 macro_rules! log_one {
     ($kind:literal, $name:literal, $tag:literal) => {
         concat!(
-            "), numbers AS (
-    UPDATE plantstore_feed SET last = last + 1
-    WHERE one AND EXISTS (SELECT FROM changed)
-    RETURNING last
-), logged AS (
-    INSERT INTO plant_changes (seq, ids, kinds, names, tags)
-    SELECT last, ARRAY[$1::bigint], ARRAY[",
+            take_ticket!(),
+            ", logged AS (
+    INSERT INTO plant_changes_pending (ticket, ids, kinds, names, tags)
+    SELECT ticket, ARRAY[$1::bigint], ARRAY[",
             $kind,
             "::smallint], ARRAY[",
             $name,
             "::bytea], ARRAY[",
             $tag,
-            "::bytea] FROM numbers
-)
-SELECT id FROM changed"
+            "::bytea] FROM ticket
+)",
+            changed_ids!()
         )
     };
 }
 
 /// A batch of one change: a statement of its own for each kind ($1: the
-/// id, $2 and $3: name and tag, $4 and $5: both folded), planned in a fraction of [`APPLY`]'s
-/// time, which a lone client waits for.
-const CREATE_ONE: &str = concat!(
-    "WITH changed AS (
+/// id, $2 and $3: name and tag, $4 and $5: both folded), planned in a
+/// fraction of [`APPLY`]'s time, which a lone client waits for; each up to
+/// its CTE `changed`.
+macro_rules! create_one {
+    () => {
+        "WITH changed AS (
     INSERT INTO plants (id, name, tag, name_folded, tag_folded) VALUES ($1, $2, $3, $4, $5)
-    ON CONFLICT (id) DO NOTHING RETURNING id",
-    log_one!("1", "$2", "$3")
-);
-const REPLACE_ONE: &str = concat!(
-    "WITH changed AS (
+    ON CONFLICT (id) DO NOTHING RETURNING id
+)"
+    };
+}
+macro_rules! replace_one {
+    () => {
+        "WITH changed AS (
     UPDATE plants SET name = $2, tag = $3, name_folded = $4, tag_folded = $5 WHERE id = $1
-    RETURNING id",
-    log_one!("2", "$2", "$3")
-);
-const DELETE_ONE: &str = concat!(
-    "WITH changed AS (
-    DELETE FROM plants WHERE id = $1 RETURNING id",
-    log_one!("3", "NULL", "NULL")
-);
+    RETURNING id
+)"
+    };
+}
+macro_rules! delete_one {
+    () => {
+        "WITH changed AS (
+    DELETE FROM plants WHERE id = $1 RETURNING id
+)"
+    };
+}
+
+/// The statements that change plants, with the change log or (the
+/// benchmark's switch, [`change_log_on`]) without it.
+pub(super) struct Writes {
+    pub(super) apply: &'static str,
+    pub(super) create_one: &'static str,
+    pub(super) replace_one: &'static str,
+    pub(super) delete_one: &'static str,
+}
+
+const LOGGED: Writes = Writes {
+    apply: APPLY,
+    create_one: concat!(create_one!(), log_one!("1", "$2", "$3")),
+    replace_one: concat!(replace_one!(), log_one!("2", "$2", "$3")),
+    delete_one: concat!(delete_one!(), log_one!("3", "NULL", "NULL")),
+};
+
+const UNLOGGED: Writes = Writes {
+    apply: concat!(apply_changes!(), changed_ids!()),
+    create_one: concat!(create_one!(), changed_ids!()),
+    replace_one: concat!(replace_one!(), changed_ids!()),
+    delete_one: concat!(delete_one!(), changed_ids!()),
+};
+
+/// Whether this process keeps the change log: `PLANTSTORE_BENCH_NO_CHANGE_LOG=1`
+/// in its environment turns it off. A benchmark's switch, not a flag: the
+/// benchmark compares writes with the feed and without it. Off, the
+/// statements that change plants log nothing ([`writes`]), a reset
+/// logs nothing, and no follower runs (no numbering, a silent feed);
+/// nothing else changes. Read once.
+pub(super) fn change_log_on() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        std::env::var_os("PLANTSTORE_BENCH_NO_CHANGE_LOG").is_none_or(|value| value != "1")
+    })
+}
+
+/// The statements that change plants, as this process writes them.
+pub(super) fn writes() -> &'static Writes {
+    if change_log_on() { &LOGGED } else { &UNLOGGED }
+}
 
 /// How often a batch cancelled by deadlock detection is run again.
 const DEADLOCK_TRIES: usize = 3;
@@ -276,8 +348,8 @@ impl Connection {
             let rows = match change {
                 Change::Create(plant) | Change::Replace(plant) => {
                     let statement = match change {
-                        Change::Create(_) => CREATE_ONE,
-                        _ => REPLACE_ONE,
+                        Change::Create(_) => writes().create_one,
+                        _ => writes().replace_one,
                     };
                     let name = plant.name.as_bytes();
                     let tag = plant.tag.as_deref().map(str::as_bytes);
@@ -291,7 +363,9 @@ impl Connection {
                     ];
                     self.client.query_typed(statement, &values)?
                 }
-                Change::Delete => self.client.query_typed(DELETE_ONE, &[(id, Type::INT8)])?,
+                Change::Delete => self
+                    .client
+                    .query_typed(writes().delete_one, &[(id, Type::INT8)])?,
             };
             return Ok(vec![rows.len() == 1]);
         }
@@ -310,7 +384,7 @@ impl Connection {
         let [r1, r2, r3, r4, r5] = replaced.typed();
         let deleted: Typed = (&deleted, Type::INT8_ARRAY);
         let values = [c1, c2, c3, c4, c5, r1, r2, r3, r4, r5, deleted];
-        let rows = self.client.query_typed(APPLY, &values)?;
+        let rows = self.client.query_typed(writes().apply, &values)?;
         let mut done = std::collections::HashSet::with_capacity(rows.len());
         for row in &rows {
             done.insert(row.try_get::<_, i64>(0)?);

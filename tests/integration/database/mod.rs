@@ -6,6 +6,8 @@ mod feed;
 mod frozen;
 mod listing;
 mod logs;
+mod numbering;
+mod ordering;
 mod orders;
 mod reset;
 mod serving;

@@ -6,22 +6,24 @@
 //! version 4, and the follower of another instance handing the reset on.
 //!
 //! Each test has a database of its own and reaches it through the
-//! library's connections, as the pool's workers do.
+//! library's connections, as the pool's workers do; the log is numbered
+//! (`number_committed`, as a follower does) before it is read.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use plantstore::database::{
     Change, Connect, Connection, InGeneration, RESET_FOR, ResetFailed, ensure_schema, follow,
+    number_committed,
 };
 use plantstore::dbconfig::DatabaseConfig;
 use plantstore::model::{ChangeKind, Plant, PlantChange};
 
 use super::start::versions;
-use crate::support::FreshDatabase;
+use crate::support::{FreshDatabase, PATIENCE};
 
 /// A connection as a worker's, to a database with the schema.
 fn connect(database: &FreshDatabase) -> Connection {
@@ -29,6 +31,12 @@ fn connect(database: &FreshDatabase) -> Connection {
     ensure_schema(&mut client).expect("the schema is made");
     let config = DatabaseConfig::parse(&database.url, 1).expect("the test URL parses");
     config.connect().expect("the test database answers")
+}
+
+/// Numbers what was committed (as a follower would); the log's last
+/// number.
+fn numbered(connection: &mut Connection) -> u64 {
+    number_committed(connection, PATIENCE).expect("the log is numbered")
 }
 
 fn plant(name: &str, tag: Option<&str>) -> Plant {
@@ -80,14 +88,14 @@ fn a_reset_leaves_exactly_the_seeds_plants_and_logs_one_change_of_its_own_kind()
     let database = FreshDatabase::new();
     let mut connection = connect(&database);
     creates(&mut connection, 1..=50);
-    let before = connection.log_last().unwrap();
+    let before = numbered(&mut connection);
+    assert_eq!(before, 50);
     assert_eq!(connection.generation().unwrap(), 0);
     let seed = seed();
     let done = connection.reset(&seed).expect("the reset commits");
-    assert_eq!(
-        (done.seq, done.generation, done.plants),
-        (before + 1, 1, seed.len())
-    );
+    assert_eq!((done.generation, done.plants), (1, seed.len()));
+    assert!(done.ticket > 1, "after the creates' ticket: {done:?}");
+    assert_eq!(numbered(&mut connection), before + 1);
     let expected: BTreeMap<i64, Plant> = seed.iter().cloned().collect();
     assert_eq!(table(&database), expected, "the seed's plants and no other");
     // Written as every write is: the folded columns a search compares.
@@ -115,8 +123,9 @@ fn a_reset_leaves_exactly_the_seeds_plants_and_logs_one_change_of_its_own_kind()
     assert_eq!(connection.log_last().unwrap(), before + 1);
     assert_eq!(connection.generation().unwrap(), 1);
     // No seed: no plants.
-    let done = connection.reset(&[]).expect("an empty reset commits");
-    assert_eq!((done.generation, done.plants), (2, 0));
+    let again = connection.reset(&[]).expect("an empty reset commits");
+    assert_eq!((again.generation, again.plants), (2, 0));
+    assert!(again.ticket > done.ticket);
     assert!(table(&database).is_empty());
 }
 
@@ -158,10 +167,12 @@ fn writes_racing_resets_land_wholly_before_or_wholly_after_each() {
     let mut connection = connect(&database);
     let seed = seed();
     let stop = Arc::new(AtomicBool::new(false));
+    // Batches committed, over all writers.
+    let batches = Arc::new(AtomicUsize::new(0));
     let writers: Vec<_> = (0..4i64)
         .map(|w| {
             let mut writer = connect(&database);
-            let stop = Arc::clone(&stop);
+            let (stop, batches) = (Arc::clone(&stop), Arc::clone(&batches));
             thread::spawn(move || {
                 let mut round = 0i64;
                 // Bounded even if the test fails before it says stop.
@@ -180,48 +191,50 @@ fn writes_racing_resets_land_wholly_before_or_wholly_after_each() {
                         (id - 2, Change::Delete),
                     ];
                     writer.apply(&changes).expect("a batch commits");
+                    batches.fetch_add(1, Ordering::Relaxed);
                     round += 1;
                 }
-                round
             })
         })
         .collect();
-    let mut last = 0;
-    for _ in 0..5 {
-        // Writes land between the resets, whatever the load.
-        let before = connection.log_last().unwrap();
-        while connection.log_last().unwrap() < before + 20 {
-            thread::sleep(Duration::from_millis(10));
+    // Writes land between the resets, whatever the load.
+    let some_more = || {
+        let before = batches.load(Ordering::Relaxed);
+        while batches.load(Ordering::Relaxed) < before + 5 {
+            thread::sleep(Duration::from_millis(5));
         }
-        last = connection.reset(&seed).expect("a reset commits").seq;
+    };
+    let mut tickets = Vec::new();
+    for _ in 0..5 {
+        some_more();
+        tickets.push(connection.reset(&seed).expect("a reset commits").ticket);
     }
-    let upto = connection.log_last().unwrap();
-    while connection.log_last().unwrap() < upto + 20 {
-        thread::sleep(Duration::from_millis(10));
-    }
+    some_more();
     stop.store(true, Ordering::Relaxed);
-    let rounds: i64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
-    assert!(rounds > 20, "the writers wrote ({rounds} batches)");
-    let reset = last;
-    let upto = connection.log_last().unwrap();
-    assert!(upto > reset + 10, "writes landed after the last reset");
-    let mut after: Vec<PlantChange> = Vec::new();
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    assert!(tickets.is_sorted(), "{tickets:?}");
+    let last = numbered(&mut connection);
+    let mut log: Vec<PlantChange> = Vec::new();
     loop {
-        let from = after.last().map_or(reset, |c| c.seq);
+        let from = log.last().map_or(0, |c| c.seq);
         let more = connection.changes_after(from, 64).unwrap();
         if more.is_empty() {
             break;
         }
-        after.extend(more);
+        log.extend(more);
     }
-    assert_eq!(after.last().map(|c| c.seq), Some(upto));
-    assert_eq!(
-        after.first().map(|c| c.seq),
-        Some(reset + 1),
-        "the log is whole"
-    );
+    let numbers: Vec<u64> = log.iter().map(|c| c.seq).collect();
+    assert_eq!(numbers, (1..=last).collect::<Vec<_>>(), "the log is whole");
+    let resets: Vec<usize> = (0..log.len())
+        .filter(|&at| log[at].kind == ChangeKind::Reset)
+        .collect();
+    assert_eq!(resets.len(), 5, "each reset logged once");
+    let after = &log[resets[4] + 1..];
+    assert!(after.len() > 10, "writes landed after the last reset");
     let mut expected: BTreeMap<i64, Plant> = seed.iter().cloned().collect();
-    replay(&mut expected, &after);
+    replay(&mut expected, after);
     assert_eq!(
         table(&database),
         expected,
@@ -235,7 +248,7 @@ fn a_reset_that_cannot_finish_in_time_changes_nothing() {
     let mut connection = connect(&database);
     creates(&mut connection, 1..=5);
     let before = table(&database);
-    let last = connection.log_last().unwrap();
+    let last = numbered(&mut connection);
     // A write that neither commits nor ends holds the table.
     let mut holder = database.client();
     let mut tx = holder.transaction().unwrap();
@@ -254,7 +267,7 @@ fn a_reset_that_cannot_finish_in_time_changes_nothing() {
     );
     tx.rollback().unwrap();
     assert_eq!(table(&database), before, "nothing changed");
-    assert_eq!(connection.log_last().unwrap(), last, "nothing logged");
+    assert_eq!(numbered(&mut connection), last, "nothing logged");
     assert_eq!(connection.generation().unwrap(), 0);
     // The connection serves on.
     assert_eq!(connection.reset(&seed()).unwrap().generation, 1);
@@ -265,18 +278,22 @@ fn a_version_4_database_is_upgraded_to_version_5_keeping_its_plants_and_log() {
     let database = FreshDatabase::new();
     let mut connection = connect(&database);
     creates(&mut connection, 1..=5);
+    numbered(&mut connection);
     let log = connection.changes_after(0, 64).unwrap();
+    assert_eq!(log.len(), 5);
     // Back to what version 4 made.
     let mut client = database.client();
     client
         .batch_execute(
-            "ALTER TABLE plantstore_feed DROP COLUMN generation;
-             DELETE FROM plantstore_schema WHERE version = 5;",
+            "ALTER TABLE plantstore_feed DROP COLUMN generation, DROP COLUMN ticket;
+             DROP TABLE plant_changes_pending;
+             DROP SEQUENCE plant_changes_ticket;
+             DELETE FROM plantstore_schema WHERE version >= 5;",
         )
         .unwrap();
     assert_eq!(versions(&mut client), [1, 2, 3, 4]);
     ensure_schema(&mut client).expect("version 4 is upgraded");
-    assert_eq!(versions(&mut client), [1, 2, 3, 4, 5]);
+    assert_eq!(versions(&mut client), [1, 2, 3, 4, 5, 6]);
     let mut connection = connect(&database);
     assert_eq!(connection.generation().unwrap(), 0);
     assert_eq!(table(&database).len(), 5);
@@ -289,7 +306,7 @@ fn the_follower_of_another_instance_hands_the_reset_on_in_order() {
     let database = FreshDatabase::new();
     let mut connection = connect(&database);
     creates(&mut connection, 1..=2);
-    let from = connection.log_last().unwrap();
+    let from = numbered(&mut connection);
     let seen: Arc<Mutex<Vec<PlantChange>>> = Arc::default();
     let alive = Arc::new(());
     let into = Arc::clone(&seen);
@@ -298,7 +315,7 @@ fn the_follower_of_another_instance_hands_the_reset_on_in_order() {
     let weak: Weak<()> = Arc::downgrade(&alive);
     follow(config, from, deliver, weak).unwrap();
     creates(&mut connection, 3..=3);
-    let reset = connection.reset(&seed()).unwrap();
+    connection.reset(&seed()).unwrap();
     creates(&mut connection, 4..=4);
     let deadline = Instant::now() + Duration::from_secs(10);
     while seen.lock().unwrap().len() < 3 && Instant::now() < deadline {
@@ -315,11 +332,10 @@ fn the_follower_of_another_instance_hands_the_reset_on_in_order() {
         seen,
         [
             (from + 1, 3, ChangeKind::Created),
-            (reset.seq, 0, ChangeKind::Reset),
-            (reset.seq + 1, 4, ChangeKind::Created),
+            (from + 2, 0, ChangeKind::Reset),
+            (from + 3, 4, ChangeKind::Created),
         ]
     );
-    assert_eq!(reset.seq, from + 2);
 }
 
 /// An export read across a reset (here made through the API) ends cut

@@ -45,7 +45,7 @@ pub(super) fn password(url: &str) -> &str {
 }
 
 #[test]
-fn the_schema_is_created_at_version_5_on_first_start_and_a_second_start_keeps_the_plants() {
+fn the_schema_is_created_at_version_6_on_first_start_and_a_second_start_keeps_the_plants() {
     let database = FreshDatabase::new();
     let mut client = database.client();
     let none: Option<String> = client
@@ -56,8 +56,8 @@ fn the_schema_is_created_at_version_5_on_first_start_and_a_second_start_keeps_th
     let mut server = TestServer::with(database.config(config()));
     // Version 1, then what version 2 adds (the change log), then version 3
     // (the folded columns for search), then 4 (the tickets' shared key), then 5
-    // (the reset).
-    assert_eq!(versions(&mut client), [1, 2, 3, 4, 5]);
+    // (the reset), then 6 (the log numbered without a cluster-wide lock).
+    assert_eq!(versions(&mut client), [1, 2, 3, 4, 5, 6]);
     let name_type: String = client
         .query_one(
             "SELECT data_type FROM information_schema.columns \
@@ -76,7 +76,7 @@ fn the_schema_is_created_at_version_5_on_first_start_and_a_second_start_keeps_th
         server.send("GET", "/plants/1", &[AUTH], "").json(),
         json!({"id": 1, "name": "kept", "tag": "t"})
     );
-    assert_eq!(versions(&mut client), [1, 2, 3, 4, 5], "recorded once");
+    assert_eq!(versions(&mut client), [1, 2, 3, 4, 5, 6], "recorded once");
     assert_eq!(rows(&mut client), 1);
 }
 
@@ -86,20 +86,20 @@ fn a_newer_schema_version_stops_start_up_with_exit_1_naming_both_versions() {
     let mut client = database.client();
     ensure_schema(&mut client).expect("a fresh database takes the schema");
     client
-        .execute("UPDATE plantstore_schema SET version = 6", &[])
+        .execute("UPDATE plantstore_schema SET version = 7", &[])
         .unwrap();
     let args = ["--database", &database.url];
     let (code, stderr) = run_to_exit(&args, Some(TOKEN), Duration::from_secs(10));
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
-        stderr.contains("schema version 6") && stderr.contains("this build's 5"),
+        stderr.contains("schema version 7") && stderr.contains("this build's 6"),
         "{stderr}"
     );
     assert!(!stderr.contains("listening"), "{stderr}");
     assert!(!stderr.contains(password(&database.url)), "{stderr}");
     assert_eq!(
         versions(&mut client),
-        [6, 6, 6, 6, 6],
+        [7, 7, 7, 7, 7, 7],
         "left as it was found"
     );
 }
@@ -141,7 +141,7 @@ fn a_version_1_database_gets_the_change_log_and_keeps_its_plants() {
         )
         .unwrap();
     let server = TestServer::with(database.config(config()));
-    assert_eq!(versions(&mut client), [1, 2, 3, 4, 5]);
+    assert_eq!(versions(&mut client), [1, 2, 3, 4, 5, 6]);
     assert_eq!(
         server.send("GET", "/plants/1", &[AUTH], "").json(),
         json!({"id": 1, "name": "old"})

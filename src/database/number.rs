@@ -1,0 +1,316 @@
+//! Numbering the change log without a lock over the whole cluster
+//! (schema version 6).
+//!
+//! Writers do not number their changes. A batch (`sql`) or a reset
+//! (`reset`) takes a ticket, `nextval('plant_changes_ticket')`, once it
+//! holds every row lock it takes and has a transaction id, and writes its
+//! changes under that ticket as one row of `plant_changes_pending`. The
+//! numberer, run by each instance's follower (`follow`) on the follower's
+//! connection before it reads, moves the committed pending rows to
+//! `plant_changes` in ticket order, numbered after `plantstore_feed.last`,
+//! and records the last ticket it has numbered up to in
+//! `plantstore_feed.ticket`. Followers read `plant_changes` by number as
+//! they always did: a version 5 log keeps its rows and ids.
+//!
+//! A round of the numberer:
+//! 1. Horizon: `t`, the sequence's last value (`CACHE 1`, so no value
+//!    handed out is above it); if `t` is above `plantstore_feed.ticket`,
+//!    then, in a later statement, `x := pg_current_xact_id()`, a
+//!    transaction id newer than every one assigned before it.
+//! 2. Wait until `pg_snapshot_xmin(pg_current_snapshot())` is above `x`:
+//!    every transaction with an id up to `x` has ended.
+//! 3. Number, in one transaction that holds the advisory lock
+//!    [`NUMBERER_LOCK`] and `plantstore_feed`'s row (each only tried: an
+//!    instance that does not get both skips the round): one statement
+//!    deletes the pending rows with tickets up to `t` (the oldest
+//!    [`NUMBER_ROWS`]; the rest under the same horizon next), inserts them
+//!    into `plant_changes` numbered in ticket order from `last + 1`, and
+//!    sets `last` and `ticket`.
+//!
+//! Why no change is missed, none is numbered twice, and every feed has
+//! the same order:
+//! - At step 3 every ticket up to `t` is final. A writer has its
+//!   transaction id before it takes its ticket (a batch from its first
+//!   modification; a reset from its update of the generation). A ticket
+//!   up to `t` was handed out before `t` was read, so before `x` was
+//!   assigned, and its writer's id is below `x`; at step 2 that writer had
+//!   ended: committed, and its row is visible to step 3's statement, whose
+//!   snapshot is taken later, or rolled back, and its row will never be.
+//! - Numbers are given once. Numberings run one at a time (the lock) and
+//!   each reads `last` after the previous one committed. Each moves every
+//!   pending row with a ticket up to its `t` (by the above, all there will
+//!   ever be, less those numbered before), or the oldest of them, and
+//!   deletes what it numbers in the transaction that numbers it. So the
+//!   tickets numbered are always every ticket up to `plantstore_feed.ticket`,
+//!   and numbers follow ticket order.
+//! - Followers read `plant_changes` by number; the numbers are fixed by
+//!   one commit and numberings commit one after another, each above the
+//!   last: a follower that has read number n never later finds a smaller
+//!   one, and every follower reads the same changes in the same order.
+//!
+//! Why the changes of one id are in the order the store applied them: two
+//! batches that change one id both lock its row (a create, its key in the
+//! primary key's index); the second gets it only once the first has
+//! committed, and takes its ticket after its locks, so after the first
+//! took its ticket. The sequence hands out increasing values (`CACHE 1`),
+//! so the second's ticket and number are larger. A reset takes its
+//! ticket after its lock of the whole table: before it every batch that
+//! committed first, after it every batch that waited for it.
+//!
+//! The price: step 2 waits for every transaction of the cluster that
+//! holds a transaction id (has written) and began before `x`, in any
+//! database. One left open (a session idle in a transaction, a prepared
+//! transaction) holds the numbering back: writes go on, the feeds wait.
+//! A horizon waiting [`WAIT_WARNING`] is logged, naming the oldest such
+//! transaction where PostgreSQL shows it, and again every `WAIT_WARNING`;
+//! `idle_in_transaction_session_timeout` bounds the wait (docs/postgres.md).
+//!
+//! Latency: a follower with no horizon (or that has just numbered up to
+//! its horizon) takes one and checks it at once; one it holds is checked
+//! at each look (`follow::LOOK`). A change reaches the log within about
+//! two looks of its commit. The horizon lives in the follower's memory: a
+//! lost connection starts over with a new one.
+//!
+//! `PLANTSTORE_BENCH_NO_CHANGE_LOG=1` is a benchmark's switch, not a flag
+//! (`sql::change_log_on`): the change log off, to measure what it costs.
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use log::warn;
+use postgres::types::Type;
+
+use super::{Connection, DbError};
+
+/// What version 6 adds to version 5: the tickets, the pending rows, and
+/// the last ticket numbered (the log itself is unchanged).
+pub(super) const SCHEMA_6: &str = "
+CREATE SEQUENCE plant_changes_ticket CACHE 1;
+CREATE TABLE plant_changes_pending (
+    ticket bigint PRIMARY KEY, ids bigint[] NOT NULL, kinds smallint[] NOT NULL,
+    names bytea[] NOT NULL, tags bytea[] NOT NULL
+);
+ALTER TABLE plantstore_feed ADD COLUMN ticket bigint NOT NULL DEFAULT 0;
+";
+
+/// The advisory lock of a numbering transaction ("plantnum" in ASCII).
+const NUMBERER_LOCK: i64 = 0x706c_616e_746e_756d;
+
+/// Pending rows (batches of at most `waiting::BATCH_CHANGES` changes) one
+/// numbering moves, at most...
+const NUMBER_ROWS: i64 = 1024;
+/// ... and numberings one look runs, at most: a larger backlog goes on at
+/// the next look.
+const ROUNDS: usize = 16;
+
+/// A horizon waited for this long is logged, and again this often.
+pub const WAIT_WARNING: Duration = Duration::from_secs(10);
+
+/// The last ticket handed out (0 before the first) and the last numbered.
+const TICKETS: &str = "SELECT
+    (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM plant_changes_ticket),
+    (SELECT ticket FROM plantstore_feed WHERE one)";
+
+/// A transaction id newer than every one assigned before (this statement
+/// commits at once).
+const XID: &str = "SELECT pg_current_xact_id()::text::bigint";
+
+/// Every transaction id below this one has ended.
+const XMIN: &str = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint";
+
+/// The log's last number, if this transaction gets the numberer's lock
+/// ($1) and the row of `plantstore_feed` (a reset holds it until it
+/// commits); no row if not, and then the transaction ends at once.
+const LOCK: &str = "SELECT last FROM plantstore_feed
+WHERE one AND pg_try_advisory_xact_lock($1) FOR UPDATE SKIP LOCKED";
+
+/// Moves the pending rows with tickets up to $1, the oldest $2 of them, to
+/// the log, numbered in ticket order after $3 (the last number); sets the
+/// last number and the last ticket numbered up to ($1 if fewer than $2
+/// rows were left), and returns the rows moved.
+const NUMBER: &str = "WITH moved AS (
+    DELETE FROM plant_changes_pending WHERE ticket IN (
+        SELECT ticket FROM plant_changes_pending WHERE ticket <= $1 ORDER BY ticket LIMIT $2
+    )
+    RETURNING ticket, ids, kinds, names, tags
+), numbered AS (
+    INSERT INTO plant_changes (seq, ids, kinds, names, tags)
+    SELECT $3 + 1 + sum(cardinality(ids)) OVER (ORDER BY ticket) - cardinality(ids),
+        ids, kinds, names, tags
+    FROM moved
+    RETURNING seq + cardinality(ids) - 1 AS last
+), counted AS (
+    SELECT count(*) AS n, max(ticket) AS upto FROM moved
+)
+UPDATE plantstore_feed SET
+    last = coalesce((SELECT max(last) FROM numbered), plantstore_feed.last),
+    ticket = greatest(plantstore_feed.ticket, CASE WHEN counted.n < $2 THEN $1 ELSE counted.upto END)
+FROM counted WHERE one
+RETURNING counted.n";
+
+/// The oldest transaction of the cluster that holds an id, where this
+/// role may see it: its process, database, state and age in seconds.
+const OLDEST: &str = "SELECT pid, datname::text, coalesce(state, '?'),
+    coalesce(extract(epoch FROM now() - xact_start)::bigint, 0)
+FROM pg_stat_activity
+WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid()
+ORDER BY age(backend_xid) DESC LIMIT 1";
+
+/// A horizon (step 1): tickets up to `ticket` are final once every
+/// transaction up to `xid` has ended.
+struct Horizon {
+    ticket: i64,
+    xid: i64,
+    /// Whether that has been seen: the rest under it needs no more waiting.
+    passed: bool,
+    since: Instant,
+    warned: Option<Instant>,
+}
+
+/// The numberer of one follower connection: the horizon it holds.
+#[derive(Default)]
+pub(super) struct Numberer {
+    horizon: Option<Horizon>,
+}
+
+/// What one numbering did.
+enum Numbered {
+    /// Every ticket up to the horizon is numbered.
+    All,
+    /// [`NUMBER_ROWS`] were; more are left under the horizon.
+    Some,
+    /// Another instance numbers, or a reset holds the counter row.
+    Skipped,
+}
+
+impl Numberer {
+    /// One look's numbering: goes on under the horizon held; when it is
+    /// done, or none is held, takes a new one and checks it at once.
+    pub(super) fn step(&mut self, connection: &mut Connection) -> Result<(), DbError> {
+        if self.horizon.is_some() && !self.go_on(connection)? {
+            return Ok(());
+        }
+        self.horizon = horizon(connection)?;
+        self.go_on(connection)?;
+        Ok(())
+    }
+
+    /// Numbers under the horizon held, at most [`ROUNDS`] times; whether
+    /// every ticket up to it is numbered (or none is held).
+    fn go_on(&mut self, connection: &mut Connection) -> Result<bool, DbError> {
+        let Some(horizon) = &mut self.horizon else {
+            return Ok(true);
+        };
+        for _ in 0..ROUNDS {
+            if !horizon.passed {
+                let xmin: i64 = connection.client().query_typed_one(XMIN, &[])?.try_get(0)?;
+                if xmin <= horizon.xid {
+                    horizon.waiting(connection);
+                    return Ok(false);
+                }
+                horizon.passed = true;
+            }
+            match number(connection, horizon.ticket)? {
+                Numbered::All => {
+                    self.horizon = None;
+                    return Ok(true);
+                }
+                Numbered::Some => continue,
+                Numbered::Skipped => return Ok(false),
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// Step 1: a horizon, if any ticket handed out is not numbered yet.
+fn horizon(connection: &mut Connection) -> Result<Option<Horizon>, DbError> {
+    let row = connection.client().query_typed_one(TICKETS, &[])?;
+    let (handed, numbered): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+    if handed <= numbered {
+        return Ok(None);
+    }
+    // A statement of its own, after the one that read the ticket.
+    let xid: i64 = connection.client().query_typed_one(XID, &[])?.try_get(0)?;
+    Ok(Some(Horizon {
+        ticket: handed,
+        xid,
+        passed: false,
+        since: Instant::now(),
+        warned: None,
+    }))
+}
+
+/// Step 3, once.
+fn number(connection: &mut Connection, upto: i64) -> Result<Numbered, DbError> {
+    let mut tx = connection.client().transaction()?;
+    let Some(locked) = tx.query_typed_opt(LOCK, &[(&NUMBERER_LOCK, Type::INT8)])? else {
+        tx.rollback()?;
+        return Ok(Numbered::Skipped);
+    };
+    let last: i64 = locked.try_get(0)?;
+    let params: [(&(dyn postgres::types::ToSql + Sync), Type); 3] = [
+        (&upto, Type::INT8),
+        (&NUMBER_ROWS, Type::INT8),
+        (&last, Type::INT8),
+    ];
+    let moved: i64 = tx.query_typed_one(NUMBER, &params)?.try_get(0)?;
+    tx.commit()?;
+    Ok(if moved < NUMBER_ROWS {
+        Numbered::All
+    } else {
+        Numbered::Some
+    })
+}
+
+impl Horizon {
+    /// Logs a wait of [`WAIT_WARNING`] and more, every `WAIT_WARNING`.
+    fn waiting(&mut self, connection: &mut Connection) {
+        let waited = self.since.elapsed();
+        if waited < WAIT_WARNING || self.warned.is_some_and(|w| w.elapsed() < WAIT_WARNING) {
+            return;
+        }
+        self.warned = Some(Instant::now());
+        let oldest = match connection.client().query_typed_opt(OLDEST, &[]) {
+            Ok(Some(row)) => oldest(&row).unwrap_or_default(),
+            _ => String::new(),
+        };
+        warn!(
+            "database: the change feed has waited {} s for transactions that began before it \
+             looked to end; changes are stored but not yet on the feed. A transaction left open \
+             anywhere in the cluster holds the feed back{oldest}: end it, or set \
+             idle_in_transaction_session_timeout",
+            waited.as_secs()
+        );
+    }
+}
+
+/// The oldest open transaction as the warning names it.
+fn oldest(row: &postgres::Row) -> Result<String, postgres::Error> {
+    let (pid, database): (i32, Option<String>) = (row.try_get(0)?, row.try_get(1)?);
+    let (state, age): (String, i64) = (row.try_get(2)?, row.try_get(3)?);
+    let database = database.unwrap_or_default();
+    Ok(format!(
+        " (the oldest: process {pid}, database {database}, {state}, open {age} s)"
+    ))
+}
+
+/// Numbers every change committed before the call, as a follower does,
+/// waiting at most `within` for the transactions under way to end; the
+/// log's last number. For tools and tests that read the log on a
+/// connection of their own.
+pub fn number_committed(connection: &mut Connection, within: Duration) -> Result<u64, DbError> {
+    let deadline = Instant::now() + within;
+    let mut numberer = Numberer {
+        horizon: horizon(connection)?,
+    };
+    while !numberer.go_on(connection)? {
+        if Instant::now() >= deadline {
+            return Err(DbError(format!(
+                "the change log's tickets were not all numbered within {within:?}"
+            )));
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    connection.log_last()
+}
