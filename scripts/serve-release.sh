@@ -7,15 +7,17 @@
 # directory of its own, target/$serve_features, so
 # target/release/plantstore stays the default build.
 #
-# PLANTSTORE_POSTGRES_BIN names a postgres build to serve instead of
-# building one (CI hands it the build its PostgreSQL tests made).
-serve_bin=target/release/plantstore
-if [ "${serve_features:-}" = postgres ] && [ -n "${PLANTSTORE_POSTGRES_BIN:-}" ]; then
-    serve_bin=$PLANTSTORE_POSTGRES_BIN
+# SERVE_BIN names a default build to serve instead of building
+# target/release/plantstore, SERVE_POSTGRES_BIN a postgres build instead
+# of building one (CI hands them its published build and the build its
+# PostgreSQL tests made).
+serve_bin=${SERVE_BIN:-target/release/plantstore}
+if [ "${serve_features:-}" = postgres ] && [ -n "${SERVE_POSTGRES_BIN:-}" ]; then
+    serve_bin=$SERVE_POSTGRES_BIN
 elif [ -n "${serve_features:-}" ]; then
     cargo build --release --quiet --features "$serve_features" --target-dir "target/${serve_features//,/-}"
     serve_bin=target/${serve_features//,/-}/release/plantstore
-else
+elif [ -z "${SERVE_BIN:-}" ]; then
     cargo build --release --quiet
 fi
 

@@ -32,7 +32,9 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import selenium' 2>/d
 fi
 [ -z "${INSTALL_ONLY:-}" ] || exit 0  # scripts/ci/ci-prepare.sh: install only
 
-cargo build --release --quiet
+# SERVE_BIN: a default build made already, served instead of building one.
+bin=${SERVE_BIN:-$PWD/target/release/plantstore}
+[ -n "${SERVE_BIN:-}" ] || cargo build --release --quiet
 
 token=browser-token
 work=$(mktemp -d)
@@ -65,7 +67,7 @@ static="http://127.0.0.1:$static_port"
 
 serve() {
     local log=$1; shift
-    PLANTSTORE_TOKEN=$token ./target/release/plantstore --addr 127.0.0.1:0 "$@" 2>"$log" &
+    PLANTSTORE_TOKEN=$token "$bin" --addr 127.0.0.1:0 "$@" 2>"$log" &
     pids+=($!)
 }
 # With --data: the changes the page makes are answered after the sync,

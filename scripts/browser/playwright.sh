@@ -42,12 +42,13 @@ if ! same_as_lock; then
 fi
 [ -z "${INSTALL_ONLY:-}" ] || exit 0  # scripts/ci/ci-prepare.sh: install only
 
-cargo build --release --quiet
+# SERVE_BIN: a default build made already, served instead of building one.
+[ -n "${SERVE_BIN:-}" ] || cargo build --release --quiet
 
 # timeout leads a process group of its own: the test runner, its workers
 # and the servers they start are in it, and are all stopped on exit. (Each
 # Chromium leads a group too; it ends when its worker closes its pipe.)
-bin=$PWD/target/release/plantstore
+bin=${SERVE_BIN:-$PWD/target/release/plantstore}
 (cd "$example" && PLANTSTORE_BIN=$bin CHROMIUM=$chromium \
     exec timeout --kill-after=10 "${PLAYWRIGHT_TIMEOUT:-180}" node_modules/.bin/playwright test) &
 run=$!

@@ -31,11 +31,14 @@ if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
     scripts/apt-install.sh prometheus
 fi
 
-cargo build --release --quiet
-# The instance on PostgreSQL: PLANTSTORE_POSTGRES_BIN if given (a postgres
+# The instance on the journal: SERVE_BIN if given (a default build made
+# already), else target/release/plantstore.
+journal_bin=${SERVE_BIN:-target/release/plantstore}
+[ -n "${SERVE_BIN:-}" ] || cargo build --release --quiet
+# The instance on PostgreSQL: SERVE_POSTGRES_BIN if given (a postgres
 # build made already), else the release build in target/postgres.
-postgres_bin=${PLANTSTORE_POSTGRES_BIN:-target/postgres/release/plantstore}
-[ -n "${PLANTSTORE_POSTGRES_BIN:-}" ] ||
+postgres_bin=${SERVE_POSTGRES_BIN:-target/postgres/release/plantstore}
+[ -n "${SERVE_POSTGRES_BIN:-}" ] ||
     cargo build --release --quiet --features postgres --target-dir target/postgres
 work=$(mktemp -d)
 database=plantstore_dashboard
@@ -53,7 +56,7 @@ printf '%s\n' "$token" >"$work/token"
 
 psql -q -X -d "$PLANTSTORE_TEST_DATABASE" -c "DROP DATABASE IF EXISTS $database" -c "CREATE DATABASE $database"
 journal_port=$(free_port)
-PLANTSTORE_TOKEN=$token target/release/plantstore --addr "127.0.0.1:$journal_port" \
+PLANTSTORE_TOKEN=$token "$journal_bin" --addr "127.0.0.1:$journal_port" \
     --data "$work/plants.journal" --log-level warn 2>"$work/journal.log" &
 pids+=($!)
 database_port=$(free_port)

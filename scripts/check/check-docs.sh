@@ -23,5 +23,6 @@ INSTALL_ONLY=1 scripts/peer/peer-eventsource.sh
 EVENTSOURCE=$PWD/.tools/eventsource-node/node_modules/eventsource
 export EVENTSOURCE
 
-cargo build --release --quiet
-exec python3 scripts/check/check-docs.py target/release/plantstore
+# SERVE_BIN: a default build made already, run instead of building one.
+[ -n "${SERVE_BIN:-}" ] || cargo build --release --quiet
+exec python3 scripts/check/check-docs.py "${SERVE_BIN:-target/release/plantstore}"

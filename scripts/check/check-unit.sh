@@ -13,7 +13,10 @@ if ! command -v systemd-analyze >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends systemd >/dev/null
 fi
-cargo build --release --quiet --bin plantstore
+# SERVE_BIN: a default build made already, used instead of building one.
+bin=${SERVE_BIN:-target/release/plantstore}
+[ -n "${SERVE_BIN:-}" ] || cargo build --release --quiet --bin plantstore
+bin=$(realpath "$bin")
 # verify wants each ExecStart binary to exist: the release build is linked
 # at each unit's path where nothing is (the check is about the units, not
 # the build), and the links removed after.
@@ -21,7 +24,7 @@ linked=()
 trap '[ ${#linked[@]} -eq 0 ] || $SUDO rm -f "${linked[@]}"' EXIT
 for path in $(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' contrib/plantstore.service contrib/plantstore-postgres.service); do
   if [ ! -e "$path" ]; then
-    $SUDO ln -s "$PWD/target/release/plantstore" "$path"
+    $SUDO ln -s "$bin" "$path"
     linked+=("$path")
   fi
 done
@@ -43,7 +46,7 @@ trap 'rm -f "$log"' EXIT
 for unit in contrib/plantstore.service contrib/plantstore-postgres.service; do
   limit=$(sed -n 's/^LimitNOFILE=//p' "$unit")
   [ -n "$limit" ] || { echo "$unit: no LimitNOFILE" >&2; exit 1; }
-  PLANTSTORE_TOKEN=check prlimit --nofile="$limit:$limit" target/release/plantstore \
+  PLANTSTORE_TOKEN=check prlimit --nofile="$limit:$limit" "$bin" \
     --addr 127.0.0.1:0 2>"$log" &
   pid=$!
   for _ in $(seq 1 200); do grep -q listening "$log" && break; sleep 0.05; done

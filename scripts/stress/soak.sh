@@ -33,8 +33,9 @@ kill_max=400
 }
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "SOAK_SECONDS: not a number: $seconds" >&2; exit 2; }
 
-cargo build --release --quiet
-bin=${CARGO_TARGET_DIR:-target}/release/plantstore
+# SERVE_BIN: a default build made already, run instead of building one.
+[ -n "${SERVE_BIN:-}" ] || cargo build --release --quiet
+bin=${SERVE_BIN:-${CARGO_TARGET_DIR:-target}/release/plantstore}
 
 # A PLANTSTORE_* variable of this shell would be a flag to the server.
 while read -r name; do unset "$name"; done < <(compgen -e | grep '^PLANTSTORE_' || true)
