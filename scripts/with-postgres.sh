@@ -302,7 +302,7 @@ status=0
 # pgbouncer said went wrong is shown first (the last of it).
 if [ "$status" -ne 0 ]; then
     echo "with-postgres: CMD exited $status; the last errors in the server's log:" >&2
-    grep -E '(ERROR|FATAL|PANIC|WARNING):|terminated by signal' "$log" 2>/dev/null | tail -n 40 >&2 || true
+    grep -E '(ERROR|FATAL|PANIC|WARNING|STATEMENT):|terminated by signal' "$log" 2>/dev/null | tail -n 40 >&2 || true
     if [ -n "$pgbouncer" ]; then
         echo "with-postgres: and in pgbouncer's:" >&2
         grep -E 'WARNING|ERROR|FATAL' "$bouncer/pgbouncer.log" 2>/dev/null |
