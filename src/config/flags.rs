@@ -102,6 +102,13 @@ const DATABASE_FLAGS: &[&str] = &[
     "PLANTSTORE_DATABASE_POOL",
 ];
 
+/// Variables the server reads that are not settings: a test's hook and a
+/// benchmark's switch, each read where it acts (not warned of as unknown).
+const HOOKS: &[&str] = &[
+    "PLANTSTORE_TEST_CERT_SECONDS",
+    "PLANTSTORE_BENCH_NO_CHANGE_LOG",
+];
+
 /// What a build without the PostgreSQL store says of its flags.
 const DATABASE_BUILD: &str = " is for the PostgreSQL build (plantstore-postgres; or cargo \
      build --release --features postgres --target-dir target/postgres), not this one";
@@ -219,7 +226,7 @@ fn environment(
     let mut vars: Vec<(String, OsString)> = env
         .into_iter()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value)))
-        .filter(|(name, _)| name.starts_with(PREFIX))
+        .filter(|(name, _)| name.starts_with(PREFIX) && !HOOKS.contains(&name.as_str()))
         .collect();
     let mut layer = Layer::default();
     for &(flag, kind) in FLAGS {
@@ -529,6 +536,23 @@ mod tests {
                 "PLANTSTORE_AA is not a plantstore setting; ignored",
                 "PLANTSTORE_ZZ is not a plantstore setting; ignored",
             ]
+        );
+    }
+
+    #[test]
+    fn the_hooks_the_server_reads_are_not_called_unknown() {
+        let flags = gather(
+            &[],
+            &[
+                ("PLANTSTORE_BENCH_NO_CHANGE_LOG", "1"),
+                ("PLANTSTORE_TEST_CERT_SECONDS", "6"),
+                ("PLANTSTORE_TEST_DATABASE", "postgres://x"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            flags.warnings,
+            ["PLANTSTORE_TEST_DATABASE is not a plantstore setting; ignored"]
         );
     }
 
