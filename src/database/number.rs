@@ -6,7 +6,7 @@
 //! holds every row lock it takes and has a transaction id, and writes its
 //! changes under that ticket as one row of `plant_changes_pending`. The
 //! numberer, run by each instance's follower (`follow`) on the follower's
-//! connection before it reads, moves the committed pending rows to
+//! connection between its reads, moves the committed pending rows to
 //! `plant_changes` in ticket order, numbered after `plantstore_feed.last`,
 //! and records the last ticket it has numbered up to in
 //! `plantstore_feed.ticket`. Followers read `plant_changes` by number as
@@ -65,12 +65,19 @@
 //! transaction where PostgreSQL shows it, and again every `WAIT_WARNING`;
 //! `idle_in_transaction_session_timeout` bounds the wait (docs/postgres.md).
 //!
+//! What the wait buys: numbers follow ticket order across all writers,
+//! and `plantstore_feed.ticket` says that nothing below it is left. (The
+//! properties above, per id included, would hold for the rows visible to
+//! each numbering without it; a row committed late would then be numbered
+//! after tickets above its own, once and alike on every feed, but only
+//! when a later ticket made the numberer look again.)
+//!
 //! Latency: a follower with no horizon (or that has just numbered up to
 //! its horizon) takes one and checks it at once; one it holds is checked
 //! at each look (`follow::LOOK`). A change reaches the log within about
 //! two looks of its commit, the feed of the instance that numbered it at
-//! once, the others' at their next look. The horizon lives in the follower's memory: a
-//! lost connection starts over with a new one.
+//! once, the others' at their next look. The horizon lives in the
+//! follower's memory: a lost connection starts over with a new one.
 //!
 //! `PLANTSTORE_BENCH_NO_CHANGE_LOG=1` is a benchmark's switch, not a flag
 //! (`sql::change_log_on`): the change log off, to measure what it costs.
