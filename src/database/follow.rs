@@ -2,10 +2,11 @@
 //! order of the log's numbers, for this instance's change feed.
 //!
 //! One thread per instance, on a connection of its own, every [`LOOK`]:
-//! first numbers what the writers of every instance committed since
-//! (`number`: at most one instance numbers at a time, the others find it
-//! done), then reads the log (`plant_changes`) from the last number it
-//! handed on: one indexed probe when nothing changed. (A `NOTIFY` from
+//! reads the log (`plant_changes`) from the last number it handed on (one
+//! indexed probe when nothing changed), then numbers what the writers of
+//! every instance committed (`number`: at most one instance numbers at a
+//! time, the others find it done), and reads again if it numbered
+//! anything. (A `NOTIFY` from
 //! each batch would wake it sooner, but takes a lock over the whole
 //! database at every commit that notifies.) A lost connection (PostgreSQL
 //! stopped or restarted) is made again with the workers' backoff, and
@@ -89,17 +90,11 @@ fn run<T>(
     let mut pruned = Instant::now();
     let mut numberer = Numberer::default();
     loop {
-        numberer.step(connection)?;
-        // Everything logged since the last change handed on.
-        loop {
-            let changes = connection.changes_after(*last, PAGE)?;
-            for change in &changes {
-                deliver(change);
-                *last = change.seq;
-            }
-            if changes.is_empty() {
-                break;
-            }
+        // What another instance numbered is read first, not after this
+        // one's turn at numbering; what this one numbers, right after.
+        read(connection, last, deliver)?;
+        if numberer.step(connection)? {
+            read(connection, last, deliver)?;
         }
         if pruned.elapsed() >= PRUNE {
             pruned = Instant::now();
@@ -113,6 +108,24 @@ fn run<T>(
         thread::sleep(LOOK);
         if connection.is_closed() {
             return Err(DbError("the connection closed".into()));
+        }
+    }
+}
+
+/// Hands on everything logged since the last change handed on.
+fn read(
+    connection: &mut Connection,
+    last: &mut u64,
+    deliver: &dyn Fn(&PlantChange),
+) -> Result<(), DbError> {
+    loop {
+        let changes = connection.changes_after(*last, PAGE)?;
+        for change in &changes {
+            deliver(change);
+            *last = change.seq;
+        }
+        if changes.is_empty() {
+            return Ok(());
         }
     }
 }

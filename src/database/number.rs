@@ -6,7 +6,7 @@
 //! holds every row lock it takes and has a transaction id, and writes its
 //! changes under that ticket as one row of `plant_changes_pending`. The
 //! numberer, run by each instance's follower (`follow`) on the follower's
-//! connection before it reads, moves the committed pending rows to
+//! connection between its reads, moves the committed pending rows to
 //! `plant_changes` in ticket order, numbered after `plantstore_feed.last`,
 //! and records the last ticket it has numbered up to in
 //! `plantstore_feed.ticket`. Followers read `plant_changes` by number as
@@ -65,11 +65,19 @@
 //! transaction where PostgreSQL shows it, and again every `WAIT_WARNING`;
 //! `idle_in_transaction_session_timeout` bounds the wait (docs/postgres.md).
 //!
+//! What the wait buys: numbers follow ticket order across all writers,
+//! and `plantstore_feed.ticket` says that nothing below it is left. (The
+//! properties above, per id included, would hold for the rows visible to
+//! each numbering without it; a row committed late would then be numbered
+//! after tickets above its own, once and alike on every feed, but only
+//! when a later ticket made the numberer look again.)
+//!
 //! Latency: a follower with no horizon (or that has just numbered up to
 //! its horizon) takes one and checks it at once; one it holds is checked
 //! at each look (`follow::LOOK`). A change reaches the log within about
-//! two looks of its commit. The horizon lives in the follower's memory: a
-//! lost connection starts over with a new one.
+//! two looks of its commit, the feed of the instance that numbered it at
+//! once, the others' at their next look. The horizon lives in the
+//! follower's memory: a lost connection starts over with a new one.
 //!
 //! `PLANTSTORE_BENCH_NO_CHANGE_LOG=1` is a benchmark's switch, not a flag
 //! (`sql::change_log_on`): the change log off, to measure what it costs.
@@ -171,6 +179,8 @@ struct Horizon {
 #[derive(Default)]
 pub(super) struct Numberer {
     horizon: Option<Horizon>,
+    /// Whether this look's numbering moved any row to the log.
+    moved: bool,
 }
 
 /// What one numbering did.
@@ -186,13 +196,14 @@ enum Numbered {
 impl Numberer {
     /// One look's numbering: goes on under the horizon held; when it is
     /// done, or none is held, takes a new one and checks it at once.
-    pub(super) fn step(&mut self, connection: &mut Connection) -> Result<(), DbError> {
-        if self.horizon.is_some() && !self.go_on(connection)? {
-            return Ok(());
+    /// Whether it numbered anything.
+    pub(super) fn step(&mut self, connection: &mut Connection) -> Result<bool, DbError> {
+        self.moved = false;
+        if self.horizon.is_none() || self.go_on(connection)? {
+            self.horizon = horizon(connection)?;
+            self.go_on(connection)?;
         }
-        self.horizon = horizon(connection)?;
-        self.go_on(connection)?;
-        Ok(())
+        Ok(self.moved)
     }
 
     /// Numbers under the horizon held, at most [`ROUNDS`] times; whether
@@ -210,7 +221,9 @@ impl Numberer {
                 }
                 horizon.passed = true;
             }
-            match number(connection, horizon.ticket)? {
+            let numbered = number(connection, horizon.ticket)?;
+            self.moved |= numbered.1 > 0;
+            match numbered.0 {
                 Numbered::All => {
                     self.horizon = None;
                     return Ok(true);
@@ -241,12 +254,12 @@ fn horizon(connection: &mut Connection) -> Result<Option<Horizon>, DbError> {
     }))
 }
 
-/// Step 3, once.
-fn number(connection: &mut Connection, upto: i64) -> Result<Numbered, DbError> {
+/// Step 3, once; and the rows it moved.
+fn number(connection: &mut Connection, upto: i64) -> Result<(Numbered, i64), DbError> {
     let mut tx = connection.client().transaction()?;
     let Some(locked) = tx.query_typed_opt(LOCK, &[(&NUMBERER_LOCK, Type::INT8)])? else {
         tx.rollback()?;
-        return Ok(Numbered::Skipped);
+        return Ok((Numbered::Skipped, 0));
     };
     let last: i64 = locked.try_get(0)?;
     let params: [(&(dyn postgres::types::ToSql + Sync), Type); 3] = [
@@ -256,11 +269,12 @@ fn number(connection: &mut Connection, upto: i64) -> Result<Numbered, DbError> {
     ];
     let moved: i64 = tx.query_typed_one(NUMBER, &params)?.try_get(0)?;
     tx.commit()?;
-    Ok(if moved < NUMBER_ROWS {
+    let numbered = if moved < NUMBER_ROWS {
         Numbered::All
     } else {
         Numbered::Some
-    })
+    };
+    Ok((numbered, moved))
 }
 
 impl Horizon {
@@ -303,6 +317,7 @@ pub fn number_committed(connection: &mut Connection, within: Duration) -> Result
     let deadline = Instant::now() + within;
     let mut numberer = Numberer {
         horizon: horizon(connection)?,
+        moved: false,
     };
     while !numberer.go_on(connection)? {
         if Instant::now() >= deadline {

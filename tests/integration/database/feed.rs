@@ -288,7 +288,8 @@ fn a_version_5_log_keeps_its_ids_and_the_feed_goes_on_after_it() {
     let first = format!("{epoch}-1");
     let mut on_b = Feed::open(b.addr, &[("Last-Event-ID", &first)], "");
     assert_eq!(a.create(&plant_body(3, "three", None)).status, 200);
-    assert_eq!(b.send("DELETE", "/plants/2", &[AUTH], "").status, 204);
+    let deleted = b.send("DELETE", "/plants/2", &[AUTH], "");
+    assert_eq!(deleted.status, 204, "{}", deleted.text());
     let events: Vec<(String, String, serde_json::Value)> =
         (0..4).map(|_| seen(&on_b.next_event())).collect();
     let id = |n: u64| format!("{epoch}-{n}");
