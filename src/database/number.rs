@@ -77,7 +77,12 @@
 //! at each look (`follow::LOOK`). A change reaches the log within about
 //! two looks of its commit, the feed of the instance that numbered it at
 //! once, the others' at their next look. The horizon lives in the
-//! follower's memory: a lost connection starts over with a new one.
+//! follower's memory: a lost connection, or a failed statement, starts
+//! over with a new one; so does a horizon taken before the server last
+//! started (`pg_postmaster_start_time`, checked with the wait and with
+//! the lock): behind a pooler the follower's connection outlives a
+//! restart of PostgreSQL, and ids and tickets not yet flushed before it
+//! may be handed out again.
 //!
 //! `PLANTSTORE_BENCH_NO_CHANGE_LOG=1` is a benchmark's switch, not a flag
 //! (`sql::change_log_on`): the change log off, to measure what it costs.
@@ -91,7 +96,11 @@ use postgres::types::Type;
 use super::{Connection, DbError};
 
 /// What version 6 adds to version 5: the tickets, the pending rows, and
-/// the last ticket numbered (the log itself is unchanged).
+/// the last ticket numbered (the log itself is unchanged); and a trigger
+/// that refuses what an instance of an older build still running would
+/// do, number changes itself (`last` moved without `ticket`), which
+/// would put them out of order with the numberer's: its batch fails (a
+/// 503) instead. A numbering always moves `ticket` with `last`.
 pub(super) const SCHEMA_6: &str = "
 CREATE SEQUENCE plant_changes_ticket CACHE 1;
 CREATE TABLE plant_changes_pending (
@@ -99,6 +108,16 @@ CREATE TABLE plant_changes_pending (
     names bytea[] NOT NULL, tags bytea[] NOT NULL
 );
 ALTER TABLE plantstore_feed ADD COLUMN ticket bigint NOT NULL DEFAULT 0;
+CREATE FUNCTION plantstore_feed_numbered() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.last <> OLD.last AND NEW.ticket <= OLD.ticket THEN
+        RAISE EXCEPTION 'the change log is numbered by plantstore schema version 6: '
+            'stop every instance of an older build';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER plantstore_feed_numbered BEFORE UPDATE ON plantstore_feed
+    FOR EACH ROW EXECUTE FUNCTION plantstore_feed_numbered();
 ";
 
 /// The advisory lock of a numbering transaction ("plantnum" in ASCII).
@@ -121,15 +140,18 @@ const TICKETS: &str = "SELECT
 
 /// A transaction id newer than every one assigned before (this statement
 /// commits at once).
-const XID: &str = "SELECT pg_current_xact_id()::text::bigint";
+/// With it, when the server started: a horizon is of one run of the
+/// server (see [`Horizon::started`]).
+const XID: &str = "SELECT pg_current_xact_id()::text::bigint, pg_postmaster_start_time()::text";
 
-/// Every transaction id below this one has ended.
-const XMIN: &str = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint";
+/// Every transaction id below this one has ended; and when the server
+/// started.
+const XMIN: &str = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, pg_postmaster_start_time()::text";
 
 /// The log's last number, if this transaction gets the numberer's lock
 /// ($1) and the row of `plantstore_feed` (a reset holds it until it
 /// commits); no row if not, and then the transaction ends at once.
-const LOCK: &str = "SELECT last FROM plantstore_feed
+const LOCK: &str = "SELECT last, pg_postmaster_start_time()::text FROM plantstore_feed
 WHERE one AND pg_try_advisory_xact_lock($1) FOR UPDATE SKIP LOCKED";
 
 /// Moves the pending rows with tickets up to $1, the oldest $2 of them, to
@@ -169,6 +191,12 @@ ORDER BY age(backend_xid) DESC LIMIT 1";
 struct Horizon {
     ticket: i64,
     xid: i64,
+    /// When the server whose ids these are started. Behind a pooler
+    /// (pgbouncer) the follower's connection outlives a restart of
+    /// PostgreSQL, after which the ids and the sequence may start again
+    /// below what the horizon holds (what was not yet flushed is gone): a
+    /// horizon of another run of the server is dropped, not trusted.
+    started: String,
     /// Whether that has been seen: the rest under it needs no more waiting.
     passed: bool,
     since: Instant,
@@ -191,6 +219,8 @@ enum Numbered {
     Some,
     /// Another instance numbers, or a reset holds the counter row.
     Skipped,
+    /// Nothing: the server is not the one the horizon was taken on.
+    Restarted,
 }
 
 impl Numberer {
@@ -199,11 +229,20 @@ impl Numberer {
     /// Whether it numbered anything.
     pub(super) fn step(&mut self, connection: &mut Connection) -> Result<bool, DbError> {
         self.moved = false;
+        let stepped = self.step_on(connection);
+        if stepped.is_err() {
+            // What failed may have been the server: start over.
+            self.horizon = None;
+        }
+        stepped.map(|()| self.moved)
+    }
+
+    fn step_on(&mut self, connection: &mut Connection) -> Result<(), DbError> {
         if self.horizon.is_none() || self.go_on(connection)? {
             self.horizon = horizon(connection)?;
             self.go_on(connection)?;
         }
-        Ok(self.moved)
+        Ok(())
     }
 
     /// Numbers under the horizon held, at most [`ROUNDS`] times; whether
@@ -214,14 +253,19 @@ impl Numberer {
         };
         for _ in 0..ROUNDS {
             if !horizon.passed {
-                let xmin: i64 = connection.client().query_typed_one(XMIN, &[])?.try_get(0)?;
+                let row = connection.client().query_typed_one(XMIN, &[])?;
+                let (xmin, started): (i64, String) = (row.try_get(0)?, row.try_get(1)?);
+                if started != horizon.started {
+                    self.horizon = None;
+                    return Ok(true);
+                }
                 if xmin <= horizon.xid {
                     horizon.waiting(connection);
                     return Ok(false);
                 }
                 horizon.passed = true;
             }
-            let numbered = number(connection, horizon.ticket)?;
+            let numbered = number(connection, horizon)?;
             self.moved |= numbered.1 > 0;
             match numbered.0 {
                 Numbered::All => {
@@ -230,6 +274,10 @@ impl Numberer {
                 }
                 Numbered::Some => continue,
                 Numbered::Skipped => return Ok(false),
+                Numbered::Restarted => {
+                    self.horizon = None;
+                    return Ok(true);
+                }
             }
         }
         Ok(false)
@@ -244,10 +292,11 @@ fn horizon(connection: &mut Connection) -> Result<Option<Horizon>, DbError> {
         return Ok(None);
     }
     // A statement of its own, after the one that read the ticket.
-    let xid: i64 = connection.client().query_typed_one(XID, &[])?.try_get(0)?;
+    let row = connection.client().query_typed_one(XID, &[])?;
     Ok(Some(Horizon {
         ticket: handed,
-        xid,
+        xid: row.try_get(0)?,
+        started: row.try_get(1)?,
         passed: false,
         since: Instant::now(),
         warned: None,
@@ -255,13 +304,18 @@ fn horizon(connection: &mut Connection) -> Result<Option<Horizon>, DbError> {
 }
 
 /// Step 3, once; and the rows it moved.
-fn number(connection: &mut Connection, upto: i64) -> Result<(Numbered, i64), DbError> {
+fn number(connection: &mut Connection, horizon: &Horizon) -> Result<(Numbered, i64), DbError> {
+    let upto = horizon.ticket;
     let mut tx = connection.client().transaction()?;
     let Some(locked) = tx.query_typed_opt(LOCK, &[(&NUMBERER_LOCK, Type::INT8)])? else {
         tx.rollback()?;
         return Ok((Numbered::Skipped, 0));
     };
-    let last: i64 = locked.try_get(0)?;
+    let (last, started): (i64, String) = (locked.try_get(0)?, locked.try_get(1)?);
+    if started != horizon.started {
+        tx.rollback()?;
+        return Ok((Numbered::Restarted, 0));
+    }
     let params: [(&(dyn postgres::types::ToSql + Sync), Type); 3] = [
         (&upto, Type::INT8),
         (&NUMBER_ROWS, Type::INT8),

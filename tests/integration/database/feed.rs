@@ -264,7 +264,9 @@ fn a_version_5_log_keeps_its_ids_and_the_feed_goes_on_after_it() {
     ensure_schema(&mut client).expect("the schema is made");
     client
         .batch_execute(
-            "ALTER TABLE plantstore_feed DROP COLUMN ticket;
+            "DROP TRIGGER plantstore_feed_numbered ON plantstore_feed;
+             DROP FUNCTION plantstore_feed_numbered();
+             ALTER TABLE plantstore_feed DROP COLUMN ticket;
              DROP TABLE plant_changes_pending;
              DROP SEQUENCE plant_changes_ticket;
              DELETE FROM plantstore_schema WHERE version = 6;
@@ -279,7 +281,7 @@ fn a_version_5_log_keeps_its_ids_and_the_feed_goes_on_after_it() {
         .unwrap();
     assert_eq!(versions(&mut client), [1, 2, 3, 4, 5]);
     let epoch: i64 = client
-        .query_one("SELECT epoch FROM plantstore_feed", &[])
+        .query_typed_one("SELECT epoch FROM plantstore_feed", &[])
         .unwrap()
         .get(0);
     let a = TestServer::with(database.config(config()));
@@ -308,4 +310,17 @@ fn a_version_5_log_keeps_its_ids_and_the_feed_goes_on_after_it() {
         expected.map(|(n, event, plant)| (id(n), event.to_string(), serde_json::json!(plant)))
     );
     assert_eq!(events[0].2, serde_json::json!({"id": 2, "name": "two"}));
+    // An instance of the older build still running numbers its batch
+    // itself: refused, so that it cannot be out of order.
+    let old = client
+        .batch_execute("UPDATE plantstore_feed SET last = last + 1")
+        .unwrap_err();
+    let message = old.as_db_error().map(|e| e.message().to_string());
+    assert!(
+        message
+            .as_deref()
+            .unwrap_or("")
+            .contains("schema version 6"),
+        "{old:?}"
+    );
 }

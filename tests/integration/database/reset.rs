@@ -285,7 +285,9 @@ fn a_version_4_database_is_upgraded_to_version_5_keeping_its_plants_and_log() {
     let mut client = database.client();
     client
         .batch_execute(
-            "ALTER TABLE plantstore_feed DROP COLUMN generation, DROP COLUMN ticket;
+            "DROP TRIGGER plantstore_feed_numbered ON plantstore_feed;
+             DROP FUNCTION plantstore_feed_numbered();
+             ALTER TABLE plantstore_feed DROP COLUMN generation, DROP COLUMN ticket;
              DROP TABLE plant_changes_pending;
              DROP SEQUENCE plant_changes_ticket;
              DELETE FROM plantstore_schema WHERE version >= 5;",

@@ -20,7 +20,10 @@ use crate::support::{AUTH, FreshDatabase, JSON, TOKEN, TempFile, TestServer, con
 /// The versions `plantstore_schema` records.
 pub(super) fn versions(client: &mut postgres::Client) -> Vec<i32> {
     client
-        .query("SELECT version FROM plantstore_schema", &[])
+        .query_typed(
+            "SELECT version FROM plantstore_schema ORDER BY version",
+            &[],
+        )
         .expect("plantstore_schema exists")
         .iter()
         .map(|row| row.get(0))
