@@ -87,7 +87,7 @@ pgbench_run() {
   start_instance "" --database "$PG_URL"
   stop_extra
   printf '%s\n' '\set id random(1, 4000000000000000000)' \
-    "INSERT INTO plants (id, name, tag) VALUES (:id, 'plant', 'bench') ON CONFLICT (id) DO NOTHING;" \
+    "INSERT INTO plants (id, name, tag, name_folded, tag_folded) VALUES (:id, 'plant', 'bench', 'plant', 'bench') ON CONFLICT (id) DO NOTHING;" \
     >"$WORK/insert.sql"
   local bench=(pgbench -n -M prepared -c "$PG_CONNS" -j 2 -f "$WORK/insert.sql")
   "${bench[@]}" -T 2 "$PG_URL" >/dev/null 2>&1
