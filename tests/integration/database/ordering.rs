@@ -14,6 +14,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -63,7 +65,8 @@ struct Sent {
     outcome: Outcome,
 }
 
-/// How long the writers write, and how they pace their requests.
+/// How long the writers go on writing once what runs meanwhile (a crash
+/// and a restart) has returned, and how they pace their requests.
 #[derive(Clone, Copy)]
 struct Plan {
     write_for: Duration,
@@ -103,13 +106,14 @@ fn change(op: Op, id: i64, name: &str) -> Vec<u8> {
 }
 
 /// One writer's requests through `addr`, each with what became of it.
-fn write(addr: SocketAddr, writer: usize, plan: Plan) -> Vec<Sent> {
-    let stop = Instant::now() + plan.write_for;
+fn write(addr: SocketAddr, writer: usize, plan: Plan, stop: &AtomicBool) -> Vec<Sent> {
+    // However slowly the machine goes, a writer ends.
+    let deadline = Instant::now() + PATIENCE;
     let mut dice = Dice(0x9E37_79B9_7F4A_7C15 ^ (writer as u64 + 1));
     let mut client = Client::connect(addr);
     let mut sent = Vec::new();
     for n in 0..REQUESTS {
-        if Instant::now() >= stop {
+        if stop.load(Ordering::Relaxed) || Instant::now() >= deadline {
             break;
         }
         let id = 1 + dice.below(IDS as u64) as i64;
@@ -146,13 +150,17 @@ fn write(addr: SocketAddr, writer: usize, plan: Plan) -> Vec<Sent> {
 
 /// Runs the writers on `a` and `b` while `meanwhile` runs; every request.
 fn writers(a: SocketAddr, b: SocketAddr, plan: Plan, meanwhile: impl FnOnce()) -> Vec<Sent> {
+    let stop = Arc::new(AtomicBool::new(false));
     let running: Vec<_> = (0..WRITERS)
         .map(|w| {
             let addr = if w % 2 == 0 { a } else { b };
-            thread::spawn(move || write(addr, w, plan))
+            let stop = Arc::clone(&stop);
+            thread::spawn(move || write(addr, w, plan, &stop))
         })
         .collect();
     meanwhile();
+    thread::sleep(plan.write_for);
+    stop.store(true, Ordering::Relaxed);
     running
         .into_iter()
         .flat_map(|w| w.join().expect("a writer"))
@@ -339,7 +347,7 @@ fn every_acknowledged_change_is_on_both_feeds_once_after_postgresql_crashes_unde
     let alone = Turn::alone();
     let database = FreshDatabase::within(&alone);
     let plan = Plan {
-        write_for: Duration::from_secs(8),
+        write_for: Duration::from_secs(5),
         pause: Duration::from_millis(10),
     };
     let sh = |variable: &str| {
