@@ -93,6 +93,7 @@ use std::time::{Duration, Instant};
 use log::warn;
 use postgres::types::Type;
 
+use super::sql::Typed;
 use super::{Connection, DbError};
 
 /// What version 6 adds to version 5: the tickets, the pending rows, and
@@ -316,7 +317,7 @@ fn number(connection: &mut Connection, horizon: &Horizon) -> Result<(Numbered, i
         tx.rollback()?;
         return Ok((Numbered::Restarted, 0));
     }
-    let params: [(&(dyn postgres::types::ToSql + Sync), Type); 3] = [
+    let params: [Typed; 3] = [
         (&upto, Type::INT8),
         (&NUMBER_ROWS, Type::INT8),
         (&last, Type::INT8),

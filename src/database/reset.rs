@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 
 use postgres::Transaction;
 use postgres::error::SqlState;
-use postgres::types::{ToSql, Type};
+use postgres::types::Type;
 
-use super::sql::Columns;
+use super::sql::{Columns, Typed};
 use super::{Connection, DbError};
 use crate::model::Plant;
 
@@ -170,7 +170,7 @@ fn reset_in(
         tx.execute_typed(INSERT, &rows.typed())?;
     }
     let ticket: i64 = if super::sql::change_log_on() {
-        let kind = [(&RESET_KIND as &(dyn ToSql + Sync), Type::INT2)];
+        let kind: [Typed; 1] = [(&RESET_KIND, Type::INT2)];
         tx.query_typed_one(LOG_RESET, &kind)?.try_get(0)?
     } else {
         0
