@@ -253,7 +253,7 @@ EOF
 # Starts pgbouncer on a free port (retried as the cluster's is when
 # another process takes it first) and waits until a query goes through it.
 start_pgbouncer() {
-    local ready='' url
+    local ready='' url pid_seen attempt
     mkdir -p "$bouncer"
     printf '"plantstore" "%s"\n' "$password" >"$bouncer/userlist.txt"
     chmod 600 "$bouncer/userlist.txt"
@@ -263,9 +263,17 @@ start_pgbouncer() {
         [ "$owner" = "$(id -un)" ] || chown -R "$owner:" "$bouncer"
         as_owner "$pgbouncer" -d -q "$bouncer/pgbouncer.ini" >"$bouncer/start.out" 2>&1 || true
         url="postgres://plantstore:$password@127.0.0.1:$bouncer_port/postgres"
-        for _ in $(seq 100); do
+        # `pgbouncer -d` returns before its daemon has bound the port and
+        # written the pid file: one that has not written it within 5 s, or
+        # that removed it again, has stopped (a port taken, a bad setting).
+        pid_seen=
+        for attempt in $(seq 100); do
             if "$bin/psql" -X -q -At -d "$url" -c 'SELECT 1' >/dev/null 2>&1; then ready=1; break; fi
-            [ -f "$bouncer/pgbouncer.pid" ] || break
+            if [ -f "$bouncer/pgbouncer.pid" ]; then
+                pid_seen=1
+            elif [ -n "$pid_seen" ] || [ "$attempt" -gt 50 ]; then
+                break
+            fi
             sleep 0.1
         done
         [ -z "$ready" ] || return 0
