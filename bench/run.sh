@@ -12,7 +12,8 @@
 #   reference  POST /plants in memory, plantstore vs the axum + tokio reference
 #   footprint  sizes of the published builds, idle memory (private and RSS),
 #              memory with $PLANTS plants stored; rewrites docs/figures.md
-#   durable    POST /plants in memory vs --data (sync always and never)
+#   durable    POST /plants in memory vs --data (sync always and never), one
+#              core each: CPU per request, bytes written per change (or OLD vs new)
 #   startup    start-up time and peak memory with a journal of $PLANTS plants
 #   restart    restart after a torn tail of 1 MiB, for each crafted tail
 #   writers    a writer loop alone and under looping worst-case listings
@@ -56,7 +57,8 @@
 # longer p99, more CPU); its idle-connections part runs old and new. The
 # query section measures the old binary's private memory on its journal
 # (OLD=REV bench/run.sh query); the https section runs the old binary
-# before the new one in each round and prints new/old; the other sections
+# before the new one in each round and prints new/old, and so does the
+# durable section (in memory, --sync always and never); the other sections
 # ignore OLD, and the budgets skip the pinned rows (they are judged against the reference).
 # Without OLD nothing changes. OLD=HEAD (with nothing changed since) shows
 # how far two runs of one build differ.
@@ -102,10 +104,10 @@ if ! command -v wrk >/dev/null; then
 fi
 [ "$(ulimit -n)" -ge 4096 ] || ulimit -n 4096 2>/dev/null || true
 
-# The earlier build the pinned, https and query sections compare with
-# (OLD), if any.
+# The earlier build the pinned, durable, https and query sections compare
+# with (OLD), if any.
 OLD_BIN=
-if [ -n "${OLD:-}" ] && [[ " ${SECTIONS[*]} " =~ " "(pinned|https|query)" " ]]; then
+if [ -n "${OLD:-}" ] && [[ " ${SECTIONS[*]} " =~ " "(pinned|durable|https|query)" " ]]; then
   if [ -f "$OLD" ] && [ -x "$OLD" ]; then
     OLD_BIN=$OLD
   elif git rev-parse --verify --quiet "$OLD^{commit}" >/dev/null; then

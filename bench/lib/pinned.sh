@@ -152,16 +152,20 @@ ctx_switches() {
 # default http), a 2 s warm-up,
 # then $DURATION measured; sets RPS, P50, P99 (ms), ERRORS, REQUESTS,
 # CPU_US (server CPU µs per request) and CTX (server context switches per
-# request), both over the measured run only.
+# request), both over the measured run only. With MEASURE set (a command),
+# `$MEASURE start` and `$MEASURE stop` run just before and after the
+# measured run, as post's.
 pinned_run() {
   local conns=$1 ticks switches result
   PLANTSTORE_TOKEN=$TOKEN taskset -c 1 wrk -t1 -c"$conns" -d2s -s bench/post.lua \
     "${SCHEME:-http}://$ADDR" >/dev/null
+  [ -z "${MEASURE:-}" ] || $MEASURE start
   ctx_switches "$WORK/ctx.before"
   ticks=$(cpu_ticks)
   result=$(PLANTSTORE_TOKEN=$TOKEN taskset -c 1 wrk -t1 -c"$conns" -d"$DURATION" \
     -s bench/post.lua "${SCHEME:-http}://$ADDR" | grep '^RESULT')
   ticks=$(($(cpu_ticks) - ticks))
+  [ -z "${MEASURE:-}" ] || $MEASURE stop
   ctx_switches "$WORK/ctx.after"
   switches=$(awk 'NR == FNR {b[$1] = $2; next} {d += $2 - b[$1]} END{print d + 0}' \
     "$WORK/ctx.before" "$WORK/ctx.after")

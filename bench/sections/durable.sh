@@ -1,46 +1,152 @@
-# The durable section of bench/run.sh (`bench/run.sh durable`): POST /plants
-# in memory vs --data (sync always and never): throughput, latency and the
-# server's CPU per request. The figures the budgets section judges:
-# DURABLE_RATIO and DURABLE_CPU_RATIO (--sync always at 64 connections
-# against in memory). Sourced by bench/run.sh after bench/lib/*.sh, whose
+# The durable section of bench/run.sh (`bench/run.sh durable`): POST
+# /plants in memory vs --data, --sync always and never, each build on one
+# core: the server (every thread) pinned to CPU 0 with taskset, wrk -t1 on
+# CPU 1, at 64 connections and then at one. For each run: requests/s, p50,
+# p99, the server's CPU per request and, for --data, the bytes the journal's
+# block device was sent per acknowledged change (/proc/diskstats' sectors
+# written over the measured run, the file system's metadata commits
+# included; the process's own write_bytes leaves those out). With OLD set
+# (bench/run.sh's header), the old build runs before the new one in each
+# round, same flags, so old and new alternate in one run. $ROUNDS rounds;
+# the summary is the median of rounds. The journal is written in
+# $DURABLE_DIR (default: the run's scratch folder), which must be on a
+# block device (not tmpfs): its device's counters are shared with every
+# other writer of that device, so run it on a quiet machine; `sync` runs
+# before each measured run so that earlier dirty pages are not counted.
+# --sync never's bytes are not reported: the kernel writes them back later,
+# outside the run. The figures the budgets section judges: DURABLE_RATIO and
+# DURABLE_CPU_RATIO (--sync always at 64 connections against in memory, the
+# new build's medians). Sourced by bench/run.sh after bench/lib/*.sh, whose
 # helpers it calls.
 # shellcheck shell=bash
 
-# server_cpu start|stop: post's MEASURE: the server's CPU over the measured
-# run, in clock ticks (CPU_SPENT).
-server_cpu() {
-  if [ "$1" = start ]; then CPU_START=$(cpu_ticks); else CPU_SPENT=$(($(cpu_ticks) - CPU_START)); fi
+# durable_device DIR: the name /proc/diskstats gives the block device DIR
+# is on (sda1, vda, mmcblk0p2), or nothing when it is not on one (tmpfs,
+# overlay).
+durable_device() {
+  local number
+  number=$(stat -c '%Hd:%Ld' "$1")
+  [ -e "/sys/dev/block/$number" ] || return 0
+  basename "$(readlink -f "/sys/dev/block/$number")"
 }
 
-# durable_post CONNS: post with the server's CPU measured; sets CPU_US
-# (µs per request) besides post's figures.
-durable_post() {
-  MEASURE=server_cpu post "$1"
-  CPU_US=$(awk "BEGIN{printf \"%.1f\", $CPU_SPENT * 1e6 / $CLK_TCK / ($REQUESTS > 0 ? $REQUESTS : 1)}")
+# device_bytes: bytes written to $DURABLE_DEVICE so far (sectors written,
+# the tenth field of /proc/diskstats, are 512 bytes whatever the device).
+device_bytes() {
+  awk -v dev="$DURABLE_DEVICE" '$3 == dev {printf "%.0f\n", $10 * 512}' /proc/diskstats
 }
+
+# disk_bytes start|stop: pinned_run's MEASURE: sets DISK_BYTES to the bytes
+# written to the journal's device over the measured run.
+disk_bytes() {
+  if [ "$1" = start ]; then
+    sync
+    DISK_START=$(device_bytes)
+  else
+    DISK_BYTES=$(($(device_bytes) - DISK_START))
+  fi
+}
+
+# median KEY [PLACES]: the median of the values VALUES[KEY] holds (one a
+# round; the mean of the middle two for an even count).
+median() {
+  tr ' ' '\n' <<<"${VALUES[$1]}" | sort -g | awk -v places="${2:-1}" \
+    '{v[NR] = $1} END{m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
+      printf "%.*f", places, m}'
+}
+# keep KEY VALUE: adds this round's VALUE to VALUES[KEY].
+keep() { VALUES[$1]="${VALUES[$1]:+${VALUES[$1]} }$2"; }
+declare -A VALUES
 
 section_durable() {
   CLK_TCK=$(getconf CLK_TCK)
-  echo "## POST /plants: in memory vs --data (wrk -t2, $DURATION)"
+  local dir=${DURABLE_DIR:-$WORK}
+  DURABLE_DEVICE=$(durable_device "$dir")
+  local builds=(new)
+  [ -z "$OLD_BIN" ] || builds=(old new)
+  echo "## POST /plants: in memory vs --data, one core each (server on CPU 0, wrk -t1 on CPU 1; $DURATION, $ROUNDS rounds)"
   echo
-  echo "| storage | connections | requests/s | p50 ms | p99 ms | errors | vs in memory | server CPU µs/request | vs in memory |"
-  echo "|---|---|---|---|---|---|---|---|---|"
-  local conns mem mem_cpu sync
-  for conns in 16 64; do
-    start_server
-    durable_post "$conns"; mem=$RPS mem_cpu=$CPU_US
-    echo "| in memory | $conns | $RPS | $P50 | $P99 | $ERRORS | 1.00 | $CPU_US | 1.00 |"
-    stop_server
-    for sync in always never; do
-      rm -f "$WORK/bench.journal"
-      start_server --data "$WORK/bench.journal" --sync "$sync"
-      durable_post "$conns"
-      echo "| --data, --sync $sync | $conns | $RPS | $P50 | $P99 | $ERRORS | $(ratio "$RPS" "$mem") | $CPU_US | $(ratio "$CPU_US" "$mem_cpu") |"
-      if [ "$sync.$conns" = always.64 ]; then
-        DURABLE_RATIO=$(ratio "$RPS" "$mem") DURABLE_CPU_RATIO=$(ratio "$CPU_US" "$mem_cpu")
-      fi
-      stop_server
+  [ -z "$OLD_BIN" ] || { describe_binaries; echo; }
+  if [ -n "$DURABLE_DEVICE" ]; then
+    echo "The journal in $dir, on the block device $DURABLE_DEVICE; bytes per change: what"
+    echo "that device was sent over the measured run (/proc/diskstats) per 2xx answer."
+  else
+    echo "The journal in $dir, on no block device (tmpfs?): bytes written not measured"
+    echo "(DURABLE_DIR= a folder on a real disk)."
+  fi
+  echo
+  echo "| round | build | storage | connections | requests/s | p50 ms | p99 ms | errors | server CPU µs/request | bytes per change |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  local round build storage conns flags bytes
+  for round in $(seq 1 "$ROUNDS"); do
+    for build in "${builds[@]}"; do
+      for storage in memory always never; do
+        flags=()
+        if [ "$storage" != memory ]; then
+          rm -f "$dir/bench.journal"
+          flags=(--data "$dir/bench.journal" --sync "$storage")
+        fi
+        if [ "$build" = old ]; then
+          start_pinned old "${flags[@]}"
+        else
+          start_pinned plantstore "${flags[@]}"
+        fi
+        for conns in 64 1; do
+          DISK_BYTES=
+          if [ "$storage" = always ] && [ -n "$DURABLE_DEVICE" ]; then
+            MEASURE=disk_bytes pinned_run "$conns"
+          else
+            pinned_run "$conns"
+          fi
+          bytes=-
+          if [ -n "$DISK_BYTES" ]; then
+            bytes=$(awk "BEGIN{n = $REQUESTS - $ERRORS; printf \"%.0f\", (n > 0 ? $DISK_BYTES / n : 0)}")
+            keep "$build.$storage.$conns.bytes" "$bytes"
+          fi
+          keep "$build.$storage.$conns.rps" "$RPS"
+          keep "$build.$storage.$conns.cpu" "$CPU_US"
+          keep "$build.$storage.$conns.p50" "$P50"
+          echo "| $round | $build | $storage | $conns | $RPS | $P50 | $P99 | $ERRORS | $CPU_US | $bytes |"
+        done
+        stop_server
+        rm -f "$dir/bench.journal"
+      done
     done
   done
   echo
+  echo "Medians of rounds; \"x memory\": against the same build in memory."
+  echo
+  echo "| build | storage | requests/s, 64 conns | x memory | server CPU µs/request, 64 conns | x memory | c1 p50 ms | c1 server CPU µs/request | bytes per change, c1 | bytes per change, 64 conns |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  local rps cpu mem_rps mem_cpu b1 b64
+  for build in "${builds[@]}"; do
+    mem_rps=$(median "$build.memory.64.rps" 0) mem_cpu=$(median "$build.memory.64.cpu")
+    for storage in memory always never; do
+      rps=$(median "$build.$storage.64.rps" 0) cpu=$(median "$build.$storage.64.cpu")
+      b1=- b64=-
+      [ -z "${VALUES[$build.$storage.1.bytes]:-}" ] || b1=$(median "$build.$storage.1.bytes" 0)
+      [ -z "${VALUES[$build.$storage.64.bytes]:-}" ] || b64=$(median "$build.$storage.64.bytes" 0)
+      echo "| $build | $storage | $rps | $(ratio "$rps" "$mem_rps") | $cpu | $(ratio "$cpu" "$mem_cpu") |" \
+        "$(median "$build.$storage.1.p50" 3) | $(median "$build.$storage.1.cpu") | $b1 | $b64 |"
+      if [ "$build" = new ] && [ "$storage" = always ]; then
+        DURABLE_RATIO=$(ratio "$rps" "$mem_rps") DURABLE_CPU_RATIO=$(ratio "$cpu" "$mem_cpu")
+      fi
+    done
+  done
+  echo
+  if [ -n "$OLD_BIN" ]; then
+    echo "New / old, medians (above 1: more requests/s, more CPU, a longer p50, more bytes):"
+    echo
+    echo "| storage | requests/s, 64 conns | server CPU, 64 conns | c1 p50 | bytes per change, c1 |"
+    echo "|---|---|---|---|---|"
+    for storage in memory always never; do
+      b1=-
+      [ -z "${VALUES[new.$storage.1.bytes]:-}" ] ||
+        b1=$(ratio "$(median "new.$storage.1.bytes" 0)" "$(median "old.$storage.1.bytes" 0)")
+      echo "| $storage | $(ratio "$(median "new.$storage.64.rps" 0)" "$(median "old.$storage.64.rps" 0)") |" \
+        "$(ratio "$(median "new.$storage.64.cpu")" "$(median "old.$storage.64.cpu")") |" \
+        "$(ratio "$(median "new.$storage.1.p50" 3)" "$(median "old.$storage.1.p50" 3)") | $b1 |"
+    done
+    echo
+  fi
 }
