@@ -11,8 +11,10 @@
 # the summary is the median of rounds. The journal is written in
 # $DURABLE_DIR (default: the run's scratch folder), which must be on a
 # block device (not tmpfs): its device's counters are shared with every
-# other writer of that device, so run it on a quiet machine; `sync` runs
-# before each measured run so that earlier dirty pages are not counted.
+# other writer of that device, so run it on a quiet machine, or give it a
+# device of its own (an ext4 image with 4 KiB blocks, mounted with `mount -o
+# loop`: its loop device counts the journal alone); `sync` runs before
+# each measured run so that earlier dirty pages are not counted.
 # --sync never's bytes are not reported: the kernel writes them back later,
 # outside the run. The figures the budgets section judges: DURABLE_RATIO and
 # DURABLE_CPU_RATIO (--sync always at 64 connections against in memory, the
