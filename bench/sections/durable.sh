@@ -56,6 +56,9 @@ median() {
     '{v[NR] = $1} END{m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
       printf "%.*f", places, m}'
 }
+# new_old FIGURE [PLACES]: the new build's median of FIGURE over the old
+# one's.
+new_old() { ratio "$(median "plantstore.$1" "${2:-1}")" "$(median "old.$1" "${2:-1}")"; }
 # keep KEY VALUE: adds this round's VALUE to VALUES[KEY].
 keep() { VALUES[$1]="${VALUES[$1]:+${VALUES[$1]} }$2"; }
 declare -A VALUES
@@ -64,8 +67,9 @@ section_durable() {
   CLK_TCK=$(getconf CLK_TCK)
   local dir=${DURABLE_DIR:-$WORK}
   DURABLE_DEVICE=$(durable_device "$dir")
-  local builds=(new)
-  [ -z "$OLD_BIN" ] || builds=(old new)
+  # start_pinned's names for the builds; label prints them as old and new.
+  local builds=(plantstore)
+  [ -z "$OLD_BIN" ] || builds=(old plantstore)
   echo "## POST /plants: in memory vs --data, one core each (server on CPU 0, wrk -t1 on CPU 1; $DURATION, $ROUNDS rounds)"
   echo
   [ -z "$OLD_BIN" ] || { describe_binaries; echo; }
@@ -88,11 +92,7 @@ section_durable() {
           rm -f "$dir/bench.journal"
           flags=(--data "$dir/bench.journal" --sync "$storage")
         fi
-        if [ "$build" = old ]; then
-          start_pinned old "${flags[@]}"
-        else
-          start_pinned plantstore "${flags[@]}"
-        fi
+        start_pinned "$build" "${flags[@]}"
         for conns in 64 1; do
           DISK_BYTES=
           if [ "$storage" = always ] && [ -n "$DURABLE_DEVICE" ]; then
@@ -108,7 +108,7 @@ section_durable() {
           keep "$build.$storage.$conns.rps" "$RPS"
           keep "$build.$storage.$conns.cpu" "$CPU_US"
           keep "$build.$storage.$conns.p50" "$P50"
-          echo "| $round | $build | $storage | $conns | $RPS | $P50 | $P99 | $ERRORS | $CPU_US | $bytes |"
+          echo "| $round | $(label "$build") | $storage | $conns | $RPS | $P50 | $P99 | $ERRORS | $CPU_US | $bytes |"
         done
         stop_server
         rm -f "$dir/bench.journal"
@@ -128,9 +128,9 @@ section_durable() {
       b1=- b64=-
       [ -z "${VALUES[$build.$storage.1.bytes]:-}" ] || b1=$(median "$build.$storage.1.bytes" 0)
       [ -z "${VALUES[$build.$storage.64.bytes]:-}" ] || b64=$(median "$build.$storage.64.bytes" 0)
-      echo "| $build | $storage | $rps | $(ratio "$rps" "$mem_rps") | $cpu | $(ratio "$cpu" "$mem_cpu") |" \
+      echo "| $(label "$build") | $storage | $rps | $(ratio "$rps" "$mem_rps") | $cpu | $(ratio "$cpu" "$mem_cpu") |" \
         "$(median "$build.$storage.1.p50" 3) | $(median "$build.$storage.1.cpu") | $b1 | $b64 |"
-      if [ "$build" = new ] && [ "$storage" = always ]; then
+      if [ "$build" = plantstore ] && [ "$storage" = always ]; then
         DURABLE_RATIO=$(ratio "$rps" "$mem_rps") DURABLE_CPU_RATIO=$(ratio "$cpu" "$mem_cpu")
       fi
     done
@@ -143,11 +143,9 @@ section_durable() {
     echo "|---|---|---|---|---|"
     for storage in memory always never; do
       b1=-
-      [ -z "${VALUES[new.$storage.1.bytes]:-}" ] ||
-        b1=$(ratio "$(median "new.$storage.1.bytes" 0)" "$(median "old.$storage.1.bytes" 0)")
-      echo "| $storage | $(ratio "$(median "new.$storage.64.rps" 0)" "$(median "old.$storage.64.rps" 0)") |" \
-        "$(ratio "$(median "new.$storage.64.cpu")" "$(median "old.$storage.64.cpu")") |" \
-        "$(ratio "$(median "new.$storage.1.p50" 3)" "$(median "old.$storage.1.p50" 3)") | $b1 |"
+      [ -z "${VALUES[plantstore.$storage.1.bytes]:-}" ] || b1=$(new_old "$storage.1.bytes" 0)
+      echo "| $storage | $(new_old "$storage.64.rps" 0) | $(new_old "$storage.64.cpu") |" \
+        "$(new_old "$storage.1.p50" 3) | $b1 |"
     done
     echo
   fi
