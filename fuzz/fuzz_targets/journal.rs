@@ -8,18 +8,24 @@
 //!   decoder in everything: the version, the whole records at the start
 //!   and the map they replay to, where a torn tail starts (it holds no
 //!   whole record at any offset), or the refusal (a damaged header, or a
-//!   bad record with a whole one somewhere after it). An accepted version-1
-//!   or -2 file, converted by the server, must be exactly the reference's
-//!   version-3 image of the same records, and read back the same.
-//! - A journal written by the oracle, of either version, from a list of
-//!   changes, then cut short or with one byte changed. In a version-2 or
-//!   -3 journal the last put's name may hold planted records, whole and
-//!   valid UTF-8, by the version-1 rules and by the version-2 and -3 rules
+//!   bad record with a whole one that counts somewhere after it). An
+//!   accepted version-1 to -3 file, converted by the server, must be
+//!   exactly the reference's version-4 image of the same records, and read
+//!   back the same.
+//! - A journal written by the oracle, of any version, from a list of
+//!   changes, then cut short or with one byte changed. In a version-2 to
+//!   -4 journal the last put's name may hold planted records, whole and
+//!   valid UTF-8, by the version-1 rules and by the version-2 to -4 rules
 //!   under a wrong salt: what a client can send. The server's own writer
 //!   must produce the same bytes as the oracle. Recovery must yield exactly
 //!   the changes written whole before the damage (never a record that was
 //!   not written whole, never a planted one), and refuse only when the
 //!   damage has real records after it or hits the header.
+//! - A version-4 journal whose last changes are one batch, with zeros
+//!   written ahead after it, then a crash: any run of its bytes from the
+//!   batch on zeroed (pages never written back). Recovery must agree with
+//!   the reference, never refuse, keep every change before the batch and
+//!   of the batch only changes in order from its start.
 
 #![no_main]
 
@@ -32,7 +38,8 @@ use plantstore::store::{self, Damage, Scan, Version};
 mod oracle;
 
 use oracle::{
-    Change, MAGIC_V1, Outcome, Rules, header_len, journal, planted_within, record, reference,
+    Change, MAGIC_V1, Outcome, Rules, batched, header_len, journal, planted_within, record,
+    reference,
 };
 
 /// The salt the server converts version-1 input under, here.
@@ -52,6 +59,9 @@ fuzz_target!(|data: &[u8]| {
 });
 
 fn arbitrary_file(file: &[u8]) {
+    if file.first() == Some(&0xFF) {
+        return torn_batch(&file[1..]);
+    }
     let expected = reference(file);
     let (found, plants) = recover(file);
     assert_eq!(found, expected, "the server and the reference disagree");
@@ -61,22 +71,47 @@ fn arbitrary_file(file: &[u8]) {
     converted(file, &found);
 }
 
-/// If `file` read as a version-1 or -2 journal: the server's conversion
-/// of what was read is the reference's version-3 image of the same
+/// A batch torn by a crash, as the module header says.
+fn torn_batch(input: &[u8]) {
+    let Some((&[batch, from, zeros, ahead], ops)) = input.split_first_chunk::<4>() else {
+        return;
+    };
+    let salt = *b"torn bat";
+    let changes = changes(ops);
+    let last = usize::from(batch) % (changes.len() + 1);
+    let mut file = batched(Rules::V4(salt), &changes, last);
+    let ends = ends(Rules::V4(salt), &changes);
+    let start = if last == 0 { header_len(Rules::V4(salt)) } else { ends[last - 1] };
+    file.resize(file.len() + usize::from(ahead) * 64, 0);
+    let at = start + usize::from(from) * 16 % (file.len() - start + 1);
+    let end = (at + usize::from(zeros) * 8 + 1).min(file.len());
+    file[at..end].fill(0);
+    let (found, plants) = recover(&file);
+    assert_eq!(found, reference(&file), "the server and the reference disagree");
+    let Outcome::Read(_, read, _) = &found else {
+        panic!("a torn batch refused: {found:?}");
+    };
+    assert!(read.len() >= last, "a change before the batch lost");
+    assert_eq!(read[..], changes[..read.len()], "not the changes in order");
+    assert_eq!(plants, replay(read));
+}
+
+/// If `file` read as a version-1 to -3 journal: the server's conversion
+/// of what was read is the reference's version-4 image of the same
 /// records, and reads back the same.
 fn converted(file: &[u8], found: &Outcome) {
-    let Outcome::Read(Some(Rules::V1 | Rules::V2(_)), changes, end) = found else {
+    let Outcome::Read(Some(Rules::V1 | Rules::V2(_) | Rules::V3(_)), changes, end) = found else {
         return;
     };
     let image = store::convert(&file[..*end], &CONVERSION_SALT);
-    let expected = journal(Rules::V3(CONVERSION_SALT), changes);
+    let expected = journal(Rules::V4(CONVERSION_SALT), changes);
     assert_eq!(
         image, expected,
         "the conversion is not the documented image"
     );
     let (read, _) = recover(&image);
     let whole = Outcome::Read(
-        Some(Rules::V3(CONVERSION_SALT)),
+        Some(Rules::V4(CONVERSION_SALT)),
         changes.clone(),
         image.len(),
     );
@@ -96,18 +131,19 @@ fn damaged_journal(input: &[u8]) {
     let Some((damage, ops)) = rest.split_first_chunk::<3>() else {
         return;
     };
-    let rules = match flags & 5 {
-        1 | 5 => Rules::V1,
+    let rules = match flags & 13 {
+        1 | 5 | 9 | 13 => Rules::V1,
         4 => Rules::V2(*salt),
-        _ => Rules::V3(*salt),
+        8 => Rules::V3(*salt),
+        _ => Rules::V4(*salt),
     };
     let mut changes = changes(ops);
-    if let (Rules::V2(salt) | Rules::V3(salt), true) = (rules, flags & 2 == 2) {
+    if let (Rules::V2(salt) | Rules::V3(salt) | Rules::V4(salt), true) = (rules, flags & 2 == 2) {
         plant(&mut changes, salt, *guess);
     }
     let mut file = journal(rules, &changes);
     let ends = ends(rules, &changes);
-    if let Rules::V3(salt) = rules {
+    if let Rules::V4(salt) = rules {
         assert_eq!(server_image(salt, &changes), file, "the server's writer");
     }
     let start = header_len(rules);
@@ -192,7 +228,7 @@ fn changes(mut ops: &[u8]) -> Vec<Change> {
 
 /// Puts records a client could send into the last change's name (a put
 /// is added if the last change is not one): one by the version-1 rules
-/// and one each by the version-2 and -3 rules under `guess`, made wrong if
+/// and one each by the version-2 to -4 rules under `guess`, made wrong if
 /// it happens to be `salt`.
 fn plant(changes: &mut Vec<Change>, salt: [u8; 8], mut guess: [u8; 8]) {
     if guess == salt {
@@ -201,14 +237,15 @@ fn plant(changes: &mut Vec<Change>, salt: [u8; 8], mut guess: [u8; 8]) {
     let v1 = planted_within(Rules::V1, 4096);
     let v2 = planted_within(Rules::V2(guess), 4096);
     let v3 = planted_within(Rules::V3(guess), 4096);
-    let (Some(v1), Some(v2), Some(v3)) = (v1, v2, v3) else {
+    let v4 = planted_within(Rules::V4(guess), 4096);
+    let (Some(v1), Some(v2), Some(v3), Some(v4)) = (v1, v2, v3, v4) else {
         return;
     };
     if !matches!(changes.last(), Some(Change::Put(..))) {
         changes.push(Change::Put(-4, String::new(), None));
     }
     if let Some(Change::Put(_, name, _)) = changes.last_mut() {
-        *name = format!("{name}{v1}|{v2}|{v3}.");
+        *name = format!("{name}{v1}|{v2}|{v3}|{v4}.");
     }
 }
 
@@ -224,7 +261,8 @@ fn ends(rules: Rules, changes: &[Change]) -> Vec<usize> {
         .collect()
 }
 
-/// The same journal as the server writes it.
+/// The same journal as the server writes it when each record is a batch
+/// of its own (a compaction's or a conversion's file).
 fn server_image(salt: [u8; 8], changes: &[Change]) -> Vec<u8> {
     let mut image = store::header(&salt).to_vec();
     for change in changes {
@@ -238,7 +276,7 @@ fn server_image(salt: [u8; 8], changes: &[Change]) -> Vec<u8> {
         };
         store::encode(&mut image, &change);
     }
-    store::seal(&mut image[store::HEADER..], &salt);
+    store::seal_each(&mut image[store::HEADER..], &salt, store::HEADER as u64);
     image
 }
 
@@ -283,6 +321,7 @@ fn recover(file: &[u8]) -> (Outcome, Plants) {
                 Version::V1 => Rules::V1,
                 Version::V2(salt) => Rules::V2(salt),
                 Version::V3(salt) => Rules::V3(salt),
+                Version::V4(salt) => Rules::V4(salt),
             });
             Outcome::Read(rules, changes, valid_len as usize)
         }

@@ -54,14 +54,13 @@ mod shards;
 mod walk;
 
 pub use journal::{
-    Change, Damage, Disk, HEADER, JournalStats, MAGIC, MAGIC_V1, MAGIC_V2, MAX_PAYLOAD, OpenError,
-    Recovery, Salt, Scan, ScanError, Version, convert, crc32c, crc64, decode, encode, header, scan,
-    scan_from, seal,
+    Change, Damage, Disk, HEADER, JournalFile, JournalStats, MAGIC, MAGIC_V1, MAGIC_V2, MAGIC_V3,
+    MAX_PAYLOAD, OpenError, Recovery, Salt, Scan, ScanError, Version, convert, crc32c, crc64,
+    decode, encode, header, scan, scan_from, seal, seal_each,
 };
 pub use listing::AllPlants;
 pub use packed::Packed;
 
-use std::fs::File;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::thread;
@@ -160,7 +159,7 @@ impl Store {
     pub fn open_with(
         capacity: Capacity,
         durability: &Durability,
-        wrap: impl FnOnce(File) -> Box<dyn Disk>,
+        wrap: impl FnOnce(JournalFile) -> Box<dyn Disk>,
     ) -> Result<(Store, Recovery), OpenError> {
         let mut shards = empty_shards();
         let usage = Usage::default();
@@ -291,7 +290,7 @@ impl Store {
             out.single(
                 "plantstore_journal_bytes",
                 Kind::Gauge,
-                "Length of the journal file, records queued for it included.",
+                "Bytes of the journal's records, those queued included (not the zeros written ahead of them).",
                 journal.bytes,
             );
             out.single(

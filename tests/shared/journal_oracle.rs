@@ -1,5 +1,5 @@
 //! The journal's format as an outsider writes and reads it: CRC-32C and
-//! CRC-64/XZ, encoders of version-1, -2 and -3 files and a reference
+//! CRC-64/XZ, encoders of version-1 to -4 files and a reference
 //! decoder, written from the format in `src/store/journal/mod.rs`'s header
 //! and sharing no code with the server's, so a test fails if the two drift
 //! apart.
@@ -13,6 +13,12 @@
 //!
 //! In brief (the header has the why):
 //!
+//! - version 4: as version 3 with `PLANTSJ4`, and `batch:u64` after
+//!   `check` in each record (the file offset where the record's batch
+//!   starts), covered by `check` between `len` and the payload; after the
+//!   first bytes that are not a record, a record that checks out counts as
+//!   one after damage only if its batch starts after those bytes (the
+//!   others are of the batch a crash tore);
 //! - version 3: `PLANTSJ3`, an 8-byte salt and a CRC-64/XZ of those 16
 //!   bytes; then `len:u32 lcheck:u32 check:u64 payload` records, lcheck a
 //!   CRC-32C over the salt and `len`, check a CRC-64/XZ over the salt,
@@ -35,7 +41,8 @@ use std::sync::OnceLock;
 pub const MAGIC_V1: &[u8] = b"PLANTSJ1";
 pub const MAGIC_V2: &[u8] = b"PLANTSJ2";
 pub const MAGIC_V3: &[u8] = b"PLANTSJ3";
-/// Magic, salt and the header's own check (versions 2 and 3).
+pub const MAGIC_V4: &[u8] = b"PLANTSJ4";
+/// Magic, salt and the header's own check (versions 2 to 4).
 pub const SALTED_HEADER: usize = 24;
 const NO_TAG: u32 = u32::MAX;
 
@@ -58,6 +65,7 @@ pub enum Rules {
     V1,
     V2([u8; 8]),
     V3([u8; 8]),
+    V4([u8; 8]),
 }
 
 /// What reading a whole file must come to.
@@ -145,8 +153,15 @@ pub fn payload(change: &Change) -> Vec<u8> {
     out
 }
 
-/// One record of `change` under `rules`.
+/// One record of `change` under `rules` (in version 4, of a batch at
+/// offset 0: see [`record_in`]).
 pub fn record(rules: Rules, change: &Change) -> Vec<u8> {
+    record_in(rules, change, 0)
+}
+
+/// One record of `change` under `rules`, in version 4 of the batch that
+/// starts at byte `batch` of the file.
+pub fn record_in(rules: Rules, change: &Change, batch: usize) -> Vec<u8> {
     let payload = payload(change);
     let len = (payload.len() as u32).to_le_bytes();
     match rules {
@@ -169,6 +184,19 @@ pub fn record(rules: Rules, change: &Change) -> Vec<u8> {
             ]
             .concat()
         }
+        Rules::V4(salt) => {
+            let batch = (batch as u64).to_le_bytes();
+            let lcheck = crc32c(&[&salt[..], &len].concat());
+            let check = crc64(&[&salt[..], &len, &batch, &payload].concat());
+            [
+                &len[..],
+                &lcheck.to_le_bytes(),
+                &check.to_le_bytes(),
+                &batch,
+                &payload,
+            ]
+            .concat()
+        }
     }
 }
 
@@ -186,21 +214,34 @@ pub fn header(rules: Rules) -> Vec<u8> {
         Rules::V1 => MAGIC_V1.to_vec(),
         Rules::V2(salt) => salted_header(MAGIC_V2, salt),
         Rules::V3(salt) => salted_header(MAGIC_V3, salt),
+        Rules::V4(salt) => salted_header(MAGIC_V4, salt),
     }
 }
 
 pub fn header_len(rules: Rules) -> usize {
     match rules {
         Rules::V1 => MAGIC_V1.len(),
-        Rules::V2(_) | Rules::V3(_) => SALTED_HEADER,
+        Rules::V2(_) | Rules::V3(_) | Rules::V4(_) => SALTED_HEADER,
     }
 }
 
-/// A whole file of `changes` under `rules`.
+/// A whole file of `changes` under `rules`, in version 4 each record a
+/// batch of its own (as a conversion or a compaction writes them).
 pub fn journal(rules: Rules, changes: &[Change]) -> Vec<u8> {
+    batched(rules, changes, changes.len())
+}
+
+/// As [`journal`], with the changes from index `last` on written as one
+/// batch (in version 4, each of their records says the batch starts at
+/// the first of them).
+pub fn batched(rules: Rules, changes: &[Change], last: usize) -> Vec<u8> {
     let mut file = header(rules);
-    for change in changes {
-        file.extend(record(rules, change));
+    let mut batch = file.len();
+    for (n, change) in changes.iter().enumerate() {
+        if n <= last {
+            batch = file.len();
+        }
+        file.extend(record_in(rules, change, batch));
     }
     file
 }
@@ -228,7 +269,11 @@ pub fn reference(file: &[u8]) -> Outcome {
         Err(outcome) => return outcome,
     };
     let (changes, end) = whole_records(file, header_len(rules), rules);
-    if (end + 1..file.len()).any(|from| record_at(file, from, rules).is_some()) {
+    let counts = |from: usize| match rules {
+        Rules::V4(_) => batch_at(file, from) > end as u64,
+        _ => true,
+    };
+    if (end + 1..file.len()).any(|from| record_at(file, from, rules).is_some() && counts(from)) {
         return Outcome::Damaged {
             record: changes.len() as u64 + 1,
             offset: end,
@@ -237,13 +282,18 @@ pub fn reference(file: &[u8]) -> Outcome {
     Outcome::Read(Some(rules), changes, end)
 }
 
+/// The batch field of the version-4 record at `at`.
+fn batch_at(file: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(file[at + 16..at + 24].try_into().unwrap())
+}
+
 /// The rules from the header: `None` while no whole header is there (or
 /// a version-2 or -3 header fails its check with nothing after it).
 pub fn rules(file: &[u8]) -> Result<Option<Rules>, Outcome> {
     if file.starts_with(MAGIC_V1) {
         return Ok(Some(Rules::V1));
     }
-    if let Some(magic) = [MAGIC_V2, MAGIC_V3]
+    if let Some(magic) = [MAGIC_V2, MAGIC_V3, MAGIC_V4]
         .into_iter()
         .find(|m| file.starts_with(m))
     {
@@ -252,10 +302,10 @@ pub fn rules(file: &[u8]) -> Result<Option<Rules>, Outcome> {
         };
         let salt: [u8; 8] = head[8..16].try_into().unwrap();
         if salted_header(magic, salt) == head {
-            return Ok(Some(if magic == MAGIC_V2 {
-                Rules::V2(salt)
-            } else {
-                Rules::V3(salt)
+            return Ok(Some(match magic {
+                MAGIC_V2 => Rules::V2(salt),
+                MAGIC_V3 => Rules::V3(salt),
+                _ => Rules::V4(salt),
             }));
         }
         return if file.len() == SALTED_HEADER {
@@ -264,7 +314,7 @@ pub fn rules(file: &[u8]) -> Result<Option<Rules>, Outcome> {
             Err(Outcome::Header)
         };
     }
-    if [MAGIC_V1, MAGIC_V2, MAGIC_V3]
+    if [MAGIC_V1, MAGIC_V2, MAGIC_V3, MAGIC_V4]
         .iter()
         .any(|magic| magic.starts_with(file))
     {
@@ -292,6 +342,7 @@ pub fn record_at(file: &[u8], at: usize, rules: Rules) -> Option<(Change, usize)
         Rules::V1 => 8,
         Rules::V2(_) => 12,
         Rules::V3(_) => 16,
+        Rules::V4(_) => 24,
     };
     let payload = bytes.get(framing..framing.checked_add(len)?)?;
     let covered = [&bytes[..4], payload].concat();
@@ -301,6 +352,11 @@ pub fn record_at(file: &[u8], at: usize, rules: Rules) -> Option<(Change, usize)
         Rules::V3(salt) => {
             crc32c(&[&salt[..], &bytes[..4]].concat()).to_le_bytes() == bytes[4..8]
                 && crc64(&[&salt[..], &covered].concat()).to_le_bytes() == bytes[8..16]
+        }
+        Rules::V4(salt) => {
+            let batched = [&bytes[..4], &bytes[16..24], payload].concat();
+            crc32c(&[&salt[..], &bytes[..4]].concat()).to_le_bytes() == bytes[4..8]
+                && crc64(&[&salt[..], &batched].concat()).to_le_bytes() == bytes[8..16]
         }
     };
     if !valid {

@@ -8,7 +8,7 @@ use std::sync::{Arc, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::format::{Change, HEADER, encode, seal};
+use super::format::{Change, HEADER, encode, seal, seal_each};
 use super::rewrite::sync_dir;
 use super::{Journal, State, SyncMode};
 use crate::lock::{lock, wait_timeout};
@@ -93,8 +93,17 @@ impl Journal {
             state.last_batch = upto - state.taken;
             state.taken = upto;
             let salt = state.salt;
+            // Where the batch goes: the file's length counts what is pending.
+            let at = state.len - batch.len() as u64;
             drop(state);
-            seal(&mut batch, &salt);
+            // Over zeros written ahead (`--sync always`) a crash can keep a
+            // later page of the batch and lose an earlier one: its records
+            // say where it starts (see "Recovery" in the module header).
+            // Records that end the file are each their own.
+            match self.sync {
+                SyncMode::Always => seal(&mut batch, &salt, at),
+                SyncMode::Never => seal_each(&mut batch, &salt, at),
+            }
             let started = Instant::now();
             // The path must still name the file, or a restart would not
             // read this batch: checked after the write, before any answer
@@ -264,11 +273,10 @@ impl Journal {
 
 #[cfg(test)]
 mod tests {
-    use std::fs::File;
     use std::path::Path;
     use std::sync::atomic::Ordering;
 
-    use super::super::{Durability, Journal, SyncMode};
+    use super::super::{Durability, Journal, JournalFile, SyncMode};
     use crate::os::temp::TempFile;
     use crate::store::Change;
 
@@ -287,7 +295,7 @@ mod tests {
                 sync: SyncMode::Always,
                 compact_min: u64::MAX,
             };
-            let wrap = |file: File| Box::new(file) as Box<dyn super::super::Disk>;
+            let wrap = |file: JournalFile| Box::new(file) as Box<dyn super::super::Disk>;
             let (journal, _) = Journal::open(&durability, wrap, |_| {}).unwrap();
             Opened {
                 journal,

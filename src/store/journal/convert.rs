@@ -1,4 +1,4 @@
-//! Converting a journal of an older version (1 or 2) to version 3 at
+//! Converting a journal of an older version (1 to 3) to version 4 at
 //! start-up, so that an old file never takes another append. The protocol
 //! is in the journal's module header, under "Older versions".
 
@@ -11,7 +11,7 @@ use super::format::{HEADER, Salt, Version, encode, fresh_salt, header, seal};
 use super::recovery::scan_from;
 use super::rewrite::{compact_path, create_temp, sync_dir};
 
-/// The version-3 image of the whole records at the start of the journal
+/// The version-4 image of the whole records at the start of the journal
 /// image `old` (its header included), salted with `salt`: the same records
 /// in the same order. Stops where recovery would, so a torn tail is left
 /// out.
@@ -23,7 +23,7 @@ pub fn convert(old: &[u8], salt: &Salt) -> Vec<u8> {
     image
 }
 
-/// Writes the version-3 image of the journal read from `old` to `out`:
+/// Writes the version-4 image of the journal read from `old` to `out`:
 /// the header for `salt`, then each whole record, sealed for it. Returns
 /// the bytes written and the records.
 fn write_converted(old: impl Read, salt: &Salt, out: impl Write) -> io::Result<(u64, u64)> {
@@ -38,7 +38,7 @@ fn write_converted(old: impl Read, salt: &Salt, out: impl Write) -> io::Result<(
         }
         record.clear();
         encode(&mut record, &change);
-        seal(&mut record, salt);
+        seal(&mut record, salt, written.0);
         written.0 += record.len() as u64;
         written.1 += 1;
         failed = out.write_all(&record);
@@ -57,7 +57,7 @@ fn write_converted(old: impl Read, salt: &Salt, out: impl Write) -> io::Result<(
 /// as a stream, the new file written and synced beside it (`FILE.compact`,
 /// locked, with the journal's owner and mode), renamed over it through
 /// `entry` (so the identity checks follow the new file), and the
-/// directory synced. Returns the new file, open for appending, its salt
+/// directory synced. Returns the new file, open for writing, its salt
 /// and its length. On an error the old file is still in place.
 pub(super) fn upgrade(
     path: &Path,
@@ -92,9 +92,13 @@ pub(super) fn upgrade(
         }
     };
     sync_dir(path)?;
-    let old = if from == Version::V1 { 1 } else { 2 };
+    let old = match from {
+        Version::V1 => 1,
+        Version::V2(_) => 2,
+        _ => 3,
+    };
     log::info!(
-        "{}: journal converted from format version {old} to 3 ({records} record{})",
+        "{}: journal converted from format version {old} to 4 ({records} record{})",
         path.display(),
         crate::model::plural(records)
     );

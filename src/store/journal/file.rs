@@ -51,7 +51,7 @@ const MAX_LINKS: usize = 40;
 
 /// The journal file, opened and locked.
 pub(super) struct Opened {
-    /// Open for reading and appending, under an exclusive lock.
+    /// Open for reading and writing, under an exclusive lock.
     pub(super) file: File,
     /// The real file's absolute path (no link in it).
     pub(super) path: PathBuf,
@@ -76,7 +76,7 @@ pub(super) fn open(given: &Path) -> Result<Opened, OpenError> {
     };
     let file = OpenOptions::new()
         .read(true)
-        .append(true)
+        .write(true)
         .create(true)
         // A new journal is the owner's alone: it holds the plants and the
         // salt that keeps recovery from being fooled. An existing one keeps

@@ -1,6 +1,6 @@
 //! The bytes of the journal: the file header, records (encoding, sealing,
 //! decoding) and the checksums. The layout, and why the checks cover what
-//! they cover, is in the journal's module header. Versions 1 and 2 share
+//! they cover, is in the journal's module header. Versions 1 to 3 share
 //! all of this except their framing and checks; they are read, never
 //! written.
 
@@ -8,19 +8,24 @@ use std::io::{self, Read};
 
 use crate::model::MAX_TEXT_BYTES;
 
-/// The first eight bytes of a journal in the current format, version 3.
-pub const MAGIC: &[u8; 8] = b"PLANTSJ3";
+/// The first eight bytes of a journal in the current format, version 4.
+pub const MAGIC: &[u8; 8] = b"PLANTSJ4";
+/// The first eight bytes of a version-3 journal (read, then converted).
+pub const MAGIC_V3: &[u8; 8] = b"PLANTSJ3";
 /// The first eight bytes of a version-2 journal (read, then converted).
 pub const MAGIC_V2: &[u8; 8] = b"PLANTSJ2";
 /// The first eight bytes of a version-1 journal (read, then converted).
 pub const MAGIC_V1: &[u8; 8] = b"PLANTSJ1";
-/// A version-2 or -3 header: the magic, the file's salt, the header's
-/// check.
+/// A version-2, -3 or -4 header: the magic, the file's salt, the
+/// header's check.
 pub const HEADER: usize = CHECKED + 8;
 /// The bytes of a header that its check covers: magic and salt.
 const CHECKED: usize = MAGIC.len() + 8;
+/// Length, length check, check and batch in front of every version-4
+/// payload.
+const FRAMING: usize = 4 + 4 + 8 + 8;
 /// Length, length check and check in front of every version-3 payload.
-const FRAMING: usize = 4 + 4 + 8;
+const FRAMING_V3: usize = 4 + 4 + 8;
 /// The longest payload of any version: a put whose name and tag take
 /// every byte a plant may ([`MAX_TEXT_BYTES`]). A record that claims more
 /// is damage, whatever the flags of the run that wrote it.
@@ -29,8 +34,8 @@ const PUT: u8 = 1;
 const DELETE: u8 = 2;
 const NO_TAG: u32 = u32::MAX;
 
-/// The random bytes from the OS that every check in one version-2 or -3
-/// file starts from. Written once, in the header; never shown anywhere
+/// The random bytes from the OS that every check in one version-2, -3 or
+/// -4 file starts from. Written once, in the header; never shown anywhere
 /// else.
 pub type Salt = [u8; 8];
 
@@ -45,6 +50,11 @@ pub enum Version {
     /// `PLANTSJ3` with this salt: as version 2, and a CRC-32C of the salt
     /// and the length on its own, checked before the length is believed.
     V3(Salt),
+    /// `PLANTSJ4` with this salt: as version 3, and the offset of the
+    /// record's batch (under the check), which tells a batch torn by a
+    /// crash from damage before a later batch; the file may end in zeros
+    /// written ahead.
+    V4(Salt),
 }
 
 impl Version {
@@ -52,7 +62,7 @@ impl Version {
     pub fn header_len(self) -> usize {
         match self {
             Version::V1 => MAGIC_V1.len(),
-            Version::V2(_) | Version::V3(_) => HEADER,
+            Version::V2(_) | Version::V3(_) | Version::V4(_) => HEADER,
         }
     }
 
@@ -61,7 +71,8 @@ impl Version {
         match self {
             Version::V1 => 4 + 4,
             Version::V2(_) => 4 + 8,
-            Version::V3(_) => FRAMING,
+            Version::V3(_) => FRAMING_V3,
+            Version::V4(_) => FRAMING,
         }
     }
 }
@@ -73,11 +84,12 @@ impl std::fmt::Debug for Version {
             Version::V1 => f.write_str("V1"),
             Version::V2(_) => f.write_str("V2(salt)"),
             Version::V3(_) => f.write_str("V3(salt)"),
+            Version::V4(_) => f.write_str("V4(salt)"),
         }
     }
 }
 
-/// The header of a version-3 file salted with `salt`.
+/// The header of a version-4 file salted with `salt`.
 pub fn header(salt: &Salt) -> [u8; HEADER] {
     salted_header(MAGIC, salt)
 }
@@ -92,7 +104,7 @@ fn salted_header(magic: &[u8; 8], salt: &Salt) -> [u8; HEADER] {
     header
 }
 
-/// The salt of a version-2 or -3 header, if the header checks out.
+/// The salt of a version-2, -3 or -4 header, if the header checks out.
 pub fn salt_of(header: &[u8; HEADER]) -> Option<Salt> {
     let magic = header.first_chunk::<8>().expect("eight bytes");
     let salt = header[MAGIC.len()..CHECKED]
@@ -142,8 +154,9 @@ impl Change<'_> {
     }
 }
 
-/// Appends the version-3 record of `change` to `buf`, its checks not yet
-/// filled in: [`seal`] does that once the file it goes to is known.
+/// Appends the version-4 record of `change` to `buf`, its checks and batch
+/// not yet filled in: [`seal`] does that once the file it goes to, and
+/// where, is known.
 pub fn encode(buf: &mut Vec<u8>, change: &Change<'_>) {
     let start = buf.len();
     buf.extend_from_slice(&[0; FRAMING]);
@@ -164,8 +177,11 @@ pub fn encode(buf: &mut Vec<u8>, change: &Change<'_>) {
 }
 
 /// Fills in the checks of every record in `records`, a run of whole
-/// records from [`encode`], for the file salted with `salt`.
-pub fn seal(records: &mut [u8], salt: &Salt) {
+/// records from [`encode`], for the file salted with `salt`, as one batch
+/// written at byte offset `batch` of that file: each record's batch field
+/// says where its batch starts.
+pub fn seal(records: &mut [u8], salt: &Salt, batch: u64) {
+    let batch = batch.to_le_bytes();
     let mut at = 0;
     while let Some(len) = records.get(at..at + 4) {
         let len = u32::from_le_bytes(len.try_into().expect("four bytes")) as usize;
@@ -175,9 +191,10 @@ pub fn seal(records: &mut [u8], salt: &Salt) {
             return;
         };
         let len_check = len_check(salt, &record[..4]);
-        let check = check(salt, &record[..4], &record[FRAMING..]);
+        let check = batch_check(salt, &record[..4], &batch, &record[FRAMING..]);
         record[4..8].copy_from_slice(&len_check.to_le_bytes());
-        record[8..FRAMING].copy_from_slice(&check.to_le_bytes());
+        record[8..16].copy_from_slice(&check.to_le_bytes());
+        record[16..FRAMING].copy_from_slice(&batch);
         at = end;
     }
 }
@@ -188,7 +205,36 @@ fn check(salt: &Salt, len: &[u8], payload: &[u8]) -> u64 {
     crc64(crc64(crc64(0, salt), len), payload)
 }
 
-/// The version-3 check of a record's length bytes on their own.
+/// As [`seal`], but each record a batch of its own (its batch field its
+/// own offset): for a file that is synced whole before it is used (a
+/// compaction's, a reset's, a conversion's), where no batch can be torn
+/// by a crash, so that damage anywhere before its last record, with
+/// records after it, is found and refuses the file.
+pub fn seal_each(records: &mut [u8], salt: &Salt, at: u64) {
+    let mut start = 0;
+    while let Some(len) = records.get(start..start + 4) {
+        let len = u32::from_le_bytes(len.try_into().expect("four bytes")) as usize;
+        let end = (start + FRAMING + len).min(records.len());
+        seal(&mut records[start..end], salt, at + start as u64);
+        start = end;
+    }
+}
+
+/// The version-4 check of a record: as version 3's, with the batch's
+/// offset bytes `batch` between the length and the payload.
+fn batch_check(salt: &Salt, len: &[u8], batch: &[u8], payload: &[u8]) -> u64 {
+    crc64(crc64(crc64(crc64(0, salt), len), batch), payload)
+}
+
+/// Where the batch of the version-4 record whose framing `head` holds
+/// starts, as written (believe it only of a record that checks out).
+pub fn batch_of(head: &[u8]) -> u64 {
+    head.get(16..FRAMING)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// The version-3 and -4 check of a record's length bytes on their own.
 fn len_check(salt: &Salt, len: &[u8]) -> u32 {
     crc32c(crc32c(0, salt), len)
 }
@@ -220,7 +266,7 @@ pub enum Decoded<'a> {
 /// adding to `checked` the bytes it ran a checksum over.
 ///
 /// The cheap tests come first, so that bytes that are not a record cost
-/// little: the length against [`MAX_PAYLOAD`], in version 3 the length's
+/// little: the length against [`MAX_PAYLOAD`], in versions 3 and 4 the length's
 /// own check, then the payload's shape (the kind, and text lengths that
 /// add up); only then the checksum over the payload, then UTF-8.
 pub fn decode_at<'a>(bytes: &'a [u8], version: Version, checked: &mut u64) -> Decoded<'a> {
@@ -229,7 +275,7 @@ pub fn decode_at<'a>(bytes: &'a [u8], version: Version, checked: &mut u64) -> De
         return Decoded::Short(framing);
     };
     let len = head.first_chunk::<4>().expect("four bytes");
-    if let Version::V3(_) = version {
+    if let Version::V3(_) | Version::V4(_) = version {
         *checked += 4;
     }
     let Some(end) = claimed_size(head, version) else {
@@ -247,6 +293,9 @@ pub fn decode_at<'a>(bytes: &'a [u8], version: Version, checked: &mut u64) -> De
         Version::V1 => crc32c(crc32c(0, len), payload).to_le_bytes() == head[4..],
         Version::V2(salt) => check(&salt, len, payload).to_le_bytes() == head[4..],
         Version::V3(salt) => check(&salt, len, payload).to_le_bytes() == head[8..],
+        Version::V4(salt) => {
+            batch_check(&salt, len, &head[16..], payload).to_le_bytes() == head[8..16]
+        }
     };
     match parse(payload) {
         Some(change) if valid => Decoded::Record(change, end),
@@ -255,15 +304,15 @@ pub fn decode_at<'a>(bytes: &'a [u8], version: Version, checked: &mut u64) -> De
 }
 
 /// The size of the record whose framing `head` holds, if its length is
-/// believable: within [`MAX_PAYLOAD`], and in version 3 passing its own
-/// check. `head` must hold the whole framing.
+/// believable: within [`MAX_PAYLOAD`], and in versions 3 and 4 passing its
+/// own check. `head` must hold the whole framing.
 pub fn claimed_size(head: &[u8], version: Version) -> Option<usize> {
     let len = head.first_chunk::<4>()?;
     let payload_len = u32::from_le_bytes(*len) as usize;
     if payload_len > MAX_PAYLOAD || head.len() < version.framing() {
         return None;
     }
-    if let Version::V3(salt) = version
+    if let Version::V3(salt) | Version::V4(salt) = version
         && len_check(&salt, len).to_le_bytes() != head[4..8]
     {
         return None;
@@ -394,7 +443,7 @@ mod tests {
     fn sealed(change: &Change<'_>, salt: &Salt) -> Vec<u8> {
         let mut record = Vec::new();
         encode(&mut record, change);
-        seal(&mut record, salt);
+        seal(&mut record, salt, HEADER as u64);
         record
     }
 
@@ -418,12 +467,20 @@ mod tests {
             assert_eq!(record.len() as u64, change.size());
             let file = [&header(&SALT)[..], &record].concat();
             assert_eq!(
-                decode(&file, HEADER, Version::V3(SALT)),
+                decode(&file, HEADER, Version::V4(SALT)),
                 Some((change, record.len()))
             );
-            // Version 2's record is the same without the length's check.
-            let v2 = [&record[..4], &record[8..]].concat();
-            assert_eq!(decode(&v2, 0, Version::V2(SALT)), Some((change, v2.len())));
+            assert_eq!(batch_of(&record), HEADER as u64);
+            // The batch is under the check: another one fails it.
+            let mut moved = file.clone();
+            moved[HEADER + 16] ^= 1;
+            assert_eq!(decode(&moved, HEADER, Version::V4(SALT)), None);
+            // Version 3's record is version 4's without the batch, its
+            // check over the rest.
+            let mut v3 = [&record[..16], &record[24..]].concat();
+            let check = check(&SALT, &v3[..4], &v3[16..]);
+            v3[8..16].copy_from_slice(&check.to_le_bytes());
+            assert_eq!(decode(&v3, 0, Version::V3(SALT)), Some((change, v3.len())));
         }
     }
 
@@ -434,17 +491,23 @@ mod tests {
         let mut huge = sealed(&Change::Delete(7), &SALT);
         huge[..4].copy_from_slice(&(MAX_PAYLOAD as u32 + 1).to_le_bytes());
         huge.resize(MAX_PAYLOAD + 64, 0);
-        for version in [Version::V1, Version::V2(SALT), Version::V3(SALT)] {
+        for version in [
+            Version::V1,
+            Version::V2(SALT),
+            Version::V3(SALT),
+            Version::V4(SALT),
+        ] {
             assert_eq!(decode_at(&huge, version, &mut checked), Decoded::Bad);
         }
-        assert!(checked <= 4, "{checked}");
+        // Versions 3 and 4 checked the length's own check, four bytes each.
+        assert!(checked <= 8, "{checked}");
         // A believable length whose own check fails: four bytes checked.
         let mut bent = sealed(&Change::Delete(7), &SALT);
         bent[0] = 200;
         bent.resize(400, 0);
         checked = 0;
         assert_eq!(
-            decode_at(&bent, Version::V3(SALT), &mut checked),
+            decode_at(&bent, Version::V4(SALT), &mut checked),
             Decoded::Bad
         );
         assert_eq!(checked, 4);
@@ -452,7 +515,7 @@ mod tests {
         let tail: Vec<u8> = [0, 0, 8, 0].repeat(256 * 1024);
         checked = 0;
         for at in 0..tail.len() {
-            let _ = decode_at(&tail[at..], Version::V3(SALT), &mut checked);
+            let _ = decode_at(&tail[at..], Version::V4(SALT), &mut checked);
             let _ = decode_at(&tail[at..], Version::V2(SALT), &mut checked);
         }
         assert!(checked <= 4 * tail.len() as u64, "{checked}");
@@ -463,8 +526,8 @@ mod tests {
         let record = sealed(&Change::Delete(7), &SALT);
         let mut checked = 0;
         for cut in 0..record.len() {
-            let need = if cut < 16 { 16 } else { record.len() };
-            let version = Version::V3(SALT);
+            let need = if cut < 24 { 24 } else { record.len() };
+            let version = Version::V4(SALT);
             assert_eq!(
                 decode_at(&record[..cut], version, &mut checked),
                 Decoded::Short(need),
@@ -479,11 +542,12 @@ mod tests {
         let mut other = SALT;
         for byte in 0..SALT.len() {
             other[byte] ^= 0x10;
-            assert_eq!(decode(&record, 0, Version::V3(other)), None);
+            assert_eq!(decode(&record, 0, Version::V4(other)), None);
             other = SALT;
         }
         assert_eq!(decode(&record, 0, Version::V1), None);
         assert_eq!(decode(&record, 0, Version::V2(SALT)), None);
+        assert_eq!(decode(&record, 0, Version::V3(SALT)), None);
     }
 
     #[test]
@@ -491,14 +555,15 @@ mod tests {
         let mut bytes = sealed(&Change::Delete(7), &SALT);
         bytes.extend_from_slice(&[200, 0, 0, 0, 1, 2]);
         let whole = bytes[..bytes.len() - 6].to_vec();
-        seal(&mut bytes, &SALT);
+        seal(&mut bytes, &SALT, HEADER as u64);
         assert_eq!(&bytes[..whole.len()], &whole[..]);
-        seal(&mut [0xFF; 3], &SALT);
+        seal(&mut [0xFF; 3], &SALT, 0);
     }
 
     #[test]
     fn the_salt_stays_out_of_debug_output() {
         assert_eq!(format!("{:?}", Version::V2(*b"SECRET!!")), "V2(salt)");
         assert_eq!(format!("{:?}", Version::V3(*b"SECRET!!")), "V3(salt)");
+        assert_eq!(format!("{:?}", Version::V4(*b"SECRET!!")), "V4(salt)");
     }
 }

@@ -5,18 +5,27 @@
 //! [`Change`] to a callback, and a compaction asks the store for its live
 //! plants through one.
 //!
-//! # File format (version 3)
+//! # File format (version 4)
 //!
 //! ```text
-//! file    = header record*
-//! header  = "PLANTSJ3" salt hcheck:u64le       24 bytes
+//! file    = header record* zero*
+//! header  = "PLANTSJ4" salt hcheck:u64le       24 bytes
 //! salt    = 8 bytes from the OS's random source, drawn for each new file
 //! hcheck  = CRC-64/XZ of the magic and the salt
-//! record  = len:u32le lcheck:u32le check:u64le payload    16 + len bytes
+//! record  = len:u32le lcheck:u32le check:u64le batch:u64le payload
+//!                                                          24 + len bytes
 //! lcheck  = CRC-32C of the salt and the four `len` bytes
-//! check   = CRC-64/XZ of the salt, the four `len` bytes and the payload
+//! check   = CRC-64/XZ of the salt, the four `len` bytes, the eight
+//!           `batch` bytes and the payload
+//! batch   = the byte offset in this file of the first record of the
+//!           write the record was part of (its own offset, in a file
+//!           synced whole before use: a compaction's, a reset's, a
+//!           conversion's)
 //! payload = 0x01 id:i64le name_len:u32le name tag_len:u32le tag    put
 //!         | 0x02 id:i64le                                          delete
+//! zero    = 0x00, written ahead of the records with `--sync always`
+//!           (`ahead.rs`): so that a sync writes data pages, not a
+//!           metadata commit for a file grown by every record
 //! ```
 //!
 //! `put` is a create or a replace (the plant with this id is now this one);
@@ -48,11 +57,11 @@
 //! salt: a damaged salt would fail them all, and without it the file would
 //! read as one long torn tail and be cut to nothing.
 //!
-//! The check does not cover the record's offset or number: records shifted
-//! by damage (bytes lost or inserted in the middle) still check out where
-//! they now lie, so the search below finds them and start-up is refused,
-//! where a check tied to the place would call them a torn tail and cut
-//! them off.
+//! The check does not cover the record's own offset or number: records
+//! shifted by damage (bytes lost or inserted in the middle) still check
+//! out where they now lie, so the search below finds them and start-up is
+//! refused (those of a later batch than the damage: see "Recovery"), where
+//! a check tied to the place would call them a torn tail and cut them off.
 //!
 //! # Why the length has a check of its own
 //!
@@ -60,7 +69,7 @@
 //! believed the length found there and ran its check over that many bytes:
 //! a torn megabyte of `00 00 08 00` claims 512 KiB at a quarter of its
 //! offsets, and start-up took minutes (the work grew with the square of
-//! the tail). In version 3 a length is believed only if it is at most
+//! the tail). In versions 3 and 4 a length is believed only if it is at most
 //! `MAX_PAYLOAD` and its own check (`lcheck`, salted as `check` is, so a
 //! client cannot plant one either) passes, which bytes that are not a
 //! record do with odds of 2^-32. Trying an offset costs a checksum over
@@ -76,15 +85,38 @@
 //!
 //! The header says which rules apply. Records are read in order, as a
 //! stream: the file is never held whole in memory, only a window of about
-//! 64 KiB and the record being read. At the first record that is
-//! incomplete or fails a check, the rest of the file is searched, at
+//! 64 KiB and the record being read. In version 4, where the records end
+//! and every byte after them is zero, the file ends cleanly: those are
+//! zeros written ahead, kept for the next records, with no warning and no
+//! search (no record's length is zero, so zeros are passed at the speed of
+//! comparing bytes; they are at most `ahead::STEP`, a megabyte, past the
+//! records). At the first record that is incomplete or fails a check,
+//! with anything but zeros after it, the rest of the file is searched, at
 //! every byte offset, for any complete, valid record by the same rule (in
-//! versions 2 and 3: under this file's salt). If none exists the
-//! damage is a torn tail (a crash during the last write): it is cut off and
-//! start-up logs a warning with the byte count. If one exists the damage is
-//! in the middle of the journal: start-up is refused with an error naming
-//! the file, the record number and its byte offset, and the file is left
-//! untouched. Nothing is dropped silently. A file shorter than its header,
+//! versions 2 to 4: under this file's salt) that counts. If none exists
+//! the damage is a torn tail (a crash during the last write): it is cut
+//! off and start-up logs a warning with the byte count. If one exists the
+//! damage is in the middle of the journal: start-up is refused with an
+//! error naming the file, the record number and its byte offset, and the
+//! file is left untouched. Nothing is dropped silently.
+//!
+//! Which records count: in versions 1 to 3, every one. In version 4, a
+//! record counts only if its batch starts after the damage. The rule is
+//! for records written over zeros: a crash during a batch can leave any
+//! of its pages written back and any not, so a later page of the batch
+//! can hold whole records while an earlier one is still zeros. None of
+//! those records was acknowledged: a batch is acknowledged only once its
+//! `fdatasync` returned, which writes back every page of the file, and
+//! with `--sync always` the next batch is written only after that. So
+//! records whose batch starts at or before the damage are of the one batch
+//! the crash tore and are cut with it; a record whose batch starts after
+//! the damage was written after a sync that covered the damaged bytes, so
+//! the damage came later, and start-up is refused. (With `--sync never`
+//! no batch waits for a sync, pages of several batches could be missing
+//! at once, and nothing is written ahead: records end the file, as
+//! appends do.) The price: damage to the last batch of a file that was
+//! synced, with records of that batch after it, reads as that batch torn,
+//! as damage to its last record always has. A file shorter than its header,
 //! or just a header that fails its check (new, torn while the header was
 //! written: a header is synced before any record follows it), starts
 //! again with a fresh header. A header that fails its check with anything
@@ -92,7 +124,10 @@
 //!
 //! # Older versions
 //!
-//! Version 2 (`PLANTSJ2`) is version 3 without `lcheck`: `record =
+//! Version 3 (`PLANTSJ3`) is version 4 without `batch` (`record =
+//! len:u32le lcheck:u32le check:u64le payload`, `check` over the salt,
+//! `len` and the payload) and never ends in zeros: every record after
+//! damage counts. Version 2 (`PLANTSJ2`) is version 3 without `lcheck`: `record =
 //! len:u32le check:u64le payload`. Version 1 (`PLANTSJ1`, an 8-byte
 //! header) had no salt: `record = len:u32le crc:u32le payload`, the CRC-32C
 //! over the four `len` bytes and the payload, the same payloads. Such a
@@ -198,6 +233,7 @@
 //! Anything but a regular file (a FIFO, a device, a directory) is refused
 //! at open without being opened.
 
+mod ahead;
 mod commit;
 mod convert;
 mod file;
@@ -208,17 +244,19 @@ mod rewrite;
 #[cfg(test)]
 mod tests;
 
+pub use ahead::JournalFile;
 pub use convert::convert;
 pub use format::{
-    Change, HEADER, MAGIC, MAGIC_V1, MAGIC_V2, MAX_PAYLOAD, Salt, Version, crc32c, crc64, decode,
-    encode, header, seal,
+    Change, HEADER, MAGIC, MAGIC_V1, MAGIC_V2, MAGIC_V3, MAX_PAYLOAD, Salt, Version, crc32c, crc64,
+    decode, encode, header, seal, seal_each,
 };
 pub use recovery::{Damage, Scan, ScanError, scan, scan_from};
 pub(super) use reset::Fault;
 pub(super) use rewrite::compact_path;
 
-use std::fs::{self, File};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex};
@@ -231,22 +269,12 @@ use format::fresh_salt;
 use rewrite::sync_dir;
 
 /// The write side of the journal file: the seam through which tests inject
-/// failures. `File` is the real one.
+/// failures. [`JournalFile`] is the real one.
 pub trait Disk: Send {
-    /// Appends all of `bytes`.
+    /// Writes all of `bytes` after the records written so far.
     fn append(&mut self, bytes: &[u8]) -> io::Result<()>;
     /// Makes everything appended so far durable.
     fn sync(&mut self) -> io::Result<()>;
-}
-
-impl Disk for File {
-    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.write_all(bytes)
-    }
-
-    fn sync(&mut self) -> io::Result<()> {
-        self.sync_data()
-    }
 }
 
 /// What start-up found in the journal.
@@ -263,7 +291,8 @@ pub struct Recovery {
 /// The journal's size and history, for `/metrics`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JournalStats {
-    /// The file's length once the records queued for it are written.
+    /// The bytes of the file's records once those queued are written (the
+    /// zeros written ahead of them not counted).
     pub bytes: u64,
     /// Compactions completed since start-up (failed ones not counted).
     pub compactions: u64,
@@ -391,7 +420,8 @@ struct State {
     last_write: Duration,
     /// Set once by the first failed write or sync; never cleared.
     failed: Option<Arc<str>>,
-    /// File length once `pending` is written.
+    /// Where the records end once `pending` is written (the zeros written
+    /// ahead of them, `ahead.rs`, not counted).
     len: u64,
     /// Compactions completed since the journal was opened.
     compactions: u64,
@@ -442,12 +472,12 @@ impl Signal {
 
 impl Journal {
     /// Opens (or creates) the journal, replays it and cuts a torn tail.
-    /// `wrap` turns the opened file into the `Disk` that appends to it.
+    /// `wrap` turns the opened file into the `Disk` that writes to it.
     /// Every record's change is handed to `apply`, in order; after an
     /// error, throw away what was built from them.
     pub(super) fn open(
         durability: &Durability,
-        wrap: impl FnOnce(File) -> Box<dyn Disk>,
+        wrap: impl FnOnce(JournalFile) -> Box<dyn Disk>,
         apply: impl FnMut(Change<'_>),
     ) -> Result<(Journal, Recovery), OpenError> {
         let started = Instant::now();
@@ -469,29 +499,42 @@ impl Journal {
                 offset,
             },
         })?;
-        let torn_bytes = scan.len - scan.valid_len;
-        let (file, salt, len) = match scan.version {
-            Some(Version::V3(salt)) => {
-                if torn_bytes > 0 {
+        // Zeros written ahead of the records are not a torn tail.
+        let torn_bytes = if scan.zeroed {
+            0
+        } else {
+            scan.len - scan.valid_len
+        };
+        let ahead = durability.sync == SyncMode::Always;
+        // The file, its salt, the end of its records and its length.
+        let (file, salt, len, file_len) = match scan.version {
+            Some(Version::V4(salt)) => {
+                // Without writing ahead, records end the file (see
+                // `ahead.rs`): zeros an earlier run wrote ahead go too.
+                if torn_bytes > 0 || (!ahead && scan.len > scan.valid_len) {
                     file.set_len(scan.valid_len).map_err(io_error)?;
                     file.sync_all().map_err(io_error)?;
+                    (file, salt, scan.valid_len, scan.valid_len)
+                } else {
+                    (file, salt, scan.valid_len, scan.len)
                 }
-                (file, salt, scan.valid_len)
             }
-            Some(old @ (Version::V1 | Version::V2(_))) => {
-                convert::upgrade(&real, &entry, &mut file, old, scan.valid_len, scan.records)
-                    .map_err(io_error)?
+            Some(old @ (Version::V1 | Version::V2(_) | Version::V3(_))) => {
+                let (file, salt, len) =
+                    convert::upgrade(&real, &entry, &mut file, old, scan.valid_len, scan.records)
+                        .map_err(io_error)?;
+                (file, salt, len, len)
             }
             None => {
                 // New, empty, or torn inside the header itself.
                 let salt = fresh_salt().map_err(io_error)?;
                 file.set_len(0).map_err(io_error)?;
-                file.write_all(&header(&salt)).map_err(io_error)?;
+                file.write_all_at(&header(&salt), 0).map_err(io_error)?;
                 file.sync_all().map_err(io_error)?;
                 if !existed {
                     sync_dir(&real).map_err(io_error)?;
                 }
-                (file, salt, HEADER as u64)
+                (file, salt, HEADER as u64, HEADER as u64)
             }
         };
         let leftover = compact_path(&real);
@@ -529,7 +572,7 @@ impl Journal {
             written: Condvar::new(),
             durable_seq: AtomicU64::new(0),
             arrived: Condvar::new(),
-            disk: Mutex::new(wrap(file)),
+            disk: Mutex::new(wrap(JournalFile::new(file, len, file_len, ahead))),
             compaction: Arc::default(),
         };
         let recovery = Recovery {

@@ -1,19 +1,24 @@
 //! Reading a journal back: every complete record in order, handed to the
-//! caller, up to a torn tail; damage in the middle refuses the file. The
-//! rules are in the journal's module header.
+//! caller, up to a torn tail or the zeros written ahead of the records;
+//! damage in the middle refuses the file. The rules are in the journal's
+//! module header.
 //!
 //! The file is read as a stream through a window that holds the record
 //! being read and little else ([`Window`]): start-up memory is the store
 //! being built plus the largest record, not the file. The work is linear
 //! in the file: a record's length is believed only within
-//! [`MAX_PAYLOAD`](super::format::MAX_PAYLOAD) and, in version 3, once its
+//! [`MAX_PAYLOAD`](super::format::MAX_PAYLOAD) and, in versions 3 and 4, once its
 //! own check passes, so the search past damage costs a few bytes of
-//! checksum per offset (see `decode_at`).
+//! checksum per offset (see `decode_at`), and none at all where the bytes
+//! are zeros: no record's length is zero, so a run of zeros is passed at
+//! the speed of comparing bytes (the zeros a version-4 journal has written
+//! ahead, up to a megabyte, are read once at each start, not searched).
 
 use std::io::{self, Read};
 
 use super::format::{
-    Change, Decoded, HEADER, MAGIC, MAGIC_V1, MAGIC_V2, Version, claimed_size, decode_at, salt_of,
+    Change, Decoded, HEADER, MAGIC, MAGIC_V1, MAGIC_V2, MAGIC_V3, Version, batch_of, claimed_size,
+    decode_at, salt_of,
 };
 
 /// Bytes read from the file at a time.
@@ -27,8 +32,12 @@ pub struct Scan {
     pub version: Option<Version>,
     /// Complete records read.
     pub records: u64,
-    /// Length of the valid prefix; anything after it is a torn tail.
+    /// Length of the valid prefix; anything after it is a torn tail, or
+    /// zeros written ahead (`zeroed`).
     pub valid_len: u64,
+    /// A version-4 file whose bytes after the valid prefix are all zeros
+    /// (none, or space written ahead and not used yet): nothing is torn.
+    pub zeroed: bool,
     /// Length of the whole file as read.
     pub len: u64,
     /// Bytes of the file that went through a checksum: about the file's
@@ -102,15 +111,22 @@ pub fn scan_from(file: impl Read, mut apply: impl FnMut(Change<'_>)) -> Result<S
             }
             None => break,
             Some(Decoded::Bad | Decoded::Short(_)) => {
-                if window.any_record_after(at, version, &mut scan.checked)? {
-                    return Err(ScanError::Damage(Damage::Record {
-                        record: scan.records + 1,
-                        offset: at,
-                    }));
+                match window.after_damage(at, version, &mut scan.checked)? {
+                    After::Record => {
+                        return Err(ScanError::Damage(Damage::Record {
+                            record: scan.records + 1,
+                            offset: at,
+                        }));
+                    }
+                    After::Zeros => scan.zeroed = matches!(version, Version::V4(_)),
+                    After::Torn => {}
                 }
                 break;
             }
         }
+    }
+    if at == window.len().map_err(io)? {
+        scan.zeroed = matches!(version, Version::V4(_));
     }
     scan.valid_len = at;
     scan.len = window.len().map_err(io)?;
@@ -127,24 +143,39 @@ fn version(head: &[u8]) -> Result<Option<Version>, Damage> {
     if head.starts_with(MAGIC_V1) {
         return Ok(Some(Version::V1));
     }
-    if head.starts_with(MAGIC) || head.starts_with(MAGIC_V2) {
+    if [MAGIC, MAGIC_V3, MAGIC_V2]
+        .iter()
+        .any(|m| head.starts_with(*m))
+    {
         let Some(header) = head.first_chunk::<HEADER>() else {
             return Ok(None);
         };
         return match salt_of(header) {
-            Some(salt) if head.starts_with(MAGIC) => Ok(Some(Version::V3(salt))),
+            Some(salt) if head.starts_with(MAGIC) => Ok(Some(Version::V4(salt))),
+            Some(salt) if head.starts_with(MAGIC_V3) => Ok(Some(Version::V3(salt))),
             Some(salt) => Ok(Some(Version::V2(salt))),
             None if head.len() == HEADER => Ok(None),
             None => Err(Damage::Header),
         };
     }
-    if [MAGIC, MAGIC_V2, MAGIC_V1]
+    if [MAGIC, MAGIC_V3, MAGIC_V2, MAGIC_V1]
         .iter()
         .any(|magic| magic.starts_with(head))
     {
         return Ok(None);
     }
     Err(Damage::NotAJournal)
+}
+
+/// What follows a record that is incomplete or fails a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// Zeros to the end of the file.
+    Zeros,
+    /// No record that counts: a torn tail.
+    Torn,
+    /// A whole, valid record that counts: damage in the middle.
+    Record,
 }
 
 /// The part of the file being looked at: bytes from `start` on, read in
@@ -227,19 +258,58 @@ impl<R: Read> Window<R> {
         Ok(Some(decode_at(bytes, version, checked)))
     }
 
-    /// Whether a whole, valid record starts at any offset after `at`.
-    fn any_record_after(
+    /// What the file holds from `at`, where a record is incomplete or
+    /// fails a check, to its end: whether a whole, valid record that
+    /// counts starts at any offset after `at`, else whether every byte
+    /// from `at` on is zero. In version 4 a record counts only if its
+    /// batch started after `at`: one whose batch started at or before it
+    /// belongs to the batch that `at` is in, which a crash tore (see
+    /// "Recovery" in the module header).
+    fn after_damage(
         &mut self,
         at: u64,
         version: Version,
         checked: &mut u64,
-    ) -> Result<bool, ScanError> {
-        let mut from = at + 1;
+    ) -> Result<After, ScanError> {
+        let io = ScanError::Io;
+        let mut zeros = true;
+        // The bytes in `at..seen` have been looked at for zeros.
+        let mut seen = at;
+        let mut from = at;
         loop {
-            match self.decode(from, version, checked).map_err(ScanError::Io)? {
-                Some(Decoded::Record(..)) => return Ok(true),
-                None => return Ok(false),
-                Some(Decoded::Bad | Decoded::Short(_)) => {}
+            let held = self.get(from, version.framing()).map_err(io)?;
+            if held.is_empty() {
+                return Ok(if zeros { After::Zeros } else { After::Torn });
+            }
+            let end = from + held.len() as u64;
+            if seen < end {
+                let unseen = &self.bytes[(seen - self.start) as usize..];
+                zeros = zeros && unseen.iter().all(|&b| b == 0);
+                seen = end;
+            }
+            if from > at {
+                // A record's length is never zero, so none starts where
+                // its four bytes would all be zeros: a run of zeros is
+                // stepped over to three bytes before the next byte that
+                // is not one.
+                let held = &self.bytes[(from - self.start) as usize..];
+                let next = held.iter().position(|&b| b != 0).unwrap_or(held.len());
+                if next >= 4 {
+                    from += next as u64 - 3;
+                    self.release(from);
+                    continue;
+                }
+                if let Some(Decoded::Record(..)) =
+                    self.decode(from, version, checked).map_err(io)?
+                {
+                    let head = &self.bytes[(from - self.start) as usize..];
+                    // Version 4: a record of the batch `at` is in is of
+                    // the batch the crash tore.
+                    let torn = matches!(version, Version::V4(_)) && batch_of(head) <= at;
+                    if !torn {
+                        return Ok(After::Record);
+                    }
+                }
             }
             from += 1;
             self.release(from);
@@ -259,13 +329,14 @@ impl<R: Read> Window<R> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::format::{MAX_PAYLOAD, Salt, encode, header, seal};
+    use super::super::format::{MAX_PAYLOAD, Salt, encode, header, seal, seal_each};
     use super::*;
 
     const SALT: Salt = *b"the salt";
     const MIB: usize = 1 << 20;
 
-    /// A version-3 image of `n` puts, each with a name of `name_len` bytes.
+    /// A version-4 image of `n` puts, each with a name of `name_len` bytes,
+    /// each its own batch.
     fn journal(n: i64, name_len: usize) -> Vec<u8> {
         let mut file = header(&SALT).to_vec();
         let name = "n".repeat(name_len);
@@ -280,7 +351,7 @@ mod tests {
                 },
             );
         }
-        seal(&mut file[HEADER..], &SALT);
+        seal_each(&mut file[HEADER..], &SALT, HEADER as u64);
         file
     }
 
@@ -319,7 +390,7 @@ mod tests {
     fn a_megabyte_of_records_with_wrong_checks_is_a_torn_tail_read_in_linear_work() {
         // Records under another salt: their lengths' checks fail.
         let mut other = journal(MIB as i64 / 40, 10);
-        seal(&mut other[HEADER..], b"not this");
+        seal_each(&mut other[HEADER..], b"not this", HEADER as u64);
         let (file, good) = with_tail(&other[HEADER..]);
         torn_after(&file, 3, good, "records under another salt");
         // Records under this salt with a payload byte changed: each
@@ -338,7 +409,7 @@ mod tests {
         // What a client can send: records sealed under a salt it guessed,
         // back to back, as one name; the crash tears the record holding it.
         let mut planted = journal(MIB as i64 / 40, 10);
-        seal(&mut planted[HEADER..], &[0; 8]);
+        seal_each(&mut planted[HEADER..], &[0; 8], HEADER as u64);
         let name = String::from_utf8_lossy(&planted[HEADER..]).into_owned();
         let mut file = journal(3, 10);
         let good = file.len();
@@ -350,7 +421,7 @@ mod tests {
                 tag: None,
             },
         );
-        seal(&mut file[good..], &SALT);
+        seal(&mut file[good..], &SALT, good as u64);
         for cut in [good + 1, good + 20, good + MIB / 2, file.len() - 1] {
             torn_after(&file[..cut], 3, good, &format!("cut at {cut}"));
         }
@@ -378,7 +449,7 @@ mod tests {
         file.extend_from_slice(&[0, 0, 8, 0].repeat(MIB / 4));
         let mut last = Vec::new();
         encode(&mut last, &Change::Delete(1));
-        seal(&mut last, &SALT);
+        seal(&mut last, &SALT, file.len() as u64);
         file.extend_from_slice(&last);
         assert_eq!(
             scan(&file, |_| {}).unwrap_err(),
@@ -405,7 +476,7 @@ mod tests {
         let mut record = Vec::new();
         encode(&mut record, &Change::Delete(1));
         record[..4].copy_from_slice(&(MAX_PAYLOAD as u32 + 1).to_le_bytes());
-        seal(&mut record, &SALT);
+        seal(&mut record, &SALT, good as u64);
         file.extend_from_slice(&record);
         file.resize(file.len() + 3 * CHUNK, 7);
         torn_after(&file, 1, good, "an overlong length");

@@ -6,9 +6,10 @@
 use std::fs::{self, File};
 use std::io::{self, Write};
 
-use super::Journal;
-use super::format::{HEADER, Salt, fresh_salt, header, seal};
+use super::ahead::STEP;
+use super::format::{HEADER, Salt, fresh_salt, header, seal_each};
 use super::rewrite::{compact_path, create_temp, reserve, sync_dir};
+use super::{Journal, JournalFile, SyncMode};
 use crate::lock::{lock, wait};
 
 /// A step of a reset, named for fault injection: an `Err` stops it there.
@@ -51,12 +52,19 @@ impl Journal {
         }
         let written = (|| {
             let len = (HEADER + records.len()) as u64;
-            self.room(len, reserve(len))?;
+            // With `--sync always`, room for the zeros its first batch
+            // writes ahead (`ahead.rs`) too.
+            let ahead = if self.sync == SyncMode::Always {
+                STEP
+            } else {
+                0
+            };
+            self.room(len + ahead, reserve(len))?;
             let mut temp = create_temp(&self.path, &compact_path(&self.path))?;
             let salt = fresh_salt()?;
             temp.write_all(&header(&salt))?;
             fault("header written")?;
-            seal(&mut records, &salt);
+            seal_each(&mut records, &salt, HEADER as u64);
             temp.write_all(&records)?;
             fault("records written")?;
             temp.sync_data()?;
@@ -123,7 +131,8 @@ impl Journal {
             self.abandon_reset(Some(reason));
             return Err(NOT_SWAPPED);
         }
-        *lock(&self.disk) = Box::new(new.temp);
+        let ahead = self.sync == SyncMode::Always;
+        *lock(&self.disk) = Box::new(JournalFile::new(new.temp, new.len, new.len, ahead));
         let mut state = lock(&self.state);
         state.pending.clear();
         state.appended += 1;

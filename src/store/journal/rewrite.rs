@@ -9,8 +9,9 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use super::format::{HEADER, fresh_salt, header, seal};
-use super::{Journal, SyncMode, file};
+use super::ahead::STEP;
+use super::format::{HEADER, fresh_salt, header, seal_each};
+use super::{Journal, JournalFile, SyncMode, file};
 use crate::lock::{lock, wait};
 
 /// The least free space a compaction leaves for the changes that arrive
@@ -89,7 +90,10 @@ impl Journal {
         mut fill: impl FnMut(&mut Vec<u8>) -> bool,
     ) -> io::Result<u64> {
         let never = self.sync == SyncMode::Never;
-        let estimate = live_bytes + HEADER as u64;
+        // With `--sync always` the new file's first batch writes zeros a
+        // step ahead (`ahead.rs`): room for them too.
+        let ahead = if never { 0 } else { STEP };
+        let estimate = live_bytes + HEADER as u64 + ahead;
         let keep = reserve(estimate);
         self.room(estimate, keep)?;
         let mut temp = create_temp(&self.path, temp_path)?;
@@ -100,7 +104,7 @@ impl Journal {
         let mut step = Vec::new();
         loop {
             let more = fill(&mut step);
-            seal(&mut step, &salt);
+            seal_each(&mut step, &salt, len);
             self.room(step.len() as u64, keep / 2)?;
             temp.write_all(&step)?;
             len += step.len() as u64;
@@ -125,7 +129,7 @@ impl Journal {
         let covered = state.pending.len();
         let upto = state.appended;
         drop(state);
-        seal(&mut since, &salt);
+        seal_each(&mut since, &salt, len);
 
         let written = self
             .room(since.len() as u64, keep / 2)
@@ -151,6 +155,7 @@ impl Journal {
         // With `--sync never` the directory is synced after the writer role
         // is given back, so no event loop waits for it.
         let dir_synced = if never { Ok(()) } else { sync_dir(&self.path) };
+        let temp = JournalFile::new(temp, len, len, self.sync == SyncMode::Always);
         *lock(&self.disk) = Box::new(temp);
         let mut state = lock(&self.state);
         state.writing = false;
@@ -215,7 +220,7 @@ pub(super) fn create_temp(journal: &Path, temp_path: &Path) -> io::Result<File> 
     }
     let temp = OpenOptions::new()
         .read(true)
-        .append(true)
+        .write(true)
         .create_new(true)
         .mode(0o600)
         .open(temp_path)?;

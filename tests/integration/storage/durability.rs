@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use plantstore::model::Capacity;
-use plantstore::store::{Disk, Store};
+use plantstore::store::{Disk, JournalFile, Store};
 
 use crate::support::{AUTH, JSON, TempFile, TestServer, durable_config};
 
@@ -45,7 +45,7 @@ fn a_restart_keeps_every_acknowledged_change() {
 
 /// The real file, with every sync failing once `fail` is set.
 struct FailingSync {
-    file: std::fs::File,
+    file: JournalFile,
     fail: Arc<AtomicBool>,
 }
 
@@ -136,8 +136,10 @@ fn damage_in_the_middle_refuses_start_up_naming_file_and_record() {
         }
     }
     let mut bytes = std::fs::read(&file.0).unwrap();
-    // Three records of one size after the 24-byte header.
-    let second_record = 24 + (bytes.len() - 24) / 3;
+    // Three records of one size after the 24-byte header, then the zeros
+    // written ahead of them.
+    let end = plantstore::store::scan(&bytes, |_| {}).unwrap().valid_len as usize;
+    let second_record = 24 + (end - 24) / 3;
     bytes[second_record + 14] ^= 0xFF; // inside record 2's payload
     std::fs::write(&file.0, &bytes).unwrap();
 

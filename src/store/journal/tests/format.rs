@@ -1,26 +1,39 @@
 //! The journal's format as an outsider writes it: records planted in a
-//! plant's name by a client, and journals in the version-1 and -2 formats,
+//! plant's name by a client, and journals in the version-1 to -3 formats,
 //! written by the oracle (`tests/shared/journal_oracle.rs`), which follows
 //! the documented layout and shares no code with the server's, so a test
 //! fails if the two drift apart.
 
 use std::fs;
 
-use super::oracle::{self, MAGIC_V3, Rules, planted, record};
+use super::oracle::{self, MAGIC_V4, Rules, planted, record};
 use crate::os::temp::TempFile;
 use crate::store::test_support::{Journalled, contents, new, plant};
 use crate::store::*;
 
-/// The salt in a version-3 file's header.
+/// The salt in a version-4 file's header.
 fn salt_of(file: &[u8]) -> [u8; 8] {
-    assert_eq!(&file[..8], MAGIC_V3, "a version-3 journal");
+    assert_eq!(&file[..8], MAGIC_V4, "a version-4 journal");
     let salt = file[8..16].try_into().unwrap();
     assert_eq!(
         &file[..24],
-        oracle::salted_header(MAGIC_V3, salt),
+        oracle::salted_header(MAGIC_V4, salt),
         "the header's check"
     );
     salt
+}
+
+/// The journal at `path` without the zeros written ahead of its records
+/// (checked to be zeros).
+fn records_of(path: &std::path::Path) -> Vec<u8> {
+    let mut bytes = fs::read(path).unwrap();
+    let end = scan(&bytes, |_| {}).unwrap().valid_len as usize;
+    assert!(
+        bytes[end..].iter().all(|&b| b == 0),
+        "zeros after the records"
+    );
+    bytes.truncate(end);
+    bytes
 }
 
 fn put(id: i64, name: &str, tag: Option<&str>) -> oracle::Change {
@@ -47,21 +60,23 @@ fn a_record_planted_in_a_name_cannot_make_a_torn_tail_refuse_start_up() {
         "version 1",
         "version 2 under a guessed salt",
         "version 3 under a guessed salt",
+        "version 4 under a guessed salt",
     ] {
         let path = TempFile::new("planted");
         let (store, _) = path.open().unwrap();
         store.create(new(1, "fern")).unwrap();
         store.create(new(2, "moss")).unwrap();
-        let start = fs::metadata(&path.0).unwrap().len() as usize;
+        let start = records_of(&path.0).len();
         let record = match rules {
             "version 1" => planted(Rules::V1),
             "version 2 under a guessed salt" => planted(Rules::V2([0; 8])),
-            _ => planted(Rules::V3([0; 8])),
+            "version 3 under a guessed salt" => planted(Rules::V3([0; 8])),
+            _ => planted(Rules::V4([0; 8])),
         };
         let name = format!("{BEFORE}{record}{AFTER}");
         store.create(new(3, &name)).unwrap();
         drop(store);
-        let bytes = fs::read(&path.0).unwrap();
+        let bytes = records_of(&path.0);
         let planted_end = start
             + bytes[start..]
                 .windows(record.len())
@@ -91,8 +106,13 @@ fn a_record_planted_in_a_name_cannot_make_a_torn_tail_refuse_start_up() {
 #[test]
 fn the_planting_encoders_write_records_the_server_reads() {
     let change = put(7, "fern", Some("green"));
-    let files = [Rules::V1, Rules::V2([9; 8]), Rules::V3([9; 8])]
-        .map(|rules| [oracle::header(rules), record(rules, &change)].concat());
+    let files = [
+        Rules::V1,
+        Rules::V2([9; 8]),
+        Rules::V3([9; 8]),
+        Rules::V4([9; 8]),
+    ]
+    .map(|rules| [oracle::header(rules), record(rules, &change)].concat());
     for file in files {
         let mut seen = Vec::new();
         let scan = scan(&file, |change| seen.push(change.id())).unwrap();
@@ -114,7 +134,7 @@ fn the_oracle_reads_the_records_the_server_writes() {
     store.create(new(2, "moss")).unwrap();
     store.delete(2).unwrap();
     drop(store);
-    let bytes = fs::read(&path.0).unwrap();
+    let bytes = records_of(&path.0);
     let written = vec![
         put(1, "fern", None),
         put(1, "fern", Some("green é")),
@@ -123,7 +143,7 @@ fn the_oracle_reads_the_records_the_server_writes() {
     ];
     assert_eq!(
         oracle::reference(&bytes),
-        oracle::Outcome::Read(Some(Rules::V3(salt_of(&bytes))), written, bytes.len())
+        oracle::Outcome::Read(Some(Rules::V4(salt_of(&bytes))), written, bytes.len())
     );
 }
 
@@ -138,7 +158,7 @@ fn history() -> Vec<oracle::Change> {
 }
 
 #[test]
-fn a_version_1_journal_is_replayed_then_converted_to_version_3() {
+fn a_version_1_journal_is_replayed_then_converted_to_version_4() {
     let path = TempFile::new("v1");
     let history = history();
     fs::write(&path.0, oracle::journal(Rules::V1, &history)).unwrap();
@@ -149,8 +169,8 @@ fn a_version_1_journal_is_replayed_then_converted_to_version_3() {
         assert_eq!(contents(&store), expected);
         // Converted before the first append: every record as it was, in
         // the same order, under the new file's salt.
-        let bytes = fs::read(&path.0).unwrap();
-        assert_eq!(bytes, oracle::journal(Rules::V3(salt_of(&bytes)), &history));
+        let bytes = records_of(&path.0);
+        assert_eq!(bytes, oracle::journal(Rules::V4(salt_of(&bytes)), &history));
         store.create(new(4, "after")).unwrap();
     }
     let (store, recovery) = path.open().unwrap();
@@ -160,13 +180,19 @@ fn a_version_1_journal_is_replayed_then_converted_to_version_3() {
     assert_eq!(contents(&store), expected);
 }
 
-/// Version 2 is read by its own rules, a torn tail cut, then converted
-/// before the first append, as version 1 is.
+/// Versions 2 and 3 are read by their own rules, a torn tail cut, then
+/// converted before the first append, as version 1 is.
 #[test]
-fn a_version_2_journal_is_replayed_then_converted_to_version_3() {
+fn version_2_and_3_journals_are_replayed_then_converted_to_version_4() {
     let history = history();
-    let whole = oracle::journal(Rules::V2([5; 8]), &history);
-    let last = oracle::journal(Rules::V2([5; 8]), &history[..4]).len();
+    for old in [Rules::V2([5; 8]), Rules::V3([5; 8])] {
+        version_2_or_3_converted(old, &history);
+    }
+}
+
+fn version_2_or_3_converted(old: Rules, history: &[oracle::Change]) {
+    let whole = oracle::journal(old, history);
+    let last = oracle::journal(old, &history[..4]).len();
     for cut in [whole.len(), last + 1, whole.len() - 1] {
         let path = TempFile::new("v2");
         fs::write(&path.0, &whole[..cut]).unwrap();
@@ -177,13 +203,17 @@ fn a_version_2_journal_is_replayed_then_converted_to_version_3() {
         };
         {
             let (store, recovery) = path.open().unwrap();
-            assert_eq!((recovery.records, recovery.torn_bytes), (records, torn));
-            let bytes = fs::read(&path.0).unwrap();
+            assert_eq!(
+                (recovery.records, recovery.torn_bytes),
+                (records, torn),
+                "{old:?}"
+            );
+            let bytes = records_of(&path.0);
             let salt = salt_of(&bytes);
             assert_ne!(salt, [5; 8], "a fresh salt");
             assert_eq!(
                 bytes,
-                oracle::journal(Rules::V3(salt), &history[..records as usize])
+                oracle::journal(Rules::V4(salt), &history[..records as usize])
             );
             store.create(new(4, "after")).unwrap();
         }
@@ -207,16 +237,16 @@ fn a_torn_version_1_tail_is_cut_by_the_conversion() {
             (4, (cut - last) as u64)
         );
         assert_eq!(store.get(1), Some(plant("fern", None)), "cut at {cut}");
-        let bytes = fs::read(&path.0).unwrap();
+        let bytes = records_of(&path.0);
         assert_eq!(
             bytes,
-            oracle::journal(Rules::V3(salt_of(&bytes)), &history[..4])
+            oracle::journal(Rules::V4(salt_of(&bytes)), &history[..4])
         );
     }
 }
 
 #[test]
-fn an_empty_version_1_journal_becomes_an_empty_version_3_one() {
+fn an_empty_version_1_journal_becomes_an_empty_version_4_one() {
     let path = TempFile::new("v1-empty");
     fs::write(&path.0, b"PLANTSJ1").unwrap();
     let (store, recovery) = path.open().unwrap();
@@ -224,8 +254,8 @@ fn an_empty_version_1_journal_becomes_an_empty_version_3_one() {
         (recovery.records, recovery.torn_bytes, store.len()),
         (0, 0, 0)
     );
-    let bytes = fs::read(&path.0).unwrap();
-    assert_eq!(bytes, oracle::journal(Rules::V3(salt_of(&bytes)), &[]));
+    let bytes = records_of(&path.0);
+    assert_eq!(bytes, oracle::journal(Rules::V4(salt_of(&bytes)), &[]));
 }
 
 #[test]
@@ -257,8 +287,8 @@ fn a_conversion_interrupted_before_its_rename_is_done_again() {
     assert_eq!(recovery.records, 5);
     assert_eq!(store.len(), 2);
     assert!(!journal::compact_path(&path.0).exists());
-    let bytes = fs::read(&path.0).unwrap();
-    assert_eq!(bytes, oracle::journal(Rules::V3(salt_of(&bytes)), &history));
+    let bytes = records_of(&path.0);
+    assert_eq!(bytes, oracle::journal(Rules::V4(salt_of(&bytes)), &history));
 }
 
 #[test]

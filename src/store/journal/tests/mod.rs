@@ -4,6 +4,7 @@
 //! compaction, the lock). Helpers they share with the store's other tests
 //! are in `store/test_support.rs`.
 
+mod ahead;
 mod durability;
 mod format;
 
