@@ -34,8 +34,9 @@ use super::Disk;
 
 /// Zeros are written ahead to the next multiple of this many bytes.
 pub(super) const STEP: u64 = 1 << 20;
-/// Zeros written at a time.
-static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
+/// Zeros written at a time (from the heap, once a step: a static array
+/// of them would be 64 KiB of the binary).
+const ZEROS: usize = 64 * 1024;
 
 /// The journal file as the writer sees it: the end of its records, and
 /// how far zeros already reach. The `Disk` of a real journal.
@@ -65,9 +66,10 @@ impl JournalFile {
     /// `until`.
     fn zero_to(&mut self, until: u64) -> io::Result<()> {
         let target = until.div_ceil(STEP).max(1) * STEP;
+        let zeros = vec![0; ZEROS];
         while self.len < target {
-            let n = (target - self.len).min(ZEROS.len() as u64) as usize;
-            self.file.write_all_at(&ZEROS[..n], self.len)?;
+            let n = (target - self.len).min(ZEROS as u64) as usize;
+            self.file.write_all_at(&zeros[..n], self.len)?;
             self.len += n as u64;
         }
         Ok(())
