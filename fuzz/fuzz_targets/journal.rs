@@ -20,7 +20,9 @@
 //!   must produce the same bytes as the oracle. Recovery must yield exactly
 //!   the changes written whole before the damage (never a record that was
 //!   not written whole, never a planted one), and refuse only when the
-//!   damage has real records after it or hits the header.
+//!   damage has real records after it or hits the header. A version-4
+//!   journal's last changes may be one write (`seal`, as a commit with
+//!   `--sync always` writes them): damage in it reads as that write torn.
 //! - A version-4 journal whose last changes are one batch, with zeros
 //!   written ahead after it, then a crash: any run of its bytes from the
 //!   batch on zeroed (pages never written back). Recovery must agree with
@@ -81,13 +83,26 @@ fn torn_batch(input: &[u8]) {
     let last = usize::from(batch) % (changes.len() + 1);
     let mut file = batched(Rules::V4(salt), &changes, last);
     let ends = ends(Rules::V4(salt), &changes);
-    let start = if last == 0 { header_len(Rules::V4(salt)) } else { ends[last - 1] };
+    let start = if last == 0 {
+        header_len(Rules::V4(salt))
+    } else {
+        ends[last - 1]
+    };
+    assert_eq!(
+        server_batched(salt, &changes, last),
+        file,
+        "the server's writer of a batch"
+    );
     file.resize(file.len() + usize::from(ahead) * 64, 0);
     let at = start + usize::from(from) * 16 % (file.len() - start + 1);
     let end = (at + usize::from(zeros) * 8 + 1).min(file.len());
     file[at..end].fill(0);
     let (found, plants) = recover(&file);
-    assert_eq!(found, reference(&file), "the server and the reference disagree");
+    assert_eq!(
+        found,
+        reference(&file),
+        "the server and the reference disagree"
+    );
     let Outcome::Read(_, read, _) = &found else {
         panic!("a torn batch refused: {found:?}");
     };
@@ -141,10 +156,20 @@ fn damaged_journal(input: &[u8]) {
     if let (Rules::V2(salt) | Rules::V3(salt) | Rules::V4(salt), true) = (rules, flags & 2 == 2) {
         plant(&mut changes, salt, *guess);
     }
-    let mut file = journal(rules, &changes);
+    // Version 4 with flag 16: the changes from `last` on are one batch
+    // (damage in it, with its later records, reads as the batch torn).
+    let last = match rules {
+        Rules::V4(_) if flags & 16 == 16 => usize::from(damage[0] >> 1) % (changes.len() + 1),
+        _ => changes.len(),
+    };
+    let mut file = batched(rules, &changes, last);
     let ends = ends(rules, &changes);
     if let Rules::V4(salt) = rules {
-        assert_eq!(server_image(salt, &changes), file, "the server's writer");
+        assert_eq!(
+            server_batched(salt, &changes, last),
+            file,
+            "the server's writer"
+        );
     }
     let start = header_len(rules);
     let at = usize::from(u16::from_le_bytes([damage[1], damage[2]])) % (file.len() + 1);
@@ -189,12 +214,12 @@ fn damaged_journal(input: &[u8]) {
         return;
     }
     match found {
-        // Damage in the last record reads as a torn tail.
+        // Damage in the last record, or in the last batch, reads as a
+        // torn tail.
         Outcome::Read(_, read, _) => {
-            assert_eq!(
-                before + 1,
-                changes.len(),
-                "damage before the last record accepted"
+            assert!(
+                before + 1 == changes.len() || before >= last,
+                "damage before the last record and batch accepted"
             );
             assert_eq!(read, changes[..before]);
             assert_eq!(plants, replay(&changes[..before]));
@@ -203,6 +228,7 @@ fn damaged_journal(input: &[u8]) {
             assert_eq!(record, before as u64 + 1);
             assert_eq!(offset, if before == 0 { start } else { ends[before - 1] });
             assert!(before + 1 < changes.len(), "a torn last record refused");
+            assert!(before < last, "a torn last batch refused");
         }
         other => panic!("the header was intact: {other:?}"),
     }
@@ -261,20 +287,36 @@ fn ends(rules: Rules, changes: &[Change]) -> Vec<usize> {
         .collect()
 }
 
+/// The same journal as the server writes it with the changes from index
+/// `last` on as one batch (`seal` of one write), those before each a
+/// batch of its own.
+fn server_batched(salt: [u8; 8], changes: &[Change], last: usize) -> Vec<u8> {
+    let mut image = server_image(salt, &changes[..last]);
+    let start = image.len();
+    for change in &changes[last..] {
+        store::encode(&mut image, &server_change(change));
+    }
+    store::seal(&mut image[start..], &salt, start as u64);
+    image
+}
+
+fn server_change(change: &Change) -> store::Change<'_> {
+    match change {
+        Change::Put(id, name, tag) => store::Change::Put {
+            id: *id,
+            name,
+            tag: tag.as_deref(),
+        },
+        Change::Delete(id) => store::Change::Delete(*id),
+    }
+}
+
 /// The same journal as the server writes it when each record is a batch
 /// of its own (a compaction's or a conversion's file).
 fn server_image(salt: [u8; 8], changes: &[Change]) -> Vec<u8> {
     let mut image = store::header(&salt).to_vec();
     for change in changes {
-        let change = match change {
-            Change::Put(id, name, tag) => store::Change::Put {
-                id: *id,
-                name,
-                tag: tag.as_deref(),
-            },
-            Change::Delete(id) => store::Change::Delete(*id),
-        };
-        store::encode(&mut image, &change);
+        store::encode(&mut image, &server_change(change));
     }
     store::seal_each(&mut image[store::HEADER..], &salt, store::HEADER as u64);
     image
@@ -314,9 +356,15 @@ fn recover(file: &[u8]) -> (Outcome, Plants) {
             version,
             records,
             valid_len,
+            zeroed,
             ..
         }) => {
             assert_eq!(records, changes.len() as u64);
+            // A clean end in zeros (kept at open) is of version 4 alone,
+            // and only where every byte after the records is zero.
+            let zeros = file[valid_len as usize..].iter().all(|&b| b == 0);
+            let v4 = matches!(version, Some(Version::V4(_)));
+            assert_eq!(zeroed, v4 && zeros, "zeros after the records");
             let rules = version.map(|version| match version {
                 Version::V1 => Rules::V1,
                 Version::V2(salt) => Rules::V2(salt),
