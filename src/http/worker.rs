@@ -69,6 +69,8 @@ const SWEEP: Duration = Duration::from_millis(100);
 /// Unsent bytes the kernel may hold for a connection before it stops
 /// taking more (`TCP_NOTSENT_LOWAT`).
 const NOTSENT_LOWAT: u32 = 64 * 1024;
+/// The most letters the postbox's spare list keeps room for.
+const SPARE_LETTERS: usize = 4096;
 
 /// A loop's mailbox: responses completed and streams woken by other
 /// threads, and the waker that tells the loop about them.
@@ -127,6 +129,10 @@ pub(crate) struct Worker {
     accept_retry: Option<Instant>,
     /// Held responses: when each is due, its slot and connection id.
     timers: BinaryHeap<Reverse<(Instant, usize, u64)>>,
+    /// The postbox's other list: swapped with its queue to take the
+    /// letters, so each keeps its room (no list grown from nothing on the
+    /// committer's thread and freed here, a batch at a time).
+    letters: Vec<(Ticket, Letter)>,
 }
 
 impl Worker {
@@ -158,6 +164,7 @@ impl Worker {
             again: Vec::new(),
             accept_retry: None,
             timers: BinaryHeap::new(),
+            letters: Vec::new(),
         })
     }
 
@@ -332,8 +339,9 @@ impl Worker {
     /// connections; those for a connection that has gone are dropped (and
     /// its wakers stay quiet: their flag is never cleared).
     fn deliver(&mut self, scratch: &mut Scratch, now: Instant) {
-        let letters = std::mem::take(&mut *lock(&self.postbox.queue));
-        for (ticket, letter) in letters {
+        let mut letters = std::mem::take(&mut self.letters);
+        std::mem::swap(&mut *lock(&self.postbox.queue), &mut letters);
+        for (ticket, letter) in letters.drain(..) {
             let Some(Some(conn)) = self.conns.get_mut(ticket.slot) else {
                 continue;
             };
@@ -350,6 +358,9 @@ impl Worker {
                 }
             }
             self.serve(ticket.slot, scratch, now);
+        }
+        if letters.capacity() <= SPARE_LETTERS {
+            self.letters = letters;
         }
     }
 

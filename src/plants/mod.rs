@@ -470,7 +470,7 @@ fn acknowledged(store: &Store, applied: Result<Ack, Refusal>) -> Outcome<()> {
         Ok(ack) => {
             let acknowledger = store.acknowledger();
             Outcome::Pending(Pending::new(move |reply| {
-                acknowledger.when_acked(ack, move |result| reply(result.map_err(NotDone::from)));
+                acknowledger.when_acked(ack, reply)
             }))
         }
     }

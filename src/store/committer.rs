@@ -5,10 +5,15 @@
 use std::sync::{Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use super::{Core, Refusal};
+use super::Core;
 use crate::lock::{lock, wait, wait_timeout};
+use crate::model::NotDone;
 
-pub(super) type Done = Box<dyn FnOnce(Result<(), Refusal>) + Send>;
+/// What a change's acknowledgement is given to: the door's reply as it
+/// is (`plants::Reply<()>` is this type), so no closure is wrapped around
+/// it for the store's words. Allocated by an event loop and freed here,
+/// once called: one allocation per durable change crosses threads.
+pub type Done = Box<dyn FnOnce(Result<(), NotDone>) + Send>;
 /// A queued change waits at most this long for a `kick`.
 const LATEST: Duration = Duration::from_millis(5);
 /// Changes waiting for their records: the record's sequence number, and
@@ -102,7 +107,7 @@ pub(super) fn commit_on_request(committer: &Committer, store: &Weak<Core>) {
         // with several loops one kick is not the whole load; records that
         // arrive while it waits are written with this batch, and their
         // callbacks, queued behind it, find them durable.
-        let result = shared.commit(last, true);
+        let result = shared.commit(last, true).map_err(NotDone::from);
         drop(shared);
         for (_, done) in batch.drain(..) {
             done(result.clone());

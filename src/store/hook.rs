@@ -197,7 +197,7 @@ mod tests {
         // Through the committer thread, as the event loops acknowledge.
         let ack = store.delete_nowait(7).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
-        store.when_acked(ack, move |result| tx.send(result).unwrap());
+        store.when_acked(ack, Box::new(move |result| tx.send(result).unwrap()));
         store.flush();
         rx.recv_timeout(std::time::Duration::from_secs(5))
             .unwrap()

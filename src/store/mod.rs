@@ -67,7 +67,10 @@ use std::thread;
 
 use crate::lock::{read, write};
 use crate::metrics::{Exposition, Kind};
-use crate::model::{Capacity, ChangeHook, ChangeKind, Durability, NewPlant, Plant, Refusal};
+use crate::model::{
+    Capacity, ChangeHook, ChangeKind, Durability, NewPlant, NotDone, Plant, Refusal,
+};
+pub use committer::Done;
 use committer::{Committer, commit_on_request};
 use compaction::compact_on_request;
 use hook::Sequencer;
@@ -108,13 +111,13 @@ pub struct Acknowledger {
 
 impl Acknowledger {
     /// See [`Store::when_acked`]; a store already dropped refuses.
-    pub fn when_acked(&self, ack: Ack, done: impl FnOnce(Result<(), Refusal>) + Send + 'static) {
+    pub fn when_acked(&self, ack: Ack, done: Done) {
         match (ack.0, &self.committer) {
-            (Some(seq), Some(committer)) => committer.push(seq, Box::new(done)),
+            (Some(seq), Some(committer)) => committer.push(seq, done),
             (None, _) => done(Ok(())),
             (Some(seq), None) => match self.shared.upgrade() {
-                Some(shared) => done(shared.commit(Some(seq), true)),
-                None => done(Err(Refusal::Storage("the store is closed".into()))),
+                Some(shared) => done(shared.commit(Some(seq), true).map_err(NotDone::from)),
+                None => done(Err(Refusal::Storage("the store is closed".into()).into())),
             },
         }
     }
@@ -367,7 +370,7 @@ impl Store {
     /// that needs nothing more, else from the committer thread once its
     /// journal record is written (and synced, with `--sync always`). Never
     /// waits for the disk.
-    pub fn when_acked(&self, ack: Ack, done: impl FnOnce(Result<(), Refusal>) + Send + 'static) {
+    pub fn when_acked(&self, ack: Ack, done: Done) {
         self.acknowledger().when_acked(ack, done);
     }
 
