@@ -1,16 +1,21 @@
 //! The one reply path for plant operations: an outcome answered now
 //! becomes the response at once; one answered later (the journal's
-//! committer, a database worker) becomes a deferred response, completed on
-//! that thread, counted in the metrics then (its duration from the
-//! request's head), and given the request's CORS headers there (`App::handle`
-//! adds them only to an answer it sends itself). The event loop never
-//! waits for the disk or the database.
+//! committer, a database worker) becomes a deferred response. That thread
+//! only hands the answer back: the reply, boxed on the event loop, goes
+//! home to it as it is ([`Deferred::take_address`]), and the loop makes the
+//! response there, counts it in the metrics (its duration from the
+//! request's head) and gives it the request's CORS headers (`App::handle`
+//! adds them only to an answer it sends itself). So what the loop
+//! allocated for the request is freed on the loop, and the other thread
+//! does nothing per request but move a box. The event loop never waits
+//! for the disk or the database.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::{ApiError, App, CorsHeaders, Metrics};
-use crate::http::{Deferred, Request, Response};
+use crate::http::{Deferred, Errand, Request, Response};
+use crate::model::{Answer, NotDone};
 use crate::plants::Outcome;
 
 /// Answers `request` (of row `route` in `routes::ROUTES`) with what
@@ -39,12 +44,58 @@ pub(super) fn reply<T: Send + 'static>(
         method: super::metrics::method_label(request.method()),
         later,
     };
-    pending.then(move |answer| completion.send(answer.map_err(ApiError::from).and_then(respond)));
+    pending.then(Box::new(Later {
+        answer: None,
+        respond,
+        completion,
+    }));
     Ok(Response::deferred())
 }
 
+/// A deferred reply: takes the answer on the thread that has it, then
+/// goes home to the event loop to become the response.
+struct Later<T, F> {
+    /// The answer, once given.
+    answer: Option<Result<T, NotDone>>,
+    respond: F,
+    completion: Completion,
+}
+
+impl<T, F> Answer<T> for Later<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(T) -> Result<Response, ApiError> + Send + 'static,
+{
+    fn answer(mut self: Box<Self>, answer: Result<T, NotDone>) {
+        self.answer = Some(answer);
+        if let Some(address) = self.completion.later.take_address() {
+            address.send(self);
+        }
+    }
+}
+
+impl<T, F> Errand for Later<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(T) -> Result<Response, ApiError> + Send + 'static,
+{
+    fn finish(self: Box<Self>) -> Response {
+        let Later {
+            answer,
+            respond,
+            completion,
+        } = *self;
+        let made = match answer {
+            Some(answer) => answer.map_err(ApiError::from).and_then(respond),
+            // Never: it is sent home only once answered.
+            None => Ok(Response::error(500, "internal error: no answer")),
+        };
+        completion.finish(made)
+    }
+}
+
 /// What a deferred answer needs when it is sent, whatever the operation
-/// (kept apart from `reply`, which is instantiated per operation).
+/// (kept apart from `Later`, which is instantiated per operation).
 struct Completion {
     metrics: Arc<Metrics>,
     cors: CorsHeaders,
@@ -53,11 +104,12 @@ struct Completion {
     route: usize,
     /// The request's `metrics::METHODS` index.
     method: usize,
+    /// Disarmed once the reply is sent home.
     later: Deferred,
 }
 
 impl Completion {
-    fn send(self, made: Result<Response, ApiError>) {
+    fn finish(self, made: Result<Response, ApiError>) -> Response {
         let response = made.unwrap_or_else(|e| e.to_response());
         self.metrics.record(
             self.route,
@@ -65,6 +117,6 @@ impl Completion {
             response.status(),
             self.started.elapsed(),
         );
-        self.later.complete(self.cors.apply(response));
+        self.cors.apply(response)
     }
 }

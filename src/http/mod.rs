@@ -55,7 +55,7 @@ use std::time::Duration;
 pub use body::BodyError;
 #[cfg(test)]
 pub(crate) use deferred::counting_waker;
-pub use deferred::{Deferred, StreamWaker};
+pub use deferred::{Address, Deferred, Errand, StreamWaker};
 pub use request::Request;
 pub use response::{Fill, Response, Stream};
 pub use server::{Gauge, Server, Stopper, raise_open_file_limit};

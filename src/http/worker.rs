@@ -54,7 +54,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::access;
 use super::conn::{Conn, Left, Scratch, reject, reset_if_cut_short, serve};
-use super::deferred::{self, Mailbox, Ticket};
+use super::deferred::{self, Errand, Mailbox, Ticket};
 use super::protocol::Protocol;
 use super::response::Response;
 use super::session::{self, Home};
@@ -86,6 +86,8 @@ pub(crate) struct Postbox {
 enum Letter {
     /// Its deferred response.
     Response(Response),
+    /// Work that makes its deferred response, to finish here.
+    Errand(Box<dyn Errand>),
     /// Its stream has more; the flag is the waker's `queued`.
     Wake(Arc<AtomicBool>),
 }
@@ -106,6 +108,10 @@ impl Mailbox for Postbox {
     fn deliver(&self, ticket: Ticket, response: Response) {
         let response = session::secured(response, self.https.as_ref());
         self.post(ticket, Letter::Response(response));
+    }
+
+    fn run(&self, ticket: Ticket, errand: Box<dyn Errand>) {
+        self.post(ticket, Letter::Errand(errand));
     }
 
     fn wake(&self, ticket: Ticket, queued: Arc<AtomicBool>) {
@@ -350,6 +356,16 @@ impl Worker {
             }
             match letter {
                 Letter::Response(response) => {
+                    conn.protocol.complete(ticket.request, response, now);
+                }
+                Letter::Errand(errand) => {
+                    // As a handler's panic is, one here is a 500.
+                    let response = catch_unwind(AssertUnwindSafe(|| errand.finish()))
+                        .unwrap_or_else(|_| {
+                            error!("a deferred response's work panicked; answered 500");
+                            Response::error(500, "internal error")
+                        });
+                    let response = session::secured(response, self.postbox.https.as_ref());
                     conn.protocol.complete(ticket.request, response, now);
                 }
                 Letter::Wake(queued) => {

@@ -133,7 +133,7 @@ impl Remote {
         let queue = self.pool.queue();
         Outcome::Pending(Pending::new(move |reply| {
             queue.submit(work, move |made| {
-                reply(made.unwrap_or_else(|why| Err(Unavailable::from(why).into())))
+                reply.answer(made.unwrap_or_else(|why| Err(Unavailable::from(why).into())))
             });
         }))
     }
@@ -143,7 +143,7 @@ impl Remote {
         let queue = self.pool.queue();
         Outcome::Pending(Pending::new(move |reply| {
             let answer = move |applied: Result<bool, database::JobFailure>| {
-                reply(match applied {
+                reply.answer(match applied {
                     Ok(true) => Ok(()),
                     Ok(false) => Err(unapplied.into()),
                     Err(why) => Err(Unavailable::from(why).into()),

@@ -13,10 +13,10 @@
 use std::sync::{Arc, Condvar, Mutex};
 
 use crate::lock::{lock, wait};
-use crate::model::{NotDone, Unavailable};
+use crate::model::{Answer, NotDone, Unavailable};
 
-/// A reply to a pending outcome: called exactly once.
-pub type Reply<T> = Box<dyn FnOnce(Result<T, NotDone>) + Send>;
+/// A reply to a pending outcome: answered exactly once.
+pub type Reply<T> = Box<dyn Answer<T>>;
 
 /// The answer to an operation: ready now, or later.
 #[must_use]
@@ -43,9 +43,9 @@ impl<T: Send + 'static> Pending<T> {
         }
     }
 
-    /// Calls `reply` with the answer, once, from whichever thread has it.
-    pub fn then(self, reply: impl FnOnce(Result<T, NotDone>) + Send + 'static) {
-        (self.start)(Box::new(reply));
+    /// Gives `reply` the answer, once, from whichever thread has it.
+    pub fn then(self, reply: Reply<T>) {
+        (self.start)(reply);
     }
 
     /// Blocks this thread until the answer comes (for a caller that cannot
@@ -53,7 +53,7 @@ impl<T: Send + 'static> Pending<T> {
     pub fn wait(self) -> Result<T, NotDone> {
         let slot = Arc::new(Slot::default());
         let filler = Filler(Some(Arc::clone(&slot)));
-        self.then(move |answer| filler.fill(answer));
+        self.then(Box::new(move |answer| filler.fill(answer)));
         slot.take()
     }
 }
@@ -134,11 +134,11 @@ mod tests {
         let flag = Arc::clone(&started);
         let pending = Pending::new(move |reply: Reply<i32>| {
             *flag.lock().unwrap() = true;
-            thread::spawn(move || reply(Ok(42)));
+            thread::spawn(move || reply.answer(Ok(42)));
         });
         assert!(!*started.lock().unwrap(), "started before anyone listened");
         let (tx, rx) = mpsc::channel();
-        pending.then(move |answer| tx.send(answer).unwrap());
+        pending.then(Box::new(move |answer| tx.send(answer).unwrap()));
         assert_eq!(rx.recv().unwrap(), Ok(42));
         assert!(rx.recv().is_err(), "answered twice");
     }
@@ -151,7 +151,7 @@ mod tests {
             Err(refused)
         );
         let later = Outcome::Pending(Pending::new(|reply: Reply<&str>| {
-            thread::spawn(move || reply(Ok("later")));
+            thread::spawn(move || reply.answer(Ok("later")));
         }));
         assert_eq!(later.wait(), Ok("later"));
         // A reply dropped without an answer does not hang the waiter.

@@ -94,13 +94,14 @@ impl Scans {
                 (_, true) => Unavailable::Stopping,
                 (waiting, _) if waiting.len() >= QUEUED => Unavailable::Busy,
                 _ => {
-                    jobs.0.push_back(Box::new(move |store| reply(work(store))));
+                    jobs.0
+                        .push_back(Box::new(move |store| reply.answer(work(store))));
                     queue.ready.notify_one();
                     return;
                 }
             };
             drop(jobs);
-            reply(Err(NotDone::Unavailable(refused)));
+            reply.answer(Err(NotDone::Unavailable(refused)));
         }))
     }
 }

@@ -75,7 +75,7 @@ fn with_a_synced_journal_a_change_is_pending_until_its_record_is_written() {
         "reported before it is durable"
     );
     let (tx, rx) = mpsc::channel();
-    pending.then(move |answer| tx.send(answer).unwrap());
+    pending.then(Box::new(move |answer| tx.send(answer).unwrap()));
     plants.flush();
     let answer = rx.recv_timeout(Duration::from_secs(5)).expect("answered");
     assert_eq!(answer, Ok(()));

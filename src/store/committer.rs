@@ -7,13 +7,12 @@ use std::time::{Duration, Instant};
 
 use super::Core;
 use crate::lock::{lock, wait, wait_timeout};
-use crate::model::NotDone;
+use crate::model::{Answer, NotDone};
 
 /// What a change's acknowledgement is given to: the door's reply as it
-/// is (`plants::Reply<()>` is this type), so no closure is wrapped around
-/// it for the store's words. Allocated by an event loop and freed here,
-/// once called: one allocation per durable change crosses threads.
-pub type Done = Box<dyn FnOnce(Result<(), NotDone>) + Send>;
+/// is (`plants::Reply<()>` is this type), so nothing is wrapped around it
+/// to put the store's error in the door's words.
+pub type Done = Box<dyn Answer<()>>;
 /// A queued change waits at most this long for a `kick`.
 const LATEST: Duration = Duration::from_millis(5);
 /// Changes waiting for their records: the record's sequence number, and
@@ -110,7 +109,7 @@ pub(super) fn commit_on_request(committer: &Committer, store: &Weak<Core>) {
         let result = shared.commit(last, true).map_err(NotDone::from);
         drop(shared);
         for (_, done) in batch.drain(..) {
-            done(result.clone());
+            done.answer(result.clone());
         }
         if batch.capacity() > SPARE_ENTRIES {
             batch = Waiting::new();

@@ -114,11 +114,11 @@ impl Acknowledger {
     pub fn when_acked(&self, ack: Ack, done: Done) {
         match (ack.0, &self.committer) {
             (Some(seq), Some(committer)) => committer.push(seq, done),
-            (None, _) => done(Ok(())),
-            (Some(seq), None) => match self.shared.upgrade() {
-                Some(shared) => done(shared.commit(Some(seq), true).map_err(NotDone::from)),
-                None => done(Err(Refusal::Storage("the store is closed".into()).into())),
-            },
+            (None, _) => done.answer(Ok(())),
+            (Some(seq), None) => done.answer(match self.shared.upgrade() {
+                Some(shared) => shared.commit(Some(seq), true).map_err(NotDone::from),
+                None => Err(Refusal::Storage("the store is closed".into()).into()),
+            }),
         }
     }
 }

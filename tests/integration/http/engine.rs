@@ -1,6 +1,7 @@
 //! The HTTP engine's protocol behaviour: persistence, pipelining, chunked
-//! bodies, `Expect: 100-continue`, HEAD, a panicking handler, and a
-//! streamed body made on another thread.
+//! bodies, `Expect: 100-continue`, HEAD, a panicking handler, a
+//! streamed body made on another thread, and a deferred answer's errand
+//! finished on the loop that owns its request.
 
 use std::io::Read;
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
@@ -8,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use plantstore::http::{
-    Deferred, Fill, Handler, Limits, Request, Response, Server, Stream, StreamWaker,
+    Deferred, Errand, Fill, Handler, Limits, Request, Response, Server, Stream, StreamWaker,
 };
 
 use crate::support::{AUTH, Client, JSON, TestServer, allow_names_of, config, request};
@@ -406,6 +407,90 @@ fn a_body_made_on_another_thread_arrives_piece_by_piece_while_the_loop_serves_ot
     producer.join().unwrap();
     let want: String = (0..2000).map(|i| format!("{i},")).collect();
     assert!(reply.text() == want, "{} bytes", reply.body.len());
+    stopper.stop();
+    assert_eq!(thread.join().unwrap(), 0);
+}
+
+/// Defers every request, telling the test on which thread it ran.
+struct Deferring {
+    deferred: Mutex<Sender<(Deferred, std::thread::ThreadId)>>,
+}
+
+impl Handler for Deferring {
+    fn handle(&self, request: &mut Request<'_>) -> Response {
+        match request.defer() {
+            Some(later) => {
+                let here = std::thread::current().id();
+                let _ = self.deferred.lock().unwrap().send((later, here));
+                Response::deferred()
+            }
+            None => Response::error(500, "cannot defer"),
+        }
+    }
+}
+
+/// Answers with its body on whichever thread finishes it, and says which;
+/// or panics there.
+struct Noting {
+    body: &'static str,
+    finished_on: Sender<std::thread::ThreadId>,
+}
+
+impl Errand for Noting {
+    fn finish(self: Box<Self>) -> Response {
+        let _ = self.finished_on.send(std::thread::current().id());
+        if self.body == "panic" {
+            panic!("an errand that panics");
+        }
+        Response::bytes(200, "text/plain", self.body.as_bytes().to_vec())
+    }
+}
+
+#[test]
+fn an_errand_sent_from_another_thread_is_finished_on_the_loop_that_owns_its_request() {
+    let (deferred, taken) = mpsc::channel();
+    let handler = Deferring {
+        deferred: Mutex::new(deferred),
+    };
+    let limits = Limits {
+        threads: 2,
+        ..Limits::default()
+    };
+    let gauge = plantstore::http::Gauge::new();
+    let server = Server::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        limits,
+        Arc::new(handler),
+        &gauge,
+    )
+    .unwrap();
+    let addr = server.local_addr();
+    let stopper = server.stopper();
+    let thread = std::thread::spawn(move || server.run(Duration::from_secs(1)));
+    let mut client = Client::connect(addr);
+    for body in ["first", "panic", "second"] {
+        client.send(b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n");
+        let (mut later, loop_thread) = taken.recv_timeout(Duration::from_secs(10)).unwrap();
+        let (finished_on, finished) = mpsc::channel();
+        // Sent from a thread of its own, as the committer does.
+        std::thread::spawn(move || {
+            let address = later.take_address().expect("not answered yet");
+            assert!(later.take_address().is_none(), "one address");
+            // Disarmed: dropping it sends no 500 ahead of the errand.
+            drop(later);
+            address.send(Box::new(Noting { body, finished_on }));
+        })
+        .join()
+        .unwrap();
+        let reply = client.reply();
+        let on = finished.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(on, loop_thread, "{body}: finished on another thread");
+        if body == "panic" {
+            assert_eq!(reply.status, 500);
+        } else {
+            assert_eq!((reply.status, reply.text()), (200, body.to_owned()));
+        }
+    }
     stopper.stop();
     assert_eq!(thread.join().unwrap(), 0);
 }
