@@ -81,22 +81,41 @@ fn requests_held_by_a_frozen_database_are_answered_503_and_the_server_recovers_a
         waited < Duration::from_secs(10),
         "answered after {waited:?}"
     );
+    // Told by the watchdog, for the held requests; or, when both workers'
+    // idle pings were in flight at the freeze (a loaded machine: CI's
+    // PostgreSQL 18 run), by those pings' own timeouts first, the
+    // requests then waiting in the queue: either way the pool answered.
+    // A watchdog that failed would leave held requests unanswered above
+    // (a worker running a job does not ping).
     let log = server.log().join("\n");
-    assert!(log.contains("the database stopped answering"), "{log}");
+    let by_watchdog = log.contains("the database stopped answering");
+    assert!(
+        by_watchdog || log.contains("connection lost: timeout waiting for server"),
+        "{log}"
+    );
     // Service again: the replacements are connected.
     let deadline = Instant::now() + Duration::from_secs(10);
     while get(addr, "/plants/1").map(|r| r.status) != Some(404) {
         assert!(Instant::now() < deadline, "no service after the freeze");
         thread::sleep(Duration::from_millis(50));
     }
-    // The requests the watchdog answered are counted as failed.
+    // The requests the watchdog answered are counted as failed; those
+    // the pool refused once down, as down.
     let metrics = get(addr, "/metrics").expect("metrics").text();
-    let failed = metrics
+    let reason = if by_watchdog { "failed" } else { "down" };
+    let counted = metrics
         .lines()
-        .find_map(|l| l.strip_prefix("plantstore_database_refused_total{reason=\"failed\"} "))
+        .find_map(|l| {
+            l.strip_prefix("plantstore_database_refused_total{reason=\"")?
+                .strip_prefix(reason)?
+                .strip_prefix("\"} ")
+        })
         .and_then(|n| n.parse::<u64>().ok());
     let held = statuses.iter().filter(|s| **s == Some(503)).count() as u64;
-    assert!(failed.is_some_and(|n| n >= 1 && n <= held + 1), "{metrics}");
+    assert!(
+        counted.is_some_and(|n| n >= 1 && n <= held + 1),
+        "{reason}: {metrics}"
+    );
     server.signal("TERM");
     assert!(server.wait(Duration::from_secs(12)).success());
 }
