@@ -75,7 +75,8 @@ const SPARE_LETTERS: usize = 4096;
 /// A loop's mailbox: responses completed and streams woken by other
 /// threads, and the waker that tells the loop about them.
 pub(crate) struct Postbox {
-    queue: Mutex<Vec<(Ticket, Letter)>>,
+    /// `None` once the loop has stopped.
+    queue: Mutex<Option<Vec<(Ticket, Letter)>>>,
     waker: Arc<Waker>,
     /// With HTTPS (every connection of the loop is then TLS): what a
     /// response carries over it (`--hsts`).
@@ -95,13 +96,45 @@ enum Letter {
 impl Postbox {
     fn post(&self, ticket: Ticket, letter: Letter) {
         let mut queue = lock(&self.queue);
-        queue.push((ticket, letter));
-        if queue.len() == 1 {
+        let Some(letters) = &mut *queue else {
+            drop(queue);
+            return undelivered(letter);
+        };
+        letters.push((ticket, letter));
+        if letters.len() == 1 {
             // The loop takes the whole queue when woken; wake it only for
             // the first entry since it last did.
             let _ = self.waker.wake();
         }
     }
+
+    /// The loop has stopped: what waits, and whatever comes later, is
+    /// undelivered.
+    fn close(&self) {
+        let waiting = lock(&self.queue).take();
+        for (_, letter) in waiting.into_iter().flatten() {
+            undelivered(letter);
+        }
+    }
+}
+
+/// A letter for a connection that has gone, or a loop that has stopped:
+/// an errand is finished all the same, its response dropped (the work that
+/// makes it was promised once the change was made: a create's announcement
+/// to the webhooks, the request counted in the metrics), on the loop or,
+/// once it has stopped, on the sender's thread.
+fn undelivered(letter: Letter) {
+    if let Letter::Errand(errand) = letter {
+        let _ = finish(errand);
+    }
+}
+
+/// An errand's response; as a handler's panic is, one here is a 500.
+fn finish(errand: Box<dyn Errand>) -> Response {
+    catch_unwind(AssertUnwindSafe(|| errand.finish())).unwrap_or_else(|_| {
+        error!("a deferred response's work panicked; answered 500");
+        Response::error(500, "internal error")
+    })
 }
 
 impl Mailbox for Postbox {
@@ -154,7 +187,7 @@ impl Worker {
             .register(&mut listener, LISTENER, Interest::READABLE)?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let postbox = Arc::new(Postbox {
-            queue: Mutex::new(Vec::new()),
+            queue: Mutex::new(Some(Vec::new())),
             waker,
             https: shared.https.clone(),
         });
@@ -199,6 +232,7 @@ impl Worker {
                 for conn in self.conns.iter().flatten() {
                     reset_if_cut_short(conn);
                 }
+                self.postbox.close();
                 return self.open();
             }
             let mut timeout = next_sweep.saturating_duration_since(now);
@@ -342,30 +376,27 @@ impl Worker {
     }
 
     /// Hands completed deferred responses and stream wakes to their
-    /// connections; those for a connection that has gone are dropped (and
-    /// its wakers stay quiet: their flag is never cleared).
+    /// connections; those for a connection that has gone are undelivered
+    /// (and its wakers stay quiet: their flag is never cleared).
     fn deliver(&mut self, scratch: &mut Scratch, now: Instant) {
         let mut letters = std::mem::take(&mut self.letters);
-        std::mem::swap(&mut *lock(&self.postbox.queue), &mut letters);
+        if let Some(queue) = &mut *lock(&self.postbox.queue) {
+            std::mem::swap(queue, &mut letters);
+        }
         for (ticket, letter) in letters.drain(..) {
-            let Some(Some(conn)) = self.conns.get_mut(ticket.slot) else {
-                continue;
+            let conn = match self.conns.get_mut(ticket.slot) {
+                Some(Some(conn)) if conn.id == ticket.conn => conn,
+                _ => {
+                    undelivered(letter);
+                    continue;
+                }
             };
-            if conn.id != ticket.conn {
-                continue;
-            }
             match letter {
                 Letter::Response(response) => {
                     conn.protocol.complete(ticket.request, response, now);
                 }
                 Letter::Errand(errand) => {
-                    // As a handler's panic is, one here is a 500.
-                    let response = catch_unwind(AssertUnwindSafe(|| errand.finish()))
-                        .unwrap_or_else(|_| {
-                            error!("a deferred response's work panicked; answered 500");
-                            Response::error(500, "internal error")
-                        });
-                    let response = session::secured(response, self.postbox.https.as_ref());
+                    let response = session::secured(finish(errand), self.postbox.https.as_ref());
                     conn.protocol.complete(ticket.request, response, now);
                 }
                 Letter::Wake(queued) => {

@@ -491,6 +491,22 @@ fn an_errand_sent_from_another_thread_is_finished_on_the_loop_that_owns_its_requ
             assert_eq!((reply.status, reply.text()), (200, body.to_owned()));
         }
     }
+    // One still waiting when the server stops: its loop is gone, and the
+    // errand is finished all the same, on the thread that sends it (its
+    // work, such as a create's announcement, was promised).
+    client.send(b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n");
+    let (mut later, _) = taken.recv_timeout(Duration::from_secs(10)).unwrap();
     stopper.stop();
-    assert_eq!(thread.join().unwrap(), 0);
+    assert_eq!(thread.join().unwrap(), 1, "the waiting connection, cut");
+    let (finished_on, finished) = mpsc::channel();
+    let address = later.take_address().unwrap();
+    address.send(Box::new(Noting {
+        body: "late",
+        finished_on,
+    }));
+    assert_eq!(
+        finished.try_recv(),
+        Ok(std::thread::current().id()),
+        "finished when sent"
+    );
 }
