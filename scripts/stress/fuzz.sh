@@ -47,6 +47,10 @@ run_target() {
 
 # FUZZ_JOBS targets at a time (default 1; a fuzzer runs on one core).
 jobs=${FUZZ_JOBS:-1}
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: FUZZ_JOBS is a count, not '$jobs'" >&2; exit 2; }
+# Stopped or failed, no fuzzer is left running.
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+trap 'exit 130' INT TERM
 failed=0
 running=0
 for target in "${targets[@]}"; do
