@@ -209,16 +209,7 @@ impl Handler for Panicky {
 
 #[test]
 fn a_panicking_handler_is_a_500_and_the_server_lives_on() {
-    let server = Server::bind(
-        "127.0.0.1:0".parse().unwrap(),
-        Limits::default(),
-        Arc::new(Panicky),
-        &plantstore::http::Gauge::new(),
-    )
-    .unwrap();
-    let addr = server.local_addr();
-    let stopper = server.stopper();
-    let thread = std::thread::spawn(move || server.run(Duration::from_secs(1)));
+    let (addr, stopper, thread) = serve(Panicky, Limits::default().threads);
     let mut client = Client::connect(addr);
     client.send(b"GET /panic HTTP/1.1\r\nHost: x\r\n\r\n");
     client.reply().assert_error(500, "internal");
@@ -339,21 +330,7 @@ fn a_body_made_on_another_thread_arrives_piece_by_piece_while_the_loop_serves_ot
     let handler = Fed {
         feeds: Mutex::new(feeds),
     };
-    let limits = Limits {
-        threads: 1,
-        ..Limits::default()
-    };
-    let gauge = plantstore::http::Gauge::new();
-    let server = Server::bind(
-        "127.0.0.1:0".parse().unwrap(),
-        limits,
-        Arc::new(handler),
-        &gauge,
-    )
-    .unwrap();
-    let addr = server.local_addr();
-    let stopper = server.stopper();
-    let thread = std::thread::spawn(move || server.run(Duration::from_secs(1)));
+    let (addr, stopper, thread) = serve(handler, 1);
     let mut other = Client::connect(addr);
     for path in ["/now", "/deferred"] {
         let mut client = Client::connect(addr);
@@ -452,21 +429,7 @@ fn an_errand_sent_from_another_thread_is_finished_on_the_loop_that_owns_its_requ
     let handler = Deferring {
         deferred: Mutex::new(deferred),
     };
-    let limits = Limits {
-        threads: 2,
-        ..Limits::default()
-    };
-    let gauge = plantstore::http::Gauge::new();
-    let server = Server::bind(
-        "127.0.0.1:0".parse().unwrap(),
-        limits,
-        Arc::new(handler),
-        &gauge,
-    )
-    .unwrap();
-    let addr = server.local_addr();
-    let stopper = server.stopper();
-    let thread = std::thread::spawn(move || server.run(Duration::from_secs(1)));
+    let (addr, stopper, thread) = serve(handler, 2);
     let mut client = Client::connect(addr);
     for body in ["first", "panic", "second"] {
         client.send(b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -509,4 +472,35 @@ fn an_errand_sent_from_another_thread_is_finished_on_the_loop_that_owns_its_requ
         Ok(std::thread::current().id()),
         "finished when sent"
     );
+}
+
+/// A server of `handler` alone on `threads` event loops, on a free
+/// loopback port: its address, its stopper, and the thread running it
+/// (which returns the connections still open when it stopped).
+fn serve(
+    handler: impl Handler + 'static,
+    threads: usize,
+) -> (
+    std::net::SocketAddr,
+    plantstore::http::Stopper,
+    std::thread::JoinHandle<usize>,
+) {
+    let limits = Limits {
+        threads,
+        ..Limits::default()
+    };
+    let gauge = plantstore::http::Gauge::new();
+    let server = Server::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        limits,
+        Arc::new(handler),
+        &gauge,
+    )
+    .unwrap();
+    let (addr, stopper) = (server.local_addr(), server.stopper());
+    (
+        addr,
+        stopper,
+        std::thread::spawn(move || server.run(Duration::from_secs(1))),
+    )
 }
