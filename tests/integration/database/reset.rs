@@ -349,8 +349,7 @@ fn an_export_read_across_a_reset_is_cut_short() {
     let database = FreshDatabase::new();
     let seed = crate::support::TempFile::new("reset-export.ndjson");
     let mut file = std::io::BufWriter::new(std::fs::File::create(&seed.0).unwrap());
-    // About 5 MB of export, far more than the sockets hold, and a reset
-    // well within RESET_FOR.
+    // About 5 MB of export, far more than the sockets hold.
     for id in 0..20_000 {
         writeln!(file, r#"{{"id":{id},"name":"{id:0>250}"}}"#).unwrap();
     }
@@ -368,7 +367,16 @@ fn an_export_read_across_a_reset_is_cut_short() {
         .stream
         .read_exact(&mut wire)
         .expect("the export begins");
-    let reset = server.send("POST", "/plants/reset", &[crate::support::AUTH], "");
+    // The reset takes about a second here; on a machine loaded past
+    // RESET_FOR it is refused whole (changing nothing, the export going
+    // on), and asked again: the export is what is tested.
+    let mut reset = server.send("POST", "/plants/reset", &[crate::support::AUTH], "");
+    for _ in 0..2 {
+        if reset.status != 503 || !reset.text().contains("did not finish in time") {
+            break;
+        }
+        reset = server.send("POST", "/plants/reset", &[crate::support::AUTH], "");
+    }
     assert_eq!(reset.status, 200, "{}", reset.text());
     let end = client.stream.read_to_end(&mut wire);
     let error = end.expect_err("cut short by a reset of the connection, not a close");
