@@ -122,6 +122,16 @@ impl Inbox {
         self.continue_sent = false;
     }
 
+    /// The handler has returned and its answer comes later: the body's
+    /// bytes are freed now, in the turn that allocated them, not when the
+    /// answer is written (a batch of answers later, with the bodies of
+    /// every request answered with it). It still counts as read.
+    pub(super) fn free_body(&mut self) {
+        if let RequestBody::Read(bytes) = &mut self.body {
+            *bytes = Vec::new();
+        }
+    }
+
     /// The current request is answered: its body is forgotten.
     pub(super) fn finish(&mut self) {
         self.body = RequestBody::Unread;

@@ -332,6 +332,7 @@ impl Protocol {
         match answer {
             Answer::Now(response) => self.respond_or_hold(response, now),
             Answer::Later(hold) => {
+                self.inbox.free_body();
                 self.phase = Phase::Waiting;
                 self.deadline = None;
                 self.hold = hold;

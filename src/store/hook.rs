@@ -19,12 +19,28 @@
 //! so nothing after it is reported either).
 //!
 //! Costs nothing when no hook is set: the store checks one `OnceLock`.
+//!
+//! Memory. A change's name and tag are copied into strings the sequencer
+//! keeps for reuse ([`SPARE_STRINGS`] of at most [`SPARE_BYTES`] bytes
+//! each): with `--data` a change is recorded on an event loop and reported
+//! on the committer thread, and strings allocated on the one and freed on
+//! the other, a batch at a time, sent both threads' allocations down the
+//! allocator's slow paths (`bench/run.sh durable`).
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use crate::lock::lock;
 use crate::model::{ChangeHook, ChangeKind, Plant, PlantChange};
+
+/// The most strings kept for reuse.
+const SPARE_STRINGS: usize = 256;
+/// The largest string (by capacity) kept for reuse: together at most
+/// 64 KiB.
+const SPARE_BYTES: usize = 256;
+
+/// A change's plant as the store has it: its name and tag.
+pub(super) type Text<'a> = (&'a str, Option<&'a str>);
 
 /// The hook and the changes waiting to be reported.
 pub(super) struct Sequencer {
@@ -49,6 +65,25 @@ struct State {
     /// The changes after `reported`, by number (`reported + 1` first):
     /// `None` for a number handed out but not yet recorded.
     waiting: VecDeque<Option<PlantChange>>,
+    /// Strings of reported changes, for the next ones' names and tags.
+    spare: Vec<String>,
+}
+
+impl State {
+    /// `text` in a string of the spares, or a new one.
+    fn copy(&mut self, text: &str) -> String {
+        let mut string = self.spare.pop().unwrap_or_default();
+        string.push_str(text);
+        string
+    }
+
+    /// Keeps `string` for reuse, if there is room and it is small.
+    fn keep(&mut self, mut string: String) {
+        if self.spare.len() < SPARE_STRINGS && string.capacity() <= SPARE_BYTES {
+            string.clear();
+            self.spare.push(string);
+        }
+    }
 }
 
 impl Sequencer {
@@ -63,6 +98,7 @@ impl Sequencer {
                 durable: base,
                 reported: base,
                 waiting: VecDeque::new(),
+                spare: Vec::new(),
             }),
         }
     }
@@ -70,19 +106,13 @@ impl Sequencer {
     /// Records a change made under its shard's lock: with its journal
     /// record's number `seq`, or (no journal) numbered here and durable at
     /// once. Reports what it can.
-    pub(super) fn record(&self, seq: Option<u64>, id: i64, kind: ChangeKind, plant: Option<Plant>) {
+    pub(super) fn record(&self, seq: Option<u64>, id: i64, kind: ChangeKind, text: Option<Text>) {
         let mut state = lock(&self.state);
         let seq = seq.unwrap_or_else(|| {
             state.numbered += 1;
             state.durable = state.numbered;
             state.numbered
         });
-        let change = PlantChange {
-            seq: seq - self.base,
-            id,
-            kind,
-            plant,
-        };
         // Numbers are handed out under the shard locks and recorded right
         // after: `seq` is past `reported`, and at most a few past the end.
         // A change logged before the hook was set is not reported.
@@ -91,6 +121,16 @@ impl Sequencer {
             .and_then(|at| usize::try_from(at).ok())
         else {
             return;
+        };
+        let plant = text.map(|(name, tag)| Plant {
+            name: state.copy(name),
+            tag: tag.map(|tag| state.copy(tag)),
+        });
+        let change = PlantChange {
+            seq: seq - self.base,
+            id,
+            kind,
+            plant,
         };
         if state.waiting.len() <= at {
             state.waiting.resize(at + 1, None);
@@ -117,7 +157,15 @@ impl Sequencer {
             };
             (self.hook)(change);
             state.reported = change.seq + self.base;
-            state.waiting.pop_front();
+            if let Some(Some(PlantChange {
+                plant: Some(plant), ..
+            })) = state.waiting.pop_front()
+            {
+                state.keep(plant.name);
+                if let Some(tag) = plant.tag {
+                    state.keep(tag);
+                }
+            }
         }
     }
 }
@@ -166,6 +214,61 @@ mod tests {
             sequencer.record(None, id, ChangeKind::Created, None);
         }
         assert_eq!(*lock(&seen), [1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn names_and_tags_are_copied_into_reused_strings_and_reported_exactly() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let into = Arc::clone(&seen);
+        let sequencer = Sequencer::new(
+            Box::new(move |c: &PlantChange| lock(&into).push(c.clone())),
+            0,
+        );
+        let long = "x".repeat(SPARE_BYTES + 1);
+        sequencer.record(
+            Some(1),
+            1,
+            ChangeKind::Created,
+            Some(("a longer name", Some("blue"))),
+        );
+        sequencer.record(Some(2), 2, ChangeKind::Created, Some((&long, None)));
+        sequencer.record(Some(3), 2, ChangeKind::Deleted, None);
+        sequencer.durable(3);
+        // The first change's two strings are kept; the long name is not.
+        assert_eq!(lock(&sequencer.state).spare.len(), 2);
+        sequencer.record(
+            Some(4),
+            3,
+            ChangeKind::Replaced,
+            Some(("fern", Some("red"))),
+        );
+        assert!(lock(&sequencer.state).spare.is_empty(), "both reused");
+        sequencer.durable(4);
+        let plants: Vec<Option<Plant>> = lock(&seen).iter().map(|c| c.plant.clone()).collect();
+        assert_eq!(
+            plants,
+            [
+                Some(Plant {
+                    name: "a longer name".into(),
+                    tag: Some("blue".into())
+                }),
+                Some(Plant {
+                    name: long,
+                    tag: None
+                }),
+                None,
+                Some(Plant {
+                    name: "fern".into(),
+                    tag: Some("red".into())
+                }),
+            ]
+        );
+        // At most SPARE_STRINGS are kept.
+        for seq in 5..5 + SPARE_STRINGS as u64 {
+            sequencer.record(Some(seq), 9, ChangeKind::Created, Some(("n", Some("t"))));
+        }
+        sequencer.durable(4 + SPARE_STRINGS as u64);
+        assert_eq!(lock(&sequencer.state).spare.len(), SPARE_STRINGS);
     }
 
     /// The change hook's record, by number.

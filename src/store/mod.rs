@@ -470,14 +470,11 @@ impl Core {
             shard.apply(change);
             self.usage.settle(delta);
             if let Some(sequencer) = self.hook.get() {
-                let plant = match *change {
-                    Change::Put { name, tag, .. } => Some(Plant {
-                        name: name.to_owned(),
-                        tag: tag.map(str::to_owned),
-                    }),
+                let text = match *change {
+                    Change::Put { name, tag, .. } => Some((name, tag)),
                     Change::Delete(_) => None,
                 };
-                sequencer.record(seq, change.id(), kind, plant);
+                sequencer.record(seq, change.id(), kind, text);
             }
             seq
         };

@@ -77,3 +77,24 @@ fn stopping_writes_a_held_answer_at_once_and_closes() {
     assert!(text.starts_with("HTTP/1.1 204 "), "{text}");
     assert!(text.contains("Connection: close"), "{text}");
 }
+
+#[test]
+fn a_deferred_answer_frees_the_body_at_once_and_the_next_request_follows_it() {
+    let (mut p, now) = protocol();
+    p.received(
+        b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhelloGET /b HTTP/1.1\r\nHost: x\r\n\r\n",
+        now,
+    );
+    assert_eq!(p.poll(now), Action::Request);
+    let (_, inbox) = p.request_parts();
+    assert_eq!(inbox.body(false), Ok(&b"hello"[..]));
+    p.answer(Answer::Later(0), now);
+    let (_, inbox) = p.request_parts();
+    assert_eq!(inbox.body(false), Ok(&b""[..]), "freed, and still read");
+    p.complete(1, Response::no_content(), now);
+    assert!(p.output().starts_with(b"HTTP/1.1 204 "));
+    let n = p.output().len();
+    p.sent(n, now);
+    assert_eq!(p.poll(now), Action::Request);
+    assert_eq!(p.request_parts().0.method(), "GET");
+}
