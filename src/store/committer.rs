@@ -1,6 +1,19 @@
-//! The committer thread: writes the journal records of changes whose
-//! answers wait for them (`Store::when_acked`), one batch per event-loop
-//! turn, and calls each change's callback once its record is durable.
+//! Acknowledging journalled changes: the changes whose answers wait for
+//! their records (`Store::when_acked`) are queued here and written in
+//! batches, each change's callback called once its record is written.
+//!
+//! Who writes a batch depends on `--sync`. With `always` the committer
+//! thread does, one batch per event-loop turn (the loops `kick` it after
+//! each): it writes and syncs off the loops, which never wait for the
+//! disk. With `never` a write only reaches the page cache, and the event
+//! loop writes what its turn queued itself, at the turn's end
+//! (`Store::flush`): one write for the turn's changes, where a write for
+//! each had cost a system call, a file check and a file-system update
+//! per change (`bench/run.sh durable`), and no other thread is woken for
+//! it. The committer thread then only stands by for changes no loop
+//! flushes (a caller that waits instead): woken by a change queued while
+//! it waits with no deadline, it takes what is still queued `LATEST`
+//! later.
 
 use std::sync::{Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -13,7 +26,8 @@ use crate::model::{Answer, NotDone};
 /// is (`plants::Reply<()>` is this type), so nothing is wrapped around it
 /// to put the store's error in the door's words.
 pub type Done = Box<dyn Answer<()>>;
-/// A queued change waits at most this long for a `kick`.
+/// A queued change waits at most this long for a `kick` (or, with `--sync
+/// never`, for a loop's flush).
 const LATEST: Duration = Duration::from_millis(5);
 /// Changes waiting for their records: the record's sequence number, and
 /// what to call once it is written.
@@ -27,6 +41,9 @@ const SPARE_ENTRIES: usize = 4096;
 pub(super) struct Committer {
     queue: Mutex<Backlog>,
     kicked: Condvar,
+    /// `--sync never`: the event loops write at the end of each turn
+    /// (`take_now`), and the committer thread only stands by.
+    by_loops: bool,
 }
 
 #[derive(Default)]
@@ -34,16 +51,40 @@ struct Backlog {
     waiting: Waiting,
     kicked: bool,
     closed: bool,
+    /// Batches taken so far, by the committer thread or a loop: a batch
+    /// taken while the committer waits restarts its `LATEST`.
+    taken: u64,
+    /// The committer thread waits with no deadline (for a first change).
+    idle: bool,
+    /// An emptied list for the next batch a loop takes.
+    spare: Waiting,
 }
 
 impl Committer {
+    /// A committer whose batches are written by the committer thread
+    /// (`by_loops` false: `--sync always`) or by the event loops.
+    pub(super) fn new(by_loops: bool) -> Committer {
+        Committer {
+            by_loops,
+            ..Committer::default()
+        }
+    }
+
+    /// Whether the event loops write the batches (`--sync never`).
+    pub(super) fn by_loops(&self) -> bool {
+        self.by_loops
+    }
+
     /// Queues a change; the committer starts on it at the next `kick` (or
-    /// after `LATEST` at the latest).
+    /// after `LATEST` at the latest); with `by_loops`, the loop's flush
+    /// takes it first.
     pub(super) fn push(&self, seq: u64, done: Done) {
         let mut queue = lock(&self.queue);
         queue.waiting.push((seq, done));
-        if queue.waiting.len() == 1 {
-            // Wakes the committer to wait (at most `LATEST`) for the kick.
+        // The first change wakes the committer to wait (at most `LATEST`)
+        // for the kick; with `by_loops` only one that waits for nothing:
+        // one that waits with a deadline looks again then.
+        if queue.waiting.len() == 1 && (!self.by_loops || queue.idle) {
             self.kicked.notify_one();
         }
     }
@@ -68,25 +109,83 @@ impl Committer {
     /// `LATEST`; `false` once closed and empty.
     fn take(&self, batch: &mut Waiting) -> bool {
         let mut queue = lock(&self.queue);
-        let mut since = None;
+        // When the wait for the first change queued began, and how many
+        // batches had been taken then.
+        let mut since: Option<(Instant, u64)> = None;
         loop {
             if queue.waiting.is_empty() {
                 if queue.closed {
                     return false;
                 }
                 since = None;
+                queue.idle = true;
                 queue = wait(&self.kicked, queue);
+                queue.idle = false;
                 continue;
             }
             let now = Instant::now();
-            let first = *since.get_or_insert(now);
+            let first = match since {
+                Some((first, taken)) if taken == queue.taken => first,
+                // New, or what it waited for was taken by a loop: what is
+                // queued now came since.
+                _ => since.insert((now, queue.taken)).0,
+            };
             if queue.kicked || queue.closed || now >= first + LATEST {
                 queue.kicked = false;
+                queue.taken += 1;
                 std::mem::swap(&mut queue.waiting, batch);
                 return true;
             }
             queue = wait_timeout(&self.kicked, queue, first + LATEST - now).0;
         }
+    }
+
+    /// Everything queued, for an event loop to write now (`by_loops`), in
+    /// a list of its own; `None` if nothing is.
+    fn take_now(&self) -> Option<Waiting> {
+        let mut queue = lock(&self.queue);
+        if queue.waiting.is_empty() {
+            return None;
+        }
+        queue.taken += 1;
+        let spare = std::mem::take(&mut queue.spare);
+        Some(std::mem::replace(&mut queue.waiting, spare))
+    }
+
+    /// Keeps a batch's emptied list for the next `take_now`.
+    fn give_back(&self, batch: Waiting) {
+        if batch.capacity() <= SPARE_ENTRIES {
+            let mut queue = lock(&self.queue);
+            if queue.spare.capacity() == 0 {
+                queue.spare = batch;
+            }
+        }
+    }
+
+    /// With `by_loops`: writes everything queued on the calling thread (an
+    /// event loop, at the end of its turn) and acknowledges it.
+    pub(super) fn write_now(&self, shared: &Core) {
+        if let Some(mut batch) = self.take_now() {
+            let result = write(shared, &batch, false);
+            answer(&mut batch, &result);
+            self.give_back(batch);
+        }
+    }
+}
+
+/// Writes the records of `batch` (and syncs them, with `--sync always`).
+/// `gather`: see `Journal::commit`.
+fn write(shared: &Core, batch: &Waiting, gather: bool) -> Result<(), NotDone> {
+    // Records are numbered in append order: writing up to the highest
+    // writes them all.
+    let last = batch.iter().map(|(seq, _)| *seq).max();
+    shared.commit(last, gather).map_err(NotDone::from)
+}
+
+/// Gives every change of `batch` its answer, emptying it.
+fn answer(batch: &mut Waiting, result: &Result<(), NotDone>) {
+    for (_, done) in batch.drain(..) {
+        done.answer(result.clone());
     }
 }
 
@@ -99,18 +198,13 @@ pub(super) fn commit_on_request(committer: &Committer, store: &Weak<Core>) {
         let Some(shared) = store.upgrade() else {
             return;
         };
-        // Records are numbered in append order: writing up to the highest
-        // writes them all.
-        let last = batch.iter().map(|(seq, _)| *seq).max();
         // Gathering: each event loop kicks at the end of its own turn, so
         // with several loops one kick is not the whole load; records that
         // arrive while it waits are written with this batch, and their
         // callbacks, queued behind it, find them durable.
-        let result = shared.commit(last, true).map_err(NotDone::from);
+        let result = write(&shared, &batch, true);
         drop(shared);
-        for (_, done) in batch.drain(..) {
-            done.answer(result.clone());
-        }
+        answer(&mut batch, &result);
         if batch.capacity() > SPARE_ENTRIES {
             batch = Waiting::new();
         }

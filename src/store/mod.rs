@@ -29,7 +29,8 @@
 //! Invariants: a call that returns `Ok` has applied its change (and, with a
 //! journal, written it as `--sync` asks; a `*_nowait` call's `Ack` says
 //! what is still to be written, and `when_acked` reports it from the
-//! committer thread); a call that returns `Err` other than
+//! committer thread, or with `--sync never` from the event loop's
+//! `flush`); a call that returns `Err` other than
 //! [`Refusal::Storage`] has changed nothing. Critical sections are
 //! short: requests are parsed before a shard lock is taken, the journal
 //! record is encoded under it (so the journal order of each id's changes is
@@ -170,6 +171,7 @@ impl Store {
             usage.add(shards[shard_of(change.id())].apply(&change));
         })?;
         let signal = Arc::clone(&journal.compaction);
+        let by_loops = !journal.waits_for_disk();
         let mut store = Store::build(capacity, shards, usage, Some(journal));
         let weak = Arc::downgrade(&store.shared);
         let compactor = thread::Builder::new()
@@ -177,7 +179,7 @@ impl Store {
             .spawn(move || compact_on_request(&signal, &weak))
             .map_err(|e| OpenError::Io(durability.path.clone(), e))?;
         store.threads.push(compactor);
-        let committer = Arc::new(Committer::default());
+        let committer = Arc::new(Committer::new(by_loops));
         let (queue, weak) = (Arc::clone(&committer), Arc::downgrade(&store.shared));
         // Set before spawning: a failed spawn drops the store, which must
         // close the compactor for its join to end.
@@ -359,10 +361,15 @@ impl Store {
     /// Starts writing the journal records of every change queued with
     /// `when_acked` so far: call it when a batch of requests is done (the
     /// event loops do, after each turn), so that one write and one sync
-    /// cover them all.
+    /// cover them all. With `--sync always` the committer thread writes
+    /// and syncs them; with `--sync never` they are written here, on the
+    /// calling thread (to the page cache: no wait for the disk), and
+    /// acknowledged before it returns (see `committer.rs`).
     pub fn flush(&self) {
-        if let Some(committer) = &self.committer {
-            committer.kick();
+        match &self.committer {
+            Some(committer) if committer.by_loops() => committer.write_now(&self.shared),
+            Some(committer) => committer.kick(),
+            None => {}
         }
     }
 
@@ -494,21 +501,13 @@ impl Core {
         read(&self.shards[shard])
     }
 
-    /// What a change with this journal record still needs: with `--sync
-    /// never` the record is written here (a write to the page cache, no
-    /// wait for the disk), so only `--sync always` leaves the commit to the
-    /// committer thread. Written at once, without gathering: here the
-    /// caller is an event loop, and a leader's wait for more records
-    /// stalled it (`bench/run.sh durable`, 64 connections: 0.36-0.43x of
-    /// the in-memory rate with the wait, 1.0x without).
+    /// What a change with this journal record still needs: its record
+    /// written (and synced, with `--sync always`), by whoever waits for it
+    /// or by the batch `flush` writes (`--sync never`: an event loop at
+    /// the end of its turn; it wrote each record at once, a system call, a
+    /// file check and a file-system update per change).
     fn ack(&self, seq: Option<u64>) -> Result<Ack, Refusal> {
-        match &self.journal {
-            Some(journal) if !journal.waits_for_disk() => {
-                self.commit(seq, false)?;
-                Ok(Ack(None))
-            }
-            _ => Ok(Ack(seq)),
-        }
+        Ok(Ack(seq))
     }
 
     /// Waits for an appended record to be written. `gather`: see

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::format::{Change, HEADER, encode, seal, seal_each};
 use super::rewrite::sync_dir;
 use super::{Journal, State, SyncMode};
-use crate::lock::{lock, wait_timeout};
+use crate::lock::{lock, wait, wait_timeout};
 
 /// The longest a leader waits for more writers (see `Journal::gather`).
 const MAX_GATHER: Duration = Duration::from_millis(2);
@@ -186,7 +186,23 @@ impl Journal {
         {
             state.waiters.swap_remove(first).1.unpark();
         }
-        self.written.notify_all();
+        if state.role_waiters > 0 {
+            self.written.notify_all();
+        }
+    }
+
+    /// Waits, with the lock `state` held, until no one holds the writer
+    /// role (for a compaction or a reset to take it).
+    pub(super) fn wait_for_role<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+    ) -> MutexGuard<'a, State> {
+        while state.writing {
+            state.role_waiters += 1;
+            state = wait(&self.written, state);
+            state.role_waiters -= 1;
+        }
+        state
     }
 
     /// The leader's short wait before it writes. Writers answered by the

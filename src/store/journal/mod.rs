@@ -312,8 +312,9 @@ pub(super) struct Journal {
     sync: SyncMode,
     compact_min: u64,
     state: Mutex<State>,
-    /// Signalled when a batch finishes; only the compactor waits on it
-    /// (writers park, see `wake`).
+    /// Signalled when a batch finishes while `State::role_waiters` says
+    /// someone waits on it: the compactor, or a reset (writers park, see
+    /// `wake`); wait on it through `Journal::wait_for_role`.
     written: Condvar,
     /// `State::durable`, readable without the lock by a woken writer.
     durable_seq: AtomicU64,
@@ -342,6 +343,11 @@ struct State {
     writing: bool,
     /// Writers parked until their record is written: (sequence, thread).
     waiters: Vec<(u64, Thread)>,
+    /// Threads waiting on `Journal::written` for the writer role (a
+    /// compaction or a reset): `wake` signals it only then, since a
+    /// condition variable's signal is a system call even with no one to
+    /// wake (with `--sync never`, one per change).
+    role_waiters: usize,
     /// A leader is waiting for the writers it expects (see `gather`).
     gathering: bool,
     /// Records in the last batch, and how long writing it took.
@@ -488,6 +494,7 @@ impl Journal {
                 taken: 0,
                 writing: false,
                 waiters: Vec::new(),
+                role_waiters: 0,
                 gathering: false,
                 last_batch: 0,
                 last_write: Duration::ZERO,

@@ -10,7 +10,7 @@ use super::ahead::STEP;
 use super::format::{HEADER, Salt, fresh_salt, header, seal_each};
 use super::rewrite::{compact_path, create_temp, reserve, sync_dir};
 use super::{Journal, JournalFile, SyncMode};
-use crate::lock::{lock, wait};
+use crate::lock::lock;
 
 /// A step of a reset, named for fault injection: an `Err` stops it there.
 pub(in crate::store) type Fault<'a> = &'a mut dyn FnMut(&'static str) -> io::Result<()>;
@@ -85,10 +85,7 @@ impl Journal {
     /// Call before taking the store's shard locks (a batch being written
     /// takes none, so waiting for it here cannot wait for them).
     pub(in crate::store) fn hold_writer(&self) -> Result<(), &'static str> {
-        let mut state = lock(&self.state);
-        while state.writing {
-            state = wait(&self.written, state);
-        }
+        let mut state = self.wait_for_role(lock(&self.state));
         if state.failed.is_some() {
             drop(state);
             self.abandon_reset(None);

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use super::ahead::STEP;
 use super::format::{HEADER, fresh_salt, header, seal_each};
 use super::{Journal, JournalFile, SyncMode, file};
-use crate::lock::{lock, wait};
+use crate::lock::lock;
 
 /// The least free space a compaction leaves for the changes that arrive
 /// while it runs (see `reserve`).
@@ -117,10 +117,7 @@ impl Journal {
         temp.sync_data()?;
 
         // Become the writer: no batch may go to the old file from here on.
-        let mut state = lock(&self.state);
-        while state.writing {
-            state = wait(&self.written, state);
-        }
+        let mut state = self.wait_for_role(lock(&self.state));
         if let Some(reason) = &state.failed {
             return Err(io::Error::other(reason.to_string()));
         }

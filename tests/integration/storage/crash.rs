@@ -149,7 +149,18 @@ fn work(
 
 #[test]
 fn killed_at_random_moments_the_journal_keeps_every_acknowledged_change() {
-    crash_loop(&TempFile::new("crash.journal"), &BTreeMap::new());
+    crash_loop(&TempFile::new("crash.journal"), &BTreeMap::new(), "always");
+}
+
+/// `--sync never` survives a process crash: its records are written (to
+/// the page cache) before the changes are acknowledged, a turn's at once.
+#[test]
+fn killed_at_random_moments_with_sync_never_the_journal_keeps_every_acknowledged_change() {
+    crash_loop(
+        &TempFile::new("crash-never.journal"),
+        &BTreeMap::new(),
+        "never",
+    );
 }
 
 #[test]
@@ -173,12 +184,13 @@ fn killed_at_random_moments_a_converted_version_1_journal_keeps_its_plants_too()
             _ => (-id, names[id as usize - 1].clone()),
         })
         .collect();
-    crash_loop(&file, &seeded);
+    crash_loop(&file, &seeded, "always");
 }
 
-/// The loop on `file`, whose plants at the start are `seeded` (never
-/// changed by the workers, so they must be found after every restart).
-fn crash_loop(file: &TempFile, seeded: &BTreeMap<i64, String>) {
+/// The loop on `file` with `--sync SYNC`, whose plants at the start are
+/// `seeded` (never changed by the workers, so they must be found after
+/// every restart).
+fn crash_loop(file: &TempFile, seeded: &BTreeMap<i64, String>, sync: &str) {
     let cycles: u32 = std::env::var("PLANTSTORE_CRASH_CYCLES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -195,7 +207,7 @@ fn crash_loop(file: &TempFile, seeded: &BTreeMap<i64, String>) {
     let context = format!("PLANTSTORE_CRASH_SEED={seed} PLANTSTORE_CRASH_CYCLES={cycles}");
     let mut rng = Rng(seed | 1);
     let path = file.0.to_str().unwrap().to_string();
-    let args = ["--data", &path, "--compact-min", "4096"];
+    let args = ["--data", &path, "--sync", sync, "--compact-min", "4096"];
     let mut models: Vec<BTreeMap<i64, Allowed>> = vec![BTreeMap::new(); WORKERS as usize];
     let (mut acknowledged, mut compactions) = (0usize, 0usize);
     let started = Instant::now();
