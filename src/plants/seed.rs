@@ -14,9 +14,8 @@
 //!
 //! How it is applied. Through the memory store's normal create path, so
 //! with `--data` every plant is in the journal, written in batches of
-//! [`BATCH`] (one write, and with `--sync always` one `fdatasync`, each;
-//! `Store::create_queued` leaves the write to the batch's end even with
-//! `--sync never`, where a create would write each record itself); into
+//! [`BATCH`] (one write, and with `--sync always` one `fdatasync`, each:
+//! `Store::create_nowait` leaves the write to the batch's end); into
 //! the database in batches of as many rows, in one transaction. Seeded
 //! plants are not announced to webhooks (start-up has no subscribers
 //! running yet, and they are not new to anyone).
@@ -96,7 +95,7 @@ fn apply(path: &Path, store: &Store, limits: TextLimits) -> Result<u64, SeedErro
     let (mut written, mut last) = (0, None);
     let wait = |ack| store.wait(ack).map_err(fault);
     let records = seed::records(path, limits, &mut |plant| {
-        let ack = store.create_queued(plant).map_err(fault)?;
+        let ack = store.create_nowait(plant).map_err(fault)?;
         written += 1;
         if written % BATCH == 0 {
             last = None;

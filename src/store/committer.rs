@@ -70,11 +70,6 @@ impl Committer {
         }
     }
 
-    /// Whether the event loops write the batches (`--sync never`).
-    pub(super) fn by_loops(&self) -> bool {
-        self.by_loops
-    }
-
     /// Queues a change; the committer starts on it at the next `kick` (or
     /// after `LATEST` at the latest); with `by_loops`, the loop's flush
     /// takes it first.
@@ -89,8 +84,18 @@ impl Committer {
         }
     }
 
+    /// A loop's turn has ended: with `by_loops` its batch is written here,
+    /// else the committer thread is kicked to write it.
+    pub(super) fn flush(&self, shared: &Core) {
+        if self.by_loops {
+            self.write_now(shared);
+        } else {
+            self.kick();
+        }
+    }
+
     /// Starts a batch of everything queued.
-    pub(super) fn kick(&self) {
+    fn kick(&self) {
         let mut queue = lock(&self.queue);
         if !queue.waiting.is_empty() && !queue.kicked {
             queue.kicked = true;
@@ -164,7 +169,7 @@ impl Committer {
 
     /// With `by_loops`: writes everything queued on the calling thread (an
     /// event loop, at the end of its turn) and acknowledges it.
-    pub(super) fn write_now(&self, shared: &Core) {
+    fn write_now(&self, shared: &Core) {
         if let Some(mut batch) = self.take_now() {
             let result = write(shared, &batch, false);
             answer(&mut batch, &result);

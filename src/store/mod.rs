@@ -235,18 +235,12 @@ impl Store {
     }
 
     /// As [`create`](Self::create), without waiting for the journal: what
-    /// the change still needs before it may be acknowledged.
+    /// the change still needs before it may be acknowledged. Its record is
+    /// left queued, in either `--sync` mode, until a [`wait`](Self::wait),
+    /// [`when_acked`](Self::when_acked) or [`flush`](Self::flush) writes
+    /// everything queued in one go (so a bulk load at start-up writes a
+    /// batch, not a record per plant).
     pub fn create_nowait(&self, new: NewPlant) -> Result<Ack, Refusal> {
-        let Ack(seq) = self.create_queued(new)?;
-        self.shared.ack(seq)
-    }
-
-    /// As [`create_nowait`](Self::create_nowait), but the record is left
-    /// queued even with `--sync never` (where `create_nowait` writes it at
-    /// once): the next [`wait`](Self::wait) writes everything queued in one
-    /// go. For bulk loads at start-up, where a write per plant would cost
-    /// more than the plant.
-    pub fn create_queued(&self, new: NewPlant) -> Result<Ack, Refusal> {
         let change = Change::Put {
             id: new.id,
             name: &new.plant.name,
@@ -366,10 +360,8 @@ impl Store {
     /// calling thread (to the page cache: no wait for the disk), and
     /// acknowledged before it returns (see `committer.rs`).
     pub fn flush(&self) {
-        match &self.committer {
-            Some(committer) if committer.by_loops() => committer.write_now(&self.shared),
-            Some(committer) => committer.kick(),
-            None => {}
+        if let Some(committer) = &self.committer {
+            committer.flush(&self.shared);
         }
     }
 
@@ -438,8 +430,7 @@ impl Core {
         kind: ChangeKind,
         check: impl FnOnce(Option<&Packed>) -> Result<(), Refusal>,
     ) -> Result<Ack, Refusal> {
-        let seq = self.change_logged(change, kind, check)?;
-        self.ack(seq)
+        Ok(Ack(self.change_logged(change, kind, check)?))
     }
 
     /// As `change`, leaving its journal record queued: its sequence number.
@@ -499,15 +490,6 @@ impl Core {
     /// A shard locked for reading.
     fn read(&self, shard: usize) -> RwLockReadGuard<'_, Shard> {
         read(&self.shards[shard])
-    }
-
-    /// What a change with this journal record still needs: its record
-    /// written (and synced, with `--sync always`), by whoever waits for it
-    /// or by the batch `flush` writes (`--sync never`: an event loop at
-    /// the end of its turn; it wrote each record at once, a system call, a
-    /// file check and a file-system update per change).
-    fn ack(&self, seq: Option<u64>) -> Result<Ack, Refusal> {
-        Ok(Ack(seq))
     }
 
     /// Waits for an appended record to be written. `gather`: see

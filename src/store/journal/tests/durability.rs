@@ -446,7 +446,7 @@ fn queued_creates_are_written_at_the_next_wait_in_either_sync_mode() {
             let empty = fs::metadata(&path.0).unwrap().len();
             let mut last = None;
             for id in 0..10 {
-                last = Some(store.create_queued(new(id, "queued")).unwrap());
+                last = Some(store.create_nowait(new(id, "queued")).unwrap());
             }
             assert_eq!(store.len(), 10, "{sync:?}: applied at once");
             assert_eq!(
@@ -455,7 +455,7 @@ fn queued_creates_are_written_at_the_next_wait_in_either_sync_mode() {
                 "{sync:?}: nothing written before the wait"
             );
             assert_eq!(
-                store.create_queued(new(3, "again")).unwrap_err(),
+                store.create_nowait(new(3, "again")).unwrap_err(),
                 Refusal::Exists(3)
             );
             store.wait(last.unwrap()).unwrap();
