@@ -2,9 +2,15 @@
 //! the cluster holds the change feed back, and the follower's log names
 //! it; the benchmark's switch `PLANTSTORE_BENCH_NO_CHANGE_LOG=1` writes
 //! without the change log. Each on the binary, whose log is read and
-//! whose environment is its own.
+//! whose environment is its own; and what a write logs, through the
+//! library's connection as a pool's worker writes: only what it applied,
+//! under a ticket taken only when it applied anything.
 
 use std::time::{Duration, Instant};
+
+use plantstore::database::{Change, Connect, ensure_schema};
+use plantstore::dbconfig::DatabaseConfig;
+use plantstore::model::Plant;
 
 use crate::api::changes::{Feed, plant_body};
 use crate::process::binary::{Running, server_command};
@@ -119,4 +125,152 @@ fn the_benchmarks_switch_writes_without_the_change_log() {
     let server = instance(&database, &[]);
     assert_eq!(send(&server, "DELETE", "/plants/1", ""), 204);
     assert!(eventually(|| logged(&database) == (0, 1, true)));
+}
+
+/// The pending rows, oldest first: ticket, ids, kinds, names and tags as
+/// text (NULL as "-").
+type Pending = (i64, Vec<i64>, Vec<i16>, Vec<String>, Vec<String>);
+
+fn pending(database: &FreshDatabase) -> Vec<Pending> {
+    let text = |values: Vec<Option<Vec<u8>>>| -> Vec<String> {
+        let text = |v: Vec<u8>| String::from_utf8(v).unwrap();
+        values
+            .into_iter()
+            .map(|v| v.map_or("-".into(), text))
+            .collect()
+    };
+    database
+        .client()
+        .query(
+            "SELECT ticket, ids, kinds, names, tags FROM plant_changes_pending ORDER BY ticket",
+            &[],
+        )
+        .expect("the version 6 schema")
+        .iter()
+        .map(|row| {
+            (
+                row.get(0),
+                row.get(1),
+                row.get(2),
+                text(row.get(3)),
+                text(row.get(4)),
+            )
+        })
+        .collect()
+}
+
+/// The sequence's last ticket (0 before the first).
+fn last_ticket(database: &FreshDatabase) -> i64 {
+    database
+        .client()
+        .query_one(
+            "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM plant_changes_ticket",
+            &[],
+        )
+        .expect("the version 6 schema")
+        .get(0)
+}
+
+#[test]
+fn a_write_logs_what_it_applied_and_takes_a_ticket_only_when_it_applied_anything() {
+    let database = FreshDatabase::new();
+    ensure_schema(&mut database.client()).expect("the schema is made");
+    let config = DatabaseConfig::parse(&database.url, 1).expect("the test URL parses");
+    let mut writer = config.connect().expect("the test database answers");
+    let plant = |name: &str, tag: Option<&str>| Plant {
+        name: name.into(),
+        tag: tag.map(Into::into),
+    };
+    let creates: Vec<(i64, Change)> = vec![
+        (3, Change::Create(plant("c", Some("x")))),
+        (1, Change::Create(plant("a", None))),
+        (2, Change::Create(plant("b", Some("y")))),
+    ];
+    assert_eq!(writer.apply(&creates).unwrap(), [true; 3]);
+    let batch = pending(&database);
+    assert_eq!(batch.len(), 1, "one row for the batch: {batch:?}");
+    let (ticket, ids, kinds, names, tags) = batch[0].clone();
+    assert_eq!((ticket, kinds), (1, vec![1i16; 3]));
+    // Each change's fields together, whatever order the row holds them in.
+    let mut logged: Vec<_> = (0..3).map(|i| (ids[i], &names[i], &tags[i])).collect();
+    logged.sort();
+    let (a, b, c, x, y, none) = (
+        "a".into(),
+        "b".into(),
+        "c".into(),
+        "x".into(),
+        "y".into(),
+        "-".into(),
+    );
+    assert_eq!(logged, [(1, &a, &none), (2, &b, &y), (3, &c, &x)]);
+
+    // Nothing applied, in a batch and alone: no row, no ticket.
+    let refused: Vec<(i64, Change)> = vec![
+        (1, Change::Create(plant("again", None))),
+        (8, Change::Replace(plant("absent", None))),
+        (9, Change::Delete),
+    ];
+    assert_eq!(writer.apply(&refused).unwrap(), [false; 3]);
+    for (id, change) in refused {
+        assert_eq!(writer.apply(&[(id, change)]).unwrap(), [false]);
+    }
+    assert_eq!((pending(&database).len(), last_ticket(&database)), (1, 1));
+
+    // Some applied, some not: those applied, under the next ticket.
+    let mixed: Vec<(i64, Change)> = vec![
+        (1, Change::Replace(plant("A", Some("z")))),
+        (4, Change::Create(plant("d", None))),
+        (2, Change::Create(plant("taken", None))),
+        (3, Change::Delete),
+        (9, Change::Delete),
+    ];
+    assert_eq!(
+        writer.apply(&mixed).unwrap(),
+        [true, true, false, true, false]
+    );
+    let rows = pending(&database);
+    let (ticket, ids, kinds, names, tags) = rows[1].clone();
+    assert_eq!(ticket, 2);
+    let mut logged: Vec<_> = (0..ids.len())
+        .map(|i| (ids[i], kinds[i], names[i].as_str(), tags[i].as_str()))
+        .collect();
+    logged.sort();
+    assert_eq!(
+        logged,
+        [(1, 2, "A", "z"), (3, 3, "-", "-"), (4, 1, "d", "-")]
+    );
+
+    // Alone, each kind: its own row and ticket.
+    assert_eq!(
+        writer
+            .apply(&[(5, Change::Create(plant("e", Some("t"))))])
+            .unwrap(),
+        [true]
+    );
+    assert_eq!(
+        writer
+            .apply(&[(5, Change::Replace(plant("E", None)))])
+            .unwrap(),
+        [true]
+    );
+    assert_eq!(writer.apply(&[(5, Change::Delete)]).unwrap(), [true]);
+    let alone: Vec<Pending> = pending(&database).into_iter().skip(2).collect();
+    let one = |ticket, kind, name: &str, tag: &str| {
+        (
+            ticket,
+            vec![5i64],
+            vec![kind],
+            vec![name.to_string()],
+            vec![tag.to_string()],
+        )
+    };
+    assert_eq!(
+        alone,
+        [
+            one(3, 1, "e", "t"),
+            one(4, 2, "E", "-"),
+            one(5, 3, "-", "-")
+        ]
+    );
+    assert_eq!(last_ticket(&database), 5);
 }
