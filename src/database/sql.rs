@@ -42,8 +42,9 @@
 //! applied (`nextval('plant_changes_ticket')`, so after every row lock
 //! the batch holds) and writes them under it as one row of
 //! `plant_changes_pending (ticket, ids, kinds, names, tags)`, in the order
-//! applied (creates, replaces, deletes; each id once). A batch that changed nothing takes no ticket. Writers share no row but
-//! those of the plants they change, so batches of different ids commit
+//! applied (creates, replaces, deletes; each id once). A batch that
+//! changed nothing takes no ticket. Writers share no row but those of the
+//! plants they change, so batches of different ids commit
 //! side by side. The numberer (`number`, schema version 6) later moves the
 //! committed rows to `plant_changes (seq, ids, kinds, names, tags)`,
 //! numbered in ticket order, which the followers (`follow`) read from
@@ -107,10 +108,9 @@ SELECT id FROM changed"
 /// aggregate over `changed` makes the row: its arrays are filled from the
 /// same rows in the same order, and the ticket is taken in its output,
 /// once every change is applied (every row lock the batch takes is held)
-/// and only when `HAVING` found any. (Taken in a CTE of its own joined to
-/// `changed`, grouped and sorted by id, the row cost 150 µs of a batch of
-/// 31 creates, planning and running, where this costs 55: PostgreSQL 15,
-/// `EXPLAIN ANALYZE`, a statement of 545 µs without the log.)
+/// and only when `HAVING` found any: a third of what a ticket in a CTE of
+/// its own, joined to `changed` and sorted by id, cost the statement
+/// (docs/postgres.md, Throughput).
 const APPLY: &str = concat!(
     apply_changes!(),
     ", logged AS (

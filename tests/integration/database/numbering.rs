@@ -8,10 +8,10 @@
 
 use std::time::{Duration, Instant};
 
-use plantstore::database::{Change, Connect, ensure_schema};
-use plantstore::dbconfig::DatabaseConfig;
+use plantstore::database::Change;
 use plantstore::model::Plant;
 
+use super::reset::connect;
 use crate::api::changes::{Feed, plant_body};
 use crate::process::binary::{Running, server_command};
 use crate::support::{AUTH, FreshDatabase, JSON, PATIENCE, TOKEN, Turn, eventually, send_to};
@@ -174,9 +174,7 @@ fn last_ticket(database: &FreshDatabase) -> i64 {
 #[test]
 fn a_write_logs_what_it_applied_and_takes_a_ticket_only_when_it_applied_anything() {
     let database = FreshDatabase::new();
-    ensure_schema(&mut database.client()).expect("the schema is made");
-    let config = DatabaseConfig::parse(&database.url, 1).expect("the test URL parses");
-    let mut writer = config.connect().expect("the test database answers");
+    let mut writer = connect(&database);
     let plant = |name: &str, tag: Option<&str>| Plant {
         name: name.into(),
         tag: tag.map(Into::into),

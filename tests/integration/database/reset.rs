@@ -26,7 +26,7 @@ use super::start::versions;
 use crate::support::{FreshDatabase, PATIENCE};
 
 /// A connection as a worker's, to a database with the schema.
-fn connect(database: &FreshDatabase) -> Connection {
+pub(super) fn connect(database: &FreshDatabase) -> Connection {
     let mut client = database.client();
     ensure_schema(&mut client).expect("the schema is made");
     let config = DatabaseConfig::parse(&database.url, 1).expect("the test URL parses");
