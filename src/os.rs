@@ -2,7 +2,8 @@
 //! random bytes for tokens, keys and webhook ids, the open-file limit, the
 //! CPUs this process may use ([`available_cpus`], in `cpus.rs`), and the
 //! text of a file a flag names, read so that it cannot hang or bloat
-//! ([`read_text`], in `file.rs`), and such a file opened ([`open_regular`]).
+//! ([`read_text`], in `file.rs`), and such a file opened ([`open_regular`]);
+//! and a background thread's scheduling ([`batch_scheduling`]).
 //!
 //! A leaf: imports nothing of the crate, keeps no state.
 
@@ -32,6 +33,32 @@ pub fn random_fill(buf: &mut [u8]) -> io::Result<()> {
     std::fs::File::open("/dev/urandom")?.read_exact(buf)
 }
 
+/// Schedules the calling thread as batch work (Linux's `SCHED_BATCH`): it
+/// still gets its fair share of the CPU, but waking it no longer
+/// preempts a thread that is running, which then finishes its turn
+/// first. For a background thread that serves the event loops (the
+/// journal's committer): on a CPU it shares with a loop, each of its
+/// wake-ups (a kick, the disk's answer) otherwise cut the loop's turn in
+/// two, and with `--sync always` the switches cost more CPU per request
+/// than the batch's write (`bench/run.sh durable`). Whether the kernel
+/// took it; where it did not, the thread keeps the default policy.
+#[allow(unsafe_code)]
+pub fn batch_scheduling() -> bool {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: the kernel only reads `param`, which outlives the call; pid
+    // 0 is the calling thread. The system call itself, as the C library's
+    // wrapper is missing from musl.
+    let set = unsafe {
+        libc::syscall(
+            libc::SYS_sched_setscheduler,
+            0,
+            libc::SCHED_BATCH,
+            &raw const param,
+        )
+    };
+    set == 0
+}
+
 /// This process's soft open-file limit; `None` where it cannot be read or
 /// is unlimited.
 pub fn open_file_limit() -> Option<usize> {
@@ -54,5 +81,21 @@ mod tests {
                 .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
         );
         assert_ne!(a, b);
+    }
+
+    /// The scheduling policy of the calling thread, from its `stat` (the
+    /// 41st field; the name, in parentheses, may hold spaces).
+    fn policy() -> u32 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+        after_name.split(' ').nth(41 - 3).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn batch_scheduling_sets_the_calling_thread_and_no_other() {
+        let before = policy();
+        let batch = std::thread::spawn(|| (batch_scheduling(), policy()));
+        assert_eq!(batch.join().unwrap(), (true, libc::SCHED_BATCH as u32));
+        assert_eq!(policy(), before);
     }
 }

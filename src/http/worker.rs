@@ -101,7 +101,11 @@ impl Postbox {
             return undelivered(letter);
         };
         letters.push((ticket, letter));
-        if letters.len() == 1 {
+        let first = letters.len() == 1;
+        // Woken once the lock is free: a loop that ran at once would
+        // otherwise find it held, and wait for this thread.
+        drop(queue);
+        if first {
             // The loop takes the whole queue when woken; wake it only for
             // the first entry since it last did.
             let _ = self.waker.wake();

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use super::Core;
 use crate::lock::{lock, wait, wait_timeout};
 use crate::model::{Answer, NotDone};
+use crate::os::batch_scheduling;
 
 /// What a change's acknowledgement is given to: the door's reply as it
 /// is (`plants::Reply<()>` is this type), so nothing is wrapped around it
@@ -80,6 +81,8 @@ impl Committer {
         // for the kick; with `by_loops` only one that waits for nothing:
         // one that waits with a deadline looks again then.
         if queue.waiting.len() == 1 && (!self.by_loops || queue.idle) {
+            // Notified once the lock is free (see `kick`).
+            drop(queue);
             self.kicked.notify_one();
         }
     }
@@ -99,6 +102,9 @@ impl Committer {
         let mut queue = lock(&self.queue);
         if !queue.waiting.is_empty() && !queue.kicked {
             queue.kicked = true;
+            // Notified once the lock is free: a committer that ran at once
+            // would otherwise find it held, and wait for this thread.
+            drop(queue);
             self.kicked.notify_one();
         }
     }
@@ -198,6 +204,9 @@ fn answer(batch: &mut Waiting, result: &Result<(), NotDone>) {
 /// batch, then acknowledges every change the batch covered; runs until the
 /// store is dropped.
 pub(super) fn commit_on_request(committer: &Committer, store: &Weak<Core>) {
+    // Its wake-ups (a kick, the disk's answer) wait for a loop on the same
+    // CPU to end its turn rather than cut it short (`os::batch_scheduling`).
+    batch_scheduling();
     let mut batch = Waiting::new();
     while committer.take(&mut batch) {
         let Some(shared) = store.upgrade() else {

@@ -399,3 +399,50 @@ fn version_and_help() {
         assert!(help.contains(flag), "{flag} documented");
     }
 }
+
+/// The scheduling policy of each of a process's threads, by name, from
+/// `/proc/PID/task/TID/stat` (the 41st field; the name, in parentheses,
+/// may hold spaces).
+fn thread_policies(pid: u32) -> Vec<(String, u32)> {
+    let mut threads = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let Ok(stat) = std::fs::read_to_string(task.unwrap().path().join("stat")) else {
+            continue; // a thread that ended meanwhile
+        };
+        let (open, close) = (stat.find('(').unwrap(), stat.rfind(')').unwrap());
+        let name = stat[open + 1..close].to_string();
+        let policy = stat[close + 2..].split(' ').nth(41 - 3).unwrap();
+        threads.push((name, policy.parse().unwrap()));
+    }
+    threads
+}
+
+/// With `--data`, the journal's committer is scheduled as batch work
+/// (`SCHED_BATCH`, 3): its wake-ups wait for an event loop on its CPU to
+/// end its turn. The loops keep the default policy (0).
+#[test]
+fn the_committer_is_scheduled_as_batch_work_and_the_event_loops_are_not() {
+    let journal = crate::support::TempFile::new("batch-scheduling.journal");
+    let data = journal.0.to_str().unwrap();
+    let server = Running::start(
+        &["--data", data, "--threads", "2"],
+        Some("s3cret-token-of-16"),
+    );
+    const BATCH: u32 = 3;
+    let pid = server.child.id();
+    let committer_is_batch = || {
+        thread_policies(pid)
+            .iter()
+            .any(|(name, policy)| name == "committer" && *policy == BATCH)
+    };
+    assert!(eventually(committer_is_batch), "{:?}", thread_policies(pid));
+    let loops: Vec<u32> = thread_policies(pid)
+        .into_iter()
+        .filter(|(name, _)| name == "plantstore" || name.starts_with("loop-"))
+        .map(|(_, policy)| policy)
+        .collect();
+    assert!(
+        loops.len() >= 2 && loops.iter().all(|&p| p == 0),
+        "{loops:?}"
+    );
+}
