@@ -76,11 +76,24 @@ const SPARE_LETTERS: usize = 4096;
 /// threads, and the waker that tells the loop about them.
 pub(crate) struct Postbox {
     /// `None` once the loop has stopped.
-    queue: Mutex<Option<Vec<(Ticket, Letter)>>>,
+    queue: Mutex<Option<Mail>>,
     waker: Arc<Waker>,
     /// With HTTPS (every connection of the loop is then TLS): what a
     /// response carries over it (`--hsts`).
     https: Option<Https>,
+}
+
+/// The letters waiting for a loop, and whether a new one must wake it.
+#[derive(Default)]
+struct Mail {
+    letters: Vec<(Ticket, Letter)>,
+    /// The loop waits in `poll`, or is about to, with no letter waiting:
+    /// the next letter wakes it. While it runs (or once one woke it) a
+    /// letter needs no wake-up, whose system call and extra `poll` cost
+    /// as much as a small request: the loop looks for letters after each
+    /// `poll` (and polls without waiting while some wait), which with
+    /// `--sync never` are its own turn's answers.
+    asleep: bool,
 }
 
 /// What another thread sends a connection.
@@ -96,19 +109,30 @@ enum Letter {
 impl Postbox {
     fn post(&self, ticket: Ticket, letter: Letter) {
         let mut queue = lock(&self.queue);
-        let Some(letters) = &mut *queue else {
+        let Some(mail) = &mut *queue else {
             drop(queue);
             return undelivered(letter);
         };
-        letters.push((ticket, letter));
-        let first = letters.len() == 1;
+        mail.letters.push((ticket, letter));
+        let wake = std::mem::take(&mut mail.asleep);
         // Woken once the lock is free: a loop that ran at once would
         // otherwise find it held, and wait for this thread.
         drop(queue);
-        if first {
-            // The loop takes the whole queue when woken; wake it only for
-            // the first entry since it last did.
+        if wake {
             let _ = self.waker.wake();
+        }
+    }
+
+    /// The loop is about to `poll`: whether letters wait (then it polls
+    /// without waiting); else the next letter wakes it.
+    fn sleep(&self) -> bool {
+        match &mut *lock(&self.queue) {
+            Some(mail) if mail.letters.is_empty() => {
+                mail.asleep = true;
+                false
+            }
+            Some(_) => true,
+            None => false,
         }
     }
 
@@ -116,7 +140,7 @@ impl Postbox {
     /// undelivered.
     fn close(&self) {
         let waiting = lock(&self.queue).take();
-        for (_, letter) in waiting.into_iter().flatten() {
+        for (_, letter) in waiting.into_iter().flat_map(|mail| mail.letters) {
             undelivered(letter);
         }
     }
@@ -191,7 +215,7 @@ impl Worker {
             .register(&mut listener, LISTENER, Interest::READABLE)?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let postbox = Arc::new(Postbox {
-            queue: Mutex::new(Some(Vec::new())),
+            queue: Mutex::new(Some(Mail::default())),
             waker,
             https: shared.https.clone(),
         });
@@ -243,7 +267,7 @@ impl Worker {
             if let Some(Reverse((at, ..))) = self.timers.peek() {
                 timeout = timeout.min(at.saturating_duration_since(now));
             }
-            if !self.again.is_empty() {
+            if self.postbox.sleep() || !self.again.is_empty() {
                 timeout = Duration::ZERO;
             }
             if let Err(e) = self.poll.poll(&mut events, Some(timeout))
@@ -252,10 +276,13 @@ impl Worker {
                 warn!("event loop: poll failed: {e}");
             }
             let now = Instant::now();
+            // Letters, whether one woke the loop or they came while it ran.
+            self.deliver(&mut scratch, now);
             for event in events.iter() {
                 match event.token() {
                     LISTENER => self.accept(now),
-                    WAKER => self.deliver(&mut scratch, now),
+                    // Taken above; a wake of its own is for stopping.
+                    WAKER => {}
                     Token(slot) => {
                         if let Some(Some(conn)) = self.conns.get_mut(slot) {
                             conn.readable |= event.is_readable() || event.is_read_closed();
@@ -384,8 +411,9 @@ impl Worker {
     /// (and its wakers stay quiet: their flag is never cleared).
     fn deliver(&mut self, scratch: &mut Scratch, now: Instant) {
         let mut letters = std::mem::take(&mut self.letters);
-        if let Some(queue) = &mut *lock(&self.postbox.queue) {
-            std::mem::swap(queue, &mut letters);
+        if let Some(mail) = &mut *lock(&self.postbox.queue) {
+            mail.asleep = false;
+            std::mem::swap(&mut mail.letters, &mut letters);
         }
         for (ticket, letter) in letters.drain(..) {
             let conn = match self.conns.get_mut(ticket.slot) {
