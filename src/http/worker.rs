@@ -21,8 +21,9 @@
 //! nothing. A connection holds at most one answer at a time, so the heap
 //! holds about one entry per connection at most. Deferred
 //! responses, and wakes for streams that said they were pending, arrive
-//! through the loop's mailbox, whose waker interrupts `poll`; until woken,
-//! a pending stream's connection waits for events like any other.
+//! through the loop's mailbox, which the loop reads after every `poll`
+//! and whose waker interrupts a `poll` that waits (see `Mail`); until
+//! woken, a pending stream's connection waits for events like any other.
 //! A connection past `max_connections` is answered 503 as it is accepted
 //! and closed. Stopping: the loop drops its listener, closes connections
 //! with nothing in flight, and lets the rest finish until the grace period
