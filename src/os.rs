@@ -35,25 +35,29 @@ pub fn random_fill(buf: &mut [u8]) -> io::Result<()> {
 
 /// Schedules the calling thread as batch work (Linux's `SCHED_BATCH`): it
 /// still gets its fair share of the CPU, but waking it no longer
-/// preempts a thread that is running, which then finishes its turn
-/// first. For a background thread that serves the event loops (the
-/// journal's committer): on a CPU it shares with a loop, each of its
-/// wake-ups (a kick, the disk's answer) otherwise cut the loop's turn in
-/// two, and with `--sync always` the switches cost more CPU per request
-/// than the batch's write (`bench/run.sh durable`). Whether the kernel
-/// took it; where it did not, the thread keeps the default policy.
+/// preempts a thread that is running: it runs once that thread blocks
+/// (an event loop waiting in `poll`) or has had its time slice. For a
+/// background thread that serves the event loops (the journal's
+/// committer): on a CPU it shares with a loop, each of its wake-ups (a
+/// kick, the disk's answer) otherwise cut the loop's turn in two, and
+/// with `--sync always` those switches were a large share of what a
+/// durable request cost beyond one in memory (`bench/run.sh durable`).
+/// Whether the kernel took it; where it did not, the thread keeps the
+/// default policy.
 #[allow(unsafe_code)]
 pub fn batch_scheduling() -> bool {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: the kernel only reads `param`, which outlives the call; pid
-    // 0 is the calling thread. The system call itself, as the C library's
-    // wrapper is missing from musl.
+    // The kernel's `struct sched_param` is one int, the priority (0 for
+    // this policy); the C libraries' may be larger (musl's is).
+    let priority: libc::c_int = 0;
+    // SAFETY: the kernel only reads `priority`, which outlives the call;
+    // pid 0 is the calling thread. The system call itself: musl's wrapper
+    // answers ENOSYS on purpose (POSIX means the whole process).
     let set = unsafe {
         libc::syscall(
             libc::SYS_sched_setscheduler,
             0,
             libc::SCHED_BATCH,
-            &raw const param,
+            &raw const priority,
         )
     };
     set == 0

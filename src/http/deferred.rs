@@ -6,9 +6,10 @@
 //! [`Response::deferred`](super::Response::deferred) at once, and hands the
 //! [`Deferred`] to the thread that will finish the work. That thread calls
 //! [`Deferred::complete`]; the response travels to the mailbox of the event
-//! loop that owns the connection, which wakes and sends it. No loop thread
-//! ever waits. A `Deferred` dropped without completing answers 500, so a
-//! lost completion can never leave a client hanging.
+//! loop that owns the connection (woken if it waits for events), which
+//! sends it. No loop thread ever waits. A `Deferred` dropped without
+//! completing answers 500, so a lost completion can never leave a client
+//! hanging.
 //!
 //! Or the thread hands back an [`Errand`] ([`Deferred::take_address`]): work
 //! boxed on the loop, carried back to it as it is, and finished there
@@ -55,14 +56,16 @@ pub trait Errand: Send {
 /// Where completed responses and wakes go: the owning loop's queue and
 /// waker.
 pub(crate) trait Mailbox: Send + Sync {
-    /// Queues `response` for the request `ticket` names and wakes its loop.
+    /// Queues `response` for the request `ticket` names, waking its loop
+    /// if it waits for events.
     fn deliver(&self, ticket: Ticket, response: Response);
 
     /// Queues `errand`, whose response answers the request `ticket` names,
-    /// and wakes its loop.
+    /// waking its loop if it waits for events.
     fn run(&self, ticket: Ticket, errand: Box<dyn Errand>);
 
-    /// Queues a wake for the stream answering `ticket` and wakes its loop.
+    /// Queues a wake for the stream answering `ticket`, waking its loop if
+    /// it waits for events.
     /// The loop clears `queued` when it takes the wake (see [`taken`]).
     fn wake(&self, ticket: Ticket, queued: Arc<AtomicBool>);
 }
@@ -113,7 +116,7 @@ pub struct Address {
 }
 
 impl Address {
-    /// Queues `errand` on its loop and wakes it.
+    /// Queues `errand` on its loop, waking it if it waits for events.
     pub fn send(self, errand: Box<dyn Errand>) {
         self.mailbox.run(self.ticket, errand);
     }

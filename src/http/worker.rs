@@ -268,7 +268,9 @@ impl Worker {
             if let Some(Reverse((at, ..))) = self.timers.peek() {
                 timeout = timeout.min(at.saturating_duration_since(now));
             }
-            if self.postbox.sleep() || !self.again.is_empty() {
+            // Only a poll that may wait marks the loop asleep: letters
+            // that come meanwhile need no wake-up.
+            if !self.again.is_empty() || timeout.is_zero() || self.postbox.sleep() {
                 timeout = Duration::ZERO;
             }
             if let Err(e) = self.poll.poll(&mut events, Some(timeout))

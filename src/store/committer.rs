@@ -205,7 +205,8 @@ fn answer(batch: &mut Waiting, result: &Result<(), NotDone>) {
 /// store is dropped.
 pub(super) fn commit_on_request(committer: &Committer, store: &Weak<Core>) {
     // Its wake-ups (a kick, the disk's answer) wait for a loop on the same
-    // CPU to end its turn rather than cut it short (`os::batch_scheduling`).
+    // CPU to block (or use its time slice) rather than cut its turn short
+    // (`os::batch_scheduling`).
     batch_scheduling();
     let mut batch = Waiting::new();
     while committer.take(&mut batch) {
