@@ -143,6 +143,12 @@ class Budgets:
         if cpu is not None:
             yield ("--sync always at 64 connections: server CPU per request <= 1.3x in memory's",
                    f"{cpu}x", self.met(cpu != "-" and float(cpu) <= 1.3))
+        never = self.get("DURABLE_NEVER_CPU_RATIO")
+        if never is not None:
+            yield ("--sync never at 64 connections: server CPU per request <= 1.15x in memory's "
+                   "(median of the per-round ratios; their range)",
+                   f"{never}x ({self.get('DURABLE_NEVER_CPU_RANGE')})",
+                   self.met(never != "-" and float(never) <= 1.15))
         if startup is not None:
             yield ("start-up with a journal of 1,000,000 plants < 1 s (slowest of 3)", f"{startup} ms",
                    self.met_at_scale(float(startup) < 1000))

@@ -8,7 +8,17 @@
 # included; the process's own write_bytes leaves those out). With OLD set
 # (bench/run.sh's header), the old build runs before the new one in each
 # round, same flags, so old and new alternate in one run. $ROUNDS rounds;
-# the summary is the median of rounds. The journal is written in
+# the summary is the median of rounds. Within a round and build the runs
+# at 64 connections go first, memory, always and never one after the other
+# (a fresh server each), then those at one connection; the order turns by
+# one each round (memory first, then always, then never), so that being
+# the first run after a pause favours none (use a multiple of 3 rounds).
+# Each durable run's CPU is also divided by the same round's memory run,
+# and the summary gives the median and the range of those ratios over
+# rounds: drift between runs farther apart moves them less (on a shared
+# machine one build's memory runs alone differ by a fifth from one run to
+# the next).
+# The journal is written in
 # $DURABLE_DIR (default: the run's scratch folder), which must be on a
 # block device (not tmpfs): its device's counters are shared with every
 # other writer of that device, so run it on a quiet machine, or give it a
@@ -18,7 +28,8 @@
 # --sync never's bytes are not reported: the kernel writes them back later,
 # outside the run. The figures the budgets section judges: DURABLE_RATIO and
 # DURABLE_CPU_RATIO (--sync always at 64 connections against in memory, the
-# new build's medians). Sourced by bench/run.sh after bench/lib/*.sh, whose
+# new build's medians), DURABLE_NEVER_CPU_RATIO and DURABLE_NEVER_CPU_RANGE
+# (--sync never's per-round ratios: median, range). Sourced by bench/run.sh after bench/lib/*.sh, whose
 # helpers it calls.
 # shellcheck shell=bash
 
@@ -56,6 +67,10 @@ median() {
     '{v[NR] = $1} END{m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
       printf "%.*f", places, m}'
 }
+# range KEY: the smallest and the largest of VALUES[KEY], as "min–max".
+range() {
+  tr ' ' '\n' <<<"${VALUES[$1]}" | sort -g | awk '{v[NR] = $1} END{printf "%s–%s", v[1], v[NR]}'
+}
 # new_old FIGURE [PLACES]: the new build's median of FIGURE over the old
 # one's.
 new_old() { ratio "$(median "plantstore.$1" "${2:-1}")" "$(median "old.$1" "${2:-1}")"; }
@@ -83,23 +98,28 @@ section_durable() {
   echo
   echo "| round | build | storage | connections | requests/s | p50 ms | p99 ms | errors | server CPU µs/request | bytes per change |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
-  local round build storage conns flags bytes
+  local round build storage conns flags bytes order
+  local -A cpu_of
   for round in $(seq 1 "$ROUNDS"); do
+    order=(memory always never memory always)
+    order=("${order[@]:$(((round - 1) % 3)):3}")
     for build in "${builds[@]}"; do
-      for storage in memory always never; do
-        flags=()
-        if [ "$storage" != memory ]; then
-          rm -f "$dir/bench.journal"
-          flags=(--data "$dir/bench.journal" --sync "$storage")
-        fi
-        start_pinned "$build" "${flags[@]}"
-        for conns in 64 1; do
+      for conns in 64 1; do
+        for storage in "${order[@]}"; do
+          flags=()
+          if [ "$storage" != memory ]; then
+            rm -f "$dir/bench.journal"
+            flags=(--data "$dir/bench.journal" --sync "$storage")
+          fi
+          start_pinned "$build" "${flags[@]}"
           DISK_BYTES=
           if [ "$storage" = always ] && [ -n "$DURABLE_DEVICE" ]; then
             MEASURE=disk_bytes pinned_run "$conns"
           else
             pinned_run "$conns"
           fi
+          stop_server
+          rm -f "$dir/bench.journal"
           bytes=-
           if [ -n "$DISK_BYTES" ]; then
             bytes=$(awk "BEGIN{n = $REQUESTS - $ERRORS; printf \"%.0f\", (n > 0 ? $DISK_BYTES / n : 0)}")
@@ -108,19 +128,21 @@ section_durable() {
           keep "$build.$storage.$conns.rps" "$RPS"
           keep "$build.$storage.$conns.cpu" "$CPU_US"
           keep "$build.$storage.$conns.p50" "$P50"
+          cpu_of[$storage]=$CPU_US
           echo "| $round | $(label "$build") | $storage | $conns | $RPS | $P50 | $P99 | $ERRORS | $CPU_US | $bytes |"
         done
-        stop_server
-        rm -f "$dir/bench.journal"
+        for storage in memory always never; do
+          keep "$build.$storage.$conns.xmem" "$(ratio "${cpu_of[$storage]}" "${cpu_of[memory]}")"
+        done
       done
     done
   done
   echo
   echo "Medians of rounds; \"x memory\": against the same build in memory."
   echo
-  echo "| build | storage | requests/s, 64 conns | x memory | server CPU µs/request, 64 conns | x memory | c1 p50 ms | c1 server CPU µs/request | bytes per change, c1 | bytes per change, 64 conns |"
-  echo "|---|---|---|---|---|---|---|---|---|---|"
-  local rps cpu mem_rps mem_cpu b1 b64
+  echo "| build | storage | requests/s, 64 conns | x memory | server CPU µs/request, 64 conns | x memory | x memory, per round: median (range) | c1 p50 ms | c1 server CPU µs/request | bytes per change, c1 | bytes per change, 64 conns |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  local rps cpu mem_rps mem_cpu b1 b64 paired
   for build in "${builds[@]}"; do
     mem_rps=$(median "$build.memory.64.rps" 0) mem_cpu=$(median "$build.memory.64.cpu")
     for storage in memory always never; do
@@ -128,10 +150,15 @@ section_durable() {
       b1=- b64=-
       [ -z "${VALUES[$build.$storage.1.bytes]:-}" ] || b1=$(median "$build.$storage.1.bytes" 0)
       [ -z "${VALUES[$build.$storage.64.bytes]:-}" ] || b64=$(median "$build.$storage.64.bytes" 0)
+      paired="$(median "$build.$storage.64.xmem" 2) ($(range "$build.$storage.64.xmem"))"
       echo "| $(label "$build") | $storage | $rps | $(ratio "$rps" "$mem_rps") | $cpu | $(ratio "$cpu" "$mem_cpu") |" \
-        "$(median "$build.$storage.1.p50" 3) | $(median "$build.$storage.1.cpu") | $b1 | $b64 |"
+        "$paired | $(median "$build.$storage.1.p50" 3) | $(median "$build.$storage.1.cpu") | $b1 | $b64 |"
       if [ "$build" = plantstore ] && [ "$storage" = always ]; then
         DURABLE_RATIO=$(ratio "$rps" "$mem_rps") DURABLE_CPU_RATIO=$(ratio "$cpu" "$mem_cpu")
+      fi
+      if [ "$build" = plantstore ] && [ "$storage" = never ]; then
+        DURABLE_NEVER_CPU_RATIO=$(median "$build.$storage.64.xmem" 2)
+        DURABLE_NEVER_CPU_RANGE=$(range "$build.$storage.64.xmem")
       fi
     done
   done
