@@ -14,8 +14,15 @@
 //! flushes (a caller that waits instead): woken by a change queued while
 //! it waits with no deadline, it takes what is still queued `LATEST`
 //! later.
+//!
+//! The thread is notified only while it waits and only once until it has
+//! run: a kick or a change at each loop turn while it writes (or before
+//! it has woken) made a system call that woke no one (`perf stat` at 64
+//! connections, on one core: the loop's futex calls per request 0.052 ->
+//! 0.023 with `always`, 0.043 -> 0.004 with `never`). It looks at the
+//! queue, under its lock, before it waits again.
 
-use std::sync::{Condvar, Mutex, Weak};
+use std::sync::{Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use super::Core;
@@ -57,6 +64,11 @@ struct Backlog {
     taken: u64,
     /// The committer thread waits with no deadline (for a first change).
     idle: bool,
+    /// It waits (with or without a deadline) and no one has notified it
+    /// since it began: a notify then is a system call that wakes no one,
+    /// and a kick or a change at each loop turn while it writes or has not
+    /// yet run made one each.
+    asleep: bool,
     /// An emptied list for the next batch a loop takes.
     spare: Waiting,
 }
@@ -79,11 +91,10 @@ impl Committer {
         queue.waiting.push((seq, done));
         // The first change wakes the committer to wait (at most `LATEST`)
         // for the kick; with `by_loops` only one that waits for nothing:
-        // one that waits with a deadline looks again then.
+        // one that waits with a deadline looks again then. One that is
+        // writing takes it when it looks next.
         if queue.waiting.len() == 1 && (!self.by_loops || queue.idle) {
-            // Notified once the lock is free (see `kick`).
-            drop(queue);
-            self.kicked.notify_one();
+            self.wake(queue);
         }
     }
 
@@ -102,6 +113,16 @@ impl Committer {
         let mut queue = lock(&self.queue);
         if !queue.waiting.is_empty() && !queue.kicked {
             queue.kicked = true;
+            self.wake(queue);
+        }
+    }
+
+    /// Notifies the committer thread if it waits and has not been
+    /// notified since; one that is not waiting finds what changed when it
+    /// looks next, under the lock, before it waits again.
+    fn wake(&self, mut queue: MutexGuard<'_, Backlog>) {
+        if queue.asleep {
+            queue.asleep = false;
             // Notified once the lock is free: a committer that ran at once
             // would otherwise find it held, and wait for this thread.
             drop(queue);
@@ -129,9 +150,9 @@ impl Committer {
                     return false;
                 }
                 since = None;
-                queue.idle = true;
+                (queue.idle, queue.asleep) = (true, true);
                 queue = wait(&self.kicked, queue);
-                queue.idle = false;
+                (queue.idle, queue.asleep) = (false, false);
                 continue;
             }
             let now = Instant::now();
@@ -147,7 +168,9 @@ impl Committer {
                 std::mem::swap(&mut queue.waiting, batch);
                 return true;
             }
+            queue.asleep = true;
             queue = wait_timeout(&self.kicked, queue, first + LATEST - now).0;
+            queue.asleep = false;
         }
     }
 
@@ -222,6 +245,97 @@ pub(super) fn commit_on_request(committer: &Committer, store: &Weak<Core>) {
         answer(&mut batch, &result);
         if batch.capacity() > SPARE_ENTRIES {
             batch = Waiting::new();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc::{Sender, channel};
+    use std::thread;
+    use std::time::Duration;
+
+    use crate::model::{Capacity, NotDone, SyncMode};
+    use crate::os::temp::TempFile;
+    use crate::store::test_support::{Journalled, new};
+    use crate::store::{Ack, Store};
+
+    /// Far longer than `LATEST`: a wake-up that was lost never comes.
+    const ANSWERED_WITHIN: Duration = Duration::from_secs(5);
+
+    fn open(file: &TempFile, sync: SyncMode) -> Store {
+        let durability = crate::model::Durability {
+            sync,
+            ..file.durability()
+        };
+        Store::open(Capacity::plants(100_000), &durability)
+            .unwrap()
+            .0
+    }
+
+    /// Queues `ack`'s change, its answer sent to `answers`.
+    fn queue(store: &Store, ack: Ack, answers: &Sender<Result<(), NotDone>>) {
+        let answers = answers.clone();
+        store.when_acked(
+            ack,
+            Box::new(move |answer| {
+                let _ = answers.send(answer);
+            }),
+        );
+    }
+
+    #[test]
+    fn a_change_no_loop_flushes_is_answered_by_the_committer_thread() {
+        // One at a time: each finds the committer waiting with no deadline
+        // (after the first, once it has written the one before), so each
+        // must wake it.
+        for sync in [SyncMode::Always, SyncMode::Never] {
+            let file = TempFile::new("committer-standby");
+            let store = open(&file, sync);
+            let (answers, answered) = channel();
+            for id in 0..20 {
+                let ack = store.create_nowait(new(id, "fern")).unwrap();
+                queue(&store, ack, &answers);
+                let answer = answered.recv_timeout(ANSWERED_WITHIN);
+                assert!(
+                    matches!(answer, Ok(Ok(()))),
+                    "{sync:?}, change {id}: {answer:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn changes_and_kicks_from_several_threads_while_it_writes_are_all_answered() {
+        // Changes queued and kicked while the committer writes, waits for
+        // its deadline or has been notified but not yet run: none of them
+        // may be left waiting for a notify that was skipped.
+        for sync in [SyncMode::Always, SyncMode::Never] {
+            let file = TempFile::new("committer-kicks");
+            let store = open(&file, sync);
+            thread::scope(|scope| {
+                for thread in 0..4 {
+                    let store = &store;
+                    scope.spawn(move || {
+                        let (answers, answered) = channel();
+                        for n in 0..300 {
+                            let ack = store.create_nowait(new(thread * 1000 + n, "moss")).unwrap();
+                            queue(store, ack, &answers);
+                            // Every other change is kicked (a loop's turn
+                            // ending), the rest left to the committer.
+                            if n % 2 == 0 {
+                                store.flush();
+                            }
+                            let answer = answered.recv_timeout(ANSWERED_WITHIN);
+                            assert!(
+                                matches!(answer, Ok(Ok(()))),
+                                "{sync:?}, thread {thread}, change {n}: {answer:?}"
+                            );
+                        }
+                    });
+                }
+            });
+            assert_eq!(store.len(), 1200, "{sync:?}");
         }
     }
 }
