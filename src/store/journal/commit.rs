@@ -42,12 +42,16 @@ impl Journal {
             copy.extend_from_slice(&pending[start..]);
         }
         state.appended += 1;
+        let seq = state.appended;
         // The gathering leader wants a batch as large as the last: woken
-        // once, when it is there (or by its deadline), not for each record.
-        if state.gathering && state.appended - state.taken == state.last_batch {
+        // once, when it is there (or by its deadline), not for each record;
+        // once the lock is free, which it takes first.
+        let complete = state.gathering && seq - state.taken == state.last_batch;
+        drop(state);
+        if complete {
             self.arrived.notify_one();
         }
-        Ok(state.appended)
+        Ok(seq)
     }
 
     /// The sequence number of the last record appended (0: none yet).
