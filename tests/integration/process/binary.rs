@@ -430,19 +430,22 @@ fn the_committer_is_scheduled_as_batch_work_and_the_event_loops_are_not() {
     );
     const BATCH: u32 = 3;
     let pid = server.child.id();
-    let committer_is_batch = || {
+    let loops = || -> Vec<u32> {
         thread_policies(pid)
-            .iter()
-            .any(|(name, policy)| name == "committer" && *policy == BATCH)
+            .into_iter()
+            .filter(|(name, _)| name == "plantstore" || name.starts_with("loop-"))
+            .map(|(_, policy)| policy)
+            .collect()
     };
-    assert!(eventually(committer_is_batch), "{:?}", thread_policies(pid));
-    let loops: Vec<u32> = thread_policies(pid)
-        .into_iter()
-        .filter(|(name, _)| name == "plantstore" || name.starts_with("loop-"))
-        .map(|(_, policy)| policy)
-        .collect();
-    assert!(
-        loops.len() >= 2 && loops.iter().all(|&p| p == 0),
-        "{loops:?}"
-    );
+    // The server answers once its first loop runs; the second may start
+    // a moment later.
+    let started = || {
+        loops().len() >= 2
+            && thread_policies(pid)
+                .iter()
+                .any(|(name, policy)| name == "committer" && *policy == BATCH)
+    };
+    assert!(eventually(started), "{:?}", thread_policies(pid));
+    let loops = loops();
+    assert!(loops.iter().all(|&p| p == 0), "{loops:?}");
 }
