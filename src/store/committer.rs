@@ -64,10 +64,8 @@ struct Backlog {
     taken: u64,
     /// The committer thread waits with no deadline (for a first change).
     idle: bool,
-    /// It waits (with or without a deadline) and no one has notified it
-    /// since it began: a notify then is a system call that wakes no one,
-    /// and a kick or a change at each loop turn while it writes or has not
-    /// yet run made one each.
+    /// It waits (with or without a deadline) and has not been notified
+    /// since it began (see the module header).
     asleep: bool,
     /// An emptied list for the next batch a loop takes.
     spare: Waiting,
