@@ -146,7 +146,7 @@ class Budgets:
         never = self.get("DURABLE_NEVER_CPU_RATIO")
         if never is not None:
             yield ("--sync never at 64 connections: server CPU per request <= 1.15x in memory's "
-                   "(median of the per-round ratios; their range)",
+                   "(side by side on one core: median of rounds; their range)",
                    f"{never}x ({self.get('DURABLE_NEVER_CPU_RANGE')})",
                    self.met(never != "-" and float(never) <= 1.15))
         if startup is not None:

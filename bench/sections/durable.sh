@@ -17,7 +17,10 @@
 # and the summary gives the median and the range of those ratios over
 # rounds: drift between runs farther apart moves them less (on a shared
 # machine one build's memory runs alone differ by a fifth from one run to
-# the next).
+# the next). Drift within a round still moves them, so each round ends
+# with memory and --sync never side by side (`side_by_side`): both
+# servers at once on CPU 0, so both see the same host, and --sync never's
+# budget is judged on that ratio.
 # The journal is written in
 # $DURABLE_DIR (default: the run's scratch folder), which must be on a
 # block device (not tmpfs): its device's counters are shared with every
@@ -29,7 +32,7 @@
 # outside the run. The figures the budgets section judges: DURABLE_RATIO and
 # DURABLE_CPU_RATIO (--sync always at 64 connections against in memory, the
 # new build's medians), DURABLE_NEVER_CPU_RATIO and DURABLE_NEVER_CPU_RANGE
-# (--sync never's per-round ratios: median, range). Sourced by bench/run.sh after bench/lib/*.sh, whose
+# (--sync never's ratios side by side, per round: median, range). Sourced by bench/run.sh after bench/lib/*.sh, whose
 # helpers it calls.
 # shellcheck shell=bash
 
@@ -77,6 +80,52 @@ new_old() { ratio "$(median "plantstore.$1" "${2:-1}")" "$(median "old.$1" "${2:
 # keep KEY VALUE: adds this round's VALUE to VALUES[KEY].
 keep() { VALUES[$1]="${VALUES[$1]:+${VALUES[$1]} }$2"; }
 declare -A VALUES
+
+# side_wrk ADDR DURATION: wrk -t1 -c64 on CPU 1 against ADDR; prints its
+# RESULT line.
+side_wrk() {
+  PLANTSTORE_TOKEN=$TOKEN taskset -c 1 wrk -t1 -c64 -d"$2" -s bench/post.lua "http://$1" |
+    grep '^RESULT'
+}
+
+# side_by_side BUILD DIR: the build in memory and with `--sync never` (its
+# journal in DIR) at the same time, both servers on CPU 0, each loaded by
+# its own wrk -t1 -c64 on CPU 1: a 2 s warm-up, then $DURATION measured.
+# Both share the core, so a change in the host's speed reaches both alike,
+# where runs one after the other each see their own. Sets SIDE_MEMORY and
+# SIDE_NEVER (server CPU µs per request) and SIDE_RPS_MEMORY and
+# SIDE_RPS_NEVER. `--sync always` is not measured this way: its server
+# waits for the disk while the other takes the core, and smaller batches
+# cost more per request, so that pair would measure the sharing.
+side_by_side() {
+  local build=$1 dir=$2 memory_pid memory_addr memory_ticks never_ticks a b
+  start_pinned "$build"
+  memory_pid=$SERVER_PID memory_addr=$ADDR
+  EXTRA_PIDS+=("$memory_pid")
+  rm -f "$dir/bench.journal"
+  start_pinned "$build" --data "$dir/bench.journal" --sync never
+  side_wrk "$memory_addr" 2s >/dev/null &
+  a=$!
+  side_wrk "$ADDR" 2s >/dev/null &
+  b=$!
+  wait "$a" "$b" || true
+  memory_ticks=$(ticks_of "$memory_pid") never_ticks=$(cpu_ticks)
+  side_wrk "$memory_addr" "$DURATION" >"$WORK/side.memory" &
+  a=$!
+  side_wrk "$ADDR" "$DURATION" >"$WORK/side.never" &
+  b=$!
+  wait "$a" "$b" || true
+  memory_ticks=$(($(ticks_of "$memory_pid") - memory_ticks))
+  never_ticks=$(($(cpu_ticks) - never_ticks))
+  stop_extra
+  stop_server
+  rm -f "$dir/bench.journal"
+  local requests
+  read -r _ SIDE_RPS_MEMORY _ _ _ requests _ <"$WORK/side.memory"
+  SIDE_MEMORY=$(awk "BEGIN{printf \"%.2f\", $memory_ticks * 1000000 / $CLK_TCK / ($requests > 0 ? $requests : 1)}")
+  read -r _ SIDE_RPS_NEVER _ _ _ requests _ <"$WORK/side.never"
+  SIDE_NEVER=$(awk "BEGIN{printf \"%.2f\", $never_ticks * 1000000 / $CLK_TCK / ($requests > 0 ? $requests : 1)}")
+}
 
 section_durable() {
   CLK_TCK=$(getconf CLK_TCK)
@@ -135,6 +184,12 @@ section_durable() {
           keep "$build.$storage.$conns.xmem" "$(ratio "${cpu_of[$storage]}" "${cpu_of[memory]}")"
         done
       done
+      side_by_side "$build" "$dir"
+      keep "$build.side.memory" "$SIDE_MEMORY"
+      keep "$build.side.never" "$SIDE_NEVER"
+      keep "$build.side.xmem" "$(ratio "$SIDE_NEVER" "$SIDE_MEMORY")"
+      echo "| $round | $(label "$build") | memory, beside never | 64 | $SIDE_RPS_MEMORY | - | - | - | $SIDE_MEMORY | - |"
+      echo "| $round | $(label "$build") | never, beside memory | 64 | $SIDE_RPS_NEVER | - | - | - | $SIDE_NEVER | - |"
     done
   done
   echo
@@ -156,12 +211,20 @@ section_durable() {
       if [ "$build" = plantstore ] && [ "$storage" = always ]; then
         DURABLE_RATIO=$(ratio "$rps" "$mem_rps") DURABLE_CPU_RATIO=$(ratio "$cpu" "$mem_cpu")
       fi
-      if [ "$build" = plantstore ] && [ "$storage" = never ]; then
-        DURABLE_NEVER_CPU_RATIO=$(median "$build.$storage.64.xmem" 2)
-        DURABLE_NEVER_CPU_RANGE=$(range "$build.$storage.64.xmem")
-      fi
     done
   done
+  echo
+  echo "Side by side (\"beside\" rows): the build in memory and with --sync never at the same time,"
+  echo "both on CPU 0, each with its own wrk -t1 -c64 on CPU 1, so that both see the same host."
+  echo
+  echo "| build | memory CPU µs/request | never CPU µs/request | never x memory, per round: median (range) |"
+  echo "|---|---|---|---|"
+  for build in "${builds[@]}"; do
+    echo "| $(label "$build") | $(median "$build.side.memory" 2) | $(median "$build.side.never" 2) |" \
+      "$(median "$build.side.xmem" 2) ($(range "$build.side.xmem")) |"
+  done
+  DURABLE_NEVER_CPU_RATIO=$(median plantstore.side.xmem 2)
+  DURABLE_NEVER_CPU_RANGE=$(range plantstore.side.xmem)
   echo
   if [ -n "$OLD_BIN" ]; then
     echo "New / old, medians (above 1: more requests/s, more CPU, a longer p50, more bytes):"
