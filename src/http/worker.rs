@@ -124,6 +124,13 @@ impl Postbox {
         }
     }
 
+    /// Whether letters wait.
+    fn has_letters(&self) -> bool {
+        lock(&self.queue)
+            .as_ref()
+            .is_some_and(|mail| !mail.letters.is_empty())
+    }
+
     /// The loop is about to `poll`: whether letters wait (then it polls
     /// without waiting); else the next letter wakes it.
     fn sleep(&self) -> bool {
@@ -304,6 +311,14 @@ impl Worker {
                 self.sweep(&mut scratch, now);
             }
             self.shared.handler.flush();
+            // With `--sync never` that flush answered the turn's changes,
+            // as letters to this loop: sent now, not after one more
+            // `poll`. A pipelined request that serves is flushed at once
+            // too; anything later waits for the next turn.
+            if self.postbox.has_letters() {
+                self.deliver(&mut scratch, now);
+                self.shared.handler.flush();
+            }
         }
     }
 
