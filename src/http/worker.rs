@@ -22,7 +22,9 @@
 //! holds about one entry per connection at most. Deferred
 //! responses, and wakes for streams that said they were pending, arrive
 //! through the loop's mailbox, which the loop reads after every `poll`
-//! and whose waker interrupts a `poll` that waits (see `Mail`); until
+//! and after its turn's flush (with `--sync never` the flush's answers
+//! are its own letters), and whose waker interrupts a `poll` that waits
+//! (see `Mail`); until
 //! woken, a pending stream's connection waits for events like any other.
 //! A connection past `max_connections` is answered 503 as it is accepted
 //! and closed. Stopping: the loop drops its listener, closes connections
