@@ -126,13 +126,6 @@ impl Postbox {
         }
     }
 
-    /// Whether letters wait.
-    fn has_letters(&self) -> bool {
-        lock(&self.queue)
-            .as_ref()
-            .is_some_and(|mail| !mail.letters.is_empty())
-    }
-
     /// The loop is about to `poll`: whether letters wait (then it polls
     /// without waiting); else the next letter wakes it.
     fn sleep(&self) -> bool {
@@ -289,7 +282,7 @@ impl Worker {
             }
             let now = Instant::now();
             // Letters, whether one woke the loop or they came while it ran.
-            self.deliver(&mut scratch, now);
+            let _ = self.deliver(&mut scratch, now);
             for event in events.iter() {
                 match event.token() {
                     LISTENER => self.accept(now),
@@ -317,8 +310,7 @@ impl Worker {
             // as letters to this loop: sent now, not after one more
             // `poll`. A pipelined request that serves is flushed at once
             // too; anything later waits for the next turn.
-            if self.postbox.has_letters() {
-                self.deliver(&mut scratch, now);
+            if self.deliver(&mut scratch, now) {
                 self.shared.handler.flush();
             }
         }
@@ -428,13 +420,15 @@ impl Worker {
 
     /// Hands completed deferred responses and stream wakes to their
     /// connections; those for a connection that has gone are undelivered
-    /// (and its wakers stay quiet: their flag is never cleared).
-    fn deliver(&mut self, scratch: &mut Scratch, now: Instant) {
+    /// (and its wakers stay quiet: their flag is never cleared). Whether
+    /// any letter was there.
+    fn deliver(&mut self, scratch: &mut Scratch, now: Instant) -> bool {
         let mut letters = std::mem::take(&mut self.letters);
         if let Some(mail) = &mut *lock(&self.postbox.queue) {
             mail.asleep = false;
             std::mem::swap(&mut mail.letters, &mut letters);
         }
+        let any = !letters.is_empty();
         for (ticket, letter) in letters.drain(..) {
             let conn = match self.conns.get_mut(ticket.slot) {
                 Some(Some(conn)) if conn.id == ticket.conn => conn,
@@ -461,6 +455,7 @@ impl Worker {
         if letters.capacity() <= SPARE_LETTERS {
             self.letters = letters;
         }
+        any
     }
 
     /// Serves the connections whose held response is due.
