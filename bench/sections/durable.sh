@@ -81,11 +81,29 @@ new_old() { ratio "$(median "plantstore.$1" "${2:-1}")" "$(median "old.$1" "${2:
 keep() { VALUES[$1]="${VALUES[$1]:+${VALUES[$1]} }$2"; }
 declare -A VALUES
 
-# side_wrk ADDR DURATION: wrk -t1 -c64 on CPU 1 against ADDR; prints its
-# RESULT line.
+# side_wrk ADDR DURATION OUT: wrk -t1 -c64 on CPU 1 against ADDR; its
+# RESULT line in OUT.
 side_wrk() {
   PLANTSTORE_TOKEN=$TOKEN taskset -c 1 wrk -t1 -c64 -d"$2" -s bench/post.lua "http://$1" |
-    grep '^RESULT'
+    grep '^RESULT' >"$3"
+}
+
+# side_pair ADDR ADDR DURATION: side_wrk against both at once, their
+# RESULT lines in $WORK/side.1 and $WORK/side.2.
+side_pair() {
+  local a b
+  side_wrk "$1" "$3" "$WORK/side.1" &
+  a=$!
+  side_wrk "$2" "$3" "$WORK/side.2" &
+  b=$!
+  wait "$a" "$b" || true
+}
+
+# side_us TICKS RESULT_FILE: server CPU µs per request of that run.
+side_us() {
+  local requests
+  read -r _ _ _ _ _ requests _ <"$2"
+  awk "BEGIN{printf \"%.2f\", $1 * 1000000 / $CLK_TCK / ($requests > 0 ? $requests : 1)}"
 }
 
 # side_by_side BUILD DIR: the build in memory and with `--sync never` (its
@@ -98,33 +116,24 @@ side_wrk() {
 # waits for the disk while the other takes the core, and smaller batches
 # cost more per request, so that pair would measure the sharing.
 side_by_side() {
-  local build=$1 dir=$2 memory_pid memory_addr memory_ticks never_ticks a b
+  local build=$1 dir=$2 memory_pid memory_addr memory_ticks never_ticks
   start_pinned "$build"
   memory_pid=$SERVER_PID memory_addr=$ADDR
   EXTRA_PIDS+=("$memory_pid")
   rm -f "$dir/bench.journal"
   start_pinned "$build" --data "$dir/bench.journal" --sync never
-  side_wrk "$memory_addr" 2s >/dev/null &
-  a=$!
-  side_wrk "$ADDR" 2s >/dev/null &
-  b=$!
-  wait "$a" "$b" || true
+  side_pair "$memory_addr" "$ADDR" 2s
   memory_ticks=$(ticks_of "$memory_pid") never_ticks=$(cpu_ticks)
-  side_wrk "$memory_addr" "$DURATION" >"$WORK/side.memory" &
-  a=$!
-  side_wrk "$ADDR" "$DURATION" >"$WORK/side.never" &
-  b=$!
-  wait "$a" "$b" || true
+  side_pair "$memory_addr" "$ADDR" "$DURATION"
   memory_ticks=$(($(ticks_of "$memory_pid") - memory_ticks))
   never_ticks=$(($(cpu_ticks) - never_ticks))
   stop_extra
   stop_server
   rm -f "$dir/bench.journal"
-  local requests
-  read -r _ SIDE_RPS_MEMORY _ _ _ requests _ <"$WORK/side.memory"
-  SIDE_MEMORY=$(awk "BEGIN{printf \"%.2f\", $memory_ticks * 1000000 / $CLK_TCK / ($requests > 0 ? $requests : 1)}")
-  read -r _ SIDE_RPS_NEVER _ _ _ requests _ <"$WORK/side.never"
-  SIDE_NEVER=$(awk "BEGIN{printf \"%.2f\", $never_ticks * 1000000 / $CLK_TCK / ($requests > 0 ? $requests : 1)}")
+  read -r _ SIDE_RPS_MEMORY _ <"$WORK/side.1"
+  read -r _ SIDE_RPS_NEVER _ <"$WORK/side.2"
+  SIDE_MEMORY=$(side_us "$memory_ticks" "$WORK/side.1")
+  SIDE_NEVER=$(side_us "$never_ticks" "$WORK/side.2")
 }
 
 section_durable() {
