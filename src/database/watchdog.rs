@@ -75,11 +75,20 @@ pub(super) fn watch(shared: &Arc<PoolState>) {
             slots.extend(replacements.iter().cloned());
             (stuck, replacements)
         };
+        // Each worker given up on is said, not only the last: stuck jobs
+        // met in different looks leave a replacement up in between, and
+        // the pool as a whole is then never down.
         for refuse in stuck {
             let why = JobFailure::Failed("no answer from the database".into());
             shared.stats.refuse(&why);
             refuse(why);
             let left = shared.up.fetch_sub(1, Ordering::AcqRel) - 1;
+            warn!(
+                "database {}: the database stopped answering a job for {} ms; \
+                 it is answered 503 and its worker given up on ({left} still up)",
+                shared.config.describe(),
+                limit.as_millis()
+            );
             went_down(shared, "the database stopped answering".into(), left);
         }
         for slot in replacements {
