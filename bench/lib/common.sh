@@ -131,3 +131,45 @@ seconds() {
 # anon_kib: the server's private memory (RssAnon: its anonymous pages, not
 # the files mapped in), KiB: what the spec's memory budgets count.
 anon_kib() { awk '/RssAnon/{print $2}' "/proc/$SERVER_PID/status"; }
+
+# side_wrk ADDR DURATION OUT: wrk -t1 -c64 against ADDR, on CPU $SIDE_CPU
+# where that is set; its RESULT line in OUT.
+side_wrk() {
+  local pin=()
+  [ -z "${SIDE_CPU:-}" ] || pin=(taskset -c "$SIDE_CPU")
+  PLANTSTORE_TOKEN=$TOKEN ${pin[@]+"${pin[@]}"} wrk -t1 -c64 -d"$2" -s bench/post.lua "http://$1" |
+    grep '^RESULT' >"$3"
+}
+
+# side_pair ADDR ADDR DURATION: side_wrk against both at once, their
+# RESULT lines in $WORK/side.1 and $WORK/side.2.
+side_pair() {
+  local a b
+  side_wrk "$1" "$3" "$WORK/side.1" &
+  a=$!
+  side_wrk "$2" "$3" "$WORK/side.2" &
+  b=$!
+  wait "$a" "$b" || true
+}
+
+# side_us TICKS RESULT_FILE: server CPU µs per request of that run.
+side_us() {
+  local requests
+  read -r _ _ _ _ _ requests _ <"$2"
+  awk "BEGIN{printf \"%.2f\", $1 * 1000000 / $CLK_TCK / ($requests > 0 ? $requests : 1)}"
+}
+
+# median KEY [PLACES]: the median of the values VALUES[KEY] holds (one a
+# round; the mean of the middle two for an even count).
+median() {
+  tr ' ' '\n' <<<"${VALUES[$1]}" | sort -g | awk -v places="${2:-1}" \
+    '{v[NR] = $1} END{m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
+      printf "%.*f", places, m}'
+}
+# range KEY: the smallest and the largest of VALUES[KEY], as "min–max".
+range() {
+  tr ' ' '\n' <<<"${VALUES[$1]}" | sort -g | awk '{v[NR] = $1} END{printf "%s–%s", v[1], v[NR]}'
+}
+# keep KEY VALUE: adds this round's VALUE to VALUES[KEY].
+keep() { VALUES[$1]="${VALUES[$1]:+${VALUES[$1]} }$2"; }
+declare -A VALUES

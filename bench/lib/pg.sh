@@ -6,13 +6,21 @@
 # shellcheck shell=bash
 
 # The postgres section's helpers.
-# pg_db: an empty database plantstore_bench beside the one
-# PLANTSTORE_TEST_DATABASE names (the URL's last path segment); sets
-# PG_URL to it.
+# pg_db [NAME]: an empty database NAME (default plantstore_bench) beside
+# the one PLANTSTORE_TEST_DATABASE names (the URL's last path segment);
+# sets PG_URL to it.
 pg_db() {
+  local name=${1:-plantstore_bench}
   psql -q -X -v ON_ERROR_STOP=1 -d "$PLANTSTORE_TEST_DATABASE" -c "SET client_min_messages = warning" \
-    -c "DROP DATABASE IF EXISTS plantstore_bench WITH (FORCE)" -c "CREATE DATABASE plantstore_bench"
-  PG_URL=${PLANTSTORE_TEST_DATABASE%/*}/plantstore_bench
+    -c "DROP DATABASE IF EXISTS $name WITH (FORCE)" -c "CREATE DATABASE $name"
+  PG_URL=${PLANTSTORE_TEST_DATABASE%/*}/$name
+}
+
+# db_backends NAME [APP]: the pids of PostgreSQL's backends connected to
+# database NAME (with application_name APP only, if given).
+db_backends() {
+  psql -X -At -d "$PLANTSTORE_TEST_DATABASE" -v name="$1" -v app="${2:-}" <<<"SELECT pid FROM \
+    pg_stat_activity WHERE datname = :'name' AND (:'app' = '' OR application_name = :'app')"
 }
 
 # pg_setting NAME: a setting of the database server.

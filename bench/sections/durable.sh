@@ -63,48 +63,9 @@ disk_bytes() {
   fi
 }
 
-# median KEY [PLACES]: the median of the values VALUES[KEY] holds (one a
-# round; the mean of the middle two for an even count).
-median() {
-  tr ' ' '\n' <<<"${VALUES[$1]}" | sort -g | awk -v places="${2:-1}" \
-    '{v[NR] = $1} END{m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
-      printf "%.*f", places, m}'
-}
-# range KEY: the smallest and the largest of VALUES[KEY], as "min–max".
-range() {
-  tr ' ' '\n' <<<"${VALUES[$1]}" | sort -g | awk '{v[NR] = $1} END{printf "%s–%s", v[1], v[NR]}'
-}
 # new_old FIGURE [PLACES]: the new build's median of FIGURE over the old
 # one's.
 new_old() { ratio "$(median "plantstore.$1" "${2:-1}")" "$(median "old.$1" "${2:-1}")"; }
-# keep KEY VALUE: adds this round's VALUE to VALUES[KEY].
-keep() { VALUES[$1]="${VALUES[$1]:+${VALUES[$1]} }$2"; }
-declare -A VALUES
-
-# side_wrk ADDR DURATION OUT: wrk -t1 -c64 on CPU 1 against ADDR; its
-# RESULT line in OUT.
-side_wrk() {
-  PLANTSTORE_TOKEN=$TOKEN taskset -c 1 wrk -t1 -c64 -d"$2" -s bench/post.lua "http://$1" |
-    grep '^RESULT' >"$3"
-}
-
-# side_pair ADDR ADDR DURATION: side_wrk against both at once, their
-# RESULT lines in $WORK/side.1 and $WORK/side.2.
-side_pair() {
-  local a b
-  side_wrk "$1" "$3" "$WORK/side.1" &
-  a=$!
-  side_wrk "$2" "$3" "$WORK/side.2" &
-  b=$!
-  wait "$a" "$b" || true
-}
-
-# side_us TICKS RESULT_FILE: server CPU µs per request of that run.
-side_us() {
-  local requests
-  read -r _ _ _ _ _ requests _ <"$2"
-  awk "BEGIN{printf \"%.2f\", $1 * 1000000 / $CLK_TCK / ($requests > 0 ? $requests : 1)}"
-}
 
 # side_by_side BUILD DIR: the build in memory and with `--sync never` (its
 # journal in DIR) at the same time, both servers on CPU 0, each loaded by
@@ -117,6 +78,7 @@ side_us() {
 # cost more per request, so that pair would measure the sharing.
 side_by_side() {
   local build=$1 dir=$2 memory_pid memory_addr memory_ticks never_ticks
+  local SIDE_CPU=1
   start_pinned "$build"
   memory_pid=$SERVER_PID memory_addr=$ADDR
   EXTRA_PIDS+=("$memory_pid")

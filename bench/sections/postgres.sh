@@ -173,6 +173,78 @@ commit_ms() {
   awk "BEGIN{printf \"%.3f\", ($(date +%s%N) - $started) / 1e6 / $COMMITS}"
 }
 
+# pg_side ROUND: the change feed's cost with the log on and off at the
+# same time, so that a change in the host's speed reaches both alike
+# (runs one after the other each see their own): one instance with the
+# log (database plantstore_bench) and one without
+# (PLANTSTORE_BENCH_NO_CHANGE_LOG=1, database plantstore_bench_off), in
+# the same cluster, each loaded by its own wrk -t1 -c64, 2 s and then
+# $DURATION measured. Nothing pinned. CPU per stored plant of each side:
+# its plantstore, its database's backends (with the log: the writers'
+# connections and the follower's apart) and wrk (both wrks over both
+# sides' requests). Adds the round's row to PG_SIDE_ROWS and its figures
+# to VALUES.
+pg_side() {
+  local round=$1 on_pid on_addr off_pid off_addr on off feed wrk on_req off_req
+  pg_db plantstore_bench
+  start_instance "" --database "$PG_URL" ${args[@]+"${args[@]}"}
+  on_pid=${EXTRA_PIDS[-1]} on_addr=$ADDR
+  pg_db plantstore_bench_off
+  PLANTSTORE_BENCH_NO_CHANGE_LOG=1 start_instance "" --database "$PG_URL" ${args[@]+"${args[@]}"}
+  off_pid=${EXTRA_PIDS[-1]} off_addr=$ADDR
+  side_pair "$on_addr" "$off_addr" 2s
+  feed=$(db_backends plantstore_bench plantstore-feed)
+  on=$(db_backends plantstore_bench | grep -vx "${feed:-none}")
+  off=$(db_backends plantstore_bench_off)
+  # shellcheck disable=SC2086 # one pid a word
+  local -a at=("$(ticks_of "$on_pid")" "$(ticks_of $on)" "$(ticks_of $feed)" \
+    "$(ticks_of "$off_pid")" "$(ticks_of $off)")
+  child_ticks
+  wrk=$CHILD_TICKS
+  side_pair "$on_addr" "$off_addr" "$DURATION"
+  child_ticks
+  wrk=$((CHILD_TICKS - wrk))
+  # shellcheck disable=SC2086
+  local -a used=($(($(ticks_of "$on_pid") - at[0])) $(($(ticks_of $on) - at[1])) \
+    $(($(ticks_of $feed) - at[2])) $(($(ticks_of "$off_pid") - at[3])) $(($(ticks_of $off) - at[4])))
+  stop_extra
+  read -r _ _ _ _ _ on_req _ <"$WORK/side.1"
+  read -r _ _ _ _ _ off_req _ <"$WORK/side.2"
+  local us_wrk on_us=() off_us=() on_total off_total
+  us_wrk=$(awk "BEGIN{printf \"%.2f\", $wrk * 1e6 / $CLK_TCK / ($on_req + $off_req + 1)}")
+  on_us=("$(side_us "${used[0]}" "$WORK/side.1")" "$(side_us "${used[1]}" "$WORK/side.1")" \
+    "$(side_us "${used[2]}" "$WORK/side.1")")
+  off_us=("$(side_us "${used[3]}" "$WORK/side.2")" "$(side_us "${used[4]}" "$WORK/side.2")")
+  on_total=$(awk "BEGIN{printf \"%.2f\", ${on_us[0]} + ${on_us[1]} + ${on_us[2]} + $us_wrk}")
+  off_total=$(awk "BEGIN{printf \"%.2f\", ${off_us[0]} + ${off_us[1]} + $us_wrk}")
+  keep side.cost "$(awk "BEGIN{printf \"%.2f\", $on_total - $off_total}")"
+  keep side.writers "$(awk "BEGIN{printf \"%.2f\", ${on_us[1]} - ${off_us[1]}}")"
+  keep side.follower "${on_us[2]}"
+  keep side.ratio "$(ratio "$off_total" "$on_total")"
+  PG_SIDE_ROWS+=("| $round | $on_req | $off_req | ${on_us[0]} | ${on_us[1]} | ${on_us[2]} | $on_total \
+| ${off_us[0]} | ${off_us[1]} | $off_total | $us_wrk | $(ratio "$off_total" "$on_total") |")
+}
+
+# pg_side_report: pg_side's rows, and the medians of its rounds.
+pg_side_report() {
+  echo "The change feed's cost, on and off side by side (\`pg_side\`: one instance with the"
+  echo "log and one without, each on a database of its own in the same cluster and loaded by"
+  echo "its own wrk -t1 -c64 at the same time; nothing pinned). CPU µs per stored plant."
+  echo "\"PostgreSQL\": the side's database backends; with the log, the writers' connections and"
+  echo "the follower's (which numbers and reads the log) apart. \"off / on\": the POST/s the"
+  echo "feed leaves where the host's CPUs are the limit (every process of a side, wrk included)."
+  echo
+  echo "| round | POSTs, log on | POSTs, log off | on: plantstore | on: PostgreSQL writers | on: PostgreSQL follower | on: all | off: plantstore | off: PostgreSQL | off: all | wrk | off / on |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  printf '%s\n' "${PG_SIDE_ROWS[@]}"
+  echo
+  PG_SIDE_RATIO=$(median side.ratio 3)
+  echo "Medians of rounds: the feed costs $(median side.cost 2) µs of CPU per plant"
+  echo "($(range side.cost)): PostgreSQL's writers $(median side.writers 2) µs more with the log, its"
+  echo "follower $(median side.follower 2) µs; off / on $PG_SIDE_RATIO ($(range side.ratio))."
+  echo
+}
+
 section_postgres() {
   need_nginx
   CLK_TCK=$(getconf CLK_TCK)
@@ -200,7 +272,7 @@ instance, the rest for wrk, nginx and PostgreSQL), so every process shares every
   echo "two instances share one database behind nginx (contrib/nginx-plantstore.conf)."
   echo "$pinning"
   echo
-  PG_ROWS=() PG_CPU_ROWS=() PGBENCH_ROWS=()
+  PG_ROWS=() PG_CPU_ROWS=() PGBENCH_ROWS=() PG_SIDE_ROWS=()
   local round a
   for round in $(seq 1 "$ROUNDS"); do
     PG_MEASURED=
@@ -228,6 +300,7 @@ instance, the rest for wrk, nginx and PostgreSQL), so every process shares every
     start_instance "$cpu_b" --database "$PG_URL" ${args[@]+"${args[@]}"}
     start_proxy "$a" "$ADDR"
     pg_setup "$round" "PostgreSQL, 2 instances behind nginx" pg.two
+    pg_side "$round"
   done
   echo "| round | setup | request | requests/s | p50 ms | p99 ms | errors |"
   echo "|---|---|---|---|---|---|---|"
@@ -269,8 +342,9 @@ instance, the rest for wrk, nginx and PostgreSQL), so every process shares every
   [ -z "${PG_OLD:-}" ] || split_row pg.old "PostgreSQL, 1 instance, old build"
   split_row pg.two "PostgreSQL, 2 instances behind nginx"
   echo
-  echo "Change feed on / off: $(ratio "${SUM[pg.one.rps]}" "${SUM[pg.nolog.rps]}") x the POST/s.${PG_OLD:+ New / old: $(ratio "${SUM[pg.one.rps]}" "${SUM[pg.old.rps]}") x the POST/s, one-connection p50 $(ratio "${SUM[pg.one.c1.p50]}" "${SUM[pg.old.c1.p50]}") x.}"
+  echo "Change feed on / off, one after the other: $(ratio "${SUM[pg.one.rps]}" "${SUM[pg.nolog.rps]}") x the POST/s.${PG_OLD:+ New / old: $(ratio "${SUM[pg.one.rps]}" "${SUM[pg.old.rps]}") x the POST/s, one-connection p50 $(ratio "${SUM[pg.one.c1.p50]}" "${SUM[pg.old.c1.p50]}") x.}"
   echo
+  pg_side_report
   health_flips
   local on off
   pg_db
@@ -280,5 +354,6 @@ instance, the rest for wrk, nginx and PostgreSQL), so every process shares every
   echo "PostgreSQL commit on one connection ($COMMITS autocommit INSERTs through one psql):"
   echo "$on ms each; $off ms with synchronous_commit off (no wait for the WAL flush)."
   echo
-  psql -q -X -d "$PLANTSTORE_TEST_DATABASE" -c "DROP DATABASE plantstore_bench WITH (FORCE)"
+  psql -q -X -d "$PLANTSTORE_TEST_DATABASE" -c "DROP DATABASE plantstore_bench WITH (FORCE)" \
+    -c "DROP DATABASE IF EXISTS plantstore_bench_off WITH (FORCE)"
 }
