@@ -159,10 +159,18 @@ WHERE one AND pg_try_advisory_xact_lock($1) FOR UPDATE SKIP LOCKED";
 /// the log, numbered in ticket order after $3 (the last number); sets the
 /// last number and the last ticket numbered up to ($1 if fewer than $2
 /// rows were left), and returns the rows moved.
-const NUMBER: &str = "WITH moved AS (
-    DELETE FROM plant_changes_pending WHERE ticket IN (
+///
+/// The delete is a range of the tickets' index, up to the last of the
+/// oldest $2. The table is emptied as fast as it fills, so until vacuum
+/// comes by it holds mostly the dead rows of what was moved, and a delete
+/// by `ticket IN (...)` was planned as a scan of the whole table, which read
+/// every one of them at every numbering.
+const NUMBER: &str = "WITH upto AS (
+    SELECT max(ticket) AS ticket FROM (
         SELECT ticket FROM plant_changes_pending WHERE ticket <= $1 ORDER BY ticket LIMIT $2
-    )
+    ) AS oldest
+), moved AS (
+    DELETE FROM plant_changes_pending WHERE ticket <= (SELECT ticket FROM upto)
     RETURNING ticket, ids, kinds, names, tags
 ), numbered AS (
     INSERT INTO plant_changes (seq, ids, kinds, names, tags)
