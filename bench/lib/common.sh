@@ -88,6 +88,8 @@ post() {
   P99=$(awk "BEGIN{printf \"%.2f\", $P99/1000}")
 }
 
+# two EXPR: an arithmetic expression's value to two places.
+two() { awk "BEGIN{printf \"%.2f\", $1}"; }
 ratio() { awk "BEGIN{if ($2 == 0) print \"-\"; else printf \"%.2f\", $1/$2}"; }
 # add KEY VALUE: SUM[KEY] += VALUE.
 add() { SUM[$1]=$(awk "BEGIN{print ${SUM[$1]:-0} + $2}"); }

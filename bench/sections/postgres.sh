@@ -184,8 +184,15 @@ commit_ms() {
 # connections and the follower's apart) and wrk (both wrks over both
 # sides' requests). Adds the round's row to PG_SIDE_ROWS and its figures
 # to VALUES.
+# side_ticks: pg_side's five CPU figures so far (clock ticks), a line
+# each: plantstore with the log, its writers' backends, its follower's;
+# plantstore without, its backends (pg_side's on_pid, on, feed, off_pid
+# and off).
+# shellcheck disable=SC2086 # one pid a word
+side_ticks() { ticks_of "$on_pid"; ticks_of $on; ticks_of $feed; ticks_of "$off_pid"; ticks_of $off; }
+
 pg_side() {
-  local round=$1 on_pid on_addr off_pid off_addr on off feed wrk on_req off_req
+  local round=$1 on_pid on_addr off_pid off_addr on off feed wrk on_req off_req i
   pg_db plantstore_bench
   start_instance "" --database "$PG_URL" ${args[@]+"${args[@]}"}
   on_pid=${EXTRA_PIDS[-1]} on_addr=$ADDR
@@ -196,33 +203,31 @@ pg_side() {
   feed=$(db_backends plantstore_bench plantstore-feed)
   on=$(db_backends plantstore_bench | grep -vx "${feed:-none}")
   off=$(db_backends plantstore_bench_off)
-  # shellcheck disable=SC2086 # one pid a word
-  local -a at=("$(ticks_of "$on_pid")" "$(ticks_of $on)" "$(ticks_of $feed)" \
-    "$(ticks_of "$off_pid")" "$(ticks_of $off)")
+  local -a at used
+  mapfile -t at < <(side_ticks)
   child_ticks
   wrk=$CHILD_TICKS
   side_pair "$on_addr" "$off_addr" "$DURATION"
   child_ticks
   wrk=$((CHILD_TICKS - wrk))
-  # shellcheck disable=SC2086
-  local -a used=($(($(ticks_of "$on_pid") - at[0])) $(($(ticks_of $on) - at[1])) \
-    $(($(ticks_of $feed) - at[2])) $(($(ticks_of "$off_pid") - at[3])) $(($(ticks_of $off) - at[4])))
+  mapfile -t used < <(side_ticks)
   stop_extra
   read -r _ _ _ _ _ on_req _ <"$WORK/side.1"
   read -r _ _ _ _ _ off_req _ <"$WORK/side.2"
-  local us_wrk on_us=() off_us=() on_total off_total
-  us_wrk=$(awk "BEGIN{printf \"%.2f\", $wrk * 1e6 / $CLK_TCK / ($on_req + $off_req + 1)}")
-  on_us=("$(side_us "${used[0]}" "$WORK/side.1")" "$(side_us "${used[1]}" "$WORK/side.1")" \
-    "$(side_us "${used[2]}" "$WORK/side.1")")
-  off_us=("$(side_us "${used[3]}" "$WORK/side.2")" "$(side_us "${used[4]}" "$WORK/side.2")")
-  on_total=$(awk "BEGIN{printf \"%.2f\", ${on_us[0]} + ${on_us[1]} + ${on_us[2]} + $us_wrk}")
-  off_total=$(awk "BEGIN{printf \"%.2f\", ${off_us[0]} + ${off_us[1]} + $us_wrk}")
-  keep side.cost "$(awk "BEGIN{printf \"%.2f\", $on_total - $off_total}")"
-  keep side.writers "$(awk "BEGIN{printf \"%.2f\", ${on_us[1]} - ${off_us[1]}}")"
-  keep side.follower "${on_us[2]}"
-  keep side.ratio "$(ratio "$off_total" "$on_total")"
-  PG_SIDE_ROWS+=("| $round | $on_req | $off_req | ${on_us[0]} | ${on_us[1]} | ${on_us[2]} | $on_total \
-| ${off_us[0]} | ${off_us[1]} | $off_total | $us_wrk | $(ratio "$off_total" "$on_total") |")
+  for i in "${!used[@]}"; do
+    used[i]=$(side_us $((used[i] - at[i])) "$WORK/side.$((i < 3 ? 1 : 2))")
+  done
+  local us_wrk on_total off_total off_on
+  us_wrk=$(two "$wrk * 1e6 / $CLK_TCK / ($on_req + $off_req + 1)")
+  on_total=$(two "${used[0]} + ${used[1]} + ${used[2]} + $us_wrk")
+  off_total=$(two "${used[3]} + ${used[4]} + $us_wrk")
+  off_on=$(ratio "$off_total" "$on_total")
+  keep side.cost "$(two "$on_total - $off_total")"
+  keep side.writers "$(two "${used[1]} - ${used[4]}")"
+  keep side.follower "${used[2]}"
+  keep side.ratio "$off_on"
+  PG_SIDE_ROWS+=("| $round | $on_req | $off_req | ${used[0]} | ${used[1]} | ${used[2]} | $on_total \
+| ${used[3]} | ${used[4]} | $off_total | $us_wrk | $off_on |")
 }
 
 # pg_side_report: pg_side's rows, and the medians of its rounds.
@@ -238,10 +243,9 @@ pg_side_report() {
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${PG_SIDE_ROWS[@]}"
   echo
-  PG_SIDE_RATIO=$(median side.ratio 3)
   echo "Medians of rounds: the feed costs $(median side.cost 2) µs of CPU per plant"
   echo "($(range side.cost)): PostgreSQL's writers $(median side.writers 2) µs more with the log, its"
-  echo "follower $(median side.follower 2) µs; off / on $PG_SIDE_RATIO ($(range side.ratio))."
+  echo "follower $(median side.follower 2) µs; off / on $(median side.ratio 3) ($(range side.ratio))."
   echo
 }
 
