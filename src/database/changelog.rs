@@ -62,6 +62,17 @@ impl Connection {
         after: u64,
         batches: usize,
     ) -> Result<Vec<PlantChange>, DbError> {
+        self.changes_page(after, batches)
+            .map(|(changes, _)| changes)
+    }
+
+    /// [`changes_after`](Self::changes_after), and whether the log may
+    /// hold more: it gave `batches` batches.
+    pub(super) fn changes_page(
+        &mut self,
+        after: u64,
+        batches: usize,
+    ) -> Result<(Vec<PlantChange>, bool), DbError> {
         let from = bigint(after.saturating_sub(BATCH_CHANGES as u64));
         let limit = bigint(batches as u64);
         let after_n = bigint(after);
@@ -72,7 +83,7 @@ impl Connection {
         for row in &rows {
             changes.extend(batch(row)?.into_iter().filter(|c| c.seq > after));
         }
-        Ok(changes)
+        Ok((changes, rows.len() >= batches))
     }
 
     /// The logged changes numbered `after + 1 ..= upto`, read from the

@@ -93,7 +93,7 @@ fn run<T>(
         // What another instance numbered is read first, not after this
         // one's turn at numbering; what this one numbers, right after.
         read(connection, last, deliver)?;
-        if numberer.step(connection)? {
+        if numberer.step(connection)? > 0 {
             read(connection, last, deliver)?;
         }
         if pruned.elapsed() >= PRUNE {
@@ -119,12 +119,12 @@ fn read(
     deliver: &dyn Fn(&PlantChange),
 ) -> Result<(), DbError> {
     loop {
-        let changes = connection.changes_after(*last, PAGE)?;
+        let (changes, more) = connection.changes_page(*last, PAGE)?;
         for change in &changes {
             deliver(change);
             *last = change.seq;
         }
-        if changes.is_empty() {
+        if !more {
             return Ok(());
         }
     }
