@@ -170,15 +170,17 @@ fn batch(row: &Row) -> Result<Vec<PlantChange>, DbError> {
     let first: i64 = row.try_get(0)?;
     let ids: Vec<i64> = row.try_get(1)?;
     let kinds: Vec<i16> = row.try_get(2)?;
-    let names: Vec<Option<Vec<u8>>> = row.try_get(3)?;
-    let tags: Vec<Option<Vec<u8>>> = row.try_get(4)?;
+    // Borrowed from the row: each name and tag is copied once, into its
+    // `String`.
+    let names: Vec<Option<&[u8]>> = row.try_get(3)?;
+    let tags: Vec<Option<&[u8]>> = row.try_get(4)?;
     let first = u64::try_from(first).map_err(|_| DbError(format!("plant_changes: seq {first}")))?;
     if ids.len() != kinds.len() || ids.len() != names.len() || ids.len() != tags.len() {
         return Err(DbError(format!(
             "plant_changes: batch {first} has arrays of unequal length"
         )));
     }
-    let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
     let mut changes = Vec::with_capacity(ids.len());
     for (at, (((id, kind), name), tag)) in
         ids.into_iter().zip(kinds).zip(names).zip(tags).enumerate()
