@@ -49,11 +49,15 @@
 //! - Numbers are given once. Numberings run one at a time (the lock), and
 //!   each numbers only if the counter row it locked is the one its
 //!   snapshot shows, same `last` and same `ticket`: a numbering that
-//!   committed after that snapshot was taken, and moved anything, changed
-//!   both, and this one then does nothing (the lock of a row in
-//!   PostgreSQL's read committed finds its newest version, while the rest
-//!   of the statement reads the snapshot). So each reads `last`, and the
-//!   pending rows, after the previous one committed. Each moves every
+//!   committed after that snapshot was taken, and moved anything, raised
+//!   `ticket` (the tickets it moved are above the one before, and the
+//!   trigger below refuses a `last` moved without it; both only grow, so
+//!   an old value is never met again), and this one then does nothing
+//!   (the lock of a row in PostgreSQL's read committed finds its newest
+//!   version, while the rest of the statement reads the snapshot). One
+//!   that moved nothing deleted nothing that snapshot shows. So each
+//!   numbers the pending rows, after `last`, as the previous one left
+//!   them. Each moves every
 //!   pending row with a ticket up to its `t` (by the above, all there will
 //!   ever be, less those numbered before), or the oldest of them, and
 //!   deletes what it numbers in the transaction that numbers it. So the
