@@ -270,10 +270,15 @@ pub(super) struct Numberer {
 
 /// What one numbering ([`NUMBER`]) did.
 enum Numbered {
-    /// Every ticket up to the horizon is numbered (this many rows moved
-    /// now); the sequence had handed out tickets up to the first, and
-    /// every one up to the second is numbered.
-    All(i64, i64, i64),
+    /// Every ticket up to the horizon is numbered.
+    All {
+        /// Rows moved to the log by this numbering.
+        moved: i64,
+        /// The last ticket the sequence had handed out as it ran.
+        handed: i64,
+        /// Every ticket up to this one is numbered.
+        numbered: i64,
+    },
     /// [`NUMBER_ROWS`] were; more are left under the horizon.
     Some,
     /// Not yet: a transaction that may hold a ticket under the horizon
@@ -304,36 +309,46 @@ impl Numberer {
     }
 
     fn step_on(&mut self, connection: &mut Connection) -> Result<i64, DbError> {
+        // Whether the horizon was taken in this look: one held from an
+        // earlier look that turns out to be of an earlier run of the
+        // server is taken again at once, a new one is not.
+        let mut fresh = self.horizon.is_none();
+        if fresh {
+            self.horizon = horizon(connection)?;
+        }
         let mut moved = 0;
-        let mut fresh = false;
         for _ in 0..ROUNDS {
-            let Some(horizon) = &mut self.horizon else {
-                if fresh {
-                    break;
-                }
-                fresh = true;
-                self.horizon = horizon(connection)?;
-                if self.horizon.is_none() {
-                    break;
-                }
-                continue;
+            let Some(held) = &mut self.horizon else {
+                break;
             };
-            match number(connection, horizon)? {
-                Numbered::All(n, handed, numbered) => {
+            match number(connection, held)? {
+                Numbered::All {
+                    moved: n,
+                    handed,
+                    numbered,
+                } => {
                     moved += n;
-                    self.horizon = None;
-                    if handed > numbered {
-                        self.horizon = Some(next_horizon(connection, handed)?);
-                    }
+                    self.horizon = if handed > numbered {
+                        Some(next_horizon(connection, handed)?)
+                    } else {
+                        None
+                    };
                     break;
                 }
                 Numbered::Some => moved += NUMBER_ROWS,
                 Numbered::Waiting => {
-                    horizon.waiting(connection);
+                    held.waiting(connection);
                     break;
                 }
                 Numbered::Skipped => break,
-                Numbered::Restarted => self.horizon = None,
+                Numbered::Restarted if fresh => {
+                    self.horizon = None;
+                    break;
+                }
+                Numbered::Restarted => {
+                    fresh = true;
+                    self.horizon = horizon(connection)?;
+                }
             }
         }
         Ok(moved)
@@ -381,7 +396,11 @@ fn number(connection: &mut Connection, horizon: &Horizon) -> Result<Numbered, Db
         (true, false, _) => Numbered::Waiting,
         (true, true, None) => Numbered::Skipped,
         (true, true, Some(n)) if n >= NUMBER_ROWS => Numbered::Some,
-        (true, true, Some(n)) => Numbered::All(n, handed, numbered),
+        (true, true, Some(moved)) => Numbered::All {
+            moved,
+            handed,
+            numbered,
+        },
     })
 }
 
@@ -426,7 +445,7 @@ pub fn number_committed(connection: &mut Connection, within: Duration) -> Result
     if let Some(horizon) = horizon(connection)? {
         loop {
             match number(connection, &horizon)? {
-                Numbered::All(..) => break,
+                Numbered::All { .. } => break,
                 Numbered::Some => continue,
                 Numbered::Restarted => {
                     return Err(DbError(
