@@ -21,6 +21,11 @@ pub(crate) mod temp;
 
 use std::io::{self, Read};
 
+/// 2026-01-01 (seconds since the epoch): a clock before it is wrong (a
+/// board without a real-time clock, not yet set by NTP). Nothing is signed
+/// with such a clock, and no answer carries its `Date`.
+pub const CLOCK_FLOOR: u64 = 1_767_225_600;
+
 /// `bytes` random bytes from the OS, as hex (tokens, webhook ids).
 pub fn random_hex(bytes: usize) -> io::Result<String> {
     let mut buf = vec![0u8; bytes];

@@ -11,7 +11,8 @@ Usage: peer-httplint.py BASE_URL TOKEN PATH... (a PATH starting with '+'
 is sent with `Authorization: Bearer TOKEN`, the API's routes; the page's
 files, /openapi.json and /healthz need none). Prints per URL the counts by
 level and each warning and error; exits 1 if any error-level note ("bad")
-is not on ALLOWED, or a fetch failed, 0 otherwise. Every fetch is bounded
+is not on ALLOWED, a warning in REQUIRED is found (a missing Date), or a
+fetch failed, 0 otherwise. Every fetch is bounded
 by DEADLINE seconds in all.
 
 Run by scripts/peer/peer-httplint.sh, which installs REDbot and starts the
@@ -31,6 +32,11 @@ DEADLINE = 60
 # the path they are allowed on ('*': every path), each with why. Keep it
 # short: an entry here hides that note from CI for good.
 ALLOWED: dict[tuple[str, str], str] = {}
+
+# Warning-level notes that fail all the same, by note id: an answer
+# without `Date` (RFC 9110 6.6.1: an origin server with a clock sends it;
+# httplint only warns).
+REQUIRED = {"DATE_CLOCKLESS", "NO_DATE_304"}
 
 
 def config():
@@ -101,7 +107,10 @@ def report(path, label, resource, warnings):
         print(f"    FAIL     {failure}")
     for note in notes:
         name = type(note).__name__
-        if note.level == levels.WARN:
+        if note.level == levels.WARN and name in REQUIRED:
+            print(f"    FAIL     {name}: {note.summary}")
+            failures.append(f"{name}: {note.summary}")
+        elif note.level == levels.WARN:
             warnings.setdefault(f"{name}: {note.summary}", []).append(label)
         elif note.level == levels.BAD:
             reason = ALLOWED.get((path, name)) or ALLOWED.get(("*", name))

@@ -4,7 +4,8 @@
 # (after two plants are created), a plant, the built-in page and its files,
 # /openapi.json and /healthz, each with REDbot's own revalidation, gzip and
 # Range probes (scripts/peer/peer-httplint.py drives it). Fails on any
-# error-level note that is not on that file's allow-list; warnings are
+# error-level note that is not on that file's allow-list, and on a missing
+# Date (a warning to httplint, by its note ids); other warnings are
 # printed.
 #
 # Usage: scripts/peer/peer-httplint.sh [BASE_URL [TOKEN]]

@@ -182,7 +182,15 @@ pub(super) fn serve(
                     // What it sent is read first, so that the close does
                     // not reset the connection and destroy the answer.
                     discard_input(&mut conn.socket);
-                    let _ = conn.socket.write(transport::PLAIN_HTTP);
+                    let mut out = Vec::with_capacity(200);
+                    let body = transport::PLAIN_HTTP.to_vec();
+                    Response::bytes(400, "text/plain; charset=utf-8", body).write_to(
+                        &mut out,
+                        false,
+                        Persist::Close,
+                        Delimit::Chunked,
+                    );
+                    let _ = conn.socket.write(&out);
                     let _ = conn.socket.shutdown(Shutdown::Write);
                     return Left::Closed;
                 }

@@ -8,8 +8,9 @@
 //! socket in it: bytes in, requests and deadlines out, responses in, bytes
 //! out), built on `head` (request heads), `inbox` (a connection's unparsed
 //! input and the body of its current request), `body` (incremental body
-//! decoding), `response` (response bytes), `chunk` (chunked coding of a
-//! streamed body) and `access` (one access line per answer). `session`
+//! decoding), `response` (response bytes), `date` (the `Date` line each
+//! loop makes once a second), `chunk` (chunked coding of a streamed body)
+//! and `access` (one access line per answer). `session`
 //! runs the handler for each request a protocol has ready, inline on the
 //! loop; a handler that must wait hands its answer to another thread
 //! (`deferred`), which wakes the loop when done, and a streamed body made
@@ -37,6 +38,7 @@ mod access;
 mod body;
 mod chunk;
 mod conn;
+mod date;
 mod deferred;
 mod head;
 mod inbox;

@@ -4,8 +4,8 @@
 //! (written with one buffered write) or a [`Stream`] that the engine pulls
 //! from as the client reads (a body too large to build in memory, such as
 //! an export of every plant). The engine adds the framing headers itself
-//! (`Content-Length`, `Transfer-Encoding`, `Connection: close`), so
-//! handlers cannot get them wrong: every complete response carries
+//! (`Content-Length`, `Transfer-Encoding`, `Connection: close`), and
+//! `Date` (the loop's, `date`), so handlers cannot get them wrong: every complete response carries
 //! `Content-Length` except 1xx, 204 and 304, and a HEAD response carries
 //! the length of the body it leaves out. A streamed body is sent chunked to an
 //! HTTP/1.1 client, and to an HTTP/1.0 client as the bytes up to the close
@@ -246,6 +246,7 @@ impl Response {
         out.push(b' ');
         out.extend_from_slice(reason(self.status).as_bytes());
         out.extend_from_slice(b"\r\n");
+        super::date::write(out);
         if let Some(content_type) = self.content_type {
             header(out, "Content-Type", content_type);
         }

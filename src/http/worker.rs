@@ -57,6 +57,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::access;
 use super::conn::{Conn, Left, Scratch, reject, reset_if_cut_short, serve};
+use super::date;
 use super::deferred::{self, Errand, Mailbox, Ticket};
 use super::protocol::Protocol;
 use super::response::Response;
@@ -281,6 +282,7 @@ impl Worker {
                 warn!("event loop: poll failed: {e}");
             }
             let now = Instant::now();
+            date::tick(now);
             // Letters, whether one woke the loop or they came while it ran.
             let _ = self.deliver(&mut scratch, now);
             for event in events.iter() {

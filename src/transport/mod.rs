@@ -146,16 +146,13 @@ pub enum Read {
     Blocked,
     /// The client closed (cleanly or not).
     Closed,
-    /// The client speaks plain HTTP: answer it [`PLAIN_HTTP`], then close.
+    /// The client speaks plain HTTP: answer it a 400 with [`PLAIN_HTTP`],
+    /// then close.
     PlainHttp,
     /// The connection failed (the handshake, a bad record, the socket).
     Failed,
 }
 
-/// The answer to plain HTTP on the TLS port.
-pub const PLAIN_HTTP: &[u8] = b"HTTP/1.1 400 Bad Request\r\n\
-Content-Type: text/plain; charset=utf-8\r\n\
-Content-Length: 50\r\n\
-Connection: close\r\n\
-\r\n\
-This port speaks HTTPS: use an https:// address.\r\n";
+/// The body of the 400 (text/plain) that answers plain HTTP on the TLS
+/// port.
+pub const PLAIN_HTTP: &[u8] = b"This port speaks HTTPS: use an https:// address.\r\n";

@@ -84,10 +84,9 @@ pub struct Renewal {
     pub left_out: Vec<String>,
 }
 
-/// 2026-01-01: a clock before it is wrong (a board without a real-time
-/// clock, not yet synchronised), and nothing is signed with it: a CA dated
-/// then would expire years early, a certificate be refused.
-const EARLIEST: i64 = 1_767_225_600;
+/// A clock before the floor is wrong, and nothing is signed with it: a CA
+/// dated then would expire years early, a certificate be refused.
+const EARLIEST: i64 = crate::os::CLOCK_FLOOR as i64;
 
 /// The time now, if the clock can be believed.
 fn signing_time(path: &Path) -> Result<i64, TlsError> {

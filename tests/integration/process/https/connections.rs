@@ -5,12 +5,13 @@
 use std::io::Write;
 use std::net::TcpStream;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::{Certs, TOKEN, curl, healthz, metric, until_closed};
+use crate::http::date::assert_dated;
 use crate::process::binary::Running;
 use crate::process::reload::logged;
-use crate::support::{PATIENCE, TempDir};
+use crate::support::{PATIENCE, Reply, TempDir};
 
 #[test]
 fn plain_http_on_the_tls_port_is_told_to_use_https_and_garbage_is_closed() {
@@ -26,6 +27,7 @@ fn plain_http_on_the_tls_port_is_told_to_use_https_and_garbage_is_closed() {
         "{answer}"
     );
     assert!(answer.contains("Connection: close"), "{answer}");
+    assert!(answer.contains("\r\nDate: "), "{answer}");
     assert!(answer.ends_with("use an https:// address.\r\n"), "{answer}");
 
     // Bytes that are neither TLS nor HTTP: closed, nothing but an alert.
@@ -43,6 +45,32 @@ fn plain_http_on_the_tls_port_is_told_to_use_https_and_garbage_is_closed() {
     }
     // The server still serves.
     assert_eq!(healthz(&certs, &server), "200");
+}
+
+#[test]
+fn answers_over_tls_carry_the_date() {
+    let before = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let certs = Certs::new("tls-date", "ec");
+    let server = certs.start(&[]);
+    for path in ["/healthz", "/plants/1", "/export"] {
+        let (code, _, text) = curl(&certs, server.addr, path, &["-D", "-"]);
+        assert_eq!(code, 0, "{text}");
+        let head = text.split("\r\n\r\n").next().unwrap();
+        let reply = Reply {
+            status: 0,
+            headers: head
+                .lines()
+                .filter_map(|l| l.split_once(": "))
+                .map(|(n, v)| (n.to_string(), v.trim_end().to_string()))
+                .collect(),
+            body: Vec::new(),
+            chunks: 0,
+        };
+        assert_dated(&reply, before, path);
+    }
 }
 
 #[test]
