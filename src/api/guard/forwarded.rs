@@ -10,7 +10,10 @@
 //! written by someone the proxies do not vouch for). When every address is
 //! a trusted proxy, the leftmost. A list with an element that cannot be
 //! read where the walk needs it (`unknown`, an obfuscated node, not an
-//! address) names no client: the peer is counted instead.
+//! address) names no client: the peer is counted instead. The lines are
+//! split into elements as bytes, each read on its own: bytes that are not
+//! UTF-8 (a client may write anything left of what the proxies add) make
+//! only their own element unreadable.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -99,12 +102,11 @@ fn walk<'a>(
     let mut leftmost = None;
     for line in lines {
         seen = true;
-        let Ok(line) = std::str::from_utf8(line) else {
-            client = Some(None);
-            continue;
-        };
-        for element in line.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            match read(element) {
+        for element in line.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+            if element.is_empty() {
+                continue;
+            }
+            match std::str::from_utf8(element).ok().and_then(read) {
                 Some(ip) if trusted(proxies, ip) => {
                     leftmost.get_or_insert(ip);
                 }

@@ -234,12 +234,37 @@ fn proxy_blocks_are_addresses_or_cidr() {
 /// The client forwarded by lines of `X-Forwarded-For` and `Forwarded`,
 /// behind the trusted proxies 10.0.0.0/8.
 fn forwarded(xff: &[&str], fwd: &[&str]) -> Option<IpAddr> {
+    let xff: Vec<&[u8]> = xff.iter().map(|l| l.as_bytes()).collect();
+    let fwd: Vec<&[u8]> = fwd.iter().map(|l| l.as_bytes()).collect();
+    forwarded_bytes(&xff, &fwd)
+}
+
+fn forwarded_bytes(xff: &[&[u8]], fwd: &[&[u8]]) -> Option<IpAddr> {
     let proxies = [Block::parse("10.0.0.0/8").unwrap()];
-    forwarded::client(
-        xff.iter().map(|l| l.as_bytes()),
-        fwd.iter().map(|l| l.as_bytes()),
-        &proxies,
-    )
+    forwarded::client(xff.iter().copied(), fwd.iter().copied(), &proxies)
+}
+
+#[test]
+fn bytes_a_client_wrote_that_are_not_utf_8_spoil_only_their_own_element() {
+    let client = Some(ip("198.51.100.7"));
+    // What nginx makes of a client's own `X-Forwarded-For: \xff`: the
+    // proxy's entry still counts, in the same line or the next.
+    assert_eq!(forwarded_bytes(&[b"\xff, 198.51.100.7"], &[]), client);
+    assert_eq!(
+        forwarded_bytes(&[b"\xfe\xff", b"198.51.100.7"], &[]),
+        client
+    );
+    assert_eq!(
+        forwarded_bytes(&[b"1.2.3.4\x80", b"198.51.100.7, 10.0.0.2"], &[]),
+        client
+    );
+    assert_eq!(
+        forwarded_bytes(&[], &[b"for=\xc3\x28, for=198.51.100.7;proto=http"]),
+        client
+    );
+    // Where the walk needs it, such an element names no client, like any
+    // unreadable one: the peer is counted.
+    assert_eq!(forwarded_bytes(&[b"198.51.100.7, \xff"], &[]), None);
 }
 
 #[test]
