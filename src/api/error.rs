@@ -38,6 +38,8 @@ pub enum ApiError {
     Throttled {
         /// Seconds until it may try again.
         retry_after: u64,
+        /// Refused by the server-wide limit, not its own.
+        everyone: bool,
     },
     /// A body with a content type other than JSON.
     UnsupportedMediaType,
@@ -101,7 +103,7 @@ impl ApiError {
                 r#"Bearer realm="plantstore", error="invalid_token""#,
             ),
             ApiError::Unavailable(_) => response.with_header("Retry-After", "1"),
-            ApiError::Throttled { retry_after } => {
+            ApiError::Throttled { retry_after, .. } => {
                 response.with_header("Retry-After", retry_after.to_string())
             }
             _ => response,
@@ -125,9 +127,20 @@ impl fmt::Display for ApiError {
             ),
             ApiError::Ticket => f.write_str("the ticket is not valid; mint a new one"),
             ApiError::Forbidden(why) => f.write_str(why),
-            ApiError::Throttled { retry_after } => write!(
+            ApiError::Throttled {
+                retry_after,
+                everyone: false,
+            } => write!(
                 f,
                 "too many failed authentications from this address; try again in {retry_after} s"
+            ),
+            ApiError::Throttled {
+                retry_after,
+                everyone: true,
+            } => write!(
+                f,
+                "too many failed authentications server-wide, from many addresses; \
+                 only a token already used from this address passes; try again in {retry_after} s"
             ),
             ApiError::UnsupportedMediaType => f.write_str("Content-Type must be application/json"),
             ApiError::BadParameter(name) => write!(f, "malformed {name}"),

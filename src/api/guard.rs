@@ -4,14 +4,25 @@
 //! a miss while refused; the client's address behind a trusted reverse
 //! proxy; and the refusals at the gate, counted by reason for `/metrics`.
 //!
+//! Past the server-wide limit (a flood of wrong tokens from many
+//! addresses) every address is refused, except a request that carries a
+//! token already proven right from its address within the hour: the
+//! flood cannot lock out the clients that hold a right token, while a new
+//! client, a ticket, or any other token from that address still meets the
+//! 429. A right token is recorded once per connection (`Request::mark`),
+//! and on each request while failures are being counted: with no failures
+//! the path of a request gains no shared write.
+//!
 //! Files (in `guard/`): `table.rs` (the failure table: its bounds, the
-//! leaky counts, the eviction, the /48 and global limits), `forwarded.rs`
-//! (the `--trusted-proxy` blocks and the client a trusted proxy's header
+//! leaky counts, the eviction, the /48 and global limits), `proofs.rs`
+//! (the tokens proven right, by address), `forwarded.rs` (the
+//! `--trusted-proxy` blocks and the client a trusted proxy's header
 //! names). A request that needs no token is never counted or refused.
 //! Without a limit (`--auth-failures 0`) there is no table: nothing is
 //! counted, the refusals by reason still are.
 
 mod forwarded;
+mod proofs;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -24,7 +35,8 @@ use super::ApiError;
 use crate::http::Request;
 use crate::metrics::{Exposition, Kind};
 use forwarded::Block;
-use table::Table;
+use proofs::Proofs;
+use table::{Limit, Table, keys};
 
 /// Why a request was refused at the gate, for `/metrics`
 /// (`plantstore_auth_refusals_total{reason=...}`), rendered in this
@@ -40,6 +52,8 @@ pub enum Refused {
     Ticket,
     /// The client's address is throttled (429).
     Throttled,
+    /// The server-wide limit refused it (429).
+    ThrottledGlobal,
     /// A read token (or its ticket) asked for a change (403).
     Scope,
     /// A change with `--read-only` (403).
@@ -48,11 +62,12 @@ pub enum Refused {
 
 impl Refused {
     /// Every reason, in the order they are rendered.
-    const ALL: [Refused; 6] = [
+    const ALL: [Refused; 7] = [
         Refused::Missing,
         Refused::Invalid,
         Refused::Ticket,
         Refused::Throttled,
+        Refused::ThrottledGlobal,
         Refused::Scope,
         Refused::ReadOnly,
     ];
@@ -65,6 +80,7 @@ impl Refused {
             Refused::Invalid => "invalid",
             Refused::Ticket => "ticket",
             Refused::Throttled => "throttled",
+            Refused::ThrottledGlobal => "throttled_global",
             Refused::Scope => "scope",
             Refused::ReadOnly => "read_only",
         }
@@ -113,6 +129,8 @@ pub struct Throttle {
     proxies: Vec<Block>,
     /// `None`: no limit (`--auth-failures 0`).
     table: Option<Table>,
+    /// The tokens proven right (none kept without a limit).
+    proofs: Proofs,
     /// The table's clock starts here.
     started: Instant,
     /// By `Refused`.
@@ -126,6 +144,7 @@ impl Throttle {
         Throttle {
             proxies: guard.proxies,
             table: (per_minute > 0).then(|| Table::new(per_minute, u64::from(per_minute) * GLOBAL)),
+            proofs: Proofs::default(),
             started: Instant::now(),
             refusals: Default::default(),
         }
@@ -162,15 +181,49 @@ impl Throttle {
     }
 
     /// Before any token is compared: `Err` (429) while `client` is
-    /// refused.
-    pub fn admit(&self, client: IpAddr) -> Result<(), ApiError> {
-        match &self.table {
-            Some(table) if !table.is_empty() => match table.retry_after(client, self.now()) {
-                Some(retry_after) => Err(ApiError::Throttled { retry_after }),
-                None => Ok(()),
-            },
-            _ => Ok(()),
+    /// refused, by its own limit, or by the server-wide one unless the
+    /// bearer `token` it presents was proven right from its address.
+    pub fn admit(&self, client: IpAddr, token: Option<&[u8]>) -> Result<(), ApiError> {
+        let Some(table) = self.table.as_ref().filter(|table| !table.is_empty()) else {
+            return Ok(());
+        };
+        let now = self.now();
+        match table.retry_after(client, now) {
+            None => Ok(()),
+            Some((retry_after, Limit::Address)) => {
+                self.refused(Refused::Throttled);
+                Err(ApiError::Throttled {
+                    retry_after,
+                    everyone: false,
+                })
+            }
+            Some(_) if token.is_some_and(|t| self.proofs.proven(self.tag(client, t), now)) => {
+                Ok(())
+            }
+            Some((retry_after, Limit::Everyone)) => {
+                self.refused(Refused::ThrottledGlobal);
+                Err(ApiError::Throttled {
+                    retry_after,
+                    everyone: true,
+                })
+            }
         }
+    }
+
+    /// The bearer `token` was right from `client`: recorded on the first
+    /// such request of a connection (`first`), and on every one while
+    /// failures are counted. Without a limit nothing is.
+    pub fn proven(&self, client: IpAddr, token: &[u8], first: bool) {
+        if let Some(table) = &self.table
+            && (first || !table.is_empty())
+        {
+            self.proofs.prove(self.tag(client, token), self.now());
+        }
+    }
+
+    /// The proof of `token` from `client`.
+    fn tag(&self, client: IpAddr, token: &[u8]) -> u64 {
+        self.proofs.tag(keys(client).0, token)
     }
 
     /// A failed authentication from `client`.

@@ -201,7 +201,10 @@ mod tests {
             ApiError::Unauthorized { presented: true },
             ApiError::Ticket,
             ApiError::Forbidden("read"),
-            ApiError::Throttled { retry_after: 1 },
+            ApiError::Throttled {
+                retry_after: 1,
+                everyone: true,
+            },
             ApiError::UnsupportedMediaType,
             ApiError::BadParameter("id"),
             ApiError::Body(BodyError::TooLarge(1)),

@@ -191,15 +191,16 @@ impl App {
     /// own). A refused ticket is counted, but not as a guess against the
     /// client's address: a ticket is a 256-bit MAC, nothing to guess, and
     /// expired ones are the normal course of a page that stays open (a
-    /// restart, a key rotation, a reconnect after the expiry). Every
+    /// restart, a key rotation, a reconnect after the expiry). A right
+    /// bearer token is recorded as proven from the address (once per
+    /// connection), which passes the server-wide limit later. Every
     /// refusal is counted by reason.
-    fn authorize(&self, request: &Request<'_>, method: &Method) -> Result<Granted, ApiError> {
+    fn authorize(&self, request: &mut Request<'_>, method: &Method) -> Result<Granted, ApiError> {
         let client = self.throttle.client(request);
-        self.throttle
-            .admit(client)
-            .inspect_err(|_| self.throttle.refused(Refused::Throttled))?;
         let header = request.header("authorization");
-        let ticket = match (header.and_then(auth::bearer), method.params) {
+        let bearer = header.and_then(auth::bearer);
+        self.throttle.admit(client, bearer)?;
+        let ticket = match (bearer, method.params) {
             (None, Params::Only(names)) if names.contains(&"ticket") => {
                 query::ticket(request.query())
             }
@@ -227,6 +228,11 @@ impl App {
             }
             self.throttle.refused(reason);
         })?;
+        // A bearer token is never sent with a ticket (taken only without).
+        if let Some(token) = bearer {
+            self.throttle.proven(client, token, !request.marked());
+            request.mark();
+        }
         if method.scope == Scope::Write && self.read_only {
             self.throttle.refused(Refused::ReadOnly);
             return Err(ApiError::Forbidden(

@@ -133,6 +133,8 @@ pub(crate) struct Protocol {
     timer: bool,
     /// Requests whose heads were parsed; the current one's number.
     requests: u64,
+    /// The handler's one bit about the connection (`Request::mark`).
+    marked: bool,
     /// When the current request's head was parsed (for the access log and
     /// the handler's `Request::started`).
     started: Instant,
@@ -168,6 +170,7 @@ impl Protocol {
             held: None,
             timer: false,
             requests: 0,
+            marked: false,
             started: now,
             deadline,
             idle: false,
@@ -312,8 +315,8 @@ impl Protocol {
     }
 
     /// The head and the inbox, to build the handler's `Request` from.
-    pub(crate) fn request_parts(&mut self) -> (&Head, &mut Inbox) {
-        (&self.head, &mut self.inbox)
+    pub(crate) fn request_parts(&mut self) -> (&Head, &mut Inbox, &mut bool) {
+        (&self.head, &mut self.inbox, &mut self.marked)
     }
 
     /// The current request's number, for deferring its response.

@@ -32,6 +32,8 @@ pub(crate) struct Deferral<'a> {
 pub struct Request<'c> {
     head: &'c Head,
     inbox: &'c mut Inbox,
+    /// The connection's mark (`marked`, `mark`).
+    marked: &'c mut bool,
     peer: SocketAddr,
     started: Instant,
     deferral: Option<Deferral<'c>>,
@@ -46,6 +48,7 @@ impl<'c> Request<'c> {
     pub(crate) fn new(
         head: &'c Head,
         inbox: &'c mut Inbox,
+        marked: &'c mut bool,
         peer: SocketAddr,
         started: Instant,
         deferral: Option<Deferral<'c>>,
@@ -55,6 +58,7 @@ impl<'c> Request<'c> {
             resumed: inbox.body_asked(),
             head,
             inbox,
+            marked,
             peer,
             started,
             deferral,
@@ -108,6 +112,19 @@ impl<'c> Request<'c> {
     /// The client's address.
     pub fn peer(&self) -> SocketAddr {
         self.peer
+    }
+
+    /// Whether a request before this one on its connection was `mark`ed:
+    /// one bit the handler keeps per connection, so that something done
+    /// once for a client (the API records a token proven right) need not
+    /// be done on each of its requests.
+    pub fn marked(&self) -> bool {
+        *self.marked
+    }
+
+    /// Marks the connection for the requests that follow on it.
+    pub fn mark(&mut self) {
+        *self.marked = true;
     }
 
     /// When its head was parsed: the same instant on every call of the

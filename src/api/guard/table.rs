@@ -61,6 +61,15 @@ const WIDE_MARK: u64 = 1;
 const ONE: u64 = 1000;
 const MINUTE_MS: u64 = 60_000;
 
+/// Which limit refuses an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Limit {
+    /// Its own (or its /48's).
+    Address,
+    /// Only the server-wide one.
+    Everyone,
+}
+
 /// One key's count: `level` thousandths of a failure at `at` (ms); a
 /// free slot has level 0.
 #[derive(Clone, Copy, Default)]
@@ -203,8 +212,9 @@ impl Table {
     }
 
     /// Whole seconds `ip` must wait at `now` (ms) before it may try a
-    /// token; `None`: it may now.
-    pub(super) fn retry_after(&self, ip: IpAddr, now: u64) -> Option<u64> {
+    /// token, and which limit refuses it (its own, when both do); `None`:
+    /// it may now.
+    pub(super) fn retry_after(&self, ip: IpAddr, now: u64) -> Option<(u64, Limit)> {
         if self.is_empty() {
             return None;
         }
@@ -214,12 +224,18 @@ impl Table {
         }
         let (key, wide) = keys(ip);
         let global = leaked(&counts.global, now, self.global_per_minute);
-        let mut wait = wait_ms(global, ONE, self.global_per_minute);
+        let everyone = wait_ms(global, ONE, self.global_per_minute);
+        let mut own = None;
         for key in [Some(key), wide].into_iter().flatten() {
             let level = self.estimate(&counts.slots, key, now);
-            wait = wait.max(wait_ms(level, step(key), self.per_minute));
+            own = own.max(wait_ms(level, step(key), self.per_minute));
         }
-        wait.map(|ms| ms.div_ceil(1000))
+        let limit = if own.is_some() {
+            Limit::Address
+        } else {
+            Limit::Everyone
+        };
+        own.max(everyone).map(|ms| (ms.div_ceil(1000), limit))
     }
 
     /// A failed authentication from `ip` at `now` (ms).

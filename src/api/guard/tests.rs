@@ -4,11 +4,16 @@
 use std::net::IpAddr;
 
 use super::forwarded::{self, Block};
-use super::table::{BYTES, ENTRIES, Table, keys};
+use super::table::{BYTES, ENTRIES, Limit, Table, keys};
 use super::*;
 
 fn ip(text: &str) -> IpAddr {
     text.parse().unwrap()
+}
+
+/// The seconds of a refusal, whichever limit made it.
+fn secs(refused: Option<(u64, Limit)>) -> Option<u64> {
+    refused.map(|(secs, _)| secs)
 }
 
 /// A table of 20 failures a minute per address, 1,000 globally.
@@ -38,30 +43,34 @@ fn an_address_is_refused_past_its_limit_until_one_more_failure_fits() {
     let (guesser, other) = (ip("192.0.2.1"), ip("192.0.2.2"));
     for n in 0..20 {
         assert_eq!(
-            table.retry_after(guesser, 0),
+            secs(table.retry_after(guesser, 0)),
             None,
             "failure {n} is allowed"
         );
         table.failed(guesser, 0);
     }
     // One failure leaks each 3 s: the 21st fits after 3 s.
-    assert_eq!(table.retry_after(guesser, 0), Some(3));
+    assert_eq!(table.retry_after(guesser, 0), Some((3, Limit::Address)));
     assert_eq!(
-        table.retry_after(guesser, 1),
+        secs(table.retry_after(guesser, 1)),
         Some(3),
         "whole seconds, rounded up"
     );
-    assert_eq!(table.retry_after(guesser, 2001), Some(1));
-    assert_eq!(table.retry_after(guesser, 2999), Some(1));
-    assert_eq!(table.retry_after(guesser, 3000), None);
-    assert_eq!(table.retry_after(other, 0), None, "another address is not");
+    assert_eq!(secs(table.retry_after(guesser, 2001)), Some(1));
+    assert_eq!(secs(table.retry_after(guesser, 2999)), Some(1));
+    assert_eq!(secs(table.retry_after(guesser, 3000)), None);
+    assert_eq!(
+        secs(table.retry_after(other, 0)),
+        None,
+        "another address is not"
+    );
     table.failed(guesser, 3000);
     assert_eq!(
-        table.retry_after(guesser, 3000),
+        secs(table.retry_after(guesser, 3000)),
         Some(3),
         "then one each 3 s"
     );
-    assert_eq!(table.retry_after(guesser, 6000), None);
+    assert_eq!(secs(table.retry_after(guesser, 6000)), None);
 }
 
 #[test]
@@ -72,18 +81,22 @@ fn a_count_leaks_and_the_table_empties_itself() {
     }
     table.failed(ip("2001:db8::1"), 0);
     assert_eq!(table.entries(), 3, "an address, a /64 and its /48");
-    assert_eq!(table.retry_after(ip("192.0.2.1"), 0), None, "19 of 20");
+    assert_eq!(
+        secs(table.retry_after(ip("192.0.2.1"), 0)),
+        None,
+        "19 of 20"
+    );
     table.failed(ip("192.0.2.1"), 30_000);
     // 19 - 10 leaked + 1 = 10 at 30 s: refused again only after 10 more.
     for _ in 0..10 {
-        assert_eq!(table.retry_after(ip("192.0.2.1"), 30_000), None);
+        assert_eq!(secs(table.retry_after(ip("192.0.2.1"), 30_000)), None);
         table.failed(ip("192.0.2.1"), 30_000);
     }
-    assert!(table.retry_after(ip("192.0.2.1"), 30_000).is_some());
+    assert!(secs(table.retry_after(ip("192.0.2.1"), 30_000)).is_some());
     assert_eq!(table.entries(), 3);
     // A minute after the last failure every count is gone and the first
     // look frees the slots.
-    assert_eq!(table.retry_after(ip("192.0.2.9"), 90_000), None);
+    assert_eq!(secs(table.retry_after(ip("192.0.2.9"), 90_000)), None);
     assert!(table.is_empty(), "{} entries", table.entries());
 }
 
@@ -93,17 +106,17 @@ fn more_than_four_64s_of_one_48_gain_nothing() {
     for subnet in 0..4 {
         let guesser = ip(&format!("2001:db8:1:{subnet}::1"));
         for _ in 0..20 {
-            assert_eq!(table.retry_after(guesser, 0), None);
+            assert_eq!(secs(table.retry_after(guesser, 0)), None);
             table.failed(guesser, 0);
         }
-        assert!(table.retry_after(guesser, 0).is_some());
+        assert!(secs(table.retry_after(guesser, 0)).is_some());
     }
     assert!(
-        table.retry_after(ip("2001:db8:1:99::1"), 0).is_some(),
+        secs(table.retry_after(ip("2001:db8:1:99::1"), 0)).is_some(),
         "the /48 is full"
     );
     assert_eq!(
-        table.retry_after(ip("2001:db8:2::1"), 0),
+        secs(table.retry_after(ip("2001:db8:2::1"), 0)),
         None,
         "another /48"
     );
@@ -114,13 +127,16 @@ fn past_the_global_limit_every_address_is_refused_until_it_leaks() {
     let table = table();
     for n in 0..1000u32 {
         let from = IpAddr::from((0x0a00_0000 + n).to_be_bytes());
-        assert_eq!(table.retry_after(from, 0), None, "failure {n}");
+        assert_eq!(secs(table.retry_after(from, 0)), None, "failure {n}");
         table.failed(from, 0);
     }
     // 1,000 a minute: one leaks each 60 ms.
-    assert_eq!(table.retry_after(ip("192.0.2.1"), 0), Some(1));
-    assert_eq!(table.retry_after(ip("192.0.2.1"), 59), Some(1));
-    assert_eq!(table.retry_after(ip("192.0.2.1"), 60), None);
+    assert_eq!(
+        table.retry_after(ip("192.0.2.1"), 0),
+        Some((1, Limit::Everyone))
+    );
+    assert_eq!(secs(table.retry_after(ip("192.0.2.1"), 59)), Some(1));
+    assert_eq!(secs(table.retry_after(ip("192.0.2.1"), 60)), None);
 }
 
 #[test]
@@ -143,10 +159,13 @@ fn failures_from_100000_addresses_stay_in_the_table_and_evict_no_flooder() {
     }
     assert_eq!(table.bytes(), bytes, "the table did not grow");
     assert_eq!(table.entries(), ENTRIES, "every slot in use");
-    assert!(table.retry_after(flooder, 0).is_some(), "still refused");
+    assert!(
+        secs(table.retry_after(flooder, 0)).is_some(),
+        "still refused"
+    );
     // Half its limit: at most 10 more fit, whatever took its slots.
     let tries = (0..20)
-        .take_while(|_| table.retry_after(halfway, 0).is_none())
+        .take_while(|_| secs(table.retry_after(halfway, 0)).is_none())
         .inspect(|_| table.failed(halfway, 0))
         .count();
     assert!(tries <= 10, "{tries} more tries");
@@ -170,7 +189,7 @@ fn keys_that_share_a_bucket_share_its_slots_and_gain_nothing_by_evicting() {
     let mut guesses = 0;
     for now in (0..60_000).step_by(100) {
         for &from in &crowd {
-            if table.retry_after(from, now).is_none() {
+            if secs(table.retry_after(from, now)).is_none() {
                 table.failed(from, now);
                 guesses += 1;
             }
@@ -187,18 +206,18 @@ fn the_same_flood_with_the_global_limit_refuses_everyone() {
     let table = table();
     for n in 0..100_000u32 {
         let from = IpAddr::from((0x0a00_0000 + n).to_be_bytes());
-        if table.retry_after(from, 0).is_none() {
+        if secs(table.retry_after(from, 0)).is_none() {
             table.failed(from, 0);
         }
     }
     assert!(table.entries() <= 1000);
-    assert!(table.retry_after(ip("192.0.2.1"), 0).is_some());
+    assert!(secs(table.retry_after(ip("192.0.2.1"), 0)).is_some());
 }
 
 #[test]
 fn a_table_with_no_failures_allocates_nothing() {
     let table = table();
-    assert_eq!(table.retry_after(ip("192.0.2.1"), 0), None);
+    assert_eq!(secs(table.retry_after(ip("192.0.2.1"), 0)), None);
     assert_eq!((table.bytes(), table.entries()), (0, 0));
 }
 
@@ -333,6 +352,7 @@ fn every_reason_is_rendered_in_its_order_zero_included() {
             "plantstore_auth_refusals_total{reason=\"invalid\"} 0",
             "plantstore_auth_refusals_total{reason=\"ticket\"} 2",
             "plantstore_auth_refusals_total{reason=\"throttled\"} 0",
+            "plantstore_auth_refusals_total{reason=\"throttled_global\"} 0",
             "plantstore_auth_refusals_total{reason=\"scope\"} 0",
             "plantstore_auth_refusals_total{reason=\"read_only\"} 1",
             "plantstore_auth_throttle_entries 0",
@@ -346,13 +366,19 @@ fn without_a_limit_nothing_is_counted_or_refused() {
     for _ in 0..100 {
         throttle.failed(ip("192.0.2.1"));
     }
-    assert!(throttle.admit(ip("192.0.2.1")).is_ok());
+    assert!(throttle.admit(ip("192.0.2.1"), None).is_ok());
     let limited = Throttle::new(Guard::parse(2, &[]).unwrap());
     limited.failed(ip("192.0.2.1"));
     limited.failed(ip("192.0.2.1"));
-    let refused = limited.admit(ip("192.0.2.1"));
+    let refused = limited.admit(ip("192.0.2.1"), None);
     assert!(
-        matches!(refused, Err(ApiError::Throttled { retry_after: 30 })),
+        matches!(
+            refused,
+            Err(ApiError::Throttled {
+                retry_after: 30,
+                everyone: false
+            })
+        ),
         "{refused:?}"
     );
 }

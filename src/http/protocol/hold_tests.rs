@@ -86,10 +86,10 @@ fn a_deferred_answer_frees_the_body_at_once_and_the_next_request_follows_it() {
         now,
     );
     assert_eq!(p.poll(now), Action::Request);
-    let (_, inbox) = p.request_parts();
+    let (_, inbox, _) = p.request_parts();
     assert_eq!(inbox.body(false), Ok(&b"hello"[..]));
     p.answer(Answer::Later(0), now);
-    let (_, inbox) = p.request_parts();
+    let (_, inbox, _) = p.request_parts();
     assert_eq!(inbox.body(false), Ok(&b""[..]), "freed, and still read");
     p.complete(1, Response::no_content(), now);
     assert!(p.output().starts_with(b"HTTP/1.1 204 "));

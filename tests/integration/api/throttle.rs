@@ -223,3 +223,56 @@ fn refused_tickets_are_counted_but_do_not_throttle_their_address() {
     }
     retry_after(&get(&mut page, &[AUTH]), 60);
 }
+
+/// Wrong tokens from fresh addresses (`127.2.x.y`, from `*next` on) until
+/// the server-wide limit refuses one: the limit is full now.
+fn fill_global_limit(server: &TestServer, next: &mut u32) {
+    for _ in 0..1000 {
+        *next += 1;
+        let source = format!("127.2.{}.{}", *next / 250, *next % 250 + 1);
+        let reply = get(&mut client_from(&source, server.addr), &[WRONG]);
+        if reply.status == 429 {
+            reply.assert_error(429, "server-wide");
+            return;
+        }
+        assert_eq!(reply.status, 401, "{}", reply.text());
+    }
+    panic!("the server-wide limit never refused");
+}
+
+#[test]
+fn a_flood_from_many_addresses_does_not_lock_out_a_token_proven_right() {
+    // 2 a minute per address: 100 a minute from everyone.
+    let server = server(2, &[]);
+    let mut known = client_from("127.0.0.3", server.addr);
+    assert_eq!(get(&mut known, &[AUTH]).status, 200);
+    let mut guesser = client_from("127.0.0.5", server.addr);
+    assert_eq!(get(&mut guesser, &[AUTH]).status, 200);
+    for _ in 0..2 {
+        assert_eq!(get(&mut guesser, &[WRONG]).status, 401);
+    }
+    let mut next = 0;
+    fill_global_limit(&server, &mut next);
+    // The right token, proven from this address: on the same connection
+    // and on a new one.
+    assert_eq!(get(&mut known, &[AUTH]).status, 200);
+    fill_global_limit(&server, &mut next);
+    let mut again = client_from("127.0.0.3", server.addr);
+    assert_eq!(get(&mut again, &[AUTH]).status, 200);
+    // Any other token from that address is no guess past the limit, and
+    // a client new to the server meets the limit, right token or not.
+    fill_global_limit(&server, &mut next);
+    let refused = get(&mut again, &[WRONG]);
+    refused.assert_error(429, "server-wide");
+    fill_global_limit(&server, &mut next);
+    let mut new = client_from("127.0.0.4", server.addr);
+    get(&mut new, &[AUTH]).assert_error(429, "server-wide");
+    // Its own limit still refuses a proven client that guessed: the 429
+    // then says it is this address.
+    assert_eq!(get(&mut guesser, &[AUTH]).status, 429);
+    get(&mut guesser, &[AUTH]).assert_error(429, "from this address");
+    let global = "plantstore_auth_refusals_total{reason=\"throttled_global\"}";
+    assert!(metric(&server, "127.0.0.3", global) >= 6);
+    let own = "plantstore_auth_refusals_total{reason=\"throttled\"}";
+    assert_eq!(metric(&server, "127.0.0.3", own), 2);
+}
