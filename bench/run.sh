@@ -24,6 +24,8 @@
 #   https      one core each: plantstore over TLS vs nginx with TLS 1.3
 #   feed       the change feed: POST with subscribers, delivery, memory
 #   query      pages in name order and searches (bench/sections/query.sh)
+#   hostile    an attacker's load and what it leaves to others: a flood of
+#              wrong tokens from 100 addresses (bench/flood.py)
 #   budgets    every budget of the spec, met or not, from the figures above
 #              (bench/budgets.py)
 #   postgres   (only when named; run it through scripts/with-postgres.sh,
@@ -90,7 +92,7 @@ WORST+=" /plants?after=$((PLANTS - 1001))&limit=1000"
 read -ra LISTINGS <<<"${LISTINGS:-$WORST}"
 SECTIONS=("$@")
 [ ${#SECTIONS[@]} -eq 0 ] &&
-  SECTIONS=(reference footprint durable startup restart writers compaction export pinned https feed query budgets)
+  SECTIONS=(reference footprint durable startup restart writers compaction export pinned https feed query hostile budgets)
 
 if [[ " ${SECTIONS[*]} " == *" postgres "* ]] && [ -z "${PLANTSTORE_TEST_DATABASE:-}" ]; then
   echo "the postgres section needs PLANTSTORE_TEST_DATABASE: run it through scripts/with-postgres.sh" >&2
@@ -107,7 +109,7 @@ fi
 # The earlier build the pinned, durable, https and query sections compare
 # with (OLD), if any.
 OLD_BIN=
-if [ -n "${OLD:-}" ] && [[ " ${SECTIONS[*]} " =~ " "(pinned|durable|https|query)" " ]]; then
+if [ -n "${OLD:-}" ] && [[ " ${SECTIONS[*]} " =~ " "(pinned|durable|https|query|hostile)" " ]]; then
   if [ -f "$OLD" ] && [ -x "$OLD" ]; then
     OLD_BIN=$OLD
   elif git rev-parse --verify --quiet "$OLD^{commit}" >/dev/null; then
@@ -165,6 +167,8 @@ source bench/sections/export.sh
 source bench/sections/feed.sh
 # shellcheck source=bench/sections/footprint.sh
 source bench/sections/footprint.sh
+# shellcheck source=bench/sections/hostile.sh
+source bench/sections/hostile.sh
 # shellcheck source=bench/sections/https.sh
 source bench/sections/https.sh
 # shellcheck source=bench/sections/pinned.sh

@@ -38,6 +38,7 @@ pub use guard::Guard;
 use guard::Refused;
 pub use listing::PAGE_BYTES;
 pub use metrics::Metrics;
+pub use query::longest_next_target;
 pub use routes::{Method, Params, ROUTES, Route};
 
 use std::sync::Arc;

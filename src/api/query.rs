@@ -18,7 +18,7 @@
 //! `0.99999999999999999` is not an integer and is refused, not rounded.
 
 use super::{ApiError, cursor};
-use crate::model::{MAX_SEARCH, Order, Query, fold, int64_text};
+use crate::model::{CURSOR_NAME, MAX_SEARCH, Order, Query, fold, int64_text};
 
 /// Default and largest page sizes.
 pub const DEFAULT_LIMIT: usize = 100;
@@ -185,6 +185,35 @@ impl ListQuery {
         add("fields", fields.as_deref());
         query
     }
+}
+
+/// The longest request target (`/plants?...`) a next-page `Link` can
+/// name when tags are at most `max_tag` characters: every parameter at
+/// its longest once percent-encoded (a tag and a search of four-byte
+/// characters, twelve bytes each; a name-order cursor of a cut name), so
+/// that `config` can refuse limits under which following a `Link` would
+/// be a 414. Counted, not built, past the first character of the tag.
+pub fn longest_next_target(max_tag: usize) -> usize {
+    const WIDEST: char = '\u{10FFFF}';
+    let query = ListQuery {
+        store: Query {
+            order: Order::NameDesc,
+            after: None,
+            tag: Some(WIDEST.to_string()),
+            search: None,
+            limit: MAX_LIMIT,
+            count: true,
+        },
+        search: Some(WIDEST.to_string().repeat(MAX_SEARCH / 4)),
+        fields: Fields {
+            id: false,
+            name: true,
+            tag: true,
+        },
+    };
+    let name = WIDEST.to_string().repeat(CURSOR_NAME);
+    let one_char = "/plants?".len() + query.next(i64::MIN, &name).len();
+    one_char.saturating_add(max_tag.saturating_sub(1).saturating_mul(12))
 }
 
 /// A validated query of the change feed (its `ticket` was taken at the

@@ -21,6 +21,9 @@ pub enum ConfigError {
     /// `--max-name` and `--max-tag` allow plants whose body cannot fit in
     /// `--max-body` (the name and tag limits, the body limit).
     TextOverBody(TextLimits, usize),
+    /// `--max-tag` allows a tag whose next-page `Link` is longer than a
+    /// request target may be (the value given, the most allowed).
+    TagOverLink(usize, usize),
     /// `--log-level` is not a level.
     LogLevel(String),
     /// `--log-format` is neither `text` nor `json`.
@@ -124,6 +127,12 @@ impl fmt::Display for ConfigError {
                 text.name,
                 text.tag,
                 body_for(*text)
+            ),
+            ConfigError::TagOverLink(tag, most) => write!(
+                f,
+                "--max-tag {tag} allows tags whose next-page Link would be longer than \
+                 the 8 KiB a request target may have (following it would be a 414); \
+                 the most is --max-tag {most}"
             ),
             ConfigError::LogLevel(l) => {
                 write!(

@@ -38,8 +38,8 @@ use std::time::Duration;
 
 use log::LevelFilter;
 
-use crate::api::{Cors, Grant, Guard};
-use crate::http::Limits;
+use crate::api::{Cors, Grant, Guard, longest_next_target};
+use crate::http::{Limits, MAX_TARGET};
 use crate::logging::Format as LogFormat;
 use crate::model::{Durability, MAX_TEXT_BYTES, SyncMode, TextLimits};
 use crate::webhook::{Target, WebhookConfig};
@@ -380,7 +380,10 @@ pub(super) fn body_for(text: TextLimits) -> usize {
 
 /// `--max-name` and `--max-tag`: non-zero, and together small enough that
 /// a plant at both limits can be sent within `--max-body`, so the declared
-/// `maxLength` is a limit a client can reach, not one the body limit hides.
+/// `maxLength` is a limit a client can reach, not one the body limit hides;
+/// and `--max-tag` small enough that a listing's next-page `Link` (which
+/// keeps the tag) is a target the engine takes: following it is never a
+/// 414.
 fn text_limits(args: &Args, max_body: usize) -> Result<TextLimits, ConfigError> {
     if args.max_name == 0 {
         return Err(ConfigError::Zero("--max-name"));
@@ -394,6 +397,11 @@ fn text_limits(args: &Args, max_body: usize) -> Result<TextLimits, ConfigError> 
     };
     if body_for(text) > max_body {
         return Err(ConfigError::TextOverBody(text, max_body));
+    }
+    if longest_next_target(text.tag) > MAX_TARGET {
+        // Each character more adds twelve bytes to the longest.
+        let most = MAX_TARGET.saturating_sub(longest_next_target(1)) / 12 + 1;
+        return Err(ConfigError::TagOverLink(text.tag, most));
     }
     Ok(text)
 }

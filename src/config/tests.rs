@@ -263,6 +263,18 @@ fn text_limits_are_non_zero_and_fit_in_the_body_limit() {
     assert!(matches!(small_body, Err(ConfigError::TextOverBody(..))));
     let message = small_body.unwrap_err().to_string();
     assert!(message.contains("--max-body 1024"), "{message}");
+    // A tag whose next-page Link would pass the 8 KiB a target may have.
+    let big = ["--max-body", "65536", "--max-name", "16"];
+    let most = crate::api::longest_next_target(1);
+    let most = (crate::http::MAX_TARGET - most) / 12 + 1;
+    let at_most = with(&[&big[..], &["--max-tag", &most.to_string()]].concat());
+    assert_eq!(at_most.unwrap().text_limits.tag, most);
+    let over = with(&[&big[..], &["--max-tag", &(most + 1).to_string()]].concat());
+    let message = over.unwrap_err().to_string();
+    assert!(
+        message.contains(&format!("the most is --max-tag {most}")),
+        "{message}"
+    );
     let huge = with(&["--max-name", &usize::MAX.to_string()]);
     assert!(matches!(huge, Err(ConfigError::TextOverBody(..))));
 }

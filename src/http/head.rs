@@ -19,7 +19,7 @@ use super::body::Framing;
 /// Most header lines in a request head.
 const MAX_HEADERS: usize = 100;
 /// Longest request target, in bytes.
-const MAX_TARGET: usize = 8 * 1024;
+pub const MAX_TARGET: usize = 8 * 1024;
 
 /// Why a request head was refused; each maps to a status and a close.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -58,6 +58,7 @@ pub use body::BodyError;
 #[cfg(test)]
 pub(crate) use deferred::counting_waker;
 pub use deferred::{Address, Deferred, Errand, StreamWaker};
+pub use head::MAX_TARGET;
 pub use request::Request;
 pub use response::{Fill, Response, Stream};
 pub use server::{Gauge, Server, Stopper, raise_open_file_limit};

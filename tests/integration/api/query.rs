@@ -467,6 +467,54 @@ fn long_names_keep_the_cursor_short(kind: Kind) {
     }
 }
 
+/// Each byte of `text` percent-encoded.
+fn encoded(text: &str) -> String {
+    text.bytes().map(|b| format!("%{b:02X}")).collect()
+}
+
+/// At the longest `--max-tag` the server starts with, the next-page `Link`
+/// of the longest query (a tag and a search of four-byte characters, a
+/// cut name-order cursor, every other parameter) is a target the server
+/// takes: following it is a page, never a 414. It comes within a few bytes
+/// of the limit (the worst case counts an id of 20 digits).
+fn the_longest_next_link_is_followed_without_a_414(kind: Kind) {
+    const WIDEST: char = '\u{10FFFF}';
+    let most = (plantstore::http::MAX_TARGET - plantstore::api::longest_next_target(1)) / 12 + 1;
+    assert_eq!(
+        plantstore::api::longest_next_target(most + 1) - plantstore::api::longest_next_target(most),
+        12
+    );
+    let mut config = config();
+    config.text_limits.tag = most;
+    config.text_limits.name = 300;
+    config.limits.max_body = 16 * 1024;
+    let server = TestServer::on_with(kind, config);
+    let tag = WIDEST.to_string().repeat(most);
+    for id in 0..3 {
+        let name = format!("{}{id}", WIDEST.to_string().repeat(299));
+        plant(&server, id, &name, Some(&tag));
+    }
+    let search = WIDEST.to_string().repeat(64);
+    let first = get(
+        &server,
+        &format!(
+            "/plants?sort=-name&count=true&fields=name,tag&limit=1&q={}&tag={}",
+            encoded(&search),
+            encoded(&tag)
+        ),
+    );
+    let link = next(&first).expect("a next page");
+    assert!(
+        link.len() <= plantstore::http::MAX_TARGET
+            && link.len() + 32 > plantstore::http::MAX_TARGET,
+        "{} bytes",
+        link.len()
+    );
+    let second = get(&server, &link);
+    assert_eq!(second.json().as_array().map(Vec::len), Some(1));
+    assert!(next(&second).is_some());
+}
+
 crate::on_each_store!(
     search_matches_name_or_tag_case_insensitively_and_literally,
     sort_goes_both_ways_ties_by_id,
@@ -475,4 +523,5 @@ crate::on_each_store!(
     fields_select_what_each_record_shows,
     each_bad_query_is_a_400_naming_its_rule,
     long_names_keep_the_cursor_short,
+    the_longest_next_link_is_followed_without_a_414,
 );

@@ -1,0 +1,27 @@
+# The hostile section of bench/run.sh (`bench/run.sh hostile`): what an
+# attacker's load leaves of the service to others. The flood: wrong tokens
+# from 100 addresses, 100 requests a second in all, with the default
+# failure limits (the server-wide one full all along), and the share of its
+# requests served to a client that used its right token before (on new
+# connections, and on one kept alive) and to one new to the server
+# (bench/flood.py). With OLD, the same against the old binary first.
+# Sourced by bench/run.sh after bench/lib/*.sh, whose helpers it calls.
+# shellcheck shell=bash
+
+FLOOD_SECONDS=${FLOOD_SECONDS:-10}
+
+section_hostile() {
+  echo "## A flood of wrong tokens from 100 addresses (100/s in all, ${FLOOD_SECONDS} s)"
+  echo
+  echo "| build | client | requests | 200 | served | 429 server-wide | 429 this address | other |"
+  echo "|---|---|---|---|---|---|---|---|"
+  local build bin
+  for build in ${OLD_BIN:+old} new; do
+    bin=$BIN
+    [ "$build" = old ] && bin=$OLD_BIN
+    BIN=$bin start_server
+    python3 bench/flood.py "$ADDR" "$TOKEN" "$FLOOD_SECONDS" | sed "s/^|/| $build |/"
+    stop_server
+  done
+  echo
+}
