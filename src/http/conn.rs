@@ -56,6 +56,9 @@ pub(super) struct Conn {
     /// known until a call says `WouldBlock`).
     pub(super) readable: bool,
     pub(super) writable: bool,
+    /// An edge said the client closed its side (`EPOLLRDHUP`): a short
+    /// read does not mean the socket is drained of that close.
+    pub(super) hung_up: bool,
     /// With HTTPS: the connection's TLS state, between socket and protocol
     /// (in the plain build the `Option` of a type with no value: always
     /// `None`, no byte, and each branch on it compiled away).
@@ -206,8 +209,10 @@ pub(super) fn serve(
             Ok(n) => {
                 // A short read emptied the socket: more data will come
                 // with a new edge, so skip the read that would only say
-                // `WouldBlock` (one syscall per request saved).
-                conn.readable = n == buffer.len();
+                // `WouldBlock` (one syscall per request saved). Unless the
+                // client's close came with that edge: no other edge will
+                // tell of it, and only a read sees it.
+                conn.readable = n == buffer.len() || conn.hung_up;
                 conn.protocol.received(&buffer[..n], now);
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => conn.readable = false,

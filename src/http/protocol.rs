@@ -248,6 +248,11 @@ impl Protocol {
                 self.deadline = None;
                 Action::Body
             }
+            // The client left while its answer was held: nothing is owed.
+            Phase::Waiting if self.peer_closed && self.held.is_some() => {
+                self.abandon(now);
+                Action::Wait
+            }
             Phase::Waiting if expired => {
                 self.release(now);
                 Action::Wait
@@ -376,6 +381,14 @@ impl Protocol {
             // of holding it until a heartbeat's write fails.
             Phase::Streaming => {
                 !self.peer_closed && self.inbox.input().len() < self.limits.max_head
+            }
+            // The same while an answer is held (or will be, once its
+            // deferred response comes): a client that leaves frees its
+            // slot at once rather than when the hold ends.
+            Phase::Waiting => {
+                (self.held.is_some() || self.hold > 0)
+                    && !self.peer_closed
+                    && self.inbox.input().len() < self.limits.max_head
             }
             Phase::Lingering => true,
             _ => false,

@@ -293,6 +293,7 @@ impl Worker {
                     Token(slot) => {
                         if let Some(Some(conn)) = self.conns.get_mut(slot) {
                             conn.readable |= event.is_readable() || event.is_read_closed();
+                            conn.hung_up |= event.is_read_closed();
                             conn.writable |= event.is_writable() || event.is_error();
                             self.serve(slot, &mut scratch, now);
                         }
@@ -416,6 +417,7 @@ impl Worker {
             id: self.next_id,
             readable: false,
             writable: false,
+            hung_up: false,
             tls,
         });
     }

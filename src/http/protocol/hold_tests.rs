@@ -98,3 +98,47 @@ fn a_deferred_answer_frees_the_body_at_once_and_the_next_request_follows_it() {
     assert_eq!(p.poll(now), Action::Request);
     assert_eq!(p.request_parts().0.method(), "GET");
 }
+
+#[test]
+fn a_client_gone_while_its_answer_is_held_frees_the_connection_at_once() {
+    let (mut p, now) = protocol();
+    p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
+    assert!(p.wants_input());
+    assert_eq!(p.poll(now), Action::Request);
+    p.answer(Answer::Now(held(60_000)), now);
+    // Read while held, so that the close is seen.
+    assert!(p.wants_input());
+    p.closed_by_peer();
+    assert!(!p.wants_input());
+    assert_eq!(p.poll(now + MS), Action::Wait);
+    assert!(p.is_closed(), "closed at once, not when due");
+    assert!(p.output().is_empty(), "nothing written to a client gone");
+
+    // A deferred answer to be held, whose client leaves before it comes.
+    let (mut p, now) = protocol();
+    p.received(b"POST /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
+    assert_eq!(p.poll(now), Action::Request);
+    p.answer(Answer::Later(60_000), now);
+    assert!(p.wants_input());
+    p.closed_by_peer();
+    assert_eq!(p.poll(now + MS), Action::Wait);
+    p.complete(1, Response::no_content(), now + MS * 2);
+    assert!(p.is_closed());
+    assert!(p.output().is_empty());
+}
+
+#[test]
+fn a_pipelined_request_read_while_an_answer_is_held_follows_it() {
+    let (mut p, now) = protocol();
+    p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
+    assert_eq!(p.poll(now), Action::Request);
+    p.answer(Answer::Now(held(100)), now);
+    p.received(b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n", now + MS);
+    assert_eq!(p.poll(now + MS * 2), Action::Wait);
+    assert_eq!(p.poll(now + MS * 100), Action::Wait);
+    assert!(p.output().starts_with(b"HTTP/1.1 204 "));
+    let n = p.output().len();
+    p.sent(n, now + MS * 100);
+    assert_eq!(p.poll(now + MS * 100), Action::Request);
+    assert_eq!(p.request_parts().0.target(), "/b");
+}

@@ -41,6 +41,10 @@ impl Protocol {
         if hold == 0 || self.stopping {
             return self.respond(response, now);
         }
+        if self.peer_closed {
+            // Gone before its answer came: nothing to hold it for.
+            return self.abandon(now);
+        }
         let due = self.started + Duration::from_millis(hold.into());
         if due <= now {
             return self.respond(response, now);
@@ -49,6 +53,22 @@ impl Protocol {
         self.deadline = Some(due);
         self.held = Some(Box::new(response));
         self.timer = true;
+    }
+
+    /// Drops the answer held for a client that has gone (closed its side,
+    /// or the connection failed) and closes: logged as nginx logs such a
+    /// request, 499. What the request changed stays changed.
+    pub(super) fn abandon(&mut self, now: Instant) {
+        self.held = None;
+        access::log(
+            self.head.method(),
+            self.head.target(),
+            499,
+            self.started,
+            0,
+            self.peer,
+        );
+        self.close(false, now);
     }
 
     /// Queues the held response, if any.
