@@ -26,29 +26,51 @@ use rustls::pki_types::ServerName;
 pub const MAX_RESPONSE: usize = 1024 * 1024;
 /// The most bytes of an answer's head.
 const MAX_HEAD: usize = 64 * 1024;
-/// How long a connection may take to open.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long one read or write may wait.
-const IO_TIMEOUT: Duration = Duration::from_secs(20);
-/// How long a whole exchange may take.
-const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long an exchange's steps may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// How long a connection may take to open.
+    pub connect: Duration,
+    /// How long one read or write may wait.
+    pub io: Duration,
+    /// How long a whole exchange may take.
+    pub exchange: Duration,
+}
+
+/// The limits of every exchange with a CA.
+pub const LIMITS: Limits = Limits {
+    connect: Duration::from_secs(10),
+    io: Duration::from_secs(20),
+    exchange: Duration::from_secs(60),
+};
 
 /// The client the protocol library sends its requests through.
 #[derive(Clone)]
 pub struct Client {
     tls: Arc<rustls::ClientConfig>,
+    limits: Limits,
 }
 
 impl Client {
-    /// Verifies servers against `roots`.
+    /// Verifies servers against `roots`, within [`LIMITS`].
     pub fn new(roots: rustls::RootCertStore) -> Result<Client, String> {
+        Client::with_limits(roots, LIMITS)
+    }
+
+    /// Verifies servers against `roots`, within `limits` (the tests'
+    /// are short).
+    pub fn with_limits(roots: rustls::RootCertStore, limits: Limits) -> Result<Client, String> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let tls = rustls::ClientConfig::builder_with_provider(provider)
             .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
             .map_err(|e| e.to_string())?
             .with_root_certificates(roots)
             .with_no_client_auth();
-        Ok(Client { tls: Arc::new(tls) })
+        Ok(Client {
+            tls: Arc::new(tls),
+            limits,
+        })
     }
 }
 
@@ -57,10 +79,11 @@ type Answer = Pin<Box<dyn Future<Output = Result<BytesResponse, Error>> + Send>>
 impl HttpClient for Client {
     fn request(&self, request: http::Request<BodyWrapper<Bytes>>) -> Answer {
         let tls = Arc::clone(&self.tls);
+        let limits = self.limits;
         Box::pin(async move {
             let (parts, body) = request.into_parts();
             let body = bytes_of(body);
-            let answer = exchange(&tls, &parts, &body)
+            let answer = exchange(&tls, limits, &parts, &body)
                 .map_err(|e| Error::Other(format!("{} {}: {e}", parts.method, parts.uri).into()))?;
             Ok(answer)
         })
@@ -109,11 +132,12 @@ fn target(uri: &http::Uri) -> io::Result<Target> {
 /// One request and its answer, on a connection of its own.
 fn exchange(
     tls: &Arc<rustls::ClientConfig>,
+    limits: Limits,
     parts: &http::request::Parts,
     body: &[u8],
 ) -> io::Result<BytesResponse> {
     let target = target(&parts.uri)?;
-    let socket = connect(&target)?;
+    let socket = connect(&target, limits)?;
     let name = ServerName::try_from(target.host.clone())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "not a TLS server name"))?;
     let conn = rustls::ClientConnection::new(Arc::clone(tls), name).map_err(io::Error::other)?;
@@ -122,7 +146,7 @@ fn exchange(
     stream.write_all(body)?;
     stream.flush()?;
     let head_only = parts.method == http::Method::HEAD;
-    let (status, headers, body) = read_answer(&mut stream, head_only)?;
+    let (status, headers, body) = read_answer(&mut stream, head_only, limits.exchange)?;
     let mut answer = http::Response::builder().status(status);
     for (name, value) in headers {
         answer = answer.header(name, value);
@@ -138,13 +162,13 @@ fn exchange(
 }
 
 /// A socket to `target`, with its timeouts set.
-fn connect(target: &Target) -> io::Result<TcpStream> {
+fn connect(target: &Target, limits: Limits) -> io::Result<TcpStream> {
     let mut last = io::Error::new(io::ErrorKind::NotFound, "the host has no address");
     for addr in (target.host.as_str(), target.port).to_socket_addrs()? {
-        match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
+        match TcpStream::connect_timeout(&addr, limits.connect) {
             Ok(socket) => {
-                socket.set_read_timeout(Some(IO_TIMEOUT))?;
-                socket.set_write_timeout(Some(IO_TIMEOUT))?;
+                socket.set_read_timeout(Some(limits.io))?;
+                socket.set_write_timeout(Some(limits.io))?;
                 socket.set_nodelay(true)?;
                 return Ok(socket);
             }
@@ -186,12 +210,12 @@ fn head(parts: &http::request::Parts, target: &Target, body: usize) -> Vec<u8> {
 type Parsed = (u16, Vec<(String, Vec<u8>)>, Vec<u8>);
 
 /// Reads until the answer is whole, within the bounds.
-fn read_answer(stream: &mut impl Read, head_only: bool) -> io::Result<Parsed> {
+fn read_answer(stream: &mut impl Read, head_only: bool, within: Duration) -> io::Result<Parsed> {
     let started = Instant::now();
     let mut buf = Vec::with_capacity(8 * 1024);
     let mut chunk = [0u8; 16 * 1024];
     loop {
-        if started.elapsed() > EXCHANGE_TIMEOUT {
+        if started.elapsed() > within {
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
                 "the answer took too long",

@@ -62,7 +62,7 @@ fn answers_over_the_bounds_are_refused() {
     // A reader that never stops is cut at the bound.
     let mut endless = io::repeat(b'a');
     let mut framed = b"HTTP/1.1 200 OK\r\n\r\n".chain(&mut endless);
-    assert!(read_answer(&mut framed, false).is_err());
+    assert!(read_answer(&mut framed, false, LIMITS.exchange).is_err());
 }
 
 #[test]
