@@ -5,8 +5,11 @@
 //!
 //! Why our own: the library's default is hyper on tokio, far heavier than
 //! the dozen requests an order makes. Every exchange is bounded: the
-//! connect, each read and write, and the whole exchange have timeouts, and
-//! the answer at most `MAX_RESPONSE` bytes. Each request says
+//! connect, each read and write, and the whole exchange have timeouts
+//! ([`Limits`]; the whole exchange's is a deadline that every read and
+//! write of the socket, the TLS handshake's included, waits within), and
+//! the answer at most `MAX_RESPONSE` bytes. Only the name's lookup is
+//! not bounded here: it is the system resolver's, with its own timeouts. Each request says
 //! `Connection: close`; the answer ends at its `Content-Length`, its last
 //! chunk, or the server's close.
 
@@ -136,17 +139,23 @@ fn exchange(
     parts: &http::request::Parts,
     body: &[u8],
 ) -> io::Result<BytesResponse> {
+    let deadline = Instant::now() + limits.exchange;
     let target = target(&parts.uri)?;
-    let socket = connect(&target, limits)?;
+    let socket = connect(&target, limits, deadline)?;
     let name = ServerName::try_from(target.host.clone())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "not a TLS server name"))?;
+    let socket = Bounded {
+        socket,
+        limits,
+        deadline,
+    };
     let conn = rustls::ClientConnection::new(Arc::clone(tls), name).map_err(io::Error::other)?;
     let mut stream = rustls::StreamOwned::new(conn, socket);
     stream.write_all(&head(parts, &target, body.len()))?;
     stream.write_all(body)?;
     stream.flush()?;
     let head_only = parts.method == http::Method::HEAD;
-    let (status, headers, body) = read_answer(&mut stream, head_only, limits.exchange)?;
+    let (status, headers, body) = read_answer(&mut stream, head_only)?;
     let mut answer = http::Response::builder().status(status);
     for (name, value) in headers {
         answer = answer.header(name, value);
@@ -161,14 +170,16 @@ fn exchange(
     })
 }
 
-/// A socket to `target`, with its timeouts set.
-fn connect(target: &Target, limits: Limits) -> io::Result<TcpStream> {
+/// A socket to `target`, opened by `deadline`.
+fn connect(target: &Target, limits: Limits, deadline: Instant) -> io::Result<TcpStream> {
     let mut last = io::Error::new(io::ErrorKind::NotFound, "the host has no address");
     for addr in (target.host.as_str(), target.port).to_socket_addrs()? {
-        match TcpStream::connect_timeout(&addr, limits.connect) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(over(limits));
+        }
+        match TcpStream::connect_timeout(&addr, left.min(limits.connect)) {
             Ok(socket) => {
-                socket.set_read_timeout(Some(limits.io))?;
-                socket.set_write_timeout(Some(limits.io))?;
                 socket.set_nodelay(true)?;
                 return Ok(socket);
             }
@@ -176,6 +187,73 @@ fn connect(target: &Target, limits: Limits) -> io::Result<TcpStream> {
         }
     }
     Err(last)
+}
+
+/// The socket of one exchange: a read or write waits at most
+/// `limits.io`, and never past the exchange's deadline, so that a server
+/// that drips a byte now and then, in the TLS handshake or in its answer,
+/// cannot stretch the exchange past `limits.exchange`.
+struct Bounded {
+    socket: TcpStream,
+    limits: Limits,
+    deadline: Instant,
+}
+
+impl Bounded {
+    /// How long the next read or write may wait; an error once the
+    /// deadline has passed.
+    fn wait(&self) -> io::Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(over(self.limits));
+        }
+        Ok(left.min(self.limits.io))
+    }
+
+    /// A wait that ended without a byte, in words.
+    fn timed_out(&self, e: io::Error) -> io::Error {
+        if !matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        ) {
+            e
+        } else if Instant::now() >= self.deadline {
+            over(self.limits)
+        } else {
+            let io = self.limits.io;
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("the server was silent for {io:?}"),
+            )
+        }
+    }
+}
+
+/// The exchange's deadline has passed.
+fn over(limits: Limits) -> io::Error {
+    let exchange = limits.exchange;
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!("the exchange took over {exchange:?}"),
+    )
+}
+
+impl Read for Bounded {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.socket.set_read_timeout(Some(self.wait()?))?;
+        self.socket.read(buf).map_err(|e| self.timed_out(e))
+    }
+}
+
+impl Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.socket.set_write_timeout(Some(self.wait()?))?;
+        self.socket.write(buf).map_err(|e| self.timed_out(e))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.socket.flush()
+    }
 }
 
 /// The request's head: its line, `Host`, the library's headers, the
@@ -209,18 +287,12 @@ fn head(parts: &http::request::Parts, target: &Target, body: usize) -> Vec<u8> {
 /// The status, headers and body of an answer.
 type Parsed = (u16, Vec<(String, Vec<u8>)>, Vec<u8>);
 
-/// Reads until the answer is whole, within the bounds.
-fn read_answer(stream: &mut impl Read, head_only: bool, within: Duration) -> io::Result<Parsed> {
-    let started = Instant::now();
+/// Reads until the answer is whole, within the bounds (the deadline is
+/// the stream's).
+fn read_answer(stream: &mut impl Read, head_only: bool) -> io::Result<Parsed> {
     let mut buf = Vec::with_capacity(8 * 1024);
     let mut chunk = [0u8; 16 * 1024];
     loop {
-        if started.elapsed() > within {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the answer took too long",
-            ));
-        }
         let read = match stream.read(&mut chunk) {
             Ok(n) => n,
             // A server that closes without TLS's close_notify: the end of

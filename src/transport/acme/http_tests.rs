@@ -62,7 +62,7 @@ fn answers_over_the_bounds_are_refused() {
     // A reader that never stops is cut at the bound.
     let mut endless = io::repeat(b'a');
     let mut framed = b"HTTP/1.1 200 OK\r\n\r\n".chain(&mut endless);
-    assert!(read_answer(&mut framed, false, LIMITS.exchange).is_err());
+    assert!(read_answer(&mut framed, false).is_err());
 }
 
 #[test]
@@ -79,4 +79,71 @@ fn only_https_urls_are_followed() {
     assert_eq!(url("https://[::1]/").unwrap().host, "::1");
     assert_eq!(url("https://acme.test").unwrap().path, "/");
     assert!(url("http://acme.test/").is_err());
+}
+
+// Hostile servers: each would keep an exchange without a deadline going.
+
+use super::super::{executor, hostile};
+
+/// Short limits: a read may wait far longer than the whole exchange, so
+/// that only the exchange's deadline can end these tests early.
+const SHORT: Limits = Limits {
+    connect: Duration::from_secs(2),
+    io: Duration::from_secs(10),
+    exchange: Duration::from_millis(500),
+};
+
+/// Far past `SHORT.exchange`, far short of what the bad servers take.
+const GENEROUS: Duration = Duration::from_secs(2);
+
+fn client(roots: rustls::RootCertStore, limits: Limits) -> Client {
+    Client::with_limits(roots, limits).unwrap()
+}
+
+/// One GET through the client, as the protocol library sends it.
+fn fetch(client: &Client, url: &str) -> Result<BytesResponse, Error> {
+    let request = http::Request::get(url)
+        .body(BodyWrapper::default())
+        .unwrap();
+    executor::block_on(client.request(request)).unwrap()
+}
+
+#[test]
+fn a_tls_handshake_dripped_a_byte_at_a_time_ends_at_the_exchange_deadline() {
+    // A byte every 200 ms for 8 s: every read gets its byte well within
+    // the 10 s a read may wait.
+    let every = Duration::from_millis(200);
+    let base = hostile::serve(move |socket| hostile::drip_handshake(socket, every, 40));
+    let started = Instant::now();
+    let failed = fetch(
+        &client(hostile::identity().roots, SHORT),
+        &format!("{base}/dir"),
+    );
+    let took = started.elapsed();
+    let why = failed
+        .err()
+        .expect("a handshake that never ends cannot succeed");
+    assert!(took < GENEROUS, "the exchange took {took:?}: {why}");
+}
+
+#[test]
+fn an_answer_dripped_a_byte_every_3_s_ends_at_the_exchange_deadline() {
+    let identity = hostile::identity();
+    let server = Arc::clone(&identity.server);
+    let base = hostile::serve(move |socket| {
+        let Some(mut tls) = hostile::accept_tls(socket, &server) else {
+            return;
+        };
+        let head = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n";
+        if tls.write_all(head).and_then(|()| tls.flush()).is_ok() {
+            hostile::drip(&mut tls, b"abc", Duration::from_secs(3));
+        }
+    });
+    let started = Instant::now();
+    let failed = fetch(&client(identity.roots, SHORT), &format!("{base}/dir"));
+    let took = started.elapsed();
+    let why = failed
+        .err()
+        .expect("the answer is not whole by the deadline");
+    assert!(took < GENEROUS, "the exchange took {took:?}: {why}");
 }

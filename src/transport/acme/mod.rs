@@ -14,6 +14,8 @@
 
 mod challenge;
 mod executor;
+#[cfg(test)]
+mod hostile;
 mod http;
 mod order;
 mod renew;
