@@ -122,3 +122,11 @@ fn read_head(stream: &mut impl Read) -> io::Result<String> {
     }
     Ok(String::from_utf8_lossy(&head).into_owned())
 }
+
+/// The CPU time this thread has used, from `/proc/thread-self/schedstat`
+/// (Linux); `None` where it cannot be read.
+pub fn thread_cpu() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let nanos = text.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(nanos))
+}

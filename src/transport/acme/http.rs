@@ -8,10 +8,11 @@
 //! connect, each read and write, and the whole exchange have timeouts
 //! ([`Limits`]; the whole exchange's is a deadline that every read and
 //! write of the socket, the TLS handshake's included, waits within), and
-//! the answer at most `MAX_RESPONSE` bytes. Only the name's lookup is
-//! not bounded here: it is the system resolver's, with its own timeouts. Each request says
-//! `Connection: close`; the answer ends at its `Content-Length`, its last
-//! chunk, or the server's close.
+//! the answer at most `answer::MAX_RESPONSE` bytes, read by `answer.rs` in
+//! time linear in its size however the server cuts it up. Only the name's
+//! lookup is not bounded here: it is the system resolver's, with its own
+//! timeouts. Each request says `Connection: close`; the answer ends at its
+//! `Content-Length`, its last chunk, or the server's close.
 
 use std::future::Future;
 use std::io::{self, Read, Write};
@@ -25,10 +26,7 @@ use bytes::Bytes;
 use instant_acme::{BodyWrapper, BytesResponse, Error, HttpClient};
 use rustls::pki_types::ServerName;
 
-/// The most bytes an answer (head and body) may have.
-pub const MAX_RESPONSE: usize = 1024 * 1024;
-/// The most bytes of an answer's head.
-const MAX_HEAD: usize = 64 * 1024;
+use super::answer::{Answer, Parsed};
 
 /// How long an exchange's steps may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,10 +75,10 @@ impl Client {
     }
 }
 
-type Answer = Pin<Box<dyn Future<Output = Result<BytesResponse, Error>> + Send>>;
+type Pending = Pin<Box<dyn Future<Output = Result<BytesResponse, Error>> + Send>>;
 
 impl HttpClient for Client {
-    fn request(&self, request: http::Request<BodyWrapper<Bytes>>) -> Answer {
+    fn request(&self, request: http::Request<BodyWrapper<Bytes>>) -> Pending {
         let tls = Arc::clone(&self.tls);
         let limits = self.limits;
         Box::pin(async move {
@@ -284,13 +282,10 @@ fn head(parts: &http::request::Parts, target: &Target, body: usize) -> Vec<u8> {
     head
 }
 
-/// The status, headers and body of an answer.
-type Parsed = (u16, Vec<(String, Vec<u8>)>, Vec<u8>);
-
 /// Reads until the answer is whole, within the bounds (the deadline is
 /// the stream's).
 fn read_answer(stream: &mut impl Read, head_only: bool) -> io::Result<Parsed> {
-    let mut buf = Vec::with_capacity(8 * 1024);
+    let mut answer = Answer::new(head_only);
     let mut chunk = [0u8; 16 * 1024];
     loop {
         let read = match stream.read(&mut chunk) {
@@ -301,98 +296,18 @@ fn read_answer(stream: &mut impl Read, head_only: bool) -> io::Result<Parsed> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        buf.extend_from_slice(&chunk[..read]);
-        if buf.len() > MAX_RESPONSE {
-            return Err(invalid(format!("the answer is over {MAX_RESPONSE} bytes")));
-        }
-        if let Some(parsed) = parse(&buf, head_only, read == 0).map_err(invalid)? {
+        let whole = match read {
+            0 => answer.close().map(Some),
+            _ => answer.push(&chunk[..read]),
+        };
+        if let Some(parsed) = whole.map_err(invalid)? {
             return Ok(parsed);
-        }
-        if read == 0 {
-            return Err(invalid(
-                "the server closed before the answer was whole".into(),
-            ));
         }
     }
 }
 
 fn invalid(why: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, why)
-}
-
-/// The answer in `buf`, once whole (`closed`: the server has closed, so a
-/// body without a length ends here); `None` while more is needed.
-fn parse(buf: &[u8], head_only: bool, closed: bool) -> Result<Option<Parsed>, String> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut answer = httparse::Response::new(&mut headers);
-    let head_len = match answer.parse(buf) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
-            return Err(format!("the answer's head is over {MAX_HEAD} bytes"));
-        }
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(e) => return Err(format!("not an HTTP answer: {e}")),
-    };
-    let status = answer.code.unwrap_or(0);
-    let fields: Vec<(String, Vec<u8>)> = answer
-        .headers
-        .iter()
-        .map(|h| (h.name.to_ascii_lowercase(), h.value.to_vec()))
-        .collect();
-    let field = |name: &str| fields.iter().find(|(n, _)| n == name).map(|(_, v)| v);
-    let rest = &buf[head_len..];
-    let no_body = head_only || status == 204 || status == 304 || (100..200).contains(&status);
-    let body = if no_body {
-        Some(Vec::new())
-    } else if field("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case(b"chunked")) {
-        dechunk(rest)?
-    } else if let Some(length) = field("content-length") {
-        let length: usize = std::str::from_utf8(length)
-            .ok()
-            .and_then(|l| l.trim().parse().ok())
-            .ok_or("the answer's Content-Length is not a number")?;
-        if length > MAX_RESPONSE {
-            return Err(format!("the answer's body is over {MAX_RESPONSE} bytes"));
-        }
-        (rest.len() >= length).then(|| rest[..length].to_vec())
-    } else {
-        closed.then(|| rest.to_vec())
-    };
-    Ok(body.map(|body| (status, fields, body)))
-}
-
-/// A chunked body, once its last chunk and trailers are in `buf`.
-fn dechunk(mut buf: &[u8]) -> Result<Option<Vec<u8>>, String> {
-    let mut body = Vec::new();
-    loop {
-        let Some(end) = buf.windows(2).position(|w| w == b"\r\n") else {
-            return Ok(None);
-        };
-        let line = std::str::from_utf8(&buf[..end]).map_err(|_| "a chunk's size is not text")?;
-        let size = line.split(';').next().unwrap_or("").trim();
-        let size = usize::from_str_radix(size, 16).map_err(|_| "a chunk's size is not hex")?;
-        if size > MAX_RESPONSE {
-            return Err(format!("a chunk is over {MAX_RESPONSE} bytes"));
-        }
-        buf = &buf[end + 2..];
-        if size == 0 {
-            // Trailers, each a line, then an empty line.
-            return Ok(trailers_done(buf).then_some(body));
-        }
-        if buf.len() < size + 2 {
-            return Ok(None);
-        }
-        if &buf[size..size + 2] != b"\r\n" {
-            return Err("a chunk does not end where its size says".into());
-        }
-        body.extend_from_slice(&buf[..size]);
-        buf = &buf[size + 2..];
-    }
-}
-
-/// Whether the trailer section after the last chunk has ended.
-fn trailers_done(buf: &[u8]) -> bool {
-    buf.starts_with(b"\r\n") || buf.windows(4).any(|w| w == b"\r\n\r\n")
 }
 
 #[cfg(test)]

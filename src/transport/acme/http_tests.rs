@@ -1,65 +1,10 @@
-//! The answer's framing: lengths, chunks, the server's close, the bounds.
+//! The exchange: which URLs are followed, a reader cut at the bound, and
+//! hostile servers on loopback that drip or cut up what they send.
 
 use super::*;
 
-fn body_of(buf: &[u8], closed: bool) -> Option<Vec<u8>> {
-    parse(buf, false, closed).unwrap().map(|(_, _, body)| body)
-}
-
 #[test]
-fn a_body_of_content_length_ends_there() {
-    let answer = b"HTTP/1.1 201 Created\r\nContent-Length: 5\r\nReplay-Nonce: abc\r\n\r\nhello";
-    let (status, headers, whole) = parse(answer, false, false).unwrap().unwrap();
-    assert_eq!(status, 201);
-    assert_eq!(whole, b"hello");
-    assert!(
-        headers
-            .iter()
-            .any(|(n, v)| n == "replay-nonce" && v == b"abc")
-    );
-    assert_eq!(body_of(&answer[..answer.len() - 1], false), None);
-}
-
-#[test]
-fn a_chunked_body_is_joined_once_its_last_chunk_is_in() {
-    let answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;x=y\r\n world\r\n0\r\n\r\n";
-    assert_eq!(body_of(answer, false).unwrap(), b"hello world");
-    for cut in [50, 60, answer.len() - 2] {
-        assert_eq!(body_of(&answer[..cut], false), None, "cut at {cut}");
-    }
-    let bad = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhello\r\n0\r\n\r\n";
-    assert!(parse(bad, false, false).is_err());
-    let not_hex = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
-    assert!(parse(not_hex, false, false).is_err());
-}
-
-#[test]
-fn a_body_without_a_length_ends_at_the_close() {
-    let answer = b"HTTP/1.1 200 OK\r\n\r\nall of it";
-    assert_eq!(body_of(answer, false), None);
-    assert_eq!(body_of(answer, true).unwrap(), b"all of it");
-}
-
-#[test]
-fn a_head_answer_and_a_204_have_no_body() {
-    let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\nReplay-Nonce: n\r\n\r\n";
-    assert_eq!(parse(answer, true, false).unwrap().unwrap().2, b"");
-    let answer = b"HTTP/1.1 204 No Content\r\n\r\n";
-    assert_eq!(body_of(answer, false).unwrap(), b"");
-}
-
-#[test]
-fn answers_over_the_bounds_are_refused() {
-    let long = format!(
-        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n",
-        MAX_RESPONSE + 1
-    );
-    assert!(parse(long.as_bytes(), false, false).is_err());
-    let mut head = b"HTTP/1.1 200 OK\r\nX: ".to_vec();
-    head.resize(MAX_HEAD + 1, b'a');
-    assert!(parse(&head, false, false).is_err());
-    assert!(parse(b"SSH-2.0-OpenSSH\r\n\r\n", false, false).is_err());
-    // A reader that never stops is cut at the bound.
+fn a_reader_that_never_stops_is_cut_at_the_bound() {
     let mut endless = io::repeat(b'a');
     let mut framed = b"HTTP/1.1 200 OK\r\n\r\n".chain(&mut endless);
     assert!(read_answer(&mut framed, false).is_err());
@@ -146,4 +91,52 @@ fn an_answer_dripped_a_byte_every_3_s_ends_at_the_exchange_deadline() {
         .err()
         .expect("the answer is not whole by the deadline");
     assert!(took < GENEROUS, "the exchange took {took:?}: {why}");
+}
+
+/// The chunks of the tiny-chunks answer: a body of this many 1-byte
+/// chunks (6 bytes each on the wire), then as many again dripped.
+const TINY_CHUNKS: usize = 20_000;
+
+#[test]
+fn an_answer_in_1_byte_records_costs_little_cpu() {
+    let identity = hostile::identity();
+    let server = Arc::clone(&identity.server);
+    let base = hostile::serve(move |socket| {
+        let Some(mut tls) = hostile::accept_tls(socket, &server) else {
+            return;
+        };
+        let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let chunks = b"1\r\nx\r\n".repeat(TINY_CHUNKS);
+        if tls
+            .write_all(head)
+            .and_then(|()| tls.write_all(&chunks))
+            .is_err()
+        {
+            return;
+        }
+        // The rest a byte a record, each flushed on its own.
+        let mut rest = b"1\r\ny\r\n".repeat(TINY_CHUNKS);
+        rest.extend_from_slice(b"0\r\n\r\n");
+        hostile::drip(&mut tls, &rest, Duration::ZERO);
+    });
+    let limits = Limits {
+        exchange: Duration::from_secs(60),
+        ..SHORT
+    };
+    let cpu = hostile::thread_cpu();
+    let started = Instant::now();
+    let answer = fetch(&client(identity.roots, limits), &format!("{base}/dir"));
+    let (cpu, took) = (
+        hostile::thread_cpu().zip(cpu).map(|(b, a)| b - a),
+        started.elapsed(),
+    );
+    let mut answer = answer.unwrap();
+    let body = executor::block_on(answer.body.into_bytes())
+        .unwrap()
+        .unwrap();
+    assert_eq!(body.len(), 2 * TINY_CHUNKS);
+    eprintln!("tiny chunks: {cpu:?} of CPU in {took:?}");
+    if let Some(cpu) = cpu {
+        assert!(cpu < Duration::from_secs(1), "{cpu:?} of CPU in {took:?}");
+    }
 }

@@ -4,14 +4,17 @@
 //!
 //! The protocol is instant-acme's (on ring), over our own blocking HTTP
 //! client (`http.rs`), driven by a minimal executor (`executor.rs`) on the
-//! thread [`start`] spawns. Files: `store.rs` (the state directory: the
+//! thread [`start`] spawns; `answer.rs` reads an answer's framing as it
+//! arrives. Files: `store.rs` (the state directory: the
 //! account, the certificate and its key, reused across restarts),
 //! `order.rs` (one order), `renew.rs` (when to order: at start only when
 //! what is kept is missing, for another name, or past two thirds of its
 //! life; then at two thirds; with a backoff from a minute to a day after a
 //! failure, the certificate in use kept), `challenge.rs` (the answers the
-//! listeners serve while an order is open).
+//! listeners serve while an order is open); in tests, `hostile.rs` (bad
+//! servers on loopback that any client must survive).
 
+mod answer;
 mod challenge;
 mod executor;
 #[cfg(test)]
