@@ -81,22 +81,26 @@ pub fn drip_handshake(mut socket: TcpStream, every: Duration, bytes: usize) {
     drip(&mut socket, &record, every);
 }
 
-/// The TLS side of a connection as the server: the handshake done and the
-/// request read; `None` when the client went away.
+/// A server's side of a TLS connection.
+pub type Tls = rustls::StreamOwned<rustls::ServerConnection, TcpStream>;
+
+/// The TLS side of a connection as the server, the handshake done, with
+/// the request read (its head and body); `None` when the client went
+/// away.
 pub fn accept_tls(
     socket: TcpStream,
     identity: &Arc<rustls::ServerConfig>,
-) -> Option<rustls::StreamOwned<rustls::ServerConnection, TcpStream>> {
+) -> Option<(Tls, String, Vec<u8>)> {
     let _ = socket.set_nodelay(true);
     let conn = rustls::ServerConnection::new(Arc::clone(identity)).ok()?;
     let mut tls = rustls::StreamOwned::new(conn, socket);
-    read_request(&mut tls).ok()?;
-    Some(tls)
+    let (head, body) = read_request(&mut tls).ok()?;
+    Some((tls, head, body))
 }
 
 /// A request's head and as much of its body as its `Content-Length` says
 /// (`Connection: close` is the client's, so one request a connection).
-pub fn read_request(stream: &mut impl Read) -> io::Result<(String, Vec<u8>)> {
+fn read_request(stream: &mut impl Read) -> io::Result<(String, Vec<u8>)> {
     let head = read_head(stream)?;
     let length = head
         .lines()

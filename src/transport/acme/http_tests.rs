@@ -76,7 +76,7 @@ fn an_answer_dripped_a_byte_every_3_s_ends_at_the_exchange_deadline() {
     let identity = hostile::identity();
     let server = Arc::clone(&identity.server);
     let base = hostile::serve(move |socket| {
-        let Some(mut tls) = hostile::accept_tls(socket, &server) else {
+        let Some((mut tls, _, _)) = hostile::accept_tls(socket, &server) else {
             return;
         };
         let head = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n";
@@ -102,7 +102,7 @@ fn an_answer_in_1_byte_records_costs_little_cpu() {
     let identity = hostile::identity();
     let server = Arc::clone(&identity.server);
     let base = hostile::serve(move |socket| {
-        let Some(mut tls) = hostile::accept_tls(socket, &server) else {
+        let Some((mut tls, _, _)) = hostile::accept_tls(socket, &server) else {
             return;
         };
         let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";

@@ -19,6 +19,8 @@ mod challenge;
 mod executor;
 #[cfg(test)]
 mod hostile;
+#[cfg(test)]
+mod hostile_ca;
 mod http;
 mod order;
 mod renew;

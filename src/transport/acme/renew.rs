@@ -20,6 +20,11 @@
 //! new pair is kept and written after, so a crash between leaves none (a
 //! new order) rather than a wrong one.
 //!
+//! A certificate the CA hands in that is already expired, or not valid
+//! yet, by this clock, is refused as one that is not for the name is: not
+//! served, not kept, the order failed (counted, logged, tried again after
+//! the backoff), the certificate in use kept.
+//!
 //! An order runs under `catch_unwind`: a panic in the protocol library is
 //! a failed order, not a dead thread.
 
@@ -78,6 +83,16 @@ impl Renewer {
         let roots = crate::transport::roots(true, settings.ca.as_deref())
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         let client = Client::new(roots).map_err(std::io::Error::other)?;
+        Renewer::start_with(settings, client, status, deliver)
+    }
+
+    /// Starts the thread with `client` (the tests' has short limits).
+    fn start_with(
+        settings: Settings,
+        client: Client,
+        status: AcmeStatus,
+        deliver: Deliver,
+    ) -> std::io::Result<Renewer> {
         let (wake, woken) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("acme".into())
@@ -275,6 +290,10 @@ fn order_once(settings: &Settings, client: &Client) -> Result<(Served, Validity)
     .map_err(|_| "the ACME client failed (a panic)".to_string())?
     .map_err(|stalled| stalled.to_string())??;
     let (served, validity) = usable(settings, &issued.chain, &issued.key)
+        .and_then(|(served, validity)| match out_of_date(validity, now()) {
+            Some(why) => Err(why),
+            None => Ok((served, validity)),
+        })
         .map_err(|why| format!("the CA issued a certificate that cannot be served: {why}"))?;
     let dir = settings.dir.path();
     let _ = fs::remove_file(dir.join(ISSUER));
@@ -283,6 +302,27 @@ fn order_once(settings: &Settings, client: &Client) -> Result<(Served, Validity)
         warn!(target: "plantstore", "ACME: cannot write {}: {e}; the next start orders a new certificate", dir.join(ISSUER).display());
     }
     Ok((served, validity))
+}
+
+/// Why a certificate just obtained cannot be served at `now`: it has
+/// expired, or is not valid yet. Either would make clients refuse the
+/// server, so it neither replaces the certificate in use nor is kept; the
+/// order counts as failed and is tried again after the backoff.
+fn out_of_date(validity: Validity, now: i64) -> Option<String> {
+    let clock = Validity::moment(now);
+    if now >= validity.not_after {
+        Some(format!(
+            "it expired at {} (the clock says {clock}; is it right?)",
+            Validity::moment(validity.not_after)
+        ))
+    } else if now < validity.not_before {
+        Some(format!(
+            "it is not valid until {} (the clock says {clock}; is it right?)",
+            Validity::moment(validity.not_before)
+        ))
+    } else {
+        None
+    }
 }
 
 /// The kept certificate, when it is for the name and not expired.
