@@ -114,3 +114,43 @@ fn a_close_before_the_answer_is_whole_is_an_error() {
         assert!(answer.close().is_err());
     }
 }
+
+#[test]
+fn bytes_changed_at_random_and_cut_at_random_never_panic_and_read_alike() {
+    let answers: [&[u8]; 3] = [
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;x=y\r\n world\r\n0\r\n\r\n",
+        b"HTTP/1.1 201 Created\r\nContent-Length: 5\r\nReplay-Nonce: abc\r\n\r\nhello",
+        b"HTTP/1.1 200 OK\nContent-Length: 2\n\nok",
+    ];
+    // A small linear congruential generator: the same cases every run.
+    let mut seed: u64 = 0x5eed;
+    let mut next = move |below: usize| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        (seed >> 33) as usize % below.max(1)
+    };
+    for round in 0..2_000 {
+        let mut bytes = answers[round % answers.len()].to_vec();
+        for _ in 0..1 + next(3) {
+            let at = next(bytes.len());
+            bytes[at] = b"\r\n0;:aZ \x00\xff"[next(10)];
+        }
+        let whole = parse(&bytes, false, true);
+        let mut answer = Answer::new(false);
+        let mut rest = &bytes[..];
+        let cut = loop {
+            if rest.is_empty() {
+                break answer.close();
+            }
+            let (now, later) = rest.split_at(1 + next(rest.len()));
+            rest = later;
+            match answer.push(now) {
+                Ok(None) => {}
+                Ok(Some(parsed)) => break Ok(parsed),
+                Err(e) => break Err(e),
+            }
+        };
+        if let (Ok(Some(whole)), Ok(cut)) = (&whole, &cut) {
+            assert_eq!(whole, cut, "{:?}", String::from_utf8_lossy(&bytes));
+        }
+    }
+}
