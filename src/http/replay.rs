@@ -48,12 +48,20 @@ pub struct Exchange {
 /// no deadline fires; every byte the protocol offers is "sent" at once.
 pub fn exchange(reads: &[&[u8]], limits: Limits) -> Exchange {
     let recorder = Recorder::default();
+    let output = serve(&recorder, reads, limits);
+    let seen = std::mem::take(&mut *lock(&recorder.seen));
+    Exchange { seen, output }
+}
+
+/// [`exchange`] with `handler` answering instead of the recorder: every
+/// byte the server wrote.
+pub fn serve(handler: &dyn Handler, reads: &[&[u8]], limits: Limits) -> Vec<u8> {
     let peer = SocketAddr::from(([127, 0, 0, 1], 1));
     let now = Instant::now();
     let mut protocol = Protocol::new(limits, peer, now);
     let mut output = Vec::new();
     let mut step = |protocol: &mut Protocol| {
-        session::drive(protocol, &recorder, peer, None, None, now);
+        session::drive(protocol, handler, peer, None, None, now);
         // Sending may let a streamed body make more.
         while !protocol.output().is_empty() {
             let out = protocol.output();
@@ -72,8 +80,7 @@ pub fn exchange(reads: &[&[u8]], limits: Limits) -> Exchange {
     }
     protocol.closed_by_peer();
     step(&mut protocol);
-    let seen = std::mem::take(&mut *lock(&recorder.seen));
-    Exchange { seen, output }
+    output
 }
 
 /// Records each request; reads the body when the path starts with `/b`

@@ -148,7 +148,10 @@ impl Handler for Gate {
 }
 
 /// HTTP-01's listener: the key authorization at
-/// `/.well-known/acme-challenge/TOKEN`, a 308 to HTTPS for the rest.
+/// `/.well-known/acme-challenge/TOKEN`, a 308 to HTTPS for the rest. Only
+/// an origin-form target (one that starts with `/`) is redirected: any
+/// other (`@evil.example/x`, `http://elsewhere/`, `*`) pasted after the
+/// host would make a URL of another host, so it is answered 400.
 struct Answers {
     challenges: Challenges,
     https_port: u16,
@@ -178,6 +181,9 @@ impl Handler for Answers {
         let Some(host) = host else {
             return Response::error(400, "a Host header is needed to redirect to HTTPS");
         };
+        if !request.target().starts_with('/') {
+            return Response::error(400, "only a path (starting with /) is redirected to HTTPS");
+        }
         let port = match self.https_port {
             443 => String::new(),
             port => format!(":{port}"),
@@ -195,4 +201,43 @@ fn host_alone(host: &str) -> &str {
         return host.split_inclusive(']').next().unwrap_or(host);
     }
     host.split(':').next().unwrap_or(host)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the HTTP-01 listener answers `request` (the HTTPS port 8443).
+    fn answer(request: &str) -> String {
+        let answers = Answers {
+            challenges: Challenges::default(),
+            https_port: 8443,
+        };
+        let out = crate::http::replay::serve(&answers, &[request.as_bytes()], Limits::default());
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[test]
+    fn a_path_is_redirected_to_https_on_the_host_named() {
+        let out = answer("GET /plants?x=1 HTTP/1.1\r\nHost: shop.example:80\r\n\r\n");
+        assert!(out.starts_with("HTTP/1.1 308 "), "{out}");
+        assert!(
+            out.contains("\r\nLocation: https://shop.example:8443/plants?x=1\r\n"),
+            "{out}"
+        );
+    }
+
+    /// Regression: `GET @evil.example/x` was redirected to
+    /// `https://shop.example:8443@evil.example/x`, a URL whose host is
+    /// evil.example.
+    #[test]
+    fn a_target_that_is_not_a_path_is_refused_not_redirected() {
+        for target in ["@evil.example/x", "*", ".evil.example/", "evil"] {
+            let out = answer(&format!(
+                "GET {target} HTTP/1.1\r\nHost: shop.example\r\n\r\n"
+            ));
+            assert!(!out.contains("Location"), "{target}: {out}");
+            assert!(out.starts_with("HTTP/1.1 400 "), "{target}: {out}");
+        }
+    }
 }
