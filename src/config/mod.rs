@@ -283,8 +283,8 @@ fn tls(
             };
             return Err(ConfigError::Excludes("--tls-auto", given));
         }
-        crate::transport::check_dir(&dir).map_err(ConfigError::Tls)?;
-        return Ok(Some(crate::transport::Setup::Auto(dir)));
+        let claim = crate::transport::check_dir(&dir).map_err(ConfigError::Tls)?;
+        return Ok(Some(crate::transport::Setup::Auto(dir, claim)));
     }
     let files = match (cert, key) {
         (None, None) => return Ok(None),

@@ -25,8 +25,8 @@ impl Https {
     pub fn start(setup: &Setup, names: &Names) -> Result<Https, TlsError> {
         match setup {
             Setup::Files(files, served) => Https::new(files, served),
-            Setup::Auto(dir) => {
-                let (ca, made) = LocalCa::open(dir, names)?;
+            Setup::Auto(dir, claim) => {
+                let (ca, made) = LocalCa::open(dir, claim, names)?;
                 info!(
                     target: "plantstore",
                     "tls-auto: local CA {}/ca.pem ({}), SHA-256 fingerprint {}; a client trusts it \

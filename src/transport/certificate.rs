@@ -21,9 +21,10 @@ use super::{TlsError, TlsFiles, Validity};
 pub enum Setup {
     /// `--tls-cert` and `--tls-key`, and what they made.
     Files(TlsFiles, Served),
-    /// `--tls-auto`: the directory (checked, made if missing); the CA and
-    /// the certificate are read or made at start (`auto.rs`).
-    Auto(std::path::PathBuf),
+    /// `--tls-auto`: the directory (checked, made if missing, and claimed
+    /// for the server's life); the CA and the certificate are read or made
+    /// at start (`auto.rs`).
+    Auto(std::path::PathBuf, super::Claim),
 }
 
 impl Setup {
@@ -32,7 +33,7 @@ impl Setup {
     pub fn validity(&self) -> Option<Validity> {
         match self {
             Setup::Files(_, served) => served.validity,
-            Setup::Auto(_) => None,
+            Setup::Auto(..) => None,
         }
     }
 }

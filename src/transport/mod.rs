@@ -72,6 +72,8 @@ pub use plain::{ClientTls, Expiry, Https, Served, Setup, StartTlsError};
 pub use resolver::{ACME_TLS_ALPN, AlpnChallenge};
 #[cfg(feature = "tls")]
 pub use served::{Part, Served, from_pem, load};
+#[cfg(feature = "tls")]
+pub use state_dir::Claim;
 pub use status::AcmeStatus;
 #[cfg(feature = "tls")]
 pub use trust::{ClientTls, client_config, roots};

@@ -25,10 +25,12 @@ const ACCOUNT: &str = "account.json";
 const CERT: &str = "cert.pem";
 const KEY: &str = "key.pem";
 
-/// The state directory, checked.
+/// The state directory, checked, and claimed for as long as a clone of
+/// this lives (no other server writes in it meanwhile).
 #[derive(Debug, Clone)]
 pub struct StateDir {
     path: PathBuf,
+    _claim: state_dir::Claim,
 }
 
 /// `account.json`.
@@ -39,12 +41,15 @@ struct Stored {
 }
 
 impl StateDir {
-    /// The directory at `path`, made (0700) if missing; refused if it is
-    /// a symlink, not a directory, or cannot be written (`state_dir`).
+    /// The directory at `path`, made (0700) if missing, and claimed;
+    /// refused if it is a symlink, not a directory, writable by every user
+    /// or another user's, cannot be written, or another server holds it
+    /// (`state_dir`).
     pub fn open(path: &Path) -> Result<StateDir, String> {
-        state_dir::open(path).map_err(|why| format!("{} {why}", path.display()))?;
+        let claim = state_dir::open(path).map_err(|why| format!("{} {why}", path.display()))?;
         Ok(StateDir {
             path: path.to_path_buf(),
+            _claim: claim,
         })
     }
 
@@ -174,6 +179,21 @@ mod tests {
         fs::write(base.join("real").join(ACCOUNT), "{garbage").unwrap();
         let err = dir.account("https://acme.test/dir").err().unwrap();
         assert!(err.contains("not an account this server wrote"), "{err}");
+        let _ = fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn a_directory_another_server_holds_is_refused() {
+        let base = temporary("claimed");
+        let dir = StateDir::open(&base).unwrap();
+        let err = StateDir::open(&base).unwrap_err();
+        assert!(err.contains("in use by another server"), "{err}");
+        assert!(
+            err.contains(&format!("process {}", std::process::id())),
+            "{err}"
+        );
+        drop(dir);
+        StateDir::open(&base).unwrap();
         let _ = fs::remove_dir_all(&base);
     }
 }

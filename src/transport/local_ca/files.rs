@@ -11,12 +11,14 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::{Digest, Sha256};
 
-use super::super::{TlsError, in_file, state_dir};
+use super::super::state_dir::{self, Claim};
+use super::super::{TlsError, in_file};
 
-/// Checks `dir` as `--tls-auto` takes it (`state_dir::open`): made
-/// (0700) if missing; a symbolic link, what is not a directory, and a
-/// directory this process cannot write are refused.
-pub fn check_dir(dir: &Path) -> Result<(), TlsError> {
+/// Checks and claims `dir` as `--tls-auto` takes it (`state_dir::open`):
+/// made (0700) if missing; a symbolic link, what is not a directory, a
+/// directory every user may write or another user's, one this process
+/// cannot write, and one another server holds are refused.
+pub fn check_dir(dir: &Path) -> Result<Claim, TlsError> {
     state_dir::open(dir).map_err(|why| in_file(dir, why))
 }
 

@@ -36,6 +36,7 @@ use std::time::Duration;
 use rustls::pki_types::{CertificateDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
 
 use super::served::Served;
+use super::state_dir::Claim;
 use super::validity::now;
 use super::{Names, TlsError, in_file};
 pub use files::check_dir;
@@ -61,6 +62,8 @@ pub struct LocalCa(Arc<Inner>);
 #[derive(Debug)]
 struct Inner {
     dir: PathBuf,
+    /// The directory's claim: no other server writes in it meanwhile.
+    claim: Claim,
     /// The CA's certificate, DER and PEM, and its SHA-256 fingerprint.
     der: Vec<u8>,
     pem: String,
@@ -104,9 +107,10 @@ fn signing_time(path: &Path) -> Result<i64, TlsError> {
 }
 
 impl LocalCa {
-    /// The CA kept in `dir` (checked by [`check_dir`]), made now if `dir`
-    /// holds none (for the host `names` give); whether it was made.
-    pub fn open(dir: &Path, names: &Names) -> Result<(LocalCa, bool), TlsError> {
+    /// The CA kept in `dir` (checked and claimed by [`check_dir`], the
+    /// claim kept as long as the CA), made now if `dir` holds none (for
+    /// the host `names` give); whether it was made.
+    pub fn open(dir: &Path, claim: &Claim, names: &Names) -> Result<(LocalCa, bool), TlsError> {
         let key_path = dir.join(CA_KEY);
         let cert_path = dir.join(CA_CERT);
         let (key_text, cert_text) = (read(&key_path)?, read(&cert_path)?);
@@ -149,13 +153,18 @@ impl LocalCa {
                 der
             }
         };
-        let ca = LocalCa::from_parts(dir, &key, der)?;
+        let ca = LocalCa::from_parts(dir, claim, &key, der)?;
         Ok((ca, made))
     }
 
     /// The CA of `der` and `key`, checked to belong together and to be one
     /// this server made.
-    fn from_parts(dir: &Path, key: &rcgen::KeyPair, der: Vec<u8>) -> Result<LocalCa, TlsError> {
+    fn from_parts(
+        dir: &Path,
+        claim: &Claim,
+        key: &rcgen::KeyPair,
+        der: Vec<u8>,
+    ) -> Result<LocalCa, TlsError> {
         let cert_path = dir.join(CA_CERT);
         let foreign = |why: &str| in_file(&cert_path, why.to_string());
         let pkcs8 = PrivatePkcs8KeyDer::from(key.serialize_der());
@@ -169,6 +178,7 @@ impl LocalCa {
             .map(str::to_string);
         Ok(LocalCa(Arc::new(Inner {
             dir: dir.to_path_buf(),
+            claim: claim.clone(),
             pem: pem("CERTIFICATE", &der),
             fingerprint: fingerprint(&der),
             der,
@@ -289,7 +299,7 @@ impl LocalCa {
                 "is no longer the CA this server started with; restart to serve another CA",
             ));
         }
-        LocalCa::from_parts(&self.0.dir, &key, self.0.der.clone())?;
+        LocalCa::from_parts(&self.0.dir, &self.0.claim, &key, self.0.der.clone())?;
         Ok(key)
     }
 

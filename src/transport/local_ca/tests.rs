@@ -102,8 +102,8 @@ fn the_constraints_permit_the_host_local_names_loopback_and_private_ranges() {
 fn the_ca_refuses_to_vouch_for_names_outside_its_constraints() {
     let dir = TempDir::new("local-ca-constraints");
     let path = dir.join("tls");
-    check_dir(&path).unwrap();
-    let (ca, _) = LocalCa::open(&path, &names(Some("board"), &[])).unwrap();
+    let claim = check_dir(&path).unwrap();
+    let (ca, _) = LocalCa::open(&path, &claim, &names(Some("board"), &[])).unwrap();
     // The name constraints extension (2.5.29.30) is there, critical.
     let oid = [0x06, 0x03, 0x55, 0x1D, 0x1E];
     let der = ca.0.der.as_slice();
@@ -153,10 +153,10 @@ fn a_ca_name_gives_back_its_host() {
 fn a_first_open_makes_the_ca_and_a_second_keeps_it() {
     let dir = TempDir::new("local-ca");
     let path = dir.join("tls");
-    check_dir(&path).unwrap();
+    let claim = check_dir(&path).unwrap();
     assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o700);
     let given = names(Some("board"), &["192.168.1.20"]);
-    let (ca, made) = LocalCa::open(&path, &given).unwrap();
+    let (ca, made) = LocalCa::open(&path, &claim, &given).unwrap();
     assert!(made);
     assert_eq!(
         fs::metadata(path.join(CA_KEY)).unwrap().mode() & 0o777,
@@ -172,7 +172,7 @@ fn a_first_open_makes_the_ca_and_a_second_keeps_it() {
         common_name(&ca.0.der).as_deref().and_then(ca_host),
         Some(Some("board"))
     );
-    let (again, made) = LocalCa::open(&path, &given).unwrap();
+    let (again, made) = LocalCa::open(&path, &claim, &given).unwrap();
     assert!(!made);
     assert_eq!(again.fingerprint(), ca.fingerprint());
     // What is served is served under the lock: no other renewal between.
@@ -198,18 +198,18 @@ fn what_dir_must_not_hold_is_refused_naming_the_file() {
     let dir = TempDir::new("local-ca-bad");
     let given = names(None, &[]);
     let path = dir.join("tls");
-    check_dir(&path).unwrap();
+    let claim = check_dir(&path).unwrap();
     fs::write(path.join(CA_KEY), "garbage").unwrap();
-    let e = LocalCa::open(&path, &given).unwrap_err();
+    let e = LocalCa::open(&path, &claim, &given).unwrap_err();
     assert_eq!(e.file.as_deref(), Some(path.join(CA_KEY).as_path()), "{e}");
     // A CA certificate without its key.
     fs::remove_file(path.join(CA_KEY)).unwrap();
     fs::write(path.join(CA_CERT), "x").unwrap();
-    let e = LocalCa::open(&path, &given).unwrap_err();
+    let e = LocalCa::open(&path, &claim, &given).unwrap_err();
     assert!(e.why.contains("without its key"), "{e}");
     // A key that is not the certificate's.
     fs::remove_file(path.join(CA_CERT)).unwrap();
-    let (ca, _) = LocalCa::open(&path, &given).unwrap();
+    let (ca, _) = LocalCa::open(&path, &claim, &given).unwrap();
     let other = issue::new_key().unwrap();
     write_file(
         &path.join(CA_KEY),
@@ -217,7 +217,7 @@ fn what_dir_must_not_hold_is_refused_naming_the_file() {
         0o600,
     )
     .unwrap();
-    let e = LocalCa::open(&path, &given).unwrap_err();
+    let e = LocalCa::open(&path, &claim, &given).unwrap_err();
     assert!(e.why.contains("not the certificate of ca.key"), "{e}");
     // The CA in use sees it on its next renewal, and refuses.
     assert!(ca.renew(&given).is_err());
@@ -235,7 +235,7 @@ fn what_dir_must_not_hold_is_refused_naming_the_file() {
     fs::set_permissions(&elsewhere, fs::Permissions::from_mode(0o644)).unwrap();
     fs::remove_file(path.join(CA_KEY)).unwrap();
     std::os::unix::fs::symlink(&elsewhere, path.join(CA_KEY)).unwrap();
-    let e = LocalCa::open(&path, &given).unwrap_err();
+    let e = LocalCa::open(&path, &claim, &given).unwrap_err();
     assert!(e.why.contains("not a plain file"), "{e}");
     assert_eq!(fs::metadata(&elsewhere).unwrap().mode() & 0o777, 0o644);
 }

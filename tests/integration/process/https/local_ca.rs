@@ -183,14 +183,16 @@ fn a_first_start_makes_a_ca_that_curl_trusts_for_every_loopback_name() {
     let key_url = format!("https://127.0.0.1:{port}/ca.key");
     let (_, body) = curl(&["-k", "-w", "%{http_code}"], &key_url);
     assert!(body.ends_with("404"), "{body}");
-    assert_served_over_ipv6_loopback(server.addr, &dir, &ca);
+    assert_served_over_ipv6_loopback(server, &dir, &ca);
 }
 
 /// ::1: the certificate names it, whether or not this host has IPv6
-/// loopback; where it has, a second server with the same `DIR` on `[::1]`
-/// is trusted there too (where it has not, that much is said).
-fn assert_served_over_ipv6_loopback(v4: SocketAddr, dir: &Path, ca: &Path) {
-    let text = served_as(v4, "-ext subjectAltName");
+/// loopback; where it has, the next server with the same `DIR` (`v4`
+/// stopped first: it holds `DIR`) on `[::1]` is trusted there too (where
+/// it has not, that much is said).
+fn assert_served_over_ipv6_loopback(v4: Running, dir: &Path, ca: &Path) {
+    let text = served_as(v4.addr, "-ext subjectAltName");
+    drop(v4);
     // openssl writes ::1 in full.
     assert!(text.contains("IP Address:0:0:0:0:0:0:0:1"), "{text}");
     if std::net::TcpListener::bind("[::1]:0").is_err() {

@@ -12,12 +12,15 @@
 //! - `webhooks.rs`: webhooks delivered to (or refused by) an https
 //!   receiver;
 //! - `local_ca.rs`: `--tls-auto`'s local CA (with a fixture of its own)
-//!   and `--hsts`.
+//!   and `--hsts`;
+//! - `local_ca_dir.rs`: who may hold `--tls-auto`'s directory (its
+//!   owner, its mode, one server at a time).
 
 mod certificates;
 mod clients;
 mod connections;
 mod local_ca;
+mod local_ca_dir;
 mod webhooks;
 
 use std::io::Read;
