@@ -35,6 +35,9 @@ impl Https {
                     if made { "made now" } else { "kept" },
                     ca.fingerprint()
                 );
+                if let Some(why) = ca.earlier() {
+                    warn!(target: "plantstore", "tls-auto: {}/ca.pem {why}", dir.display());
+                }
                 let renewal = ca.renew(names)?;
                 log_renewal(&ca, &renewal);
                 Https::from_source(Source::Auto(ca), &renewal.served, None)

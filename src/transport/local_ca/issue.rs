@@ -9,6 +9,18 @@
 //! phone cannot vouch for any other site. Its common name says what it is
 //! and for which host: `plantstore local CA <id> for <host>`.
 //!
+//! A name constraint permits the name and every name under it (RFC 5280),
+//! so the host's name is in the constraints (and its common name) only if
+//! it has two labels or more: a host named `dev` or `com` would let the CA
+//! vouch for `www.google.dev`. A single-label host is left out of the
+//! constraints and of the certificate, which names it as `<host>.local`
+//! (under `local`) instead. A host name like an IP address (`8.8.8.8`, any
+//! name whose last label is a number) is no DNS name a client would ask
+//! for (it would read it as an address): it is left out too, with the
+//! reason in the log, not refused, as any other name a certificate cannot
+//! hold. (Earlier versions put both in the constraints; such a CA is still
+//! taken as the server's own, `own.rs`.)
+//!
 //! Signing with a CA made at an earlier start: rcgen's `Issuer` needs the
 //! CA's distinguished name, its key and how it identifies keys, not the
 //! certificate; so the name is rebuilt from the common name read back out
@@ -134,7 +146,8 @@ fn is_private(ip: IpAddr) -> bool {
 }
 
 /// A host name a certificate can hold: letters, digits and hyphens in
-/// dot-separated labels of 1 to 63, 253 at most; lowercased.
+/// dot-separated labels of 1 to 63, 253 at most; lowercased. Not one like
+/// an IP address ([`like_address`]).
 pub(super) fn dns_name(name: &str) -> Option<String> {
     let name = name.trim().trim_end_matches('.').to_ascii_lowercase();
     let label_ok = |l: &str| {
@@ -143,7 +156,27 @@ pub(super) fn dns_name(name: &str) -> Option<String> {
             && !l.ends_with('-')
             && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
     };
-    (name.len() <= 253 && name.split('.').all(label_ok)).then_some(name)
+    let fits = name.len() <= 253 && name.split('.').all(label_ok);
+    (fits && !like_address(&name)).then_some(name)
+}
+
+/// Whether a client would read `name` as an IP address, not a host name:
+/// its last label is a number (decimal, or hex with `0x`), as in
+/// `8.8.8.8` or `0x7f.1` (the WHATWG URL rule).
+pub(super) fn like_address(name: &str) -> bool {
+    let last = name.trim_end_matches('.').rsplit('.').next().unwrap_or("");
+    let hex = last
+        .strip_prefix("0x")
+        .or_else(|| last.strip_prefix("0X"))
+        .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
+    hex || (!last.is_empty() && last.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The host name a new CA is made for, and its name constraints permit:
+/// `host` as [`dns_name`] takes it, if it has two labels or more (a
+/// constraint for `dev` would permit every name under `dev`).
+pub(super) fn ca_host_for(host: &str) -> Option<String> {
+    dns_name(host).filter(|name| name.contains('.') && name != "localhost")
 }
 
 /// Whether a CA made for `ca_host` permits the DNS name `name`.
@@ -153,9 +186,9 @@ fn permits(ca_host: Option<&str>, name: &str) -> bool {
 }
 
 /// The names and addresses a server certificate holds, and those left
-/// out (named, with why): the host's name and its `.local` name (when the
-/// CA permits them), `localhost`, 127.0.0.1, ::1, and each address given
-/// that is loopback or private, once each.
+/// out (named, with why): the host's name (not a single-label one) and its
+/// `.local` name (when the CA permits them), `localhost`, 127.0.0.1, ::1,
+/// and each address given that is loopback or private, once each.
 pub(super) fn server_names(names: &Names, ca_host: Option<&str>) -> (Vec<SanType>, Vec<String>) {
     let mut dns: Vec<String> = Vec::new();
     let mut left_out = Vec::new();
@@ -166,7 +199,17 @@ pub(super) fn server_names(names: &Names, ca_host: Option<&str>) -> (Vec<SanType
                     true => None,
                     false => Some(format!("{host}.local")),
                 };
-                for name in local.into_iter().chain([host]) {
+                let host = match host.contains('.') {
+                    true => Some(host),
+                    false => {
+                        left_out.push(format!(
+                            "{host} (a single-label name: a CA permitting it would permit \
+                             every name under it; {host}.local is named instead)"
+                        ));
+                        None
+                    }
+                };
+                for name in local.into_iter().chain(host) {
                     if permits(ca_host, &name) {
                         dns.push(name);
                     } else {
@@ -175,6 +218,9 @@ pub(super) fn server_names(names: &Names, ca_host: Option<&str>) -> (Vec<SanType
                 }
             }
             Some(_) => {}
+            None if like_address(host.trim()) => {
+                left_out.push(format!("{host} (a host name like an IP address)"));
+            }
             None => left_out.push(format!("{host} (not a DNS name)")),
         }
     }
@@ -207,6 +253,20 @@ pub(super) fn make_ca(
     host: Option<&str>,
     now: i64,
 ) -> Result<Vec<u8>, String> {
+    let validity = (now - BACKDATE, now + CA_SECONDS);
+    self_signed(key, common_name, host, validity, serial()?)
+}
+
+/// The CA [`make_ca`] makes, with its validity (Unix seconds) and serial
+/// given: all that is not random or the clock. (`own.rs` makes it again
+/// to tell a CA this code made from any other.)
+pub(super) fn self_signed(
+    key: &KeyPair,
+    common_name: &str,
+    host: Option<&str>,
+    (not_before, not_after): (i64, i64),
+    serial: SerialNumber,
+) -> Result<Vec<u8>, String> {
     let mut params = CertificateParams::default();
     params.distinguished_name = named(common_name);
     params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
@@ -219,9 +279,9 @@ pub(super) fn make_ca(
         permitted_subtrees: permitted(host),
         excluded_subtrees: Vec::new(),
     });
-    params.not_before = at(now - BACKDATE)?;
-    params.not_after = at(now + CA_SECONDS)?;
-    params.serial_number = Some(serial()?);
+    params.not_before = at(not_before)?;
+    params.not_after = at(not_after)?;
+    params.serial_number = Some(serial);
     let cert = params
         .self_signed(key)
         .map_err(|e| format!("cannot make the CA: {e}"))?;

@@ -26,6 +26,9 @@
 
 mod files;
 mod issue;
+mod own;
+#[cfg(test)]
+mod own_tests;
 #[cfg(test)]
 mod tests;
 
@@ -71,6 +74,8 @@ struct Inner {
     /// The CA's name, and the host it was made for.
     common_name: String,
     host: Option<String>,
+    /// What to say of a CA an earlier version made, unlike this one's.
+    earlier: Option<String>,
     /// How long a server certificate is valid.
     seconds: i64,
     /// One renewal at a time (SIGHUP and the timer may meet).
@@ -144,7 +149,7 @@ impl LocalCa {
         let der = match der {
             Some(der) => der,
             None => {
-                let host = names.host.as_deref().and_then(issue::dns_name);
+                let host = names.host.as_deref().and_then(issue::ca_host_for);
                 let id = crate::os::random_hex(4).map_err(|e| in_file(dir, e.to_string()))?;
                 let name = issue::ca_name(&id, host.as_deref());
                 let der = issue::make_ca(&key, &name, host.as_deref(), signing_time(&cert_path)?)
@@ -176,6 +181,11 @@ impl LocalCa {
         let host = issue::ca_host(&common_name)
             .ok_or_else(|| foreign("is not a CA this server made (its name is not one)"))?
             .map(str::to_string);
+        let earlier = match own::check(key, &der, &common_name, host.as_deref()) {
+            Ok(own::Own::Now) => None,
+            Ok(own::Own::Earlier(why)) => Some(why),
+            Err(why) => return Err(foreign(&why)),
+        };
         Ok(LocalCa(Arc::new(Inner {
             dir: dir.to_path_buf(),
             claim: claim.clone(),
@@ -184,6 +194,7 @@ impl LocalCa {
             der,
             common_name,
             host,
+            earlier,
             seconds: server_seconds(),
             renewing: Mutex::new(()),
         })))
@@ -197,6 +208,12 @@ impl LocalCa {
     /// The SHA-256 fingerprint of the CA's certificate, `AA:BB:...`.
     pub fn fingerprint(&self) -> &str {
         &self.0.fingerprint
+    }
+
+    /// Why the CA is not as this version makes them, if an earlier one
+    /// made it (`own.rs`): for a warning at start.
+    pub fn earlier(&self) -> Option<&str> {
+        self.0.earlier.as_deref()
     }
 
     /// The directory.

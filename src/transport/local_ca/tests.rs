@@ -29,7 +29,7 @@ fn texts(sans: &[rcgen::SanType]) -> Vec<String> {
 #[test]
 fn a_certificate_names_the_host_loopback_and_private_addresses_only() {
     let given = names(
-        Some("Board"),
+        Some("Board.LAN"),
         &[
             "127.0.0.1",
             "192.168.1.20",
@@ -39,12 +39,12 @@ fn a_certificate_names_the_host_loopback_and_private_addresses_only() {
             "::1",
         ],
     );
-    let (sans, left_out) = server_names(&given, Some("board"));
+    let (sans, left_out) = server_names(&given, Some("board.lan"));
     assert_eq!(
         texts(&sans),
         [
-            "board",
-            "board.local",
+            "board.lan",
+            "board.lan.local",
             "localhost",
             "127.0.0.1",
             "::1",
@@ -59,13 +59,13 @@ fn a_certificate_names_the_host_loopback_and_private_addresses_only() {
 
 #[test]
 fn a_host_the_ca_was_not_made_for_keeps_only_its_local_name() {
-    let (sans, left_out) = server_names(&names(Some("renamed"), &[]), Some("board"));
+    let (sans, left_out) = server_names(&names(Some("renamed.lan"), &[]), Some("board.lan"));
     assert_eq!(
         texts(&sans),
-        ["localhost", "renamed.local", "127.0.0.1", "::1"]
+        ["localhost", "renamed.lan.local", "127.0.0.1", "::1"]
     );
     assert_eq!(left_out.len(), 1);
-    assert!(left_out[0].starts_with("renamed "), "{left_out:?}");
+    assert!(left_out[0].starts_with("renamed.lan "), "{left_out:?}");
     let (sans, left_out) = server_names(&names(Some("bad_name!"), &[]), None);
     assert_eq!(texts(&sans), ["localhost", "127.0.0.1", "::1"]);
     assert!(left_out[0].contains("not a DNS name"), "{left_out:?}");
@@ -81,10 +81,10 @@ fn host_names_are_checked_and_lowercased() {
 
 #[test]
 fn the_constraints_permit_the_host_local_names_loopback_and_private_ranges() {
-    let trees = permitted(Some("board"));
+    let trees = permitted(Some("board.lan"));
     let text = format!("{trees:?}");
     for want in [
-        "DnsName(\"board\")",
+        "DnsName(\"board.lan\")",
         "DnsName(\"local\")",
         "DnsName(\"localhost\")",
         "V4([127, 0, 0, 0], [255, 0, 0, 0])",
@@ -103,7 +103,7 @@ fn the_ca_refuses_to_vouch_for_names_outside_its_constraints() {
     let dir = TempDir::new("local-ca-constraints");
     let path = dir.join("tls");
     let claim = check_dir(&path).unwrap();
-    let (ca, _) = LocalCa::open(&path, &claim, &names(Some("board"), &[])).unwrap();
+    let (ca, _) = LocalCa::open(&path, &claim, &names(Some("board.lan"), &[])).unwrap();
     // The name constraints extension (2.5.29.30) is there, critical.
     let oid = [0x06, 0x03, 0x55, 0x1D, 0x1E];
     let der = ca.0.der.as_slice();
@@ -155,7 +155,7 @@ fn a_first_open_makes_the_ca_and_a_second_keeps_it() {
     let path = dir.join("tls");
     let claim = check_dir(&path).unwrap();
     assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o700);
-    let given = names(Some("board"), &["192.168.1.20"]);
+    let given = names(Some("board.lan"), &["192.168.1.20"]);
     let (ca, made) = LocalCa::open(&path, &claim, &given).unwrap();
     assert!(made);
     assert_eq!(
@@ -170,7 +170,7 @@ fn a_first_open_makes_the_ca_and_a_second_keeps_it() {
     );
     assert_eq!(
         common_name(&ca.0.der).as_deref().and_then(ca_host),
-        Some(Some("board"))
+        Some(Some("board.lan"))
     );
     let (again, made) = LocalCa::open(&path, &claim, &given).unwrap();
     assert!(!made);
@@ -185,7 +185,7 @@ fn a_first_open_makes_the_ca_and_a_second_keeps_it() {
     assert_eq!(kept.served.key.cert, first.served.key.cert);
     // A new address: a new certificate, from the same CA.
     let moved = again
-        .renew(&names(Some("board"), &["192.168.1.21"]))
+        .renew(&names(Some("board.lan"), &["192.168.1.21"]))
         .unwrap();
     assert!(moved.made);
     assert!(moved.names.contains(&"192.168.1.21".to_string()));
