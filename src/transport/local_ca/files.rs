@@ -1,6 +1,6 @@
-//! The local CA's directory and files: `DIR` checked (and made) and files
-//! replaced whole, both by `state_dir.rs`, which ACME's store shares; PEM
-//! written and read back; the key's mode kept; the CA's name read out of
+//! The local CA's directory and files: `DIR` checked (made) and claimed,
+//! and files replaced whole, both by `state_dir.rs`, which ACME's store
+//! shares; PEM written and read back; the key's mode kept; the CA's name read out of
 //! its certificate.
 
 use std::fs;

@@ -7,18 +7,22 @@
 //! how: `issue.rs`.
 //!
 //! `DIR` (made 0700 if missing; refused if it is a symbolic link, not a
-//! directory, or cannot be written) holds `ca.key` (the CA's key, PKCS#8
-//! PEM, 0600, never served), `ca.pem` (the CA's certificate, served at
-//! `GET /ca.pem`) and `server.pem` (the server's key and certificate in one
-//! file, 0600, so that a crash between two writes cannot leave a key
-//! beside another key's certificate). Each is written to a temporary file
-//! and renamed into place. What cannot be read, is not what this server
+//! directory, writable by every user, another user's, cannot be written,
+//! or another server holds it: `state_dir.rs`, whose claim the CA keeps)
+//! holds `ca.key` (the CA's key, PKCS#8 PEM, 0600, never served), `ca.pem`
+//! (the CA's certificate, served at `GET /ca.pem`) and `server.pem` (the
+//! server's key and certificate in one file, 0600, so that a crash between
+//! two writes cannot leave a key beside another key's certificate), and
+//! the claim's `lock`. Each is written to a temporary file and renamed
+//! into place. What cannot be read, is not what this server
 //! writes, or does not match is refused, naming the file, and nothing in
 //! `DIR` is overwritten: at start that stops the server (exit 2), on a
 //! renewal the certificate in use stays. A `ca.pem` without its `ca.key`
 //! is refused (a CA cannot sign without its key); a `ca.key` without its
 //! `ca.pem` (a first start stopped between the two) gets a new CA
-//! certificate for it.
+//! certificate for it. A `ca.pem` is this server's CA only if it is the
+//! one this code makes with `ca.key` (`own.rs`), not by its name; one an
+//! earlier version made is kept with a warning, as `own.rs` says.
 //!
 //! Test hook: `PLANTSTORE_TEST_CERT_SECONDS` (read once, in
 //! [`LocalCa::open`]) makes the server's certificates valid that many
