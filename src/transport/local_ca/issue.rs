@@ -204,7 +204,7 @@ pub(super) fn server_names(names: &Names, ca_host: Option<&str>) -> (Vec<SanType
                     false => {
                         left_out.push(format!(
                             "{host} (a single-label name: a CA permitting it would permit \
-                             every name under it; {host}.local is named instead)"
+                             every name under it; its .local name is named instead)"
                         ));
                         None
                     }
