@@ -111,13 +111,9 @@ fn claim(dir: &Path) -> Result<Claim, String> {
     match file.try_lock() {
         Ok(()) => {}
         Err(fs::TryLockError::WouldBlock) => {
-            let mut text = String::new();
-            let _ = io::Read::by_ref(&mut file)
-                .take(32)
-                .read_to_string(&mut text);
-            let holder = match text.trim().parse::<u32>() {
-                Ok(pid) => format!("process {pid}"),
-                Err(_) => "another process".to_string(),
+            let holder = match holder(&mut file) {
+                Some(pid) => format!("process {pid}"),
+                None => "another process".to_string(),
             };
             return Err(format!(
                 "is in use by another server ({holder} holds its lock, {}); stop that \
@@ -132,6 +128,22 @@ fn claim(dir: &Path) -> Result<Claim, String> {
         .and_then(|()| file.write_all(format!("{}\n", std::process::id()).as_bytes()));
     written.map_err(|e| format!("cannot be written ({LOCK}: {e})"))?;
     Ok(Claim(Arc::new(file)))
+}
+
+/// The process id in a lock file another process holds. A holder that
+/// has just taken the lock writes its id a moment later: read again for a
+/// few milliseconds until it is there.
+fn holder(file: &mut File) -> Option<u32> {
+    for _ in 0..20 {
+        let mut text = String::new();
+        let read = io::Seek::rewind(file)
+            .and_then(|()| io::Read::by_ref(file).take(32).read_to_string(&mut text));
+        if let Some(pid) = read.ok().and_then(|_| text.trim().parse().ok()) {
+            return Some(pid);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    None
 }
 
 /// Removes the temporary files of writes a crash cut short (named as

@@ -6,11 +6,11 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use super::TOKEN;
-use crate::process::binary::{command_to_exit, run_to_exit, server_command};
+use crate::process::binary::{run_to_exit, server_command};
 use crate::support::{PATIENCE, TempDir};
 
 /// The public key of a PEM key or certificate, as openssl prints it.
@@ -28,6 +28,48 @@ fn public_key(args: &[&str], file: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Two servers started at once with `--tls-auto DIR`, their stderr in
+/// files beside `DIR`: (exit code of the one that stopped, its stderr,
+/// the stderr of the one still running once it listens), or a panic
+/// with both if that is not how it went within `PATIENCE`.
+fn race(dir: &Path) -> (Option<i32>, String, String) {
+    let dir_text = dir.display().to_string();
+    let spawn = |name: &str| {
+        let log = dir.with_file_name(name);
+        let mut command = server_command(&["--tls-auto", &dir_text], Some(TOKEN));
+        command.stdout(Stdio::null());
+        command.stderr(std::fs::File::create(&log).unwrap());
+        (command.spawn().unwrap(), log)
+    };
+    let mut servers = [spawn("a.log"), spawn("b.log")];
+    let read = |log: &Path| std::fs::read_to_string(log).unwrap_or_default();
+    let started = Instant::now();
+    let result = loop {
+        let exited: Vec<usize> = (0..2)
+            .filter(|&i| servers[i].0.try_wait().unwrap().is_some())
+            .collect();
+        if let [stopped] = exited[..] {
+            let running = &servers[1 - stopped].1;
+            if read(running).contains("listening on https://") {
+                let code = servers[stopped].0.wait().unwrap().code();
+                break Some((code, read(&servers[stopped].1), read(running)));
+            }
+        }
+        if exited.len() == 2 || started.elapsed() > PATIENCE {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for (child, _) in &mut servers {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    result.unwrap_or_else(|| {
+        let (a, b) = (read(&servers[0].1), read(&servers[1].1));
+        panic!("not one serving and one stopped:\n{a}\n{b}")
+    })
+}
+
 /// Regression: two servers on one fresh `DIR` shared temporary names and
 /// no lock; some rounds left a `ca.key` beside another key's `ca.pem`,
 /// others had neither serve.
@@ -36,28 +78,14 @@ fn two_servers_on_one_dir_at_once_leave_one_serving_and_one_ca() {
     for round in 0..3 {
         let scratch = TempDir::new("tls-auto-race");
         let dir = scratch.join("tls");
-        let dir_text = dir.display().to_string();
-        // Each runs 3 s unless it exits: the one that holds DIR serves on.
-        let race = || {
-            let command = server_command(&["--tls-auto", &dir_text], Some(TOKEN));
-            command_to_exit(command, Duration::from_secs(3))
-        };
-        let (a, b) = std::thread::scope(|s| {
-            let a = s.spawn(race);
-            let b = s.spawn(race);
-            (a.join().unwrap(), b.join().unwrap())
-        });
-        let (served, refused) = match (a.0, b.0) {
-            (None, Some(2)) => (a.1, b.1),
-            (Some(2), None) => (b.1, a.1),
-            _ => panic!("round {round}: not one serving and one refused: {a:?} {b:?}"),
-        };
-        assert!(served.contains("listening on https://"), "{served}");
+        let (code, refused, served) = race(&dir);
+        assert_eq!(code, Some(2), "round {round}: {refused}");
         assert!(
             refused.contains("is in use by another server (process "),
             "{refused}"
         );
         assert!(refused.contains("stop that server first"), "{refused}");
+        assert!(served.contains("(made now)"), "{served}");
         let ca = public_key(&["x509", "-noout", "-pubkey", "-in"], &dir.join("ca.pem"));
         let key = public_key(&["pkey", "-pubout", "-in"], &dir.join("ca.key"));
         assert_eq!(
