@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use plantstore::model::{Capacity, NewPlant, Order, Plant, Position, Query, fold};
+use plantstore::model::{Budget, Capacity, NewPlant, Order, Plant, Position, Query, fold};
 use plantstore::store::Store;
 
 const PLANTS: i64 = 1_000_000;
@@ -92,7 +92,7 @@ fn pages(store: &Store, query: &Query, rounds: u64) -> String {
             after: Some(after),
             ..query.clone()
         };
-        let page = timed(&mut times, || store.query(&query, usize::MAX));
+        let page = timed(&mut times, || store.query(&query, Budget::UNBOUNDED));
         assert!(page.items.len() == query.limit || !page.more);
     }
     spread(times)
@@ -102,7 +102,7 @@ fn pages(store: &Store, query: &Query, rounds: u64) -> String {
 fn firsts(store: &Store, query: &Query, rounds: u32, want: usize) -> String {
     let mut times = Vec::new();
     for _ in 0..rounds {
-        let page = timed(&mut times, || store.query(query, usize::MAX));
+        let page = timed(&mut times, || store.query(query, Budget::UNBOUNDED));
         assert_eq!(page.items.len(), want);
     }
     spread(times)
@@ -185,7 +185,7 @@ fn beside(store: &Arc<Store>, searchers: usize, query: &Query, from: i64) -> Str
             let (store, stop, query) = (Arc::clone(store), Arc::clone(&stop), query.clone());
             thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    store.query(&query, usize::MAX);
+                    store.query(&query, Budget::UNBOUNDED);
                 }
             })
         })

@@ -5,8 +5,11 @@
 //! store reads the page through the door.
 //!
 //! A page is at most `limit` plants and at most [`PAGE_BYTES`] of JSON:
-//! the store copies out no more plants than that could hold, and the page
-//! ends before the record that would cross it. A large page is streamed a
+//! the page ends before the record that would cross it. The store is
+//! given that budget (`model::Budget`, with the fields shown) and takes
+//! plants only while they fit, so a page costs what it sends, whatever
+//! its `limit` and however long the names; the API measures again what it
+//! was given, so no store's page can pass it. A large page is streamed a
 //! piece at a time ([`PIECE_BYTES`]).
 
 use super::Call;
@@ -14,7 +17,7 @@ use super::query::{Fields, ListQuery};
 use super::reply::reply;
 use super::{ApiError, App};
 use crate::http::{Fill, Request, Response, Stream};
-use crate::model::{Plant, PlantRecord, escaped_len};
+use crate::model::{Budget, Plant, PlantRecord};
 
 /// Largest body of a listing page, in bytes: a page ends before the
 /// record that would take its JSON past this, so fewer than `limit` plants
@@ -37,9 +40,10 @@ const PIECE_BYTES: usize = 32 * 1024;
 pub(super) fn list(app: &App, request: &mut Request<'_>, call: Call) -> Result<Response, ApiError> {
     let query = ListQuery::parse(&call.query)?;
     let base = base_url(request);
-    // Plants past PAGE_BYTES of names and tags could not be sent: their
-    // JSON is longer still.
-    let outcome = app.plants.page(query.store.clone(), PAGE_BYTES);
+    // The store takes no more plants than a page of PAGE_BYTES holds.
+    let outcome = app
+        .plants
+        .page(query.store.clone(), query.fields.budget(PAGE_BYTES));
     reply(app, request, call.row, outcome, move |page| {
         let response = page_response(&query, base.as_deref(), page.items, page.more);
         Ok(match page.total {
@@ -70,7 +74,7 @@ fn page_response(
     mut items: Vec<(i64, Plant)>,
     more: bool,
 ) -> Response {
-    let (included, bytes) = fitting(&items, query.fields, PAGE_BYTES);
+    let (included, bytes) = fitting(&items, query.fields.budget(PAGE_BYTES));
     let more = included < items.len() || more;
     items.truncate(included);
     let link = match items.last() {
@@ -99,43 +103,18 @@ fn page_response(
     }
 }
 
-/// How many leading `items` fit in `cap` bytes of JSON array (at least
-/// one), and the length of that array.
-fn fitting(items: &[(i64, Plant)], fields: Fields, cap: usize) -> (usize, usize) {
-    // The brackets, then each record and the comma before it.
-    let mut bytes = 2;
+/// How many leading `items` fit in the budget's bytes of JSON array (at
+/// least one), and the length of that array.
+fn fitting(items: &[(i64, Plant)], budget: Budget) -> (usize, usize) {
+    let mut bytes = Budget::EMPTY;
     for (included, (id, plant)) in items.iter().enumerate() {
-        let record = record_len(*id, plant, fields) + usize::from(included > 0);
-        if included > 0 && bytes + record > cap {
-            return (included, bytes);
+        let record = budget.record_len(*id, &plant.name, plant.tag.as_deref());
+        match budget.add(bytes, included, record) {
+            Some(grown) => bytes = grown,
+            None => return (included, bytes),
         }
-        bytes += record;
     }
     (items.len(), bytes)
-}
-
-/// The length of a record's JSON with these fields.
-fn record_len(id: i64, plant: &Plant, fields: Fields) -> usize {
-    if fields == Fields::ALL {
-        return PlantRecord::new(id, plant).json_len();
-    }
-    let mut parts = Vec::with_capacity(3);
-    if fields.id {
-        // "id":N
-        let digits = id
-            .unsigned_abs()
-            .checked_ilog10()
-            .map_or(1, |d| d as usize + 1);
-        parts.push(5 + usize::from(id < 0) + digits);
-    }
-    if fields.name {
-        parts.push(9 + escaped_len(&plant.name));
-    }
-    if let (true, Some(tag)) = (fields.tag, &plant.tag) {
-        parts.push(8 + escaped_len(tag));
-    }
-    // The braces and the commas between the parts.
-    2 + parts.iter().sum::<usize>() + parts.len().saturating_sub(1)
 }
 
 /// Writes a record with these fields (`PlantRecord`'s order and form).

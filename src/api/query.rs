@@ -18,7 +18,7 @@
 //! `0.99999999999999999` is not an integer and is refused, not rounded.
 
 use super::{ApiError, cursor};
-use crate::model::{CURSOR_NAME, MAX_SEARCH, Order, Query, fold, int64_text};
+use crate::model::{Budget, CURSOR_NAME, MAX_SEARCH, Order, Query, fold, int64_text};
 
 /// Default and largest page sizes.
 pub const DEFAULT_LIMIT: usize = 100;
@@ -71,6 +71,16 @@ impl Fields {
             }
         }
         Some(fields)
+    }
+
+    /// A page's budget of `bytes` of JSON with these fields shown.
+    pub fn budget(self, bytes: usize) -> Budget {
+        Budget {
+            bytes,
+            id: self.id,
+            name: self.name,
+            tag: self.tag,
+        }
     }
 
     /// As the `fields` parameter writes them.

@@ -33,7 +33,7 @@ mod text;
 
 pub use change::{ChangeHook, ChangeKind, ChangeLog, LogAnswer, PlantChange};
 pub use decimal::int64_text;
-pub use page::{CURSOR_NAME, NameBound, Order, Page, Position, Query, name_hash};
+pub use page::{Budget, CURSOR_NAME, NameBound, Order, Page, Position, Query, name_hash};
 pub use plural::plural;
 pub use refusal::{Answer, NotDone, Refusal, Unavailable};
 pub use search::{MAX_SEARCH, contains_folded, contains_folded_bytes, fold};

@@ -181,6 +181,71 @@ fn successor(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
+/// How many bytes of JSON a page may hold: the array of its records, each
+/// written as `PlantRecord` writes it with the fields shown (`fields` in
+/// the API), a comma between them. A store takes plants into a page only
+/// while they fit, so that it copies no more than the page it answers
+/// (the first record goes in however large, so paging always advances);
+/// the API writes the same records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// The array's bytes, at most.
+    pub bytes: usize,
+    /// Whether each record shows its id, its name, its tag.
+    pub id: bool,
+    pub name: bool,
+    pub tag: bool,
+}
+
+impl Budget {
+    /// No bound, every field shown.
+    pub const UNBOUNDED: Budget = Budget::of(usize::MAX);
+
+    /// At most `bytes`, every field shown.
+    pub const fn of(bytes: usize) -> Budget {
+        Budget {
+            bytes,
+            id: true,
+            name: true,
+            tag: true,
+        }
+    }
+
+    /// The length of plant `id`'s record, with the fields shown.
+    pub fn record_len(&self, id: i64, name: &str, tag: Option<&str>) -> usize {
+        let mut parts = [0usize; 3];
+        if self.id {
+            // "id":N
+            let digits = id
+                .unsigned_abs()
+                .checked_ilog10()
+                .map_or(1, |d| d as usize + 1);
+            parts[0] = 5 + usize::from(id < 0) + digits;
+        }
+        if self.name {
+            parts[1] = 9 + super::escaped_len(name);
+        }
+        if let (true, Some(tag)) = (self.tag, tag) {
+            parts[2] = 8 + super::escaped_len(tag);
+        }
+        let shown = parts.iter().filter(|&&part| part > 0).count();
+        // The braces and the commas between the parts.
+        2 + parts.iter().sum::<usize>() + shown.saturating_sub(1)
+    }
+
+    /// The array's length once a record of `record` bytes follows the
+    /// `taken` records of an array now `array` bytes long (brackets
+    /// included: [`EMPTY`](Self::EMPTY) with none), or `None` if it
+    /// would pass the budget. The first record always goes in.
+    pub fn add(&self, array: usize, taken: usize, record: usize) -> Option<usize> {
+        let grown = array.saturating_add(record.saturating_add(usize::from(taken > 0)));
+        (taken == 0 || grown <= self.bytes).then_some(grown)
+    }
+
+    /// The length of an array of no records.
+    pub const EMPTY: usize = 2;
+}
+
 /// What a listing asks of a store.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Query {

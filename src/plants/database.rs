@@ -17,8 +17,8 @@ use super::outcome::{Outcome, Pending};
 use super::{Piece, Wake};
 use crate::database::{self, Change, Connection, DbError, InGeneration, JobSender};
 use crate::lock::lock;
+use crate::model::{Budget, NotDone, Page, Query, Refusal, Unavailable};
 use crate::model::{ChangeHook, ChangeLog, LogAnswer, Plant, PlantChange};
-use crate::model::{NotDone, Page, Query, Refusal, Unavailable};
 
 /// The database store as the door sees it.
 pub(super) struct Remote {
@@ -169,8 +169,8 @@ impl Remote {
         self.change(id, Change::Delete, Refusal::NotFound(id))
     }
 
-    pub(super) fn page(&self, query: Query) -> Outcome<Page> {
-        self.run(move |c| c.query(&query).map_err(failed))
+    pub(super) fn page(&self, query: Query, budget: Budget) -> Outcome<Page> {
+        self.run(move |c| c.query(&query, budget).map_err(failed))
     }
 
     /// Replaces every plant by `plants` in one transaction (see

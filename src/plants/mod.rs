@@ -48,8 +48,8 @@ use log::{info, warn};
 
 use crate::metrics::Exposition;
 use crate::model::{
-    Capacity, ChangeHook, ChangeLog, Durability, NewPlant, NotDone, Page, Plant, Query, Refusal,
-    SyncMode, TextLimits, plural,
+    Budget, Capacity, ChangeHook, ChangeLog, Durability, NewPlant, NotDone, Page, Plant, Query,
+    Refusal, SyncMode, TextLimits, plural,
 };
 use crate::seed::SeedError;
 use crate::store::{Ack, AllPlants, OpenError, Store};
@@ -379,19 +379,18 @@ impl Plants {
         }
     }
 
-    /// One page of a listing `query`. The memory store answers a query
-    /// that may read the whole store later, from its scan thread
-    /// (`scan.rs`), and every other at once. It also stops before
-    /// `bytes` of names and tags, which a page's JSON could not hold
-    /// anyway (the database's rows are already bounded by the limits).
-    pub fn page(&self, query: Query, bytes: usize) -> Outcome<Page> {
+    /// One page of a listing `query`, no larger than `budget`: each store
+    /// takes plants only while the page's JSON holds them. The memory
+    /// store answers a query that may read the whole store later, from
+    /// its scan thread (`scan.rs`), and every other at once.
+    pub fn page(&self, query: Query, budget: Budget) -> Outcome<Page> {
         match &self.kept {
             Kept::Memory { store, scans, .. } if scan::Scans::needed(&query) => {
-                scans.page(store, query, bytes)
+                scans.page(store, query, budget)
             }
-            Kept::Memory { store, .. } => Outcome::Ready(Ok(store.query(&query, bytes))),
+            Kept::Memory { store, .. } => Outcome::Ready(Ok(store.query(&query, budget))),
             #[cfg(feature = "postgres")]
-            Kept::Database(remote) => remote.page(query),
+            Kept::Database(remote) => remote.page(query, budget),
         }
     }
 

@@ -25,7 +25,7 @@ use log::warn;
 
 use super::{Outcome, Pending, Reply};
 use crate::lock::{lock, wait};
-use crate::model::{NotDone, Page, Query, Unavailable};
+use crate::model::{Budget, NotDone, Page, Query, Unavailable};
 use crate::store::Store;
 
 /// Scans waiting for the thread, at most.
@@ -61,8 +61,8 @@ impl Scans {
     }
 
     /// `query` answered later, from the scan thread.
-    pub fn page(&self, store: &Arc<Store>, query: Query, bytes: usize) -> Outcome<Page> {
-        self.later(store, move |store| Ok(store.query(&query, bytes)))
+    pub fn page(&self, store: &Arc<Store>, query: Query, budget: Budget) -> Outcome<Page> {
+        self.later(store, move |store| Ok(store.query(&query, budget)))
     }
 
     /// `work` done later, on the scan thread, its answer the outcome's.

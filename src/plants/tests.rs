@@ -2,7 +2,7 @@
 //! and the change hook reporting each change once it is durable.
 
 use super::*;
-use crate::model::{ChangeKind, PlantChange, Query};
+use crate::model::{Budget, ChangeKind, PlantChange, Query};
 use std::sync::Mutex;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -89,7 +89,7 @@ fn with_a_synced_journal_a_change_is_pending_until_its_record_is_written() {
         limit: 10,
         ..Query::default()
     };
-    let Outcome::Ready(Ok(page)) = plants.page(query, 1024) else {
+    let Outcome::Ready(Ok(page)) = plants.page(query, Budget::of(1024)) else {
         panic!("a page from memory is ready");
     };
     assert_eq!((page.items.len(), page.more), (1, false));

@@ -13,6 +13,16 @@
 //! a million reads the store a step at a time as a page without filters
 //! does.
 //!
+//! A page is bounded in bytes as well as in plants (a [`Budget`]: its
+//! JSON, with the fields shown), and the bound is applied as plants are
+//! taken, not after: each step copies a share of the room the page has
+//! left, in bytes as in plants (at least one plant), only the fields the
+//! page shows (and in name order the name, which places a plant), and
+//! the page ends before the plant that would take it past its budget.
+//! So what a page copies follows what it holds, whatever its `limit` and
+//! however long the names: about four times its bytes at most (what a
+//! round's steps copy past its frontier is copied again in the next).
+//!
 //! A page is not one frozen state of the whole store: a plant changed while
 //! the page is read may appear as it was or as it became. Plants come
 //! strictly in the query's order, none twice, and a plant that exists for
@@ -34,9 +44,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::walk::{self, Mark, compare};
+use super::walk::{self, Mark, Taken, Want, compare};
 use super::{Core, Packed, SHARDS, Store, shard_of};
-use crate::model::{Page, Plant, Position, Query};
+use crate::model::{Budget, Page, Plant, Position, Query};
 
 /// Entries one step copies from one shard, at most.
 const STEP: usize = 256;
@@ -47,19 +57,19 @@ impl Store {
     /// further matching plant exists. Paging deep into a large store stays
     /// cheap: each shard's walk starts at the cursor.
     pub fn page(&self, after: Option<i64>, limit: usize, tag: Option<&str>) -> Page {
-        self.page_within(after, limit, tag, usize::MAX)
+        self.page_within(after, limit, tag, Budget::UNBOUNDED)
     }
 
-    /// As [`page`](Self::page), stopping early (with `more` set) once the
-    /// plants copied hold `bytes` bytes of names and tags: for a caller
-    /// whose output is bounded in bytes, so that it never copies plants it
-    /// could not send. At least one plant is always copied.
+    /// As [`page`](Self::page), ending early (with `more` set) before the
+    /// plant that would take the page past `budget`: for a caller whose
+    /// output is bounded in bytes, so that it never copies plants it could
+    /// not send. At least one plant is always taken.
     pub fn page_within(
         &self,
         after: Option<i64>,
         limit: usize,
         tag: Option<&str>,
-        bytes: usize,
+        budget: Budget,
     ) -> Page {
         let query = Query {
             after: after.map(Position::Id),
@@ -67,16 +77,16 @@ impl Store {
             limit,
             ..Query::default()
         };
-        self.query(&query, bytes)
+        self.query(&query, budget)
     }
 
-    /// One page of a listing `query`, stopping early (with `more` set)
-    /// once the plants copied hold `bytes` bytes of names and tags (at
-    /// least one plant is copied); with `query.count`, the number of
-    /// plants it matches. A position of another kind than the order's
-    /// (which the API refuses) lists nothing.
-    pub fn query(&self, query: &Query, bytes: usize) -> Page {
-        self.query_between_steps(query, bytes, || {})
+    /// One page of a listing `query`, ending early (with `more` set)
+    /// before the plant that would take the page past `budget` (at least
+    /// one plant is taken); with `query.count`, the number of plants it
+    /// matches. A position of another kind than the order's (which the
+    /// API refuses) lists nothing.
+    pub fn query(&self, query: &Query, budget: Budget) -> Page {
+        self.query_between_steps(query, budget, || {})
     }
 
     /// As `query`, calling `between` before each step takes its shard's
@@ -85,13 +95,13 @@ impl Store {
     pub(super) fn query_between_steps(
         &self,
         query: &Query,
-        bytes: usize,
+        budget: Budget,
         mut between: impl FnMut(),
     ) -> Page {
         // Never half before a reset and half after (see `reset.rs`).
         let _whole = crate::lock::read(&self.shared.reset_gate);
         let mut page = match self.shared.start(query) {
-            Some(from) if query.limit > 0 => self.shared.page(query, from, bytes, &mut between),
+            Some(from) if query.limit > 0 => self.shared.page(query, from, budget, &mut between),
             _ => Page::default(),
         };
         if query.count {
@@ -134,8 +144,9 @@ impl AllPlants {
         self.shared.generation.load(Ordering::Acquire) != self.generation
     }
 
-    /// The next plants: at most `limit`, fewer once they hold `bytes`
-    /// bytes of names and tags (at least one). Empty once all were read.
+    /// The next plants: at most `limit`, fewer where their records
+    /// (`PlantRecord`'s JSON, a comma between them) would pass `bytes`
+    /// (at least one). Empty once all were read.
     pub fn next_piece(&mut self, limit: usize, bytes: usize) -> Vec<(i64, Plant)> {
         if self.done || limit == 0 {
             return Vec::new();
@@ -149,7 +160,9 @@ impl AllPlants {
             id,
             inclusive: false,
         });
-        let page = self.shared.page(&query, from, bytes, &mut || {});
+        let page = self
+            .shared
+            .page(&query, from, Budget::of(bytes), &mut || {});
         if self.was_reset() {
             self.done = true;
             return Vec::new();
@@ -201,50 +214,65 @@ impl Core {
         &self,
         query: &Query,
         mut from: Option<Mark>,
-        bytes: usize,
+        budget: Budget,
         between: &mut impl FnMut(),
     ) -> Page {
         let (order, limit) = (query.order, query.limit);
-        let mut held = 0usize;
-        let mut items: Vec<(i64, Plant)> = Vec::with_capacity(limit.min(1024) + 1);
+        let mut items: Vec<(i64, Plant)> = Vec::with_capacity(limit.min(1024));
+        // The length of the page's JSON so far.
+        let mut array = Budget::EMPTY;
         // In name order, the ids listed: a plant renamed past the
         // frontier of one round would be read again in the next.
         let mut listed: HashSet<i64> = HashSet::new();
-        let mut step: Vec<(i64, Packed)> = Vec::new();
-        // One more than the page, to learn whether more follow.
-        let mut want = limit.saturating_add(1);
-        while items.len() < want {
-            let need = want - items.len();
-            // Plants are spread evenly over shards, so each is asked for
-            // a share of what is needed, with some slack.
-            let take = (need.div_ceil(SHARDS) + need / (4 * SHARDS) + 4).min(STEP);
-            let frontier = self.round(query, from.as_ref(), take, &mut step, between);
-            for (id, plant) in step.drain(..) {
-                let past = |f: &Mark| compare(order, place(id, &plant), (&f.name, f.id)).is_gt();
-                if items.len() == want || frontier.as_ref().is_some_and(past) {
-                    break;
-                }
-                if order.by_name() && !listed.insert(id) {
+        let mut step: Vec<Taken> = Vec::new();
+        let mut more = false;
+        while !more {
+            // One more than the page has room for, to learn whether more
+            // follow. Plants are spread evenly over shards, so each is
+            // asked for a share of what is needed, with some slack, in
+            // plants and in bytes.
+            let need = (limit - items.len()).saturating_add(1);
+            let room = budget.bytes.saturating_sub(array);
+            let want = Want {
+                plants: (need.div_ceil(SHARDS) + need / (4 * SHARDS) + 4).min(STEP),
+                bytes: room.div_ceil(SHARDS).saturating_add(room / (4 * SHARDS)),
+                budget,
+            };
+            let frontier = self.round(query, from.as_ref(), &want, &mut step, between);
+            for taken in step.drain(..) {
+                if order.by_name() && listed.contains(&taken.id) {
                     continue;
                 }
-                if held >= bytes && !items.is_empty() {
-                    // The byte budget is spent: this one only shows that
-                    // more follow.
-                    want = items.len() + 1;
+                let grown = match items.len() < limit {
+                    true => budget.add(array, items.len(), taken.cost),
+                    false => None,
+                };
+                let Some(grown) = grown else {
+                    // The page is full, and this plant follows it.
+                    more = true;
+                    break;
+                };
+                let place = place(taken.id, &taken.plant);
+                if frontier
+                    .as_ref()
+                    .is_some_and(|f| compare(order, place, (&f.name, f.id)).is_gt())
+                {
+                    break; // read again from the frontier in the next round
                 }
-                held = held.saturating_add(plant.name().len() + plant.tag().map_or(0, str::len));
-                items.push((id, plant.to_plant()));
+                array = grown;
+                if order.by_name() {
+                    listed.insert(taken.id);
+                }
+                items.push((taken.id, taken.plant.to_plant()));
             }
             match frontier {
                 None => break, // every shard was read to its end
                 Some(f) => from = Some(f),
             }
         }
-        let more = items.len() == want;
-        items.truncate(want - 1);
         Page {
             items,
-            more: more && limit > 0,
+            more,
             total: None,
         }
     }
@@ -256,15 +284,15 @@ impl Core {
         &self,
         query: &Query,
         from: Option<&Mark>,
-        take: usize,
-        step: &mut Vec<(i64, Packed)>,
+        want: &Want,
+        step: &mut Vec<Taken>,
         between: &mut impl FnMut(),
     ) -> Option<Mark> {
         let order = query.order;
         let mut frontier: Option<Mark> = None;
         for shard in 0..SHARDS {
             between();
-            let stopped = walk::step(&self.read(shard), query, from, take, step);
+            let stopped = walk::step(&self.read(shard), query, from, want, step);
             if let Some(mark) = stopped {
                 let behind = |f: &Mark| compare(order, (&mark.name, mark.id), (&f.name, f.id));
                 if frontier.as_ref().is_none_or(|f| behind(f).is_lt()) {
@@ -272,7 +300,7 @@ impl Core {
                 }
             }
         }
-        step.sort_unstable_by(|(a, p), (b, q)| compare(order, place(*a, p), place(*b, q)));
+        step.sort_unstable_by(|a, b| compare(order, place(a.id, &a.plant), place(b.id, &b.plant)));
         frontier
     }
 

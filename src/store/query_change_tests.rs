@@ -11,7 +11,7 @@ use super::query_tests::{ORDERS, position, query};
 use super::test_support::plant;
 use super::walk::compare;
 use super::*;
-use crate::model::{Order, Query};
+use crate::model::{Budget, Order, Query};
 
 impl Rng {
     /// A name anywhere in the order, with "needle" in one of three.
@@ -63,8 +63,9 @@ fn pages_in_every_order_keep_their_promises_while_the_store_changes() {
             let mut q = query(order, None, search, 37);
             let mut listed: Vec<(i64, Plant)> = Vec::new();
             loop {
-                let page =
-                    store.query_between_steps(&q, usize::MAX, || churn(&store, &mut rng, &stable));
+                let page = store.query_between_steps(&q, Budget::UNBOUNDED, || {
+                    churn(&store, &mut rng, &stable)
+                });
                 let ids: HashSet<i64> = page.items.iter().map(|(id, _)| *id).collect();
                 assert_eq!(
                     ids.len(),
@@ -126,7 +127,7 @@ fn writers_go_on_while_a_search_or_a_count_reads_the_store() {
             count: true,
             ..query(order, None, Some("absent"), 100)
         };
-        let page = store.query_between_steps(&q, usize::MAX, || {
+        let page = store.query_between_steps(&q, Budget::UNBOUNDED, || {
             steps += 1;
             let (writer, id) = (Arc::clone(&store), next);
             next += 1;
@@ -180,12 +181,13 @@ fn a_plant_renamed_while_a_page_is_read_is_listed_once_on_it() {
             _ => (ids[299], "a"),
         };
         let mut steps = 0;
-        let page = store.query_between_steps(&query(order, None, None, 1000), usize::MAX, || {
-            steps += 1;
-            if steps == SHARDS + 1 {
-                store.replace(first, plant(far, None)).unwrap();
-            }
-        });
+        let page =
+            store.query_between_steps(&query(order, None, None, 1000), Budget::UNBOUNDED, || {
+                steps += 1;
+                if steps == SHARDS + 1 {
+                    store.replace(first, plant(far, None)).unwrap();
+                }
+            });
         assert!(steps > 2 * SHARDS, "{steps} steps");
         let listed: Vec<i64> = page.items.iter().map(|(id, _)| *id).collect();
         assert_eq!(listed.len(), 300, "{order:?}: each plant once");

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::test_support::{Journalled, plant};
 use super::*;
-use crate::model::{CURSOR_NAME, Order, Page, Position, Query, fold};
+use crate::model::{Budget, CURSOR_NAME, Order, Page, Position, Query, fold};
 use crate::os::temp::TempFile;
 
 pub(super) const ORDERS: [Order; 4] = [Order::Id, Order::IdDesc, Order::Name, Order::NameDesc];
@@ -51,7 +51,7 @@ pub(super) fn pages(store: &Store, query: &Query, bytes: usize) -> Vec<Page> {
     let mut query = query.clone();
     let mut pages: Vec<Page> = Vec::new();
     loop {
-        let page = store.query(&query, bytes);
+        let page = store.query(&query, Budget::of(bytes));
         let (more, last) = (page.more, page.items.last().cloned());
         pages.push(page);
         match last {
@@ -145,19 +145,19 @@ fn every_order_pages_through_in_order_with_ties_filters_and_counts() {
                     limit: 3,
                     ..full
                 },
-                usize::MAX,
+                Budget::UNBOUNDED,
             );
             assert_eq!(counted.total, Some(want.len() as u64));
             assert_eq!(counted.items.len(), 3);
         }
     }
-    let none = store.query(&query(Order::Name, None, None, 10), usize::MAX);
+    let none = store.query(&query(Order::Name, None, None, 10), Budget::UNBOUNDED);
     assert_eq!(none.total, None, "nothing is counted unless asked");
     let all = Query {
         count: true,
         ..query(Order::Id, None, None, 0)
     };
-    assert_eq!(store.query(&all, usize::MAX).total, Some(600));
+    assert_eq!(store.query(&all, Budget::UNBOUNDED).total, Some(600));
 }
 
 #[test]
@@ -180,7 +180,7 @@ fn a_cut_name_resumes_at_its_plant_or_at_its_prefix() {
                 after,
                 ..query(order, None, None, 10)
             },
-            usize::MAX,
+            Budget::UNBOUNDED,
         );
         page.items.iter().map(|(id, _)| *id).collect::<Vec<_>>()
     };
@@ -225,7 +225,7 @@ fn search_folds_case_and_unicode_matches_name_or_tag_and_takes_wildcards_literal
                 count: true,
                 ..q.clone()
             },
-            usize::MAX,
+            Budget::UNBOUNDED,
         );
         let got: Vec<i64> = page.items.iter().map(|(id, _)| *id).collect();
         assert_eq!(got, brute(&map, &q), "{search:?}");
@@ -260,11 +260,11 @@ fn a_page_in_name_order_within_a_byte_budget_stops_early() {
         .map(|(i, n)| (100 - i as i64, n.as_str(), None))
         .collect();
     let (store, _) = filled(&spec);
-    let walked = pages(&store, &query(Order::Name, None, None, 100), 250);
+    let walked = pages(&store, &query(Order::Name, None, None, 100), 370);
     let sizes: Vec<usize> = walked.iter().map(|p| p.items.len()).collect();
     assert_eq!(sizes, [3, 3, 3, 1]);
     assert_eq!(ids(&walked), (91..=100).rev().collect::<Vec<_>>());
-    let one = store.query(&query(Order::NameDesc, None, None, 100), 0);
+    let one = store.query(&query(Order::NameDesc, None, None, 100), Budget::of(0));
     assert_eq!((one.items.len(), one.items[0].0, one.more), (1, 91, true));
 }
 
@@ -290,7 +290,7 @@ fn a_position_of_another_kind_or_past_the_end_lists_nothing() {
                 after: Some(after),
                 ..query(order, None, None, 10)
             },
-            100,
+            Budget::UNBOUNDED,
         );
         assert_eq!(page, Page::default());
     }
@@ -302,7 +302,7 @@ fn a_position_of_another_kind_or_past_the_end_lists_nothing() {
                     after,
                     ..query(order, tag, None, 10)
                 },
-                100,
+                Budget::UNBOUNDED,
             );
             assert_eq!(page, Page::default(), "{order:?} {tag:?}");
         }
@@ -317,7 +317,7 @@ fn a_position_of_another_kind_or_past_the_end_lists_nothing() {
             after: Some(top),
             ..query(Order::NameDesc, None, None, 10)
         },
-        100,
+        Budget::UNBOUNDED,
     );
     assert_eq!(
         page.items.len(),

@@ -10,7 +10,7 @@ use std::io;
 use super::journal::compact_path;
 use super::test_support::{Journalled, contents, new, plant};
 use super::*;
-use crate::model::{NotDone, Unavailable};
+use crate::model::{Budget, NotDone, Unavailable};
 use crate::os::temp::TempFile;
 
 /// The journal's steps, in order: a crash or failure at the first three
@@ -175,7 +175,7 @@ fn a_page_read_in_steps_is_wholly_before_a_reset_that_comes_meanwhile() {
     };
     let mut resetter = None;
     let mut steps = 0;
-    let page = store.query_between_steps(&query, usize::MAX, || {
+    let page = store.query_between_steps(&query, Budget::UNBOUNDED, || {
         steps += 1;
         if steps == 3 {
             let store = std::sync::Arc::clone(&store);

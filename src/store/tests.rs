@@ -2,7 +2,7 @@
 //! writers, the change hook.
 
 use super::*;
-use crate::model::{Page, Query};
+use crate::model::{Budget, Page, Query};
 
 fn new_plant(id: i64, name: &str) -> NewPlant {
     NewPlant {
@@ -121,12 +121,58 @@ fn a_page_within_a_byte_budget_stops_early_and_says_more_follow() {
         store.create(NewPlant { id, plant }).unwrap();
     }
     let ids = |page: &Page| page.items.iter().map(|(id, _)| *id).collect::<Vec<_>>();
-    let page = store.page_within(None, 100, None, 250);
+    let page = store.page_within(None, 100, None, Budget::of(370));
     assert_eq!((ids(&page), page.more), (vec![0, 1, 2], true));
-    let page = store.page_within(Some(7), 100, None, 250);
+    let page = store.page_within(Some(7), 100, None, Budget::of(370));
     assert_eq!((ids(&page), page.more), (vec![8, 9], false));
-    let page = store.page_within(None, 100, None, 0);
+    let page = store.page_within(None, 100, None, Budget::of(0));
     assert_eq!((ids(&page), page.more), (vec![0], true), "one at least");
+}
+
+#[test]
+fn a_page_full_by_bytes_copies_about_what_it_holds_whatever_its_limit() {
+    // A listing once took plants until it had `limit` of them and only
+    // then cut its page by bytes: with limit=1000 over long names it
+    // copied 1,312 plants (82 a shard) to answer the 31 that fit.
+    use super::query_tests::{ORDERS, query};
+    use super::walk::COPIED;
+    let store = Store::new(Capacity::plants(2000));
+    for id in 0..2000 {
+        let name = format!("{id:05}{}", "n".repeat(2043));
+        store.create(new_plant(id, &name)).unwrap();
+    }
+    let budget = Budget::of(64 * 1024);
+    for order in ORDERS {
+        for limit in [4, 40, 1000] {
+            COPIED.set(0);
+            let page = store.query(&query(order, None, None, limit), budget);
+            let copied = COPIED.get();
+            let array = page.items.iter().fold(Budget::EMPTY, |array, (id, p)| {
+                array + budget.record_len(*id, &p.name, p.tag.as_deref()) + 1
+            }) - 1;
+            // Full: 31 records of about 2,070 bytes fit in 64 KiB.
+            let held = page.items.len();
+            assert_eq!((held, page.more), (limit.min(31), true), "{order:?}");
+            assert!(array <= budget.bytes, "{order:?} {limit}: {array} bytes");
+            // The steps of 16 shards merge: each copies a share of the
+            // room left, and what passes a round's frontier is read again.
+            assert!(
+                copied <= 6 * budget.bytes,
+                "{order:?} limit={limit}: {copied} bytes copied for a page of {array}"
+            );
+        }
+    }
+    // Names not shown are not copied (in id order: nothing needs them).
+    let ids = Budget {
+        name: false,
+        tag: false,
+        ..budget
+    };
+    COPIED.set(0);
+    let page = store.query(&query(crate::model::Order::IdDesc, None, None, 1000), ids);
+    assert_eq!((page.items.len(), page.more), (1000, true));
+    assert_eq!(page.items[0].0, 1999);
+    assert_eq!(COPIED.get(), 0);
 }
 
 #[test]
@@ -145,7 +191,7 @@ fn writers_of_every_shard_go_on_while_a_page_is_read() {
         limit: 1000,
         ..Query::default()
     };
-    let page = store.query_between_steps(&query, usize::MAX, || {
+    let page = store.query_between_steps(&query, Budget::UNBOUNDED, || {
         steps += 1;
         let (writer, id) = (Arc::clone(&store), next);
         next += 1;
@@ -210,7 +256,7 @@ fn all_plants_come_in_pieces_bounded_in_bytes() {
     }
     let mut all = store.all_plants();
     let sizes: Vec<usize> =
-        std::iter::from_fn(|| Some(all.next_piece(100, 250).len()).filter(|&n| n > 0)).collect();
+        std::iter::from_fn(|| Some(all.next_piece(100, 370).len()).filter(|&n| n > 0)).collect();
     assert_eq!(sizes, [3, 3, 3, 1]);
     assert!(
         Store::new(Capacity::plants(1))

@@ -13,7 +13,7 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 
 use super::{Packed, Shard};
-use crate::model::{Order, Query, contains_folded_bytes};
+use crate::model::{Budget, Order, Query, contains_folded_bytes};
 
 /// Plants one step examines at most: a search on short names reads
 /// 1,000,000 plants in about 1,000 steps and 77 ms of CPU time, so a step
@@ -58,23 +58,76 @@ pub(super) fn compare(order: Order, a: (&[u8], i64), b: (&[u8], i64)) -> Orderin
     }
 }
 
-/// Copies into `out` up to `take` plants matching `query`, in its order,
-/// from `from` on (from the start without it). The place of the last
-/// plant examined if it stopped before the shard's end.
+#[cfg(test)]
+thread_local! {
+    /// Bytes of names and tags the steps of this thread copied: how a test
+    /// tells what a page cost.
+    pub(super) static COPIED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// What one step copies at most: `plants`, and plants costing `bytes`
+/// (past the one that reaches them), as `budget` counts them.
+pub(super) struct Want {
+    pub plants: usize,
+    pub bytes: usize,
+    pub budget: Budget,
+}
+
+/// A plant one step copied: only what the page shows of it (and in name
+/// order its name, which places it), and what it costs the page.
+pub(super) struct Taken {
+    pub id: i64,
+    pub plant: Packed,
+    /// Its record's length in the page's JSON, or the bytes copied of
+    /// it if more (a name copied only to order the page by it): the page
+    /// is bounded by both.
+    pub cost: usize,
+}
+
+/// Copies into `out` the plants matching `query`, in its order, from
+/// `from` on (from the start without it), until it has what `want`
+/// asks. The place of the last plant examined if it stopped before the
+/// shard's end.
 pub(super) fn step(
     shard: &Shard,
     query: &Query,
     from: Option<&Mark>,
-    take: usize,
-    out: &mut Vec<(i64, Packed)>,
+    want: &Want,
+    out: &mut Vec<Taken>,
 ) -> Option<Mark> {
-    let mut copied = 0;
+    let (mut copied, mut bytes) = (0, 0usize);
     let last = visit(shard, query, query.order, from, &mut |id, plant| {
-        out.push((id, plant.clone()));
+        let taken = take(id, plant, query.order, &want.budget);
+        #[cfg(test)]
+        COPIED.with(|c| {
+            c.set(c.get() + taken.plant.name().len() + taken.plant.tag().map_or(0, str::len))
+        });
+        bytes = bytes.saturating_add(taken.cost);
+        out.push(taken);
         copied += 1;
-        copied < take
+        copied < want.plants && bytes < want.bytes
     });
     last.map(|(id, plant)| Mark::of(query.order, id, plant))
+}
+
+/// A copy of plant `id` that holds what the page shows of it, and the
+/// name in a name order; what it costs the page.
+fn take(id: i64, plant: &Packed, order: Order, budget: &Budget) -> Taken {
+    let (name, tag) = (plant.name(), plant.tag());
+    let shown = Budget {
+        name: budget.name || order.by_name(),
+        ..*budget
+    };
+    let plant = match (shown.name, shown.tag || tag.is_none()) {
+        (true, true) => plant.clone(),
+        _ => Packed::new(
+            if shown.name { name } else { "" },
+            tag.filter(|_| shown.tag),
+        ),
+    };
+    let copied = plant.name().len() + plant.tag().map_or(0, str::len);
+    let cost = budget.record_len(id, name, tag).max(copied);
+    Taken { id, plant, cost }
 }
 
 /// Counts the plants matching `query` with ids past `from`: the count,
