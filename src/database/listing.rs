@@ -4,7 +4,8 @@
 //! statements, and why they are shaped so, are `shapes`.
 //!
 //! A page asks for one plant more than its limit, to learn whether more
-//! follow. The count, when asked for, is a second statement with the same
+//! follow, and for no more than its budget of bytes holds (`shapes`),
+//! then ends before the plant that would take it past its budget. The count, when asked for, is a second statement with the same
 //! filters, in one read-only repeatable-read transaction with the page:
 //! both see one snapshot, so a write (or a reset, which may change every
 //! plant) between them cannot make the count another state's. A page
@@ -15,7 +16,7 @@ use postgres::types::Type;
 use super::shapes::{Resume, Shape, sql};
 use super::sql::{Typed, plant};
 use super::{Connection, DbError};
-use crate::model::{NameBound, Page, Position, Query};
+use crate::model::{Budget, NameBound, Page, Plant, Position, Query};
 
 /// Where a page starts, resolved.
 enum Start {
@@ -40,21 +41,22 @@ fn pattern(search: &str) -> String {
 }
 
 impl Connection {
-    /// One page of a listing `query`, with its count if asked for.
-    pub fn query(&mut self, query: &Query) -> Result<Page, DbError> {
+    /// One page of a listing `query`, no larger than `budget`, with its
+    /// count if asked for.
+    pub fn query(&mut self, query: &Query, budget: Budget) -> Result<Page, DbError> {
         if !query.count {
-            return self.page_and_count(query);
+            return self.page_and_count(query, budget);
         }
         self.client()
             .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
-        let page = self.page_and_count(query);
+        let page = self.page_and_count(query, budget);
         self.client()
             .batch_execute(if page.is_ok() { "COMMIT" } else { "ROLLBACK" })?;
         page
     }
 
     /// `query`'s page and count, in whatever snapshot the caller gives.
-    fn page_and_count(&mut self, query: &Query) -> Result<Page, DbError> {
+    fn page_and_count(&mut self, query: &Query, budget: Budget) -> Result<Page, DbError> {
         let start = self.start(query)?;
         let tag = query.tag.as_deref().map(str::as_bytes);
         let search = query.search.as_deref().map(pattern);
@@ -75,6 +77,9 @@ impl Connection {
         }
         let filters = push_filters(&mut values, &tag, &search);
         values.push((&limit, Type::INT8));
+        // The first row is always sent, whatever the budget.
+        let bytes = i64::try_from(budget.bytes.max(1)).unwrap_or(i64::MAX);
+        values.push((&bytes, Type::INT8));
         let (has_tag, has_search) = shape_filters(&tag, &search);
         let shape = Shape::Page {
             order: query.order,
@@ -87,8 +92,9 @@ impl Connection {
             .iter()
             .map(|row| Ok((row.try_get::<_, i64>(0)?, plant(row, 1)?)))
             .collect::<Result<Vec<_>, DbError>>()?;
-        let more = items.len() > query.limit;
-        items.truncate(query.limit);
+        let held = within(&items, budget);
+        let more = items.len() > held.min(query.limit);
+        items.truncate(held.min(query.limit));
         let total = match query.count {
             true => Some(self.count(shape_filters(&tag, &search), &values[filters])?),
             false => None,
@@ -149,6 +155,23 @@ impl Connection {
     }
 }
 
+/// How many leading `items` a page of `budget` holds (at least one): each
+/// costs its record, or its name's and tag's bytes if more (shown or
+/// not: they were fetched), as the memory store counts.
+fn within(items: &[(i64, Plant)], budget: Budget) -> usize {
+    let mut array = Budget::EMPTY;
+    for (taken, (id, plant)) in items.iter().enumerate() {
+        let tag = plant.tag.as_deref();
+        let fetched = plant.name.len() + tag.map_or(0, str::len);
+        let cost = budget.record_len(*id, &plant.name, tag).max(fetched);
+        match budget.add(array, taken, cost) {
+            Some(grown) => array = grown,
+            None => return taken,
+        }
+    }
+    items.len()
+}
+
 /// Which filters a query has: a tag, a search.
 fn shape_filters(tag: &Option<&[u8]>, search: &Option<String>) -> (bool, bool) {
     (tag.is_some(), search.is_some())
@@ -174,6 +197,40 @@ fn push_filters<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_ends_before_the_row_that_would_pass_its_budget() {
+        let row = |id, name: &str| {
+            (
+                id,
+                Plant {
+                    name: name.into(),
+                    tag: None,
+                },
+            )
+        };
+        let rows = [row(1, "abc"), row(2, "def"), row(3, &"x".repeat(100))];
+        // {"id":1,"name":"abc"} is 21 bytes: two in brackets take 45.
+        assert_eq!(within(&rows, Budget::of(45)), 2);
+        assert_eq!(within(&rows, Budget::of(44)), 1);
+        assert_eq!(within(&rows, Budget::of(0)), 1, "the first however large");
+        // A name not shown costs its bytes all the same.
+        let ids = Budget {
+            name: false,
+            ..Budget::of(2 + 8 + 1 + 8 + 1 + 100)
+        };
+        assert_eq!(within(&rows, ids), 3);
+        assert_eq!(
+            within(
+                &rows,
+                Budget {
+                    bytes: ids.bytes - 1,
+                    ..ids
+                }
+            ),
+            2
+        );
+    }
 
     #[test]
     fn a_pattern_takes_every_character_literally() {

@@ -12,6 +12,18 @@
 //! by the whole name (an incremental sort). A btree entry holds at most
 //! 2,704 bytes: a longer name in `(name, id)` would make its create fail.
 //!
+//! A page's rows stop at its budget of bytes, in the statement: a running
+//! sum of the names' and tags' bytes (`octet_length`, read from the
+//! value's header, not from the value) over the rows before each, and
+//! only the rows whose sum up to the row before them is within the
+//! budget are sent, the first row past it included (the page cannot hold
+//! it, but it shows that more follow). No record is shorter than its
+//! name and tag, so a page (cut exactly by `listing`, as the API measures
+//! it) never needs a row that was not sent, and what a page fetches
+//! follows what it holds, whatever its limit and however long the names:
+//! the rows past the budget are read from the index and the table up to
+//! the limit, but their names are neither read whole nor sent.
+//!
 //! A search is `LIKE` on the folded columns, either of them, with the
 //! pattern a parameter (made by `listing`, every character of the search
 //! escaped); planned for each run, so that the trigram indexes serve a
@@ -63,7 +75,7 @@ impl Numbered {
 }
 
 /// The SQL of `shape`. Its parameters, in order: the bound (an id; or a
-/// name and an id), the tag, the search pattern, the limit.
+/// name and an id), the tag, the search pattern, the limit, the bytes.
 pub(super) fn sql(shape: Shape) -> String {
     match shape {
         Shape::Name => "SELECT name FROM plants WHERE id = $1".into(),
@@ -86,11 +98,12 @@ pub(super) fn sql(shape: Shape) -> String {
             }
             conditions.extend(filters(&mut at, tag, search));
             let dir = direction(order);
-            format!(
+            let page = format!(
                 "SELECT id, name, tag FROM plants{} ORDER BY id{dir} LIMIT {}",
                 clause(&conditions),
                 at.next("bigint")
-            )
+            );
+            within(&page, &format!("id{dir}"), &at.next("bigint"))
         }
         Shape::Page {
             order,
@@ -124,13 +137,28 @@ fn by_name(order: Order, from: Resume, tag: bool, search: bool) -> String {
     let limit = at.next("bigint");
     let dir = direction(order);
     let columns = "SELECT id, name, tag FROM plants";
-    format!(
+    let page = format!(
         "SELECT id, name, tag FROM (\
          ({columns}{} ORDER BY name{dir}, id{dir} LIMIT {limit}) UNION ALL \
          ({columns}{} ORDER BY {key}{dir}, name{dir}, id{dir} LIMIT {limit})\
          ) AS page ORDER BY name{dir}, id{dir} LIMIT {limit}",
         clause(&short),
         clause(&long)
+    );
+    within(&page, &format!("name{dir}, id{dir}"), &at.next("bigint"))
+}
+
+/// The rows of `page` (in the order `order_by`) up to the first whose
+/// names and tags before it hold `bytes` or more, and one more (which
+/// the page cannot hold: it only shows that more follow); see the module
+/// header.
+fn within(page: &str, order_by: &str, bytes: &str) -> String {
+    format!(
+        "SELECT id, name, tag FROM (\
+         SELECT id, name, tag, coalesce(sum(octet_length(name) + coalesce(octet_length(tag), 0)) \
+         OVER (ORDER BY {order_by} ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING), 0) AS held \
+         FROM ({page}) AS listed\
+         ) AS sized WHERE held < {bytes} ORDER BY {order_by}"
     )
 }
 
@@ -191,8 +219,9 @@ mod tests {
             page.contains("(name, id) <= ($1::bytea, $2::bigint)"),
             "{page}"
         );
-        assert!(page.ends_with("LIMIT $5::bigint"), "{page}");
-        assert!(!page.contains("$6"), "{page}");
+        assert!(page.contains("LIMIT $5::bigint"), "{page}");
+        assert!(page.contains("held < $6::bigint"), "{page}");
+        assert!(!page.contains("$7"), "{page}");
         let by_id = sql(Shape::Page {
             order: Order::IdDesc,
             from: Resume::Past,
@@ -202,9 +231,10 @@ mod tests {
         assert!(by_id.contains("id < $1::bigint"), "{by_id}");
         assert!(by_id.contains("LIKE $2::text"), "{by_id}");
         assert!(
-            by_id.ends_with("ORDER BY id DESC LIMIT $3::bigint"),
+            by_id.contains("ORDER BY id DESC LIMIT $3::bigint"),
             "{by_id}"
         );
+        assert!(by_id.contains("held < $4::bigint"), "{by_id}");
         let count = sql(Shape::Count {
             tag: true,
             search: true,

@@ -78,9 +78,9 @@ pub(super) struct Want {
 pub(super) struct Taken {
     pub id: i64,
     pub plant: Packed,
-    /// Its record's length in the page's JSON, or the bytes copied of
-    /// it if more (a name copied only to order the page by it): the page
-    /// is bounded by both.
+    /// Its record's length in the page's JSON, or its name's and tag's
+    /// bytes if more (shown or not): the page is bounded by both, as it
+    /// was by the names and tags alone before it was by its JSON.
     pub cost: usize,
 }
 
@@ -125,8 +125,10 @@ fn take(id: i64, plant: &Packed, order: Order, budget: &Budget) -> Taken {
             tag.filter(|_| shown.tag),
         ),
     };
-    let copied = plant.name().len() + plant.tag().map_or(0, str::len);
-    let cost = budget.record_len(id, name, tag).max(copied);
+    // A name or tag not shown costs its bytes all the same: the database
+    // reads them, and both stores answer alike.
+    let stored = name.len() + tag.map_or(0, str::len);
+    let cost = budget.record_len(id, name, tag).max(stored);
     Taken { id, plant, cost }
 }
 

@@ -8,6 +8,7 @@ mod delay;
 mod export;
 mod metrics;
 mod numbers;
+mod pages;
 mod plants;
 mod query;
 pub(crate) mod reset;

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use plantstore::model::fold;
+use plantstore::model::{Budget, Order, Plant, Position, Query, fold};
 
 use super::orders::encoded;
 use super::start::versions;
@@ -358,4 +358,61 @@ fn names_too_long_for_the_name_index_are_listed_in_name_order_all_the_same() {
     assert!(found.len() >= 6, "{found:?}");
     let found = walk(server.addr, &format!("/plants?sort=-name&limit=3{q}"));
     assert_eq!(found, matching(&descending));
+}
+
+/// A page of long names from the database holds what its budget holds,
+/// and pages on from its last plant: it once fetched `limit` rows, whole
+/// names and all (with `limit=1000` and names of 64 KiB, 65 MB for the
+/// three plants a page can send), and left the cut to the API.
+#[test]
+fn a_page_of_long_names_fetches_no_more_than_its_budget_holds() {
+    let database = FreshDatabase::new();
+    let mut connection = super::reset::connect(&database);
+    let name = |id: i64| format!("{:02}{}", (id * 7) % 40, "n".repeat(65_534));
+    let plants: Vec<(i64, Plant)> = (0..40)
+        .map(|id| {
+            (
+                id,
+                Plant {
+                    name: name(id),
+                    tag: None,
+                },
+            )
+        })
+        .collect();
+    connection.reset(&plants).expect("the plants are stored");
+    let budget = Budget::of(256 * 1024);
+    for order in [Order::Id, Order::Name, Order::NameDesc] {
+        let mut seen = Vec::new();
+        let mut after = None;
+        loop {
+            let query = Query {
+                order,
+                after,
+                limit: 1000,
+                ..Query::default()
+            };
+            let page = connection.query(&query, budget).expect("a page");
+            // 65,555 bytes of JSON a record: three fit in 256 KiB, not four.
+            let fit = (40 - seen.len()).min(3);
+            assert_eq!(page.items.len(), fit, "{order:?}");
+            assert_eq!(page.more, seen.len() + page.items.len() < 40, "{order:?}");
+            seen.extend(page.items.iter().map(|(id, _)| *id));
+            let Some((id, plant)) = page.items.last().filter(|_| page.more) else {
+                break;
+            };
+            after = Some(match order {
+                Order::Id | Order::IdDesc => Position::Id(*id),
+                _ => Position::past_name(&plant.name, *id),
+            });
+        }
+        let mut want: Vec<i64> = (0..40).collect();
+        if order != Order::Id {
+            want.sort_by_key(|&id| name(id));
+        }
+        if order == Order::NameDesc {
+            want.reverse();
+        }
+        assert_eq!(seen, want, "{order:?}: every plant once, in order");
+    }
 }
