@@ -20,8 +20,12 @@
 //! page shows (and in name order the name, which places a plant), and
 //! the page ends before the plant that would take it past its budget.
 //! So what a page copies follows what it holds, whatever its `limit` and
-//! however long the names: about four times its bytes at most (what a
-//! round's steps copy past its frontier is copied again in the next).
+//! however long the names. Not exactly what it holds: what a round's
+//! steps copy past its frontier is copied again in the next, so a page
+//! of 2 KiB names copies about four times its bytes; and where one plant
+//! is more than a shard's share of the room, each round copies one plant
+//! a shard (16) to settle at least one, so a 256 KiB page of four 64 KiB
+//! names copies about 80, as a page with `limit=4` always did.
 //!
 //! A page is not one frozen state of the whole store: a plant changed while
 //! the page is read may appear as it was or as it became. Plants come
