@@ -165,6 +165,12 @@ impl Throttle {
         self.forwarded(request, peer)
     }
 
+    /// The key `request`'s client is known by (its address, IPv6 by
+    /// /64), for sharing what clients share fairly.
+    pub fn key(&self, request: &Request<'_>) -> u128 {
+        keys(self.client(request)).0
+    }
+
     /// `client` with proxies to trust: kept out of the path of a server
     /// without them.
     #[inline(never)]

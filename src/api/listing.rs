@@ -41,9 +41,11 @@ pub(super) fn list(app: &App, request: &mut Request<'_>, call: Call) -> Result<R
     let query = ListQuery::parse(&call.query)?;
     let base = base_url(request);
     // The store takes no more plants than a page of PAGE_BYTES holds.
+    // Searches are shared fairly between client addresses.
+    let asker = app.throttle.key(request);
     let outcome = app
         .plants
-        .page(query.store.clone(), query.fields.budget(PAGE_BYTES));
+        .page(asker, query.store.clone(), query.fields.budget(PAGE_BYTES));
     reply(app, request, call.row, outcome, move |page| {
         let response = page_response(&query, base.as_deref(), page.items, page.more);
         Ok(match page.total {

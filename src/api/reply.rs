@@ -72,6 +72,10 @@ where
             address.send(self);
         }
     }
+
+    fn wanted(&self) -> bool {
+        self.completion.later.wanted()
+    }
 }
 
 impl<T, F> Errand for Later<T, F>

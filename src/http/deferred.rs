@@ -31,7 +31,7 @@
 //! write timeout, like a client that stops reading.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, Ordering::Relaxed};
 
 use super::Response;
 
@@ -77,14 +77,26 @@ pub struct Deferred {
     /// with errands queued frees them).
     mailbox: Option<Arc<dyn Mailbox>>,
     ticket: Ticket,
+    /// The number of the connection's last request whose client left
+    /// before its answer came.
+    left: Arc<AtomicU64>,
 }
 
 impl Deferred {
-    pub(crate) fn new(mailbox: Arc<dyn Mailbox>, ticket: Ticket) -> Deferred {
+    pub(crate) fn new(mailbox: Arc<dyn Mailbox>, ticket: Ticket, left: Arc<AtomicU64>) -> Deferred {
         Deferred {
             mailbox: Some(mailbox),
             ticket,
+            left,
         }
+    }
+
+    /// Whether the client still waits for the answer: `false` once it has
+    /// left (its connection read as closed, see docs/engine.md), so that
+    /// work done only to answer it (a search) can be skipped. The answer
+    /// may still be sent; it is dropped.
+    pub fn wanted(&self) -> bool {
+        self.left.load(Relaxed) != self.ticket.request
     }
 
     /// Sends `response` as the answer to the deferred request.

@@ -40,6 +40,7 @@ use super::Limits;
 use super::body::BodyError;
 use super::head::{Head, HeadError};
 use super::inbox::Inbox;
+use super::request::Notes;
 use super::response::Response;
 
 #[cfg(test)]
@@ -133,8 +134,9 @@ pub(crate) struct Protocol {
     timer: bool,
     /// Requests whose heads were parsed; the current one's number.
     requests: u64,
-    /// The handler's one bit about the connection (`Request::mark`).
-    marked: bool,
+    /// What the handler keeps across requests, and the shared word that
+    /// tells a deferred answer its client left.
+    notes: Notes,
     /// When the current request's head was parsed (for the access log and
     /// the handler's `Request::started`).
     started: Instant,
@@ -170,7 +172,7 @@ impl Protocol {
             held: None,
             timer: false,
             requests: 0,
-            marked: false,
+            notes: Notes::default(),
             started: now,
             deadline,
             idle: false,
@@ -248,8 +250,9 @@ impl Protocol {
                 self.deadline = None;
                 Action::Body
             }
-            // The client left while its answer was held: nothing is owed.
-            Phase::Waiting if self.peer_closed && self.held.is_some() => {
+            // The client left while its answer was held or still to come:
+            // nothing is owed.
+            Phase::Waiting if self.peer_closed => {
                 self.abandon(now);
                 Action::Wait
             }
@@ -320,8 +323,8 @@ impl Protocol {
     }
 
     /// The head and the inbox, to build the handler's `Request` from.
-    pub(crate) fn request_parts(&mut self) -> (&Head, &mut Inbox, &mut bool) {
-        (&self.head, &mut self.inbox, &mut self.marked)
+    pub(crate) fn request_parts(&mut self) -> (&Head, &mut Inbox, &mut Notes) {
+        (&self.head, &mut self.inbox, &mut self.notes)
     }
 
     /// The current request's number, for deferring its response.
@@ -382,14 +385,10 @@ impl Protocol {
             Phase::Streaming => {
                 !self.peer_closed && self.inbox.input().len() < self.limits.max_head
             }
-            // The same while an answer is held (or will be, once its
-            // deferred response comes): a client that leaves frees its
-            // slot at once rather than when the hold ends.
-            Phase::Waiting => {
-                (self.held.is_some() || self.hold > 0)
-                    && !self.peer_closed
-                    && self.inbox.input().len() < self.limits.max_head
-            }
+            // The same while an answer is held or still to come (a
+            // deferred one): a client that leaves frees its slot at once,
+            // and work done for it alone may be skipped (`abandon`).
+            Phase::Waiting => !self.peer_closed && self.inbox.input().len() < self.limits.max_head,
             Phase::Lingering => true,
             _ => false,
         }

@@ -15,6 +15,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use super::body::BodyError;
@@ -28,12 +29,23 @@ pub(crate) struct Deferral<'a> {
     pub(crate) ticket: Ticket,
 }
 
+/// What a connection keeps for the handler across its requests.
+#[derive(Debug, Default)]
+pub(crate) struct Notes {
+    /// The handler's one bit (`Request::mark`).
+    pub(crate) marked: bool,
+    /// The number of the last request whose client left before its
+    /// deferred answer came (`Deferred::wanted`); made at the first
+    /// deferral, shared with each `Deferred` of the connection.
+    pub(crate) left: Option<Arc<AtomicU64>>,
+}
+
 /// One HTTP request, as handlers see it.
 pub struct Request<'c> {
     head: &'c Head,
     inbox: &'c mut Inbox,
-    /// The connection's mark (`marked`, `mark`).
-    marked: &'c mut bool,
+    /// The connection's notes (`marked`, `mark`, `defer`).
+    notes: &'c mut Notes,
     peer: SocketAddr,
     started: Instant,
     deferral: Option<Deferral<'c>>,
@@ -48,7 +60,7 @@ impl<'c> Request<'c> {
     pub(crate) fn new(
         head: &'c Head,
         inbox: &'c mut Inbox,
-        marked: &'c mut bool,
+        notes: &'c mut Notes,
         peer: SocketAddr,
         started: Instant,
         deferral: Option<Deferral<'c>>,
@@ -58,7 +70,7 @@ impl<'c> Request<'c> {
             resumed: inbox.body_asked(),
             head,
             inbox,
-            marked,
+            notes,
             peer,
             started,
             deferral,
@@ -119,12 +131,12 @@ impl<'c> Request<'c> {
     /// once for a client (the API records a token proven right) need not
     /// be done on each of its requests.
     pub fn marked(&self) -> bool {
-        *self.marked
+        self.notes.marked
     }
 
     /// Marks the connection for the requests that follow on it.
     pub fn mark(&mut self) {
-        *self.marked = true;
+        self.notes.marked = true;
     }
 
     /// When its head was parsed: the same instant on every call of the
@@ -171,7 +183,12 @@ impl<'c> Request<'c> {
         }
         let deferral = self.deferral.as_ref()?;
         self.deferred = true;
-        Some(Deferred::new(Arc::clone(deferral.mailbox), deferral.ticket))
+        let left = self.notes.left.get_or_insert_with(Default::default);
+        Some(Deferred::new(
+            Arc::clone(deferral.mailbox),
+            deferral.ticket,
+            Arc::clone(left),
+        ))
     }
 
     /// A waker for the [`Stream`](super::Stream) that will answer this

@@ -48,9 +48,9 @@ pub(crate) fn drive(
             },
         });
         let started = protocol.started();
-        let (head, inbox, marked) = protocol.request_parts();
+        let (head, inbox, notes) = protocol.request_parts();
         let secure = https.is_some();
-        let mut request = Request::new(head, inbox, marked, peer, started, deferral, secure);
+        let mut request = Request::new(head, inbox, notes, peer, started, deferral, secure);
         if let Some(ca) = https.and_then(|https| ca_pem(https, &request)) {
             protocol.answer(Answer::Now(secured(ca, https)), now);
             continue;

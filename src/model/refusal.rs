@@ -63,6 +63,11 @@ pub enum Unavailable {
     Stopping,
     /// A reset cannot be done now, for this reason (`POST /plants/reset`).
     Reset(&'static str),
+    /// The memory store's search queue is full (or this client's share
+    /// of it).
+    Searches,
+    /// Not done: no one waited for the answer any more.
+    Gone,
 }
 
 impl fmt::Display for Unavailable {
@@ -72,6 +77,8 @@ impl fmt::Display for Unavailable {
             Unavailable::Busy => "the database is busy; try again shortly",
             Unavailable::Stopping => "the server is stopping",
             Unavailable::Reset(why) => why,
+            Unavailable::Searches => "the search queue is full; try again shortly",
+            Unavailable::Gone => "the client has gone",
         })
     }
 }
@@ -106,6 +113,13 @@ impl From<Unavailable> for NotDone {
 pub trait Answer<T>: Send {
     /// Takes the answer.
     fn answer(self: Box<Self>, answer: Result<T, NotDone>);
+
+    /// Whether anyone still waits for the answer: a store may skip work
+    /// done only to answer (a search) when no one does, and answer
+    /// [`Unavailable::Gone`] instead.
+    fn wanted(&self) -> bool {
+        true
+    }
 }
 
 impl<T, F: FnOnce(Result<T, NotDone>) + Send> Answer<T> for F {

@@ -38,6 +38,7 @@ mod tests;
 
 pub use key::TicketKey;
 pub use outcome::{Outcome, Pending, Reply};
+pub use scan::Asker;
 use seed::Before;
 
 use std::fmt;
@@ -383,10 +384,11 @@ impl Plants {
     /// takes plants only while the page's JSON holds them. The memory
     /// store answers a query that may read the whole store later, from
     /// its scan thread (`scan.rs`), and every other at once.
-    pub fn page(&self, query: Query, budget: Budget) -> Outcome<Page> {
+    /// `asker` shares the scan thread fairly with other askers.
+    pub fn page(&self, asker: Asker, query: Query, budget: Budget) -> Outcome<Page> {
         match &self.kept {
             Kept::Memory { store, scans, .. } if scan::Scans::needed(&query) => {
-                scans.page(store, query, budget)
+                scans.page(store, asker, query, budget)
             }
             Kept::Memory { store, .. } => Outcome::Ready(Ok(store.query(&query, budget))),
             #[cfg(feature = "postgres")]

@@ -64,7 +64,8 @@ impl Plants {
         };
         let plants = Arc::clone(plants);
         match &self.kept {
-            Kept::Memory { store, scans, .. } => scans.later(store, move |store| {
+            // Resets share one line of the scan thread's.
+            Kept::Memory { store, scans, .. } => scans.later(store, 0, move |store| {
                 store.reset(&plants).map(|()| plants.len())
             }),
             #[cfg(feature = "postgres")]

@@ -2,7 +2,7 @@
 //! and the change hook reporting each change once it is durable.
 
 use super::*;
-use crate::model::{Budget, ChangeKind, PlantChange, Query};
+use crate::model::{Answer, Budget, ChangeKind, PlantChange, Query, Unavailable};
 use std::sync::Mutex;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -89,7 +89,7 @@ fn with_a_synced_journal_a_change_is_pending_until_its_record_is_written() {
         limit: 10,
         ..Query::default()
     };
-    let Outcome::Ready(Ok(page)) = plants.page(query, Budget::of(1024)) else {
+    let Outcome::Ready(Ok(page)) = plants.page(1, query, Budget::of(1024)) else {
         panic!("a page from memory is ready");
     };
     assert_eq!((page.items.len(), page.more), (1, false));
@@ -137,4 +137,48 @@ fn a_reset_is_pending_reported_once_and_cuts_an_export_short() {
     let plain = Plants::open(&setup(None)).unwrap();
     assert!(!plain.resettable());
     assert!(matches!(plain.reset(), Outcome::Ready(Err(_))));
+}
+
+/// A reply that says whether anyone waits, and passes on what it gets.
+struct Asked {
+    wanted: bool,
+    to: mpsc::Sender<Result<Page, NotDone>>,
+}
+
+impl Answer<Page> for Asked {
+    fn answer(self: Box<Self>, answer: Result<Page, NotDone>) {
+        let _ = self.to.send(answer);
+    }
+
+    fn wanted(&self) -> bool {
+        self.wanted
+    }
+}
+
+#[test]
+fn a_search_no_one_waits_for_is_not_run() {
+    let plants = Plants::open(&setup(None)).unwrap();
+    assert!(matches!(
+        plants.create(new(1, "fern")),
+        Outcome::Ready(Ok(_))
+    ));
+    let search = || Query {
+        limit: 10,
+        search: Some("fern".into()),
+        ..Query::default()
+    };
+    let (to, answers) = mpsc::channel();
+    for wanted in [false, true] {
+        let Outcome::Pending(pending) = plants.page(1, search(), Budget::of(1024)) else {
+            panic!("a search is answered from the scan thread");
+        };
+        let to = to.clone();
+        pending.then(Box::new(Asked { wanted, to }));
+        let answer = answers.recv_timeout(Duration::from_secs(10)).unwrap();
+        match (wanted, answer) {
+            (false, Err(NotDone::Unavailable(Unavailable::Gone))) => {}
+            (true, Ok(page)) => assert_eq!(page.items.len(), 1),
+            (wanted, other) => panic!("wanted {wanted}: {other:?}"),
+        }
+    }
 }

@@ -55,11 +55,16 @@ impl Protocol {
         self.timer = true;
     }
 
-    /// Drops the answer held for a client that has gone (closed its side,
-    /// or the connection failed) and closes: logged as nginx logs such a
-    /// request, 499. What the request changed stays changed.
+    /// Drops the answer held or awaited for a client that has gone (closed
+    /// its side, or the connection failed) and closes: logged as nginx
+    /// logs such a request, 499. A deferred answer still to come is told
+    /// (`Deferred::wanted`), so that work done for it alone may be
+    /// skipped; what the request changed stays changed.
     pub(super) fn abandon(&mut self, now: Instant) {
         self.held = None;
+        if let Some(left) = &self.notes.left {
+            left.store(self.requests, std::sync::atomic::Ordering::Relaxed);
+        }
         access::log(
             self.head.method(),
             self.head.target(),

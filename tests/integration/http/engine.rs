@@ -12,7 +12,7 @@ use plantstore::http::{
     Deferred, Errand, Fill, Handler, Limits, Request, Response, Server, Stream, StreamWaker,
 };
 
-use crate::support::{AUTH, Client, JSON, TestServer, allow_names_of, config, request};
+use crate::support::{AUTH, Client, JSON, TestServer, allow_names_of, config, eventually, request};
 
 #[test]
 fn keep_alive_serves_several_requests_on_one_connection() {
@@ -472,6 +472,35 @@ fn an_errand_sent_from_another_thread_is_finished_on_the_loop_that_owns_its_requ
         Ok(std::thread::current().id()),
         "finished when sent"
     );
+}
+
+#[test]
+fn a_deferred_answer_is_no_longer_wanted_once_its_client_has_gone() {
+    let (deferred, taken) = mpsc::channel();
+    let handler = Deferring {
+        deferred: Mutex::new(deferred),
+    };
+    let (addr, stopper, thread) = serve(handler, 1);
+    // Sent with its close at once (the request and the FIN in one edge),
+    // and closed later: either way the loop sees the client go.
+    for at_once in [true, false] {
+        let mut client = Client::connect(addr);
+        client.send(b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n");
+        if at_once {
+            client.stream.shutdown(std::net::Shutdown::Write).unwrap();
+        }
+        let (later, _) = taken.recv_timeout(Duration::from_secs(10)).unwrap();
+        if !at_once {
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(later.wanted(), "the client still waits");
+            drop(client);
+        }
+        assert!(eventually(|| !later.wanted()), "still wanted, client gone");
+        // Its connection is gone too: a late answer is dropped.
+        later.complete(Response::no_content());
+    }
+    stopper.stop();
+    assert_eq!(thread.join().unwrap(), 0, "no connection left");
 }
 
 /// A server of `handler` alone on `threads` event loops, on a free
