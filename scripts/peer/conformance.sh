@@ -2,8 +2,13 @@
 # Conformance: run schemathesis, every check on, against the release binary
 # and its own /openapi.json; also validate the document as OpenAPI 3.1.
 #
-# Usage: scripts/peer/conformance.sh [EXAMPLES_PER_OPERATION] [--postgres]
+# Usage: scripts/peer/conformance.sh [EXAMPLES_PER_OPERATION] [--postgres] [--no-flags]
 #        (default 200 examples)
+#
+# The document describes exactly the server that serves it: by default the
+# server runs with every flag that adds a route (--allow-reset), so that
+# each is checked; --no-flags runs it with none, where the document must
+# leave those routes out.
 # Installs schemathesis and openapi-spec-validator into .venv-conformance.
 #
 # --postgres: the server built with the postgres feature (in
@@ -17,19 +22,23 @@ cd "$(dirname "$0")/../.."
 
 examples=200
 postgres=
+no_flags=
 for arg in "$@"; do
     case $arg in
         --postgres) postgres=1 ;;
-        *[!0-9]* | '') echo "usage: scripts/peer/conformance.sh [EXAMPLES] [--postgres]" >&2; exit 2 ;;
+        --no-flags) no_flags=1 ;;
+        *[!0-9]* | '') echo "usage: scripts/peer/conformance.sh [EXAMPLES] [--postgres] [--no-flags]" >&2; exit 2 ;;
         *) examples=$arg ;;
     esac
 done
 venv=.venv-conformance
 token=conformance-token
 
-# POST /plants/reset is in the document: served, so that it is checked
-# like every other operation (no --seed: a reset leaves no plants).
-serve_args=(--allow-reset)
+# Every flag that adds a route or headers: POST /plants/reset is then in
+# the document, served, and checked like every other operation (no
+# --seed: a reset leaves no plants); CORS adds its headers to answers.
+serve_args=(--allow-reset --cors-origin https://app.example)
+[ -z "$no_flags" ] || serve_args=()
 if [ -n "$postgres" ]; then
     [ -n "${PLANTSTORE_TEST_DATABASE:-}" ] || {
         echo "PLANTSTORE_TEST_DATABASE is not set: run it through scripts/with-postgres.sh" >&2

@@ -6,7 +6,10 @@
 //! conformance script; `/openapi.json` and `/healthz` need no token.
 //! The file declares the default name and tag limits; the document served
 //! is unpacked for each request and given the configured ones
-//! (`document`).
+//! (`document`). It describes exactly the running server: a route that
+//! only a flag serves (`POST /plants/reset`, `--allow-reset`) is left out
+//! without its flag (`without_path`), so that a client generated from the
+//! document, or a fuzzer reading it, meets no route that is a 404.
 
 use super::Call;
 use super::{ApiError, App};
@@ -56,7 +59,56 @@ pub fn document(limits: TextLimits) -> Vec<u8> {
 
 /// `GET /openapi.json`.
 pub(super) fn openapi(app: &App) -> Response {
-    Response::bytes(200, "application/json", document(app.text_limits))
+    let document = document(app.text_limits);
+    let document = match app.plants.resettable() {
+        true => document,
+        false => without_path(document, super::routes::RESET),
+    };
+    Response::bytes(200, "application/json", document)
+}
+
+/// The compact document without the member `path` of its `paths` object
+/// (and the comma that joined it to a neighbour); unchanged if it has
+/// none. The member is found as `"PATH":{` and ends at the brace that
+/// closes it, braces inside strings not counted.
+fn without_path(document: Vec<u8>, path: &str) -> Vec<u8> {
+    let key = format!("\"{path}\":{{");
+    let Some(start) = document
+        .windows(key.len())
+        .position(|w| w == key.as_bytes())
+    else {
+        return document;
+    };
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    let mut end = None;
+    for (at, &byte) in document.iter().enumerate().skip(start + key.len() - 1) {
+        match byte {
+            _ if escaped => escaped = false,
+            b'\\' if in_string => escaped = true,
+            b'"' => in_string = !in_string,
+            b'{' if !in_string => depth += 1,
+            b'}' if !in_string => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    end = Some(at + 1);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(mut end) = end else {
+        return document;
+    };
+    let mut start = start;
+    if document.get(end) == Some(&b',') {
+        end += 1;
+    } else if start > 0 && document[start - 1] == b',' {
+        start -= 1;
+    }
+    let mut out = document;
+    out.drain(start..end);
+    out
 }
 
 /// `GET /healthz`: `ok`, or 503 `failing` with the reason once the journal
@@ -171,6 +223,32 @@ mod tests {
                 value.into();
         }
         assert_eq!(patched, original);
+    }
+
+    #[test]
+    fn a_path_left_out_is_gone_whole_and_the_rest_unchanged() {
+        let full: Value = serde_json::from_slice(&unpack(OPENAPI_JSON)).unwrap();
+        let cut = without_path(unpack(OPENAPI_JSON), super::super::routes::RESET);
+        let mut cut: Value = serde_json::from_slice(&cut).expect("still JSON");
+        assert!(full["paths"].get("/plants/reset").is_some());
+        assert!(cut["paths"].get("/plants/reset").is_none());
+        cut["paths"]["/plants/reset"] = full["paths"]["/plants/reset"].clone();
+        assert_eq!(cut, full, "nothing else changed");
+        // The first and the last member of an object, and one absent.
+        for (text, want) in [
+            (
+                r#"{"paths":{"/a":{"x":"}{"},"/b":{}}}"#,
+                r#"{"paths":{"/b":{}}}"#,
+            ),
+            (
+                r#"{"paths":{"/b":{},"/a":{"x":"\"}"}}}"#,
+                r#"{"paths":{"/b":{}}}"#,
+            ),
+            (r#"{"paths":{"/b":{}}}"#, r#"{"paths":{"/b":{}}}"#),
+        ] {
+            let cut = without_path(text.as_bytes().to_vec(), "/a");
+            assert_eq!(String::from_utf8(cut).unwrap(), want);
+        }
     }
 
     #[test]

@@ -294,25 +294,38 @@ fn secured(document: &Value, path: &str, method: &str) -> bool {
 }
 
 #[test]
-fn the_openapi_document_describes_every_route_row_but_the_pages_files() {
-    let server = TestServer::start();
-    let reply = server.send("GET", "/openapi.json", &[], "");
-    assert_eq!(reply.status, 200);
-    let document = reply.json();
-    let rows: BTreeSet<(String, String)> = ROUTES
-        .iter()
-        .filter(|r| r.documented)
-        .flat_map(|r| {
-            r.methods
-                .iter()
-                .map(|m| (r.path.to_owned(), m.name.to_owned()))
-        })
-        .collect();
-    assert_eq!(
-        documented(&document),
-        rows,
-        "the document's operations are the table's"
-    );
+fn the_openapi_document_describes_every_route_row_served_but_the_pages_files() {
+    // The reset's row only where `--allow-reset` serves it.
+    for allow_reset in [false, true] {
+        let server = TestServer::with(plantstore::config::Config {
+            allow_reset,
+            ..crate::support::config()
+        });
+        let reply = server.send("GET", "/openapi.json", &[], "");
+        assert_eq!(reply.status, 200);
+        let served = |r: &&Route| r.documented && (allow_reset || r.path != "/plants/reset");
+        let rows: BTreeSet<(String, String)> = ROUTES
+            .iter()
+            .filter(served)
+            .flat_map(|r| {
+                r.methods
+                    .iter()
+                    .map(|m| (r.path.to_owned(), m.name.to_owned()))
+            })
+            .collect();
+        assert_eq!(
+            documented(&reply.json()),
+            rows,
+            "the document's operations are the table's (--allow-reset {allow_reset})"
+        );
+        let reset = server.send("POST", "/plants/reset", &[AUTH], "");
+        assert_eq!(reset.status == 404, !allow_reset, "{}", reset.text());
+    }
+    let server = TestServer::with(plantstore::config::Config {
+        allow_reset: true,
+        ..crate::support::config()
+    });
+    let document = server.send("GET", "/openapi.json", &[], "").json();
     for route in ROUTES.iter().filter(|r| r.documented) {
         for method in route.methods {
             let (path, name) = (route.path, method.name.to_lowercase());
