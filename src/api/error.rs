@@ -86,12 +86,17 @@ impl ApiError {
             ApiError::Store(Refusal::NotFound(_)) => 404,
             ApiError::Store(Refusal::Full(_) | Refusal::DataFull(_)) => 507,
             ApiError::Store(Refusal::Storage(_)) => 500,
+            // No one waits for it: never sent (`Response::gone`).
+            ApiError::Unavailable(Unavailable::Gone) => 499,
             ApiError::Unavailable(_) => 503,
         }
     }
 
     /// The Error response, with the headers the status calls for.
     pub fn to_response(&self) -> Response {
+        if let ApiError::Unavailable(Unavailable::Gone) = self {
+            return Response::gone();
+        }
         let response = Response::error(self.status(), &self.to_string());
         match self {
             ApiError::MethodNotAllowed(allow) => response.with_header("Allow", allow),

@@ -9,9 +9,12 @@
 //! token already proven right from its address within the hour: the
 //! flood cannot lock out the clients that hold a right token, while a new
 //! client, a ticket, or any other token from that address still meets the
-//! 429. A right token is recorded once per connection (`Request::mark`),
-//! and on each request while failures are being counted: with no failures
-//! the path of a request gains no shared write.
+//! 429. A connection notes the proof it last recorded (`Request::note`):
+//! one is recorded again only when its client or token differs from the
+//! last on that connection (a proxy's keep-alive connection carries many
+//! clients), when ten minutes have passed, or while failures are being
+//! counted. So with no failures a request's path gains a keyed hash and no
+//! shared write.
 //!
 //! Files (in `guard/`): `table.rs` (the failure table: its bounds, the
 //! leaky counts, the eviction, the /48 and global limits), `proofs.rs`
@@ -90,6 +93,10 @@ impl Refused {
 /// Every address together may fail this many times what one may (the
 /// global limit).
 const GLOBAL: u64 = 50;
+
+/// A connection records its client's proof again after this long (ms),
+/// so that a proof in use never lapses.
+const REFRESH_MS: u64 = 10 * 60 * 1000;
 
 /// Why a `--trusted-proxy` is refused.
 const NOT_A_BLOCK: &str = "is not an address or a CIDR block \
@@ -216,15 +223,24 @@ impl Throttle {
         }
     }
 
-    /// The bearer `token` was right from `client`: recorded on the first
-    /// such request of a connection (`first`), and on every one while
-    /// failures are counted. Without a limit nothing is.
-    pub fn proven(&self, client: IpAddr, token: &[u8], first: bool) {
-        if let Some(table) = &self.table
-            && (first || !table.is_empty())
-        {
-            self.proofs.prove(self.tag(client, token), self.now());
+    /// The bearer `token` was right from `client` on a request that
+    /// arrived `at`, on a connection whose note (`Request::note`) is
+    /// `note`: the proof is recorded unless the note says this connection
+    /// recorded the same one in the last [`REFRESH_MS`] (and no failures
+    /// are being counted); the connection's note after it. Without a
+    /// limit nothing is recorded.
+    pub fn proven(&self, client: IpAddr, token: &[u8], note: u128, at: Instant) -> u128 {
+        let Some(table) = &self.table else {
+            return note;
+        };
+        let tag = self.tag(client, token);
+        let now = at.saturating_duration_since(self.started).as_millis() as u64;
+        let (noted, since) = (note as u64, (note >> 64) as u64);
+        if noted == tag && now.saturating_sub(since) < REFRESH_MS && table.is_empty() {
+            return note;
         }
+        self.proofs.prove(tag, now);
+        u128::from(now) << 64 | u128::from(tag)
     }
 
     /// The proof of `token` from `client`.

@@ -36,8 +36,8 @@ pub fn method_label(method: &str) -> usize {
 }
 
 /// Statuses the application answers, in the order of each row.
-const STATUSES: [u16; 16] = [
-    200, 204, 304, 400, 401, 403, 404, 405, 408, 409, 413, 415, 429, 500, 503, 507,
+const STATUSES: [u16; 17] = [
+    200, 204, 304, 400, 401, 403, 404, 405, 408, 409, 413, 415, 429, 499, 500, 503, 507,
 ];
 
 /// The server's counters.

@@ -193,9 +193,9 @@ impl App {
     /// client's address: a ticket is a 256-bit MAC, nothing to guess, and
     /// expired ones are the normal course of a page that stays open (a
     /// restart, a key rotation, a reconnect after the expiry). A right
-    /// bearer token is recorded as proven from the address (once per
-    /// connection), which passes the server-wide limit later. Every
-    /// refusal is counted by reason.
+    /// bearer token is recorded as proven from its client's address (see
+    /// `guard.rs` for how seldom), which passes the server-wide limit
+    /// later. Every refusal is counted by reason.
     fn authorize(&self, request: &mut Request<'_>, method: &Method) -> Result<Granted, ApiError> {
         let client = self.throttle.client(request);
         let header = request.header("authorization");
@@ -231,8 +231,10 @@ impl App {
         })?;
         // A bearer token is never sent with a ticket (taken only without).
         if let Some(token) = bearer {
-            self.throttle.proven(client, token, !request.marked());
-            request.mark();
+            let note = self
+                .throttle
+                .proven(client, token, request.note(), request.started());
+            request.set_note(note);
         }
         if method.scope == Scope::Write && self.read_only {
             self.throttle.refused(Refused::ReadOnly);

@@ -346,7 +346,9 @@ fn require_json(request: &Request<'_>) -> Result<(), ApiError> {
 
 /// `GET /openapi.json`.
 fn openapi(app: &App, _: &mut Request<'_>, _: Call) -> Result<Response, ApiError> {
-    Ok(service::openapi(app))
+    // The reset's route is served (and described) with --allow-reset only.
+    let unserved = (!app.plants.resettable()).then_some(RESET);
+    Ok(service::openapi(app, unserved))
 }
 
 /// `GET /healthz`.

@@ -250,10 +250,16 @@ impl Protocol {
                 self.deadline = None;
                 Action::Body
             }
-            // The client left while its answer was held or still to come:
-            // nothing is owed.
-            Phase::Waiting if self.peer_closed => {
+            // The client left (or half-closed) while its answer waited: a
+            // held answer is dropped at once; one still to come is told,
+            // so that work done only for it may be skipped, and is written
+            // if it comes all the same (a half-closed client may read it).
+            Phase::Waiting if self.peer_closed && self.held.is_some() => {
                 self.abandon(now);
+                Action::Wait
+            }
+            Phase::Waiting if self.peer_closed => {
+                self.tell_left();
                 Action::Wait
             }
             Phase::Waiting if expired => {

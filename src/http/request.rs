@@ -32,8 +32,8 @@ pub(crate) struct Deferral<'a> {
 /// What a connection keeps for the handler across its requests.
 #[derive(Debug, Default)]
 pub(crate) struct Notes {
-    /// The handler's one bit (`Request::mark`).
-    pub(crate) marked: bool,
+    /// The handler's word (`Request::note`).
+    pub(crate) note: u128,
     /// The number of the last request whose client left before its
     /// deferred answer came (`Deferred::wanted`); made at the first
     /// deferral, shared with each `Deferred` of the connection.
@@ -44,7 +44,7 @@ pub(crate) struct Notes {
 pub struct Request<'c> {
     head: &'c Head,
     inbox: &'c mut Inbox,
-    /// The connection's notes (`marked`, `mark`, `defer`).
+    /// The connection's notes (`note`, `defer`).
     notes: &'c mut Notes,
     peer: SocketAddr,
     started: Instant,
@@ -126,17 +126,17 @@ impl<'c> Request<'c> {
         self.peer
     }
 
-    /// Whether a request before this one on its connection was `mark`ed:
-    /// one bit the handler keeps per connection, so that something done
-    /// once for a client (the API records a token proven right) need not
-    /// be done on each of its requests.
-    pub fn marked(&self) -> bool {
-        self.notes.marked
+    /// The word the handler keeps for this request's connection (0 until
+    /// it sets one), so that something done once for a client (the API
+    /// records a token proven right) need not be done on each of its
+    /// requests.
+    pub fn note(&self) -> u128 {
+        self.notes.note
     }
 
-    /// Marks the connection for the requests that follow on it.
-    pub fn mark(&mut self) {
-        self.notes.marked = true;
+    /// Sets the connection's word for the requests that follow on it.
+    pub fn set_note(&mut self, note: u128) {
+        self.notes.note = note;
     }
 
     /// When its head was parsed: the same instant on every call of the

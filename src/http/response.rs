@@ -115,6 +115,9 @@ impl std::fmt::Debug for Response {
 
 const JSON: &str = "application/json";
 
+/// The status of [`Response::gone`].
+pub(crate) const GONE: u16 = 499;
+
 impl Response {
     /// A response with this status and no body.
     pub fn empty(status: u16) -> Response {
@@ -132,6 +135,14 @@ impl Response {
     /// the real response.
     pub fn deferred() -> Response {
         Response::empty(0)
+    }
+
+    /// The answer to a request whose client has gone (its status 499, as
+    /// nginx logs such a request): never written, the connection is closed
+    /// instead. A handler that finds no one waits (`Deferred::wanted`)
+    /// answers it.
+    pub fn gone() -> Response {
+        Response::empty(GONE)
     }
 
     /// `204 No Content`.
@@ -325,6 +336,8 @@ fn reason(status: u16) -> &'static str {
         415 => "Unsupported Media Type",
         429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
+        // Never sent (`Response::gone`).
+        499 => "Client Closed Request",
         500 => "Internal Server Error",
         501 => "Not Implemented",
         503 => "Service Unavailable",

@@ -261,7 +261,8 @@ impl Worker {
             if let Some(until) = stop_by
                 && (self.open() == 0 || now >= until)
             {
-                for conn in self.conns.iter().flatten() {
+                for conn in self.conns.iter_mut().flatten() {
+                    conn.protocol.dropped(now);
                     reset_if_cut_short(conn);
                 }
                 self.postbox.close();
@@ -521,6 +522,7 @@ impl Worker {
             Left::Busy => self.again.push(slot),
             Left::Closed => {
                 if let Some(mut conn) = self.conns[slot].take() {
+                    conn.protocol.dropped(now);
                     reset_if_cut_short(&conn);
                     let _ = self.poll.registry().deregister(&mut conn.socket);
                 }

@@ -14,8 +14,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::outcome::Outcome;
+use super::scan::{self, Asker};
 use super::{Kept, Plants, Setup, SetupError};
 use crate::model::{Capacity, NotDone, Plant, Unavailable};
+
+/// The scan thread's line of resets: a key no client address has (an IPv6
+/// /64's low half is zero, an IPv4 address is `::ffff:a.b.c.d`).
+const RESETS: Asker = 2;
 
 /// The seed's plants, kept for `POST /plants/reset`.
 pub(super) type Seeded = Arc<[(i64, Plant)]>;
@@ -64,10 +69,13 @@ impl Plants {
         };
         let plants = Arc::clone(plants);
         match &self.kept {
-            // Resets share one line of the scan thread's.
-            Kept::Memory { store, scans, .. } => scans.later(store, 0, move |store| {
-                store.reset(&plants).map(|()| plants.len())
-            }),
+            // Resets share one line of the scan thread's queue, and are
+            // never skipped: a reset whose client left is done all the same.
+            Kept::Memory { store, scans, .. } => {
+                scans.later(store, RESETS, scan::Kind::Reset, move |store| {
+                    store.reset(&plants).map(|()| plants.len())
+                })
+            }
             #[cfg(feature = "postgres")]
             Kept::Database(remote) => remote.reset(plants),
         }

@@ -17,9 +17,12 @@
 //! address, IPv6 by /64) has a line of its own, and the thread takes one
 //! job from each line in turn, so one client looping searches delays
 //! another's by about one scan, however many it queues. At most
-//! [`PER_ASKER`] jobs wait in one line and [`QUEUED`] in all; past either
-//! a job is answered `Unavailable::Searches` (a 503) at once, so a flood
-//! of searches costs a bounded queue, not memory or threads. A job whose
+//! [`PER_ASKER`] jobs wait in one line and [`QUEUED`] in all (when full, a
+//! newcomer takes the place of the longest line's last, while that line is
+//! longer than the newcomer's would be); past either a job is answered
+//! `Unavailable::Searches` (a 503) at once, so a flood of searches costs a
+//! bounded queue, not memory or threads. A reset waits in a line of its
+//! own and is never skipped. A job whose
 //! asker no longer waits for it (`Answer::wanted`: its client has gone)
 //! is answered `Unavailable::Gone` without running.
 
@@ -39,8 +42,56 @@ const QUEUED: usize = 64;
 /// Scans of one asker waiting, at most.
 const PER_ASKER: usize = 8;
 
+/// Why a reset is refused when the queue has no room.
+const RESETS_FULL: &str = "too many searches and resets wait; try the reset again shortly";
+
 /// One job: a scan (or a reset) of the store, answering its reply.
-type Job = Box<dyn FnOnce(&Store) + Send>;
+type Job = Box<dyn Work>;
+
+/// What a job does: run on the store, or be refused, answering its reply
+/// either way.
+trait Work: Send {
+    fn run(self: Box<Self>, store: &Store);
+    fn refuse(self: Box<Self>, why: Unavailable);
+}
+
+/// What a job is to the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A page: not run once no one waits for its answer.
+    Search,
+    /// A reset: done once asked, whether or not anyone waits.
+    Reset,
+}
+
+/// A job answering `reply` with what `work` makes.
+struct Task<T, W> {
+    reply: Reply<T>,
+    work: W,
+    kind: Kind,
+}
+
+impl<T, W> Work for Task<T, W>
+where
+    T: Send + 'static,
+    W: FnOnce(&Store) -> Result<T, NotDone> + Send + 'static,
+{
+    fn run(self: Box<Self>, store: &Store) {
+        if self.kind == Kind::Search && !self.reply.wanted() {
+            return self.refuse(Unavailable::Gone);
+        }
+        let Task { reply, work, .. } = *self;
+        reply.answer(work(store));
+    }
+
+    fn refuse(self: Box<Self>, why: Unavailable) {
+        let why = match (self.kind, why) {
+            (Kind::Reset, Unavailable::Searches) => Unavailable::Reset(RESETS_FULL),
+            (_, why) => why,
+        };
+        self.reply.answer(Err(NotDone::Unavailable(why)));
+    }
+}
 
 /// Who asks for a scan, to share the thread fairly (any key the caller
 /// chooses: the API's is the client's address).
@@ -83,30 +134,35 @@ impl<J> Default for Lines<J> {
 }
 
 impl<J> Lines<J> {
-    /// Why a job of `asker` cannot be queued now, if it cannot.
-    fn refusal(&self, asker: Asker) -> Option<Unavailable> {
-        let full = || {
-            self.waiting >= QUEUED
-                || self
-                    .lines
-                    .iter()
-                    .any(|(a, line)| *a == asker && line.len() >= PER_ASKER)
-        };
+    /// Queues `job` at the end of `asker`'s line; past [`QUEUED`] in all,
+    /// in place of the last job of the longest line if that is longer than
+    /// `asker`'s would be (that job handed back, to be refused), so that
+    /// a few askers cannot fill the queue for everyone. `Err` with why,
+    /// and the job, when it is refused.
+    fn admit(&mut self, asker: Asker, job: J) -> Result<Option<J>, (Unavailable, J)> {
         if self.closed {
-            Some(Unavailable::Stopping)
-        } else {
-            full().then_some(Unavailable::Searches)
+            return Err((Unavailable::Stopping, job));
         }
-    }
-
-    /// Queues `job` at the end of `asker`'s line (there is room: see
-    /// `refusal`).
-    fn push(&mut self, asker: Asker, job: J) {
-        match self.lines.iter_mut().find(|(a, _)| *a == asker) {
-            Some((_, line)) => line.push_back(job),
+        let own = self.lines.iter().position(|(a, _)| *a == asker);
+        let length = own.map_or(0, |at| self.lines[at].1.len());
+        if length >= PER_ASKER {
+            return Err((Unavailable::Searches, job));
+        }
+        let mut evicted = None;
+        if self.waiting >= QUEUED {
+            let longest = self.lines.iter_mut().max_by_key(|(_, line)| line.len());
+            match longest {
+                Some((_, line)) if line.len() > length + 1 => evicted = line.pop_back(),
+                _ => return Err((Unavailable::Searches, job)),
+            }
+            self.waiting -= 1;
+        }
+        match own {
+            Some(at) => self.lines[at].1.push_back(job),
             None => self.lines.push_back((asker, VecDeque::from([job]))),
         }
         self.waiting += 1;
+        Ok(evicted)
     }
 
     /// The next job: the first of the line whose turn it is.
@@ -131,7 +187,8 @@ impl Scans {
         query.search.is_some() || (tagged && (query.count || query.order.by_name()))
     }
 
-    /// `query` answered later, from the scan thread, in `asker`'s line.
+    /// `query` answered later, from the scan thread, in `asker`'s line;
+    /// not run if no one waits for it by its turn.
     pub fn page(
         &self,
         store: &Arc<Store>,
@@ -139,15 +196,18 @@ impl Scans {
         query: Query,
         budget: Budget,
     ) -> Outcome<Page> {
-        self.later(store, asker, move |store| Ok(store.query(&query, budget)))
+        let work = move |store: &Store| Ok(store.query(&query, budget));
+        self.later(store, asker, Kind::Search, work)
     }
 
     /// `work` done later, on the scan thread, in `asker`'s line, its
-    /// answer the outcome's.
+    /// answer the outcome's (a search's not made if no one waits for it
+    /// by its turn).
     pub fn later<T: Send + 'static>(
         &self,
         store: &Arc<Store>,
         asker: Asker,
+        kind: Kind,
         work: impl FnOnce(&Store) -> Result<T, NotDone> + Send + 'static,
     ) -> Outcome<T> {
         {
@@ -168,23 +228,17 @@ impl Scans {
         }
         let queue = Arc::clone(&self.queue);
         Outcome::Pending(Pending::new(move |reply: Reply<T>| {
-            let mut jobs = lock(&queue.jobs);
-            if let Some(refused) = jobs.refusal(asker) {
-                drop(jobs);
-                return reply.answer(Err(NotDone::Unavailable(refused)));
-            }
-            jobs.push(
-                asker,
-                Box::new(move |store| {
-                    if reply.wanted() {
-                        reply.answer(work(store));
-                    } else {
-                        reply.answer(Err(NotDone::Unavailable(Unavailable::Gone)));
+            let task = Task { reply, work, kind };
+            let admitted = lock(&queue.jobs).admit(asker, Box::new(task));
+            match admitted {
+                Ok(evicted) => {
+                    queue.ready.notify_one();
+                    if let Some(job) = evicted {
+                        job.refuse(Unavailable::Searches);
                     }
-                }),
-            );
-            drop(jobs);
-            queue.ready.notify_one();
+                }
+                Err((why, job)) => job.refuse(why),
+            }
         }))
     }
 }
@@ -211,7 +265,7 @@ fn serve(store: &Store, queue: &Queue) {
             return;
         };
         drop(jobs);
-        job(store);
+        job.run(store);
     }
 }
 
@@ -224,28 +278,50 @@ mod tests {
         let mut lines = Lines::default();
         // One asker queues a loop's worth before two others ask once.
         for n in 0..PER_ASKER {
-            assert_eq!(lines.refusal(1), None);
-            lines.push(1, ("a", n));
+            assert!(matches!(lines.admit(1, ("a", n)), Ok(None)));
         }
-        assert_eq!(
-            lines.refusal(1),
-            Some(Unavailable::Searches),
+        assert!(
+            matches!(
+                lines.admit(1, ("a", 99)),
+                Err((Unavailable::Searches, ("a", 99)))
+            ),
             "its line is full"
         );
-        for asker in [2, 3] {
-            assert_eq!(lines.refusal(asker), None, "others still may");
-            lines.push(asker, (if asker == 2 { "b" } else { "c" }, 0));
-        }
+        assert!(
+            matches!(lines.admit(2, ("b", 0)), Ok(None)),
+            "others still may"
+        );
+        assert!(matches!(lines.admit(3, ("c", 0)), Ok(None)));
         let order: Vec<(&str, usize)> = std::iter::from_fn(|| lines.pop()).collect();
         assert_eq!(&order[..4], [("a", 0), ("b", 0), ("c", 0), ("a", 1)]);
         assert_eq!(order.len(), PER_ASKER + 2);
         assert_eq!(lines.waiting, 0);
-        // QUEUED in all, whoever asks.
-        for asker in 0..QUEUED as Asker {
-            lines.push(asker, ("x", 0));
+    }
+
+    #[test]
+    fn a_full_queue_makes_room_for_a_newcomer_from_the_longest_line() {
+        let mut lines = Lines::default();
+        // QUEUED / PER_ASKER askers fill the queue with full lines.
+        for n in 0..QUEUED {
+            let asker = (n / PER_ASKER) as Asker;
+            assert!(matches!(lines.admit(asker, (asker, n)), Ok(None)));
         }
-        assert_eq!(lines.refusal(999), Some(Unavailable::Searches));
+        // A newcomer takes the place of the last of a longest line.
+        let Ok(Some((evicted, _))) = lines.admit(100, (100, 0)) else {
+            panic!("the newcomer is refused");
+        };
+        assert!(evicted < 100);
+        assert_eq!(lines.waiting, QUEUED);
+        // Until the lines are as short as its own would be.
+        let mut admitted = 1;
+        while let Ok(Some(_)) = lines.admit(100, (100, admitted)) {
+            admitted += 1;
+        }
+        assert!((2..=PER_ASKER).contains(&admitted), "{admitted}");
         lines.closed = true;
-        assert_eq!(lines.refusal(999), Some(Unavailable::Stopping));
+        assert!(matches!(
+            lines.admit(7, (7, 0)),
+            Err((Unavailable::Stopping, _))
+        ));
     }
 }

@@ -3,6 +3,7 @@
 //! written at once when the server stops.
 
 use super::*;
+use std::sync::Arc;
 
 fn protocol() -> (Protocol, Instant) {
     let now = Instant::now();
@@ -113,6 +114,33 @@ fn a_client_gone_while_its_answer_is_held_frees_the_connection_at_once() {
     assert_eq!(p.poll(now + MS), Action::Wait);
     assert!(p.is_closed(), "closed at once, not when due");
     assert!(p.output().is_empty(), "nothing written to a client gone");
+
+    // A deferred answer (not held) whose client half-closes: the answer
+    // is told no one may wait, and written if it comes all the same.
+    let (mut p, now) = protocol();
+    p.received(b"POST /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
+    assert_eq!(p.poll(now), Action::Request);
+    let (_, _, notes) = p.request_parts();
+    let left = Arc::clone(notes.left.get_or_insert_with(Default::default));
+    p.answer(Answer::Later(0), now);
+    p.closed_by_peer();
+    assert_eq!(p.poll(now + MS), Action::Wait);
+    assert_eq!(left.load(std::sync::atomic::Ordering::Relaxed), 1, "told");
+    assert!(!p.is_closed());
+    p.complete(1, Response::no_content(), now + MS * 2);
+    let text = String::from_utf8_lossy(p.output()).into_owned();
+    assert!(text.starts_with("HTTP/1.1 204 "), "{text}");
+    assert!(text.contains("Connection: close"), "{text}");
+    // One that answers it is gone (a search not run) is not written.
+    let (mut p, now) = protocol();
+    p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
+    assert_eq!(p.poll(now), Action::Request);
+    p.answer(Answer::Later(0), now);
+    p.closed_by_peer();
+    assert_eq!(p.poll(now + MS), Action::Wait);
+    p.complete(1, Response::gone(), now + MS * 2);
+    assert!(p.is_closed());
+    assert!(p.output().is_empty());
 
     // A deferred answer to be held, whose client leaves before it comes.
     let (mut p, now) = protocol();

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use super::{CHUNK, IDLE_KEEP, LINGER_TIME, Phase, Protocol};
 use crate::http::access;
-use crate::http::response::{Delimit, Persist, Response};
+use crate::http::response::{Delimit, GONE, Persist, Response};
 
 impl Protocol {
     /// Sends the `100 Continue` owed since the handler asked for a body
@@ -37,6 +37,9 @@ impl Protocol {
     /// until its hold after the request's arrival has passed: `poll` then
     /// queues it, and so does `stop` at once.
     pub(super) fn respond_or_hold(&mut self, response: Response, now: Instant) {
+        if response.status() == GONE {
+            return self.abandon(now);
+        }
         let hold = response.hold_ms().max(std::mem::take(&mut self.hold));
         if hold == 0 || self.stopping {
             return self.respond(response, now);
@@ -55,16 +58,12 @@ impl Protocol {
         self.timer = true;
     }
 
-    /// Drops the answer held or awaited for a client that has gone (closed
-    /// its side, or the connection failed) and closes: logged as nginx
-    /// logs such a request, 499. A deferred answer still to come is told
-    /// (`Deferred::wanted`), so that work done for it alone may be
-    /// skipped; what the request changed stays changed.
+    /// Drops the answer held or awaited for a client that has gone and
+    /// closes: logged as nginx logs such a request, 499. What the request
+    /// changed stays changed.
     pub(super) fn abandon(&mut self, now: Instant) {
         self.held = None;
-        if let Some(left) = &self.notes.left {
-            left.store(self.requests, std::sync::atomic::Ordering::Relaxed);
-        }
+        self.tell_left();
         access::log(
             self.head.method(),
             self.head.target(),
@@ -74,6 +73,23 @@ impl Protocol {
             self.peer,
         );
         self.close(false, now);
+    }
+
+    /// Tells the deferred answer of the current request, if one is still
+    /// to come, that its client has gone (`Deferred::wanted`), so that
+    /// work done for it alone may be skipped.
+    pub(super) fn tell_left(&mut self) {
+        if let Some(left) = &self.notes.left {
+            left.store(self.requests, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// The connection is dropped (reset by the client, a failed read or
+    /// write, the server's stop): an answer it waited for is abandoned.
+    pub(crate) fn dropped(&mut self, now: Instant) {
+        if self.phase == Phase::Waiting {
+            self.abandon(now);
+        }
     }
 
     /// Queues the held response, if any.

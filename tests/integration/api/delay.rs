@@ -161,12 +161,22 @@ fn a_client_gone_while_held_frees_its_connection(kind: Kind) {
         eventually(|| open_connections(server.addr, TOKEN) == 1),
         "connections left open"
     );
-    // /metrics is not held: the plants were stored all the same.
-    let metrics = server.send("GET", "/metrics", &[AUTH], "").text();
+    // The plants were stored all the same: a listing, held too, is
+    // written at once when the server stops.
+    let mut client = server.client();
+    client.send(&request("GET", "/plants", &[AUTH], ""));
+    let made = r#"plantstore_requests_total{route="/plants",method="GET",status="200"} 1"#;
     assert!(
-        metrics.lines().any(|l| l == "plantstore_plants 20"),
-        "{metrics}"
+        eventually(|| {
+            let metrics = server.send("GET", "/metrics", &[AUTH], "").text();
+            metrics.lines().any(|l| l == made)
+        }),
+        "the listing was not made"
     );
+    let reader = std::thread::spawn(move || client.reply());
+    drop(server);
+    let listed = reader.join().unwrap().json();
+    assert_eq!(listed.as_array().map(Vec::len), Some(20), "{listed}");
 }
 
 /// A stopping server writes held answers at once (and closes).

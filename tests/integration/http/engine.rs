@@ -474,6 +474,25 @@ fn an_errand_sent_from_another_thread_is_finished_on_the_loop_that_owns_its_requ
     );
 }
 
+/// A client that half-closes after a change made durable later (`--data`:
+/// a deferred answer) is still answered: it may read.
+#[test]
+fn a_half_closed_client_gets_its_deferred_answer() {
+    let file = crate::support::TempFile::new("half-closed");
+    let server = TestServer::with(crate::support::durable_config(&file.0));
+    let mut client = server.client();
+    client.send(&request(
+        "POST",
+        "/plants",
+        &[AUTH, JSON],
+        r#"{"id":1,"name":"a"}"#,
+    ));
+    client.stream.shutdown(std::net::Shutdown::Write).unwrap();
+    let reply = client.reply();
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.header("connection"), Some("close"));
+}
+
 #[test]
 fn a_deferred_answer_is_no_longer_wanted_once_its_client_has_gone() {
     let (deferred, taken) = mpsc::channel();
@@ -482,8 +501,8 @@ fn a_deferred_answer_is_no_longer_wanted_once_its_client_has_gone() {
     };
     let (addr, stopper, thread) = serve(handler, 1);
     // Sent with its close at once (the request and the FIN in one edge),
-    // and closed later: either way the loop sees the client go.
-    for at_once in [true, false] {
+    // closed later, and reset: each way the loop sees the client go.
+    for (at_once, reset) in [(true, false), (false, false), (false, true)] {
         let mut client = Client::connect(addr);
         client.send(b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n");
         if at_once {
@@ -493,6 +512,11 @@ fn a_deferred_answer_is_no_longer_wanted_once_its_client_has_gone() {
         if !at_once {
             std::thread::sleep(Duration::from_millis(50));
             assert!(later.wanted(), "the client still waits");
+            if reset {
+                socket2::SockRef::from(&client.stream)
+                    .set_linger(Some(Duration::ZERO))
+                    .unwrap();
+            }
             drop(client);
         }
         assert!(eventually(|| !later.wanted()), "still wanted, client gone");
