@@ -276,3 +276,23 @@ fn a_flood_from_many_addresses_does_not_lock_out_a_token_proven_right() {
     let own = "plantstore_auth_refusals_total{reason=\"throttled\"}";
     assert_eq!(metric(&server, "127.0.0.3", own), 2);
 }
+
+#[test]
+fn behind_a_proxy_each_client_on_its_keep_alive_connection_is_proven() {
+    // One connection from the proxy carries two clients' requests, as
+    // nginx's upstream keep-alive does: each client's token is proven.
+    let server = server(2, &["127.0.0.1"]);
+    let mut proxy = client_from("127.0.0.1", server.addr);
+    for forwarded in ["198.51.100.7", "198.51.100.8"] {
+        let reply = get(&mut proxy, &[AUTH, ("X-Forwarded-For", forwarded)]);
+        assert_eq!(reply.status, 200);
+    }
+    let mut next = 0;
+    fill_global_limit(&server, &mut next);
+    for forwarded in ["198.51.100.7", "198.51.100.8"] {
+        let reply = get(&mut proxy, &[AUTH, ("X-Forwarded-For", forwarded)]);
+        assert_eq!(reply.status, 200, "{forwarded}: {}", reply.text());
+    }
+    // A client the proxy never carried before meets the limit.
+    get(&mut proxy, &[AUTH, ("X-Forwarded-For", "198.51.100.9")]).assert_error(429, "server-wide");
+}
