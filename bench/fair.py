@@ -9,42 +9,23 @@ row: the victim's p50 and max alone and beside the hog, the hog's searches
 served a second and its 503s. Run by bench/sections/hostile.sh.
 """
 
-import socket
 import sys
 import threading
 import time
 
+from loopback import connect, get
+
 SEARCH = "/plants?q=zq-rare-search&limit=10"
-
-
-def connect(addr, source):
-    host, port = addr.rsplit(":", 1)
-    return socket.create_connection((host, int(port)), timeout=60, source_address=(source, 0))
 
 
 def ask(conn, token):
     """One search on `conn`: its status."""
-    conn.sendall(f"GET {SEARCH} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = conn.recv(65536)
-        if not chunk:
-            raise ConnectionError("closed")
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    while len(body) < length:
-        body += conn.recv(65536)
-    return int(head.split(b" ")[1])
+    return get(conn, SEARCH, token)[0]
 
 
 def victim(addr, token, seconds):
     """Latencies (ms) of one search every 100 ms."""
-    conn, took, end = connect(addr, "127.0.0.7"), [], time.monotonic() + seconds
+    conn, took, end = connect(addr, "127.0.0.7", 60), [], time.monotonic() + seconds
     while time.monotonic() < end:
         started = time.monotonic()
         status = ask(conn, token)
@@ -55,7 +36,7 @@ def victim(addr, token, seconds):
 
 
 def hog(addr, token, stop, counts):
-    conn = connect(addr, "127.0.0.6")
+    conn = connect(addr, "127.0.0.6", 60)
     while not stop.is_set():
         status = ask(conn, token)
         counts[status] = counts.get(status, 0) + 1

@@ -11,10 +11,11 @@ markdown row per client: requests, 200s, the share served, 429s by
 message. Run by bench/sections/hostile.sh.
 """
 
-import socket
 import sys
 import threading
 import time
+
+from loopback import connect, get
 
 RATE = 100  # flood requests a second, in all
 ADDRESSES = 100
@@ -23,28 +24,9 @@ ADDRESSES = 100
 def ask(addr, source, token, conn=None):
     """GET /plants with `token` from `source` (a new connection unless
     `conn`); (status, body, connection to reuse or None)."""
-    host, port = addr.rsplit(":", 1)
-    if conn is None:
-        conn = socket.create_connection((host, int(port)), timeout=10, source_address=(source, 0))
-    request = f"GET /plants?limit=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n"
-    conn.sendall(request.encode())
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = conn.recv(4096)
-        if not chunk:
-            raise ConnectionError("closed")
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    while len(body) < length:
-        body += conn.recv(4096)
-    status = int(head.split(b" ")[1])
-    keep = b"connection: close" not in head.lower()
-    return status, body.decode(errors="replace"), conn if keep else None
+    conn = conn or connect(addr, source)
+    status, body, keep = get(conn, "/plants?limit=1", token)
+    return status, body, conn if keep else None
 
 
 def flood(addr, stop):
