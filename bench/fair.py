@@ -2,11 +2,11 @@
 while another loops them, against the same searches alone. Loopback only:
 each client binds its own 127.x.y.z.
 
-Usage: bench/fair.py ADDR TOKEN SECONDS. The victim (127.0.0.7) sends one
-rare search every 100 ms for SECONDS alone, then again while a hog
-(127.0.0.6) loops the same search on 16 connections; prints one markdown
-row: the victim's p50 and max alone and beside the hog, the hog's searches
-served a second and its 503s. Run by bench/sections/hostile.sh.
+Usage: bench/fair.py ADDR TOKEN SECONDS HOG_CONNS. The victim (127.0.0.7)
+sends one rare search every 100 ms for SECONDS alone, then again while a
+hog (127.0.0.6) loops the same search on HOG_CONNS connections; prints one
+markdown row: the victim's p50 and max alone and beside the hog, the hog's
+searches served a second and its 503s. Run by bench/sections/hostile.sh.
 """
 
 import sys
@@ -43,10 +43,10 @@ def hog(addr, token, stop, counts):
 
 
 def main():
-    addr, token, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    addr, token, seconds, hogs = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
     alone = victim(addr, token, seconds)
     stop, counts = threading.Event(), {}
-    hogs = [threading.Thread(target=hog, args=(addr, token, stop, counts)) for _ in range(16)]
+    hogs = [threading.Thread(target=hog, args=(addr, token, stop, counts)) for _ in range(hogs)]
     for h in hogs:
         h.start()
     time.sleep(0.5)

@@ -6,8 +6,9 @@
 # connections, and on one kept alive) and to one new to the server
 # (bench/flood.py). Searches shared: one client's rare searches (a scan of
 # every plant each, $SCAN_PLANTS of them) alone, then beside a client
-# looping them on 16 connections: its p50 and worst, and the hog's share
-# (bench/fair.py). With OLD, each against the old binary first.
+# looping them on 8 connections (as many as it may have queued) and on 16
+# (half of them answered 503 at once, and retried at once): its p50 and
+# worst, and the hog's share (bench/fair.py). With OLD, each against the old binary first.
 # Sourced by bench/run.sh after bench/lib/*.sh, whose helpers it calls.
 # shellcheck shell=bash
 
@@ -32,14 +33,17 @@ section_hostile() {
   echo
   local journal=$WORK/fair.journal
   target/release/examples/make_journal "$journal" "$SCAN_PLANTS" >/dev/null
-  echo "| build | alone p50 ms | alone max ms | beside p50 ms | beside max ms | hog searches/s | hog 503s |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| build | hog connections | alone p50 ms | alone max ms | beside p50 ms | beside max ms | hog searches/s | hog 503s |"
+  echo "|---|---|---|---|---|---|---|---|"
+  local hogs
   for build in ${OLD_BIN:+old} new; do
     bin=$BIN
     [ "$build" = old ] && bin=$OLD_BIN
-    BIN=$bin start_server --data "$journal"
-    python3 bench/fair.py "$ADDR" "$TOKEN" "$FLOOD_SECONDS" | sed "s/^|/| $build |/"
-    stop_server
+    for hogs in 8 16; do
+      BIN=$bin start_server --data "$journal"
+      python3 bench/fair.py "$ADDR" "$TOKEN" "$FLOOD_SECONDS" "$hogs" | sed "s/^|/| $build | $hogs |/"
+      stop_server
+    done
   done
   echo
 }

@@ -182,3 +182,61 @@ fn a_search_no_one_waits_for_is_not_run() {
         }
     }
 }
+
+/// A reply that holds the scan thread until the test lets it go, then
+/// says which search it answered.
+struct Held {
+    name: &'static str,
+    go: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    to: mpsc::Sender<&'static str>,
+}
+
+impl Answer<Page> for Held {
+    fn answer(self: Box<Self>, _: Result<Page, NotDone>) {
+        let (open, opened) = &*self.go;
+        let mut open = open.lock().unwrap();
+        while !*open {
+            open = opened.wait(open).unwrap();
+        }
+        let _ = self.to.send(self.name);
+    }
+}
+
+#[test]
+fn one_askers_queued_searches_do_not_go_before_anothers() {
+    let plants = Plants::open(&setup(None)).unwrap();
+    let search = || Query {
+        limit: 10,
+        search: Some("fern".into()),
+        ..Query::default()
+    };
+    let go = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+    let (to, answered) = mpsc::channel();
+    // The hog's first search holds the thread; five more of its own wait,
+    // then the other asker's one.
+    let asks = [
+        ("hog", 1),
+        ("hog", 1),
+        ("hog", 1),
+        ("hog", 1),
+        ("hog", 1),
+        ("hog", 1),
+    ];
+    for (name, asker) in asks.into_iter().chain([("other", 2)]) {
+        let Outcome::Pending(pending) = plants.page(asker, search(), Budget::of(1024)) else {
+            panic!("a search is answered from the scan thread");
+        };
+        let (go, to) = (Arc::clone(&go), to.clone());
+        pending.then(Box::new(Held { name, go, to }));
+    }
+    let (open, opened) = &*go;
+    *open.lock().unwrap() = true;
+    opened.notify_all();
+    let order: Vec<&str> = (0..7)
+        .map(|_| answered.recv_timeout(Duration::from_secs(10)).unwrap())
+        .collect();
+    // Past the one running, the other asker's comes after at most one of
+    // the hog's.
+    let at = order.iter().position(|&n| n == "other").unwrap();
+    assert!(at <= 2, "{order:?}");
+}
