@@ -51,7 +51,9 @@ pub(super) fn tick(now: Instant) {
         let since = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
-        clock.until = Some(now + Duration::from_secs(1) - Duration::from_nanos(since.subsec_nanos().into()));
+        // The rest of this second of the wall clock.
+        let rest = Duration::from_secs(1) - Duration::from_nanos(since.subsec_nanos().into());
+        clock.until = Some(now + rest);
         match line(since.as_secs()) {
             Some(line) => {
                 clock.line = line;

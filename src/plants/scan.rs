@@ -116,10 +116,10 @@ struct Queue {
 /// The askers' lines of jobs `J`, served in turn, and whether the door is
 /// gone.
 struct Lines<J> {
-    /// Each asker with jobs waiting, in the order they are served; a line
-    /// served goes to the back if it has more.
+    /// Each asker with jobs waiting (none with an empty line), in the
+    /// order they are served; a line served goes to the back if it has
+    /// more.
     lines: VecDeque<(Asker, VecDeque<J>)>,
-    waiting: usize,
     closed: bool,
 }
 
@@ -127,13 +127,17 @@ impl<J> Default for Lines<J> {
     fn default() -> Lines<J> {
         Lines {
             lines: VecDeque::new(),
-            waiting: 0,
             closed: false,
         }
     }
 }
 
 impl<J> Lines<J> {
+    /// The jobs waiting, in all lines.
+    fn waiting(&self) -> usize {
+        self.lines.iter().map(|(_, line)| line.len()).sum()
+    }
+
     /// Queues `job` at the end of `asker`'s line; past [`QUEUED`] in all,
     /// in place of the last job of the longest line if that is longer than
     /// `asker`'s would be (that job handed back, to be refused), so that
@@ -149,19 +153,17 @@ impl<J> Lines<J> {
             return Err((Unavailable::Searches, job));
         }
         let mut evicted = None;
-        if self.waiting >= QUEUED {
+        if self.waiting() >= QUEUED {
             let longest = self.lines.iter_mut().max_by_key(|(_, line)| line.len());
             match longest {
                 Some((_, line)) if line.len() > length + 1 => evicted = line.pop_back(),
                 _ => return Err((Unavailable::Searches, job)),
             }
-            self.waiting -= 1;
         }
         match own {
             Some(at) => self.lines[at].1.push_back(job),
             None => self.lines.push_back((asker, VecDeque::from([job]))),
         }
-        self.waiting += 1;
         Ok(evicted)
     }
 
@@ -172,7 +174,6 @@ impl<J> Lines<J> {
         if !line.is_empty() {
             self.lines.push_back((asker, line));
         }
-        self.waiting -= usize::from(job.is_some());
         job
     }
 }
@@ -258,7 +259,7 @@ impl Drop for Scans {
 fn serve(store: &Store, queue: &Queue) {
     loop {
         let mut jobs = lock(&queue.jobs);
-        while jobs.waiting == 0 && !jobs.closed {
+        while jobs.lines.is_empty() && !jobs.closed {
             jobs = wait(&queue.ready, jobs);
         }
         let Some(job) = jobs.pop() else {
@@ -295,7 +296,7 @@ mod tests {
         let order: Vec<(&str, usize)> = std::iter::from_fn(|| lines.pop()).collect();
         assert_eq!(&order[..4], [("a", 0), ("b", 0), ("c", 0), ("a", 1)]);
         assert_eq!(order.len(), PER_ASKER + 2);
-        assert_eq!(lines.waiting, 0);
+        assert_eq!(lines.waiting(), 0);
     }
 
     #[test]
@@ -311,7 +312,7 @@ mod tests {
             panic!("the newcomer is refused");
         };
         assert!(evicted < 100);
-        assert_eq!(lines.waiting, QUEUED);
+        assert_eq!(lines.waiting(), QUEUED);
         // Until the lines are as short as its own would be.
         let mut admitted = 1;
         while let Ok(Some(_)) = lines.admit(100, (100, admitted)) {

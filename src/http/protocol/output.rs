@@ -17,6 +17,7 @@
 //! it is queued. What it does not do: write to a socket (the driver
 //! does), or pull a streamed body (`stream` does).
 
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use super::{CHUNK, IDLE_KEEP, LINGER_TIME, Phase, Protocol};
@@ -80,7 +81,7 @@ impl Protocol {
     /// work done for it alone may be skipped.
     pub(super) fn tell_left(&mut self) {
         if let Some(left) = &self.notes.left {
-            left.store(self.requests, std::sync::atomic::Ordering::Relaxed);
+            left.store(self.requests, Relaxed);
         }
     }
 
