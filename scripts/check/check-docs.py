@@ -27,8 +27,8 @@ the state is written out once, here.
 
 Compared as printed, except: CRLF is LF (curl -i, -D); the server's real
 address is written 127.0.0.1:8080; a feed id's epoch (its start-up time)
-is <epoch> on both sides; blank lines ending one command's output are
-dropped (the next prompt starts a line). No Date header is sent.
+is <epoch> on both sides, a Date header's value <date>; blank lines
+ending one command's output are dropped (the next prompt starts a line).
 
 Usage: check-docs.py BINARY   (called by scripts/check/check-docs.sh)
 """
@@ -207,6 +207,8 @@ class Server:
 
     def normal(self, text):
         text = text.replace("\r\n", "\n").replace(self.addr, DOC_ADDR)
+        text = re.sub(r"^Date: [A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT$",
+                      "Date: <date>", text, flags=re.M)
         return re.sub(r"\b\d{10,}-(\d+)\b", r"<epoch>-\1", text)
 
 
