@@ -51,7 +51,7 @@ fn timed(client: &mut Client, method: &str, path: &str, body: &str) -> (u16, Dur
 fn api_answers_are_held_within_the_range_and_the_service_is_not(kind: Kind) {
     // Long enough that an answer not held (the service's, below) comes
     // well before it, even on a loaded machine.
-    let (min, max) = (1000, 1300);
+    let (min, max) = (600, 900);
     let server = TestServer::on_with(kind, delayed(config(), min, max));
     let mut client = server.client();
     let held = [
