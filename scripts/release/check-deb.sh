@@ -103,8 +103,9 @@ fail() {
 mkdir "$WORK/debs"
 # (tee to a process, not to /dev/stderr: opening that path truncates a log
 # file that stderr is redirected to, and CI's log lost every step before.)
-scripts/release/package-deb.sh "$V1" "${ARCHS[@]}" | tee >(cat >&2) | cut -d' ' -f3 | xargs -I{} cp {} "$WORK/debs/"
-scripts/release/package-deb.sh "$V2" amd64 | cut -d' ' -f3 | xargs -I{} cp {} "$WORK/debs/"
+scripts/release/package-deb.sh --version "$V1" --arch "$(IFS=,; echo "${ARCHS[*]}")" | tee >(cat >&2) |
+  cut -d' ' -f3 | xargs -I{} cp {} "$WORK/debs/"
+scripts/release/package-deb.sh --version "$V2" --arch amd64 | cut -d' ' -f3 | xargs -I{} cp {} "$WORK/debs/"
 deb() { echo "$WORK/debs/plantstore_$1_$2.deb"; }
 
 # 1. lintian, 2. the binary each package carries.

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds plantstore for ARM and drives real requests against each binary
 # under qemu-user, over HTTP and then over HTTPS (scripts/release/smoke.sh). Prints
-# each binary's stripped size and records it in docs/figures.md
-# (bench/figures.py).
+# each binary's stripped size; writes under target/ only (bench/run.sh
+# footprint puts the sizes of the builds it finds there onto
+# docs/figures.md, when it is run on purpose). Minutes a target to build
+# from nothing, seconds to smoke.
 #
 #   scripts/release/cross-smoke.sh [TARGET...]
 #
@@ -28,7 +30,6 @@ declare -A SIZES
 for target in "${TARGETS[@]}"; do
   bin=${RELEASE_DIR:-target}/$target/release/plantstore
   SIZES[$target]=$(stat -c %s "$bin")
-  python3 bench/figures.py record "size.$target" "${SIZES[$target]}"
   scripts/release/smoke.sh "$target" "$bin"
 done
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the Debian packages with cargo-deb from the binaries
 # scripts/release/release-build.sh makes with FEATURES=acme (the default
-# features, HTTPS, and ACME: --acme-domain, which does not fit the default
-# build's 2 MiB; docs/figures.md), in target/acme (PACKAGE_FEATURES= packages
-# the default build instead, from RELEASE_DIR as below):
+# features, HTTPS, and ACME: --acme-domain, a build of its own beside the
+# smaller default one; their sizes are on docs/figures.md), in target/acme
+# (PACKAGE_FEATURES= packages the default build instead, from RELEASE_DIR
+# as below):
 #
 #   amd64  x86_64-unknown-linux-gnu
 #   arm64  aarch64-unknown-linux-gnu       64-bit Raspberry Pi OS, Debian
@@ -12,25 +13,44 @@
 #          Debian's is ARMv7, and an ARMv7 build would crash an ARMv6 board);
 #          static, because no ARMv6 glibc can be linked here (docs/raspberry-pi.md)
 #
-#   scripts/release/package-deb.sh [VERSION [ARCH...]]
+#   scripts/release/package-deb.sh [--arch ARCH]... [--version VERSION]
 #
-# VERSION is the package's version (default: Cargo.toml's, revision 1);
-# ARCH picks some of amd64, arm64, armhf. NO_BUILD=1 packages the binaries
-# already at target/acme/TARGET/release/plantstore (the release workflow's,
-# built by cross; without PACKAGE_FEATURES, target/TARGET/release/plantstore,
-# RELEASE_DIR as for scripts/release/release-build.sh). Prints each package's path and
-# size, recorded in docs/figures.md (bench/figures.py); the packages are
-# target/debian/plantstore_VERSION_ARCH.deb.
+#   --arch ARCH        a package to make: amd64, arm64 or armhf; repeatable,
+#                      or a list (--arch amd64,arm64); default: all three
+#   --version VERSION  the packages' version (default: Cargo.toml's,
+#                      revision 1: 1.0.0-1)
+#   --help             this text
+#
+# NO_BUILD=1 packages the binaries already at
+# target/acme/TARGET/release/plantstore (the release workflow's, built by
+# cross; without PACKAGE_FEATURES, target/TARGET/release/plantstore,
+# RELEASE_DIR as for scripts/release/release-build.sh). Prints each
+# package's architecture, size and path; the packages are
+# target/debian/plantstore_VERSION_ARCH.deb. Writes under target/ only
+# (the man page, completions and changelog it packages too): no tracked
+# file changes (a package's size goes onto docs/figures.md when
+# bench/run.sh footprint is run, on purpose).
 # The man page comes from --help (help2man), the bash, zsh and fish
 # completions from examples/completions.rs. Installs help2man (apt) and
-# cargo-deb (pinned, built once into
-# .tools/cargo-deb, about a minute).
+# cargo-deb (pinned, built once into .tools/cargo-deb, about a minute).
+# Takes as long as the release builds it makes (minutes each, from
+# nothing), then seconds a package.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-VERSION=${1:-}
-shift || true
-ARCHS=("$@")
+usage() { sed -n '/^#   scripts\/release\/package-deb.sh/,/^#   --help/s/^# \{0,1\}//p' "$0"; }
+VERSION=
+ARCHS=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --arch) [ $# -ge 2 ] || { usage >&2; exit 2; }; IFS=, read -ra more <<<"$2"; ARCHS+=("${more[@]}"); shift 2 ;;
+    --arch=*) IFS=, read -ra more <<<"${1#--arch=}"; ARCHS+=("${more[@]}"); shift ;;
+    --version) [ $# -ge 2 ] || { usage >&2; exit 2; }; VERSION=$2; shift 2 ;;
+    --version=*) VERSION=${1#--version=}; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "package-deb.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
 [ ${#ARCHS[@]} -gt 0 ] || ARCHS=(amd64 arm64 armhf)
 CARGO_DEB_VERSION=3.8.0
 
@@ -42,6 +62,8 @@ target_of() {
     *) echo "unknown architecture $1 (amd64, arm64, armhf)" >&2; exit 2 ;;
   esac
 }
+targets=()
+for arch in "${ARCHS[@]}"; do targets+=("$(target_of "$arch")"); done
 
 if ! command -v help2man >/dev/null || ! command -v dpkg-shlibdeps >/dev/null; then
   scripts/apt-install.sh help2man dpkg-dev >&2
@@ -52,8 +74,6 @@ if ! [ -x $CARGO_DEB ] || [ "$($CARGO_DEB --version)" != "cargo-deb $CARGO_DEB_V
   cargo install --quiet --locked --version "$CARGO_DEB_VERSION" --root .tools/cargo-deb cargo-deb >&2
 fi
 
-targets=()
-for arch in "${ARCHS[@]}"; do targets+=("$(target_of "$arch")"); done
 PACKAGE_FEATURES=${PACKAGE_FEATURES-acme}
 if [ -n "$PACKAGE_FEATURES" ]; then
   bins=target/${PACKAGE_FEATURES//,/-}
@@ -120,6 +140,4 @@ for arch in "${ARCHS[@]}"; do
   out=$(tail -n 1 "$log")
   [ -f "$out" ] || { cat "$log" >&2; exit 1; }
   echo "$arch $(stat -c %s "$out") $out"
-  # Published on docs/figures.md, the one page of the project's figures.
-  python3 bench/figures.py record "deb.$arch" "$(stat -c %s "$out")"
 done
