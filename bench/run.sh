@@ -10,8 +10,10 @@
 #                                 then the budgets)
 #
 #   reference  POST /plants in memory, plantstore vs the axum + tokio reference
-#   footprint  sizes of the published builds, idle memory (private and RSS),
-#              memory with $PLANTS plants stored; rewrites docs/figures.md
+#   footprint  sizes of the published builds and what the host's are made
+#              of (bench/linkmap.py), idle memory (private and RSS), memory
+#              with $PLANTS plants stored, the sizes of the other builds and
+#              packages made already; rewrites docs/figures.md
 #   durable    POST /plants in memory vs --data (sync always and never), one
 #              core each: CPU per request, bytes written per change (or OLD vs new)
 #   startup    start-up time and peak memory with a journal of $PLANTS plants

@@ -1,13 +1,19 @@
 # The footprint section of bench/run.sh (`bench/run.sh footprint`): stripped
 # binary sizes (the published builds of scripts/release/release-build.sh, HTTPS and
 # plain, the postgres and static builds when built, and a plain cargo
-# build), idle memory of each as RSS and as private memory (RssAnon: what
-# the spec's budgets count), in memory and with --data, memory after
-# storing $PLANTS short plants, GET /plants?limit=100 with them. It rewrites
-# the host's rows of docs/figures.md (bench/figures.py), the one page the
-# published figures are kept on. The figures the budgets section judges:
-# SIZE, HTTPS_SIZE, IDLE*, LOADED*. Sourced by bench/run.sh after
-# bench/lib/*.sh, whose helpers it calls.
+# build), what the HTTPS and plain builds are made of (their largest
+# crates and plantstore's modules, from the linker maps release-build.sh
+# writes beside them: bench/linkmap.py), idle memory of each as RSS and
+# as private memory (RssAnon: what the spec's budgets count), in memory and
+# with --data, memory after storing $PLANTS short plants, GET
+# /plants?limit=100 with them; and the sizes of the builds and packages
+# found made already (cross-smoke.sh's, the packages' builds,
+# package-deb.sh's packages). It rewrites those rows of docs/figures.md
+# (bench/figures.py), the one page the published figures are kept on, and
+# the only writer of its sizes: run it on purpose, and commit the page with
+# the change it measures, so that the change's bytes show in its diff. The
+# figures the budgets section judges: SIZE, HTTPS_SIZE, IDLE*, LOADED*.
+# Sourced by bench/run.sh after bench/lib/*.sh, whose helpers it calls.
 # shellcheck shell=bash
 
 # idle_memory: the server's RSS and private memory (KiB) half a second
@@ -39,10 +45,58 @@ section_footprint() {
     PG_SIZE=$(stat -c %s "$pg_bin")
     echo "| published PostgreSQL build ($pg_bin: FEATURES=postgres scripts/release/release-build.sh $HOST, stripped), bytes | $PG_SIZE | |"
   fi
+  footprint_found
   footprint_idle
   footprint_stored
-  footprint_record
   echo
+  footprint_made
+  footprint_record
+}
+
+# footprint_found: the sizes of the other builds and packages made here
+# already, each named with the day it was made (a build left from an older
+# tree is recorded as it is: remake it first): every build of
+# scripts/release/release-build.sh under target/ (static, cross and ARM,
+# cross-smoke.sh's), the packages' builds (target/acme) and the packages
+# of this version (package-deb.sh, target/debian). Sets FOUND (KEY VALUE
+# pairs for docs/figures.md).
+footprint_found() {
+  local bin target deb arch version
+  FOUND=()
+  for bin in target/*-linux-*/release/plantstore target/acme/*-linux-*/release/plantstore; do
+    [ -x "$bin" ] && [ "$bin" != "$BIN" ] || continue
+    target=${bin%/release/plantstore}
+    target=${target##*/}
+    if [[ $bin == target/acme/* ]]; then FOUND+=("size.$target.acme"); else FOUND+=("size.$target"); fi
+    FOUND+=("$(stat -c %s "$bin")")
+    echo "| found: $bin (made $(date -r "$bin" +%Y-%m-%d)), bytes | $(stat -c %s "$bin") | |"
+  done
+  version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)-1
+  for deb in target/debian/plantstore_"$version"_*.deb; do
+    [ -f "$deb" ] || continue
+    arch=${deb##*_}
+    arch=${arch%.deb}
+    FOUND+=("deb.$arch" "$(stat -c %s "$deb")")
+    echo "| found: $deb (made $(date -r "$deb" +%Y-%m-%d)), bytes | $(stat -c %s "$deb") | |"
+  done
+}
+
+# footprint_made: what the host's HTTPS and plain builds are made of, from
+# the linker maps scripts/release/release-build.sh wrote beside them
+# (bench/linkmap.py): printed, and those builds' rows of docs/figures.md
+# replaced whole (a crate gone since leaves no row behind).
+footprint_made() {
+  local build bin pairs
+  for build in https plain; do
+    bin=$BIN
+    [ $build = https ] || bin=$PLAIN_BIN
+    [ -f "$bin.map" ] ||
+      { echo "no linker map $bin.map (scripts/release/release-build.sh writes it)" >&2; exit 1; }
+    python3 bench/linkmap.py "$bin.map" "The $build build of $HOST ($(stat -c %s "$bin") bytes)" \
+      "made.$HOST.$build." "$WORK/made.$build"
+    mapfile -t pairs < <(tr ' ' '\n' <"$WORK/made.$build")
+    python3 bench/figures.py replace "made.$HOST.$build." "${pairs[@]}"
+  done
 }
 
 # footprint_idle: idle memory of each build, default flags; the HTTPS
@@ -141,8 +195,8 @@ footprint_record() {
     idle.https-data.private "$IDLE_DATA_ANON" idle.https-data.rss "$IDLE_DATA"
     idle.plain.private "$IDLE_PLAIN_ANON" idle.plain.rss "$IDLE_PLAIN" idle.floor.rss "$FLOOR_RSS")
   [ -z "$PG_SIZE" ] || rows+=(size."$HOST".postgres "$PG_SIZE")
-  [ -z "$IDLE_STATIC" ] || rows+=(size."$STATIC_TARGET" "$(stat -c %s "$STATIC_BIN")"
-    idle.static.private "$IDLE_STATIC_ANON" idle.static.rss "$IDLE_STATIC")
+  [ -z "$IDLE_STATIC" ] || rows+=(idle.static.private "$IDLE_STATIC_ANON" idle.static.rss "$IDLE_STATIC")
+  rows+=(${FOUND[@]+"${FOUND[@]}"})
   # The store's rows at the spec's scale only: a quick run at another
   # count would publish a figure no page speaks of.
   [ "$PLANTS" != 1000000 ] || rows+=(store.1000000.private "$((LOADED_ANON - IDLE_ANON))"

@@ -4,7 +4,8 @@
 # backtrace symboliser (about 100 KiB of DWARF parsing, gzip and demangling
 # that only serves RUST_BACKTRACE). Panics are still caught per request and
 # logged with their message and location. Prints each target, its
-# stripped size and the binary's path.
+# stripped size and the binary's path. For a glibc target the linker's map
+# is written beside the binary (plantstore.map), for bench/run.sh footprint.
 #
 #   scripts/release/release-build.sh TARGET...    e.g. x86_64-unknown-linux-gnu
 #   FEATURES=postgres scripts/release/release-build.sh TARGET...
@@ -95,10 +96,16 @@ for target in "${TARGETS[@]}"; do
   # Joined with the config file's flags for the target, which RUSTFLAGS
   # would replace.
   FLAGS=(--config "target.$target.rustflags=[$remap]")
+  bin=$dir/$target/release/plantstore
   case $target in
     *musl*) "${D[@]}" zigbuild --quiet --release --bin plantstore --target "$target" "${BS[@]}" "${FLAGS[@]}" ${WITH[@]+"${WITH[@]}"} ;;
-    *) "${D[@]}" build --quiet --release --bin plantstore --target "$target" "${BS[@]}" "${FLAGS[@]}" ${WITH[@]+"${WITH[@]}"} ;;
+    # GNU ld's linker map beside the binary (plantstore.map: every input
+    # section kept, with its bytes and its symbol), which bench/run.sh
+    # footprint reads to say what the build is made of, the binary being
+    # stripped. `cargo rustc` hands the flag to the binary's own compile
+    # alone: no dependency is rebuilt for it, and the binary is the same.
+    *) "${D[@]}" rustc --quiet --release --bin plantstore --target "$target" "${BS[@]}" "${FLAGS[@]}" \
+      ${WITH[@]+"${WITH[@]}"} -- -C "link-arg=-Wl,-Map=$(realpath -m "$bin.map")" ;;
   esac
-  bin=$dir/$target/release/plantstore
   echo "$target $(stat -c %s "$bin") $bin"
 done
