@@ -17,6 +17,9 @@
 //! saturating (`1e400` and `1e-99999999999999999999` are just out of range
 //! or fractional), and only the at most 19 significant digits an int64 can
 //! have are ever multiplied out. Nothing here allocates or can panic.
+//! The common spelling, plain digits (`12345`, `-7`) of at most 18 of
+//! them, takes a shorter road to the same value: every `POST /plants`
+//! reads its `id` here.
 
 /// Reads `text` as an exact int64 (see the module header for the rule);
 /// `None` when it is not a number, not an integer, or outside int64.
@@ -25,6 +28,9 @@ pub fn int64_text(text: &str) -> Option<i64> {
         Some(rest) => (true, rest),
         None => (false, text),
     };
+    if let Some(value) = plain(unsigned) {
+        return Some(if negative { -value } else { value });
+    }
     let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
         Some(at) => (&unsigned[..at], Some(&unsigned[at + 1..])),
         None => (unsigned, None),
@@ -41,6 +47,19 @@ pub fn int64_text(text: &str) -> Option<i64> {
     } else {
         i64::try_from(magnitude).ok()
     }
+}
+
+/// The value of `text` when it is 1 to 18 ASCII digits (below 10^18:
+/// no overflow, either sign); `None` for anything else, which the general
+/// reading then takes.
+fn plain(text: &str) -> Option<i64> {
+    if text.is_empty() || text.len() > 18 {
+        return None;
+    }
+    text.bytes().try_fold(0i64, |value, b| {
+        b.is_ascii_digit()
+            .then(|| value * 10 + i64::from(b - b'0'))
+    })
 }
 
 /// `text` when it is one or more ASCII digits.
@@ -171,6 +190,19 @@ mod tests {
         ] {
             assert_eq!(int64_text(text), None, "{text:?}");
         }
+    }
+
+    #[test]
+    fn plain_digits_read_as_the_general_rule_reads_them() {
+        for n in [0, 1, 7, 42, 999_999_999_999_999_999, 1_000_000_000_000_000_000, i64::MAX] {
+            for text in [n.to_string(), format!("-{n}"), format!("00{n}"), format!("{n}.0")] {
+                let want = text.trim_end_matches(".0").parse::<i128>().ok();
+                let want = want.and_then(|v| i64::try_from(v).ok());
+                assert_eq!(int64_text(&text), want, "{text}");
+            }
+        }
+        assert_eq!(int64_text("-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(int64_text("000000000000000000007"), Some(7));
     }
 
     #[test]
