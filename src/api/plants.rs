@@ -39,8 +39,21 @@ pub(super) fn create(
             webhooks.publish(body);
         }
         let response = Response::bytes(200, "application/json", json);
-        Ok(response.with_header("Location", format!("/plants/{id}")))
+        Ok(response.with_header("Location", location(id)))
     })
+}
+
+/// `/plants/{id}`, made in one allocation of its final size: `format!`
+/// (its formatting machinery and a string grown twice) cost a create
+/// about 900 of its 23,000 instructions in user space (callgrind).
+fn location(id: i64) -> String {
+    const PATH: &str = "/plants/";
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(id);
+    let mut location = String::with_capacity(PATH.len() + digits.len());
+    location.push_str(PATH);
+    location.push_str(digits);
+    location
 }
 
 /// `POST /plants/reset` (`--allow-reset`): every plant replaced by the
@@ -99,4 +112,14 @@ pub(super) fn delete(
 
 fn path_id(id: Option<i64>) -> Result<i64, ApiError> {
     id.ok_or(ApiError::BadParameter("plant id in the path (an int64)"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_location_is_the_plants_path() {
+        for id in [0, 7, -12, i64::MAX, i64::MIN] {
+            assert_eq!(super::location(id), format!("/plants/{id}"));
+        }
+    }
 }
