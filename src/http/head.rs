@@ -60,8 +60,12 @@ impl HeadError {
 #[derive(Default, Debug)]
 pub(crate) struct Head {
     bytes: Vec<u8>,
-    method: Range<usize>,
-    target: Range<usize>,
+    /// The method and then the target (origin form), as text: checked as
+    /// UTF-8 once here (httparse hands them over as `&str`), not on each of
+    /// the several reads a request makes of them.
+    line: String,
+    /// Where the target starts in `line`.
+    method_len: usize,
     minor_version: u8,
     headers: Vec<(Range<usize>, Range<usize>)>,
     /// Which of the headers the engine itself reads are present (the bits
@@ -146,8 +150,10 @@ impl Head {
         if target.len() > MAX_TARGET {
             return Err(HeadError::TargetTooLong);
         }
-        self.method = span(method.as_bytes());
-        self.target = span(origin_form(target).as_bytes());
+        self.line.clear();
+        self.line.push_str(method);
+        self.line.push_str(origin_form(target));
+        self.method_len = method.len();
         self.minor_version = minor_version;
         self.headers.clear();
         self.present = 0;
@@ -171,12 +177,6 @@ impl Head {
         self.bytes.clear();
         self.bytes.extend_from_slice(&buf[..len]);
         Ok(Some(len))
-    }
-
-    pub(crate) fn str(&self, range: &Range<usize>) -> &str {
-        // Method, target and header names were validated as ASCII tokens
-        // by httparse.
-        std::str::from_utf8(&self.bytes[range.clone()]).unwrap_or("")
     }
 
     pub(crate) fn headers<'a, 'n>(
@@ -235,12 +235,12 @@ impl Head {
 
     /// The method, as sent.
     pub(crate) fn method(&self) -> &str {
-        self.str(&self.method)
+        self.line.get(..self.method_len).unwrap_or("")
     }
 
     /// The target in origin form (path and query).
     pub(crate) fn target(&self) -> &str {
-        match self.str(&self.target) {
+        match self.line.get(self.method_len..).unwrap_or("") {
             "" => "/",
             target => target,
         }
@@ -376,7 +376,7 @@ mod tests {
         let text = "GET /a?b=1 HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\nrest";
         let (head, len) = parse(text).unwrap().unwrap();
         assert_eq!(len, text.len() - 4);
-        assert_eq!(head.str(&head.target), "/a?b=1");
+        assert_eq!(head.target(), "/a?b=1");
         assert!(head.keep_alive());
     }
 
