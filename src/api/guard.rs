@@ -159,7 +159,12 @@ impl Throttle {
 
     /// Milliseconds since start, the table's clock.
     fn now(&self) -> u64 {
-        self.started.elapsed().as_millis() as u64
+        self.millis(Instant::now())
+    }
+
+    /// `at` on the table's clock.
+    fn millis(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.started).as_millis() as u64
     }
 
     /// The address a request is counted under: its peer, or the address a
@@ -193,14 +198,16 @@ impl Throttle {
         .unwrap_or(peer)
     }
 
-    /// Before any token is compared: `Err` (429) while `client` is
-    /// refused, by its own limit, or by the server-wide one unless the
-    /// bearer `token` it presents was proven right from its address.
-    pub fn admit(&self, client: IpAddr, token: Option<&[u8]>) -> Result<(), ApiError> {
+    /// Before any token is compared, for a request that arrived `at` (its
+    /// head's time, which the engine has read already: no clock is read
+    /// here): `Err` (429) while `client` is refused, by its own limit, or
+    /// by the server-wide one unless the bearer `token` it presents was
+    /// proven right from its address.
+    pub fn admit(&self, client: IpAddr, token: Option<&[u8]>, at: Instant) -> Result<(), ApiError> {
         let Some(table) = self.table.as_ref().filter(|table| !table.is_empty()) else {
             return Ok(());
         };
-        let now = self.now();
+        let now = self.millis(at);
         match table.retry_after(client, now) {
             None => Ok(()),
             Some((retry_after, Limit::Address)) => {
@@ -234,7 +241,7 @@ impl Throttle {
             return note;
         };
         let tag = self.tag(client, token);
-        let now = at.saturating_duration_since(self.started).as_millis() as u64;
+        let now = self.millis(at);
         let (noted, since) = (note as u64, (note >> 64) as u64);
         if noted == tag && now.saturating_sub(since) < REFRESH_MS && table.is_empty() {
             return note;

@@ -200,7 +200,7 @@ impl App {
         let client = self.throttle.client(request);
         let header = request.header("authorization");
         let bearer = header.and_then(auth::bearer);
-        self.throttle.admit(client, bearer)?;
+        self.throttle.admit(client, bearer, request.started())?;
         let ticket = match (bearer, method.params) {
             (None, Params::Only(names)) if names.contains(&"ticket") => {
                 query::ticket(request.query())
@@ -267,8 +267,10 @@ impl Handler for App {
             (self.ui.is_some() || route.part().is_none())
                 && (route.path != routes::RESET || self.plants.resettable())
         });
-        let cors = self.cors_headers(request);
-        if let Some(origin) = request.header("origin")
+        // Looked up once: every request pays for each header it asks for.
+        let origin = request.header("origin");
+        let cors = self.cors.headers(origin);
+        if let Some(origin) = origin
             && !cors.allowed()
         {
             self.refused.note(origin, request.header("host"));
