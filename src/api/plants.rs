@@ -26,7 +26,7 @@ pub(super) fn create(
     // that is after the batch's sync, and what is made then is freed at
     // once (by the write), where what waits through the sync is more the
     // allocator's fast path cannot hold (`bench/run.sh durable`).
-    let (json, id) = (serde_json::to_vec(&new.plant).unwrap_or_default(), new.id);
+    let (json, id) = (new.plant.to_json(), new.id);
     let event = app
         .webhooks
         .enabled()
