@@ -183,9 +183,13 @@ impl Head {
         &'a self,
         name: &'n str,
     ) -> impl Iterator<Item = &'a [u8]> + use<'a, 'n> {
+        // The length first: most names differ in it, and it is read
+        // without touching the bytes.
         self.headers
             .iter()
-            .filter(move |(n, _)| self.bytes[n.clone()].eq_ignore_ascii_case(name.as_bytes()))
+            .filter(move |(n, _)| {
+                n.len() == name.len() && self.bytes[n.clone()].eq_ignore_ascii_case(name.as_bytes())
+            })
             .map(|(_, v)| &self.bytes[v.clone()])
     }
 
@@ -201,6 +205,9 @@ impl Head {
     pub(crate) fn framing(&self) -> Result<Framing, HeadError> {
         if self.present & (TRANSFER_ENCODING | CONTENT_LENGTH) == 0 {
             return Ok(Framing::None);
+        }
+        if self.present & TRANSFER_ENCODING == 0 {
+            return content_length(self.headers("content-length"));
         }
         let mut coding = self.headers("transfer-encoding");
         match coding.next() {
