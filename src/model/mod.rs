@@ -199,7 +199,7 @@ impl Plant {
     /// are into one allocation of the final size; any other plant is
     /// written by serde_json.
     pub fn to_json(&self) -> Vec<u8> {
-        let plain = |text: &str| escaped_len(text) == text.len();
+        let plain = |text: &str| !text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\');
         let tag = self.tag.as_deref();
         if !plain(&self.name) || !tag.is_none_or(plain) {
             return serde_json::to_vec(self).unwrap_or_default();
