@@ -252,14 +252,21 @@ impl Response {
         persist: Persist,
         delimit: Delimit,
     ) -> Option<Box<dyn Stream>> {
-        out.extend_from_slice(b"HTTP/1.1 ");
-        out.extend_from_slice(itoa::Buffer::new().format(self.status).as_bytes());
-        out.push(b' ');
+        // Fixed parts are written whole where they can be: each write into
+        // the buffer is a call, and a create's head took about twenty.
+        match status_start(self.status) {
+            Some(start) => out.extend_from_slice(&start),
+            None => {
+                out.extend_from_slice(b"HTTP/1.1 ");
+                out.extend_from_slice(itoa::Buffer::new().format(self.status).as_bytes());
+                out.push(b' ');
+            }
+        }
         out.extend_from_slice(reason(self.status).as_bytes());
         out.extend_from_slice(b"\r\n");
         super::date::write(out);
         if let Some(content_type) = self.content_type {
-            header(out, "Content-Type", content_type);
+            line(out, "Content-Type: ", content_type);
         }
         for (name, value) in &self.headers {
             header(out, name, value);
@@ -270,21 +277,21 @@ impl Response {
         match (&self.body, delimit) {
             (_, _) if !has_body => {}
             (ResponseBody::Complete(body), _) => {
-                header(
+                line(
                     out,
-                    "Content-Length",
+                    "Content-Length: ",
                     itoa::Buffer::new().format(body.len()),
                 );
             }
             (ResponseBody::Streamed(_), Delimit::Chunked) => {
-                header(out, "Transfer-Encoding", "chunked")
+                out.extend_from_slice(b"Transfer-Encoding: chunked\r\n")
             }
             (ResponseBody::Streamed(_), Delimit::UntilClose) => {}
         }
         match persist {
             Persist::Default => {}
-            Persist::KeepAlive => header(out, "Connection", "keep-alive"),
-            Persist::Close => header(out, "Connection", "close"),
+            Persist::KeepAlive => out.extend_from_slice(b"Connection: keep-alive\r\n"),
+            Persist::Close => out.extend_from_slice(b"Connection: close\r\n"),
         }
         out.extend_from_slice(b"\r\n");
         match self.body {
@@ -311,9 +318,30 @@ pub(crate) enum Delimit {
 
 fn header(out: &mut Vec<u8>, name: &str, value: &str) {
     out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(b": ");
+    line(out, ": ", value);
+}
+
+/// `start` (a header's name and `: `, spelled out) and `value`, and the
+/// line's end.
+fn line(out: &mut Vec<u8>, start: &str, value: &str) {
+    out.extend_from_slice(start.as_bytes());
     out.extend_from_slice(value.as_bytes());
     out.extend_from_slice(b"\r\n");
+}
+
+/// `HTTP/1.1 `, the status's three digits and a space; `None` for a
+/// status of another width (the server sends none).
+fn status_start(status: u16) -> Option<[u8; 13]> {
+    if !(100..1000).contains(&status) {
+        return None;
+    }
+    let mut start = *b"HTTP/1.1 000 ";
+    let mut n = status;
+    for digit in start[9..12].iter_mut().rev() {
+        *digit = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    Some(start)
 }
 
 /// The reason phrase for every status the server sends.
@@ -397,6 +425,15 @@ mod tests {
         let stream = streamed().write_to(&mut out, true, Persist::Default, Delimit::Chunked);
         assert!(stream.is_none());
         assert!(out.ends_with(b"Transfer-Encoding: chunked\r\n\r\n"));
+    }
+
+    #[test]
+    fn the_status_line_reads_as_the_status_and_its_reason() {
+        for status in [100, 200, 204, 308, 404, 499, 503, 599, 99, 1000, 65535] {
+            let head = text(Response::empty(status), true, false);
+            let line = head.lines().next().unwrap();
+            assert_eq!(line, format!("HTTP/1.1 {status} {}", reason(status)));
+        }
     }
 
     #[test]
