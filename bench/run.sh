@@ -22,7 +22,8 @@
 #   compaction the compaction of a journal of $PLANTS plants written 3 times
 #   export     GET /export of $PLANTS plants, and the export as a --seed
 #   pinned     one core each: plantstore vs the reference vs nginx (or OLD
-#              vs new), then $IDLE_CONNS idle keep-alive connections
+#              vs new vs nginx), each against BASELINE too, then
+#              $IDLE_CONNS idle keep-alive connections
 #   https      one core each: plantstore over TLS vs nginx with TLS 1.3
 #   feed       the change feed: POST with subscribers, delivery, memory
 #   query      pages in name order and searches (bench/sections/query.sh)
@@ -53,22 +54,35 @@
 #   OLD=$(bench/build-old.sh HEAD~5) DURATION=5s ROUNDS=3 bench/run.sh pinned
 #
 # The pinned section then runs, for each round and connection count, the
-# old binary and then the new one, same conditions and flags (the old one
-# gets $PINNED_ARGS too, so it must know them), in place of plantstore,
-# the reference and nginx; prints both binaries' sizes, and after its
-# rounds a table of old vs new per row with the new/old ratio of
+# old binary, the new one and nginx, same conditions and flags (the old
+# one gets $PINNED_ARGS too, so it must know them), in place of
+# plantstore, the reference and nginx; prints both binaries' sizes, and
+# after its rounds a table of old vs new per row with the new/old ratio of
 # requests/s, p99 and server CPU per request (above 1: more requests/s, a
-# longer p99, more CPU); its idle-connections part runs old and new. The
+# longer p99, more CPU), and one of nginx vs new; its idle-connections
+# part runs old and new. The
 # query section measures the old binary's private memory on its journal
 # (OLD=REV bench/run.sh query); the https section runs the old binary
 # before the new one in each round and prints new/old, and so does the
 # durable section (in memory, --sync always and never); the other sections
 # ignore OLD, and the budgets skip the pinned rows (they are judged against the reference).
 # Without OLD nothing changes. OLD=HEAD (with nothing changed since) shows
-# how far two runs of one build differ.
+# how far two runs of one build differ. With OLD the pinned section runs
+# nginx's canned 200 too, after new, and prints new/nginx.
+#
+# BASELINE (default 7e46974, the build before the name order, the Date
+# line and the throttle's proofs joined every POST; BASELINE= for none) is
+# the pinned section's standing comparison,
+# with or without OLD: a revision built by bench/build-old.sh (or a
+# binary's path) run in each round and connection count before the others,
+# and printed as a table of its own, baseline vs new, beside OLD's. Each
+# change is reported against its parent (OLD), and the sum of all of them
+# against the baseline, so that small costs cannot add up unseen. When OLD
+# is the baseline's binary it runs once and both tables read its rows.
 set -euo pipefail
-# OLD as a path is taken from where the script was started.
+# OLD and BASELINE as paths are taken from where the script was started.
 [ -z "${OLD:-}" ] || [ ! -e "$OLD" ] || OLD=$(realpath "$OLD")
+[ -z "${BASELINE:-}" ] || [ ! -e "$BASELINE" ] || BASELINE=$(realpath "$BASELINE")
 cd "$(dirname "$0")/.."
 
 DURATION=${DURATION:-10s}
@@ -120,6 +134,21 @@ if [ -n "${OLD:-}" ] && [[ " ${SECTIONS[*]} " =~ " "(pinned|durable|https|query|
     echo "OLD=$OLD is neither an executable file nor a git revision" >&2
     exit 2
   fi
+fi
+# The pinned section's standing comparison (BASELINE), if any; OLD_BIN
+# itself when they are the same bytes (run once, both tables read it).
+BASELINE=${BASELINE-7e46974}
+BASELINE_BIN=
+if [ -n "$BASELINE" ] && [[ " ${SECTIONS[*]} " == *" pinned "* ]]; then
+  if [ -f "$BASELINE" ] && [ -x "$BASELINE" ]; then
+    BASELINE_BIN=$BASELINE
+  elif git rev-parse --verify --quiet "$BASELINE^{commit}" >/dev/null; then
+    BASELINE_BIN=$(realpath "$(bench/build-old.sh "$BASELINE")")
+  else
+    echo "BASELINE=$BASELINE is neither an executable file nor a git revision" >&2
+    exit 2
+  fi
+  [ -z "$OLD_BIN" ] || ! cmp -s "$OLD_BIN" "$BASELINE_BIN" || BASELINE_BIN=$OLD_BIN
 fi
 
 # Every figure is of the binary as published (scripts/release/release-build.sh:

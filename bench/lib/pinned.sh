@@ -7,7 +7,7 @@
 # shellcheck shell=bash
 
 # start_pinned SERVER [FLAGS...]: starts plantstore (with $PINNED_ARGS and
-# FLAGS), the old plantstore (the same way), the reference or nginx on
+# FLAGS), the old or baseline plantstore (the same way), the reference or nginx on
 # CPU 0. A plantstore that has token scopes gets a token file with wrk's
 # write token and a read token (an older one, without them, refuses such a
 # file: it keeps PLANTSTORE_TOKEN). Either then gets 20 wrong tokens from
@@ -19,7 +19,8 @@ start_pinned() {
   shift
   read -ra args <<<"$PINNED_ARGS"
   [ "$server" != old ] || bin=$OLD_BIN
-  if [[ $server == plantstore || $server == old ]] && scoped "$bin"; then
+  [ "$server" != baseline ] || bin=$BASELINE_BIN
+  if [[ $server == plantstore || $server == old || $server == baseline ]] && scoped "$bin"; then
     args+=(--token-file "$WORK/tokens")
   fi
   PIN=(taskset -c 0)
@@ -27,12 +28,13 @@ start_pinned() {
     plantstore) start_server "${args[@]}" "$@" ;;
     # start_server runs $BIN: this one, for the call it makes.
     old) local BIN=$OLD_BIN && start_server "${args[@]}" "$@" ;;
+    baseline) local BIN=$BASELINE_BIN && start_server "${args[@]}" "$@" ;;
     reference) start_reference ;;
     nginx) start_nginx ;;
     nginx-tls) start_nginx tls ;;
   esac
   PIN=()
-  if [[ $server == plantstore || $server == old ]]; then
+  if [[ $server == plantstore || $server == old || $server == baseline ]]; then
     local n scheme=http
     [[ " $* " != *" --tls-cert "* ]] || scheme=https
     for n in $(seq 20); do

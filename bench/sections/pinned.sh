@@ -6,7 +6,12 @@
 # a canned 200 (one worker), $ROUNDS rounds: req/s, p50, p99, errors, server
 # CPU and context switches per request; then RSS with $IDLE_CONNS (default
 # 10000) idle keep-alive connections open (bench/hold.py) and a fresh
-# client's latency meanwhile. The figures the budgets section judges:
+# client's latency meanwhile. With OLD: old, new and nginx, and a table of
+# new/old and one of new/nginx. With BASELINE (bench/run.sh's header:
+# 7e46974 unless set) the baseline build runs first in each round and
+# connection count, and a table of new/baseline follows, so that what every
+# change since has added to a POST stays in sight; its rows are OLD's
+# when the two are one binary. The figures the budgets section judges:
 # SUM[pinned.*] and HOLD_GROWTH, HOLD_HELD, HOLD_P99. Sourced by
 # bench/run.sh after bench/lib/*.sh, whose helpers it calls.
 # shellcheck shell=bash
@@ -16,33 +21,43 @@
 label() {
   case $1 in
     old) echo old ;;
+    baseline) echo "baseline ($BASELINE)" ;;
     plantstore) if [ -n "$OLD_BIN" ]; then echo new; else echo plantstore; fi ;;
     *) echo "$1" ;;
   esac
 }
 
-# describe_binaries: the old and new binaries, their sizes and the ratio.
+# describe_binaries: the old (or baseline) and new binaries, their sizes
+# and the ratios.
 describe_binaries() {
-  local old new rev same=
-  old=$(stat -c %s "$OLD_BIN") new=$(stat -c %s "$BIN")
+  local new rev name bin size same
+  new=$(stat -c %s "$BIN")
   rev=$(git describe --always --dirty 2>/dev/null || echo "?")
-  cmp -s "$OLD_BIN" "$BIN" && same=" (the same bytes)"
-  echo "Binaries: old \`$(realpath --relative-base=. "$OLD_BIN")\` $old bytes;"
-  echo "new \`$BIN\` ($rev) $new bytes; new/old size $(ratio "$new" "$old")$same."
+  for name in old baseline; do
+    bin=$OLD_BIN
+    [ $name = old ] || bin=$BASELINE_BIN
+    [ -n "$bin" ] || continue
+    size=$(stat -c %s "$bin") same=
+    cmp -s "$bin" "$BIN" && same=" (the same bytes)"
+    echo "$(label $name) \`$(realpath --relative-base=. "$bin")\` $size bytes, new/$name size $(ratio "$new" "$size")$same;"
+  done
+  echo "new \`$BIN\` ($rev) $new bytes."
 }
 
-# compare_table: old vs new, one row per round and connection count from
-# PAIR, then (over 2 rounds or more) their means, each with its new/old
-# ratios.
+# compare_table OTHER: OTHER (old, baseline or nginx) vs new, one row per
+# round and connection count from PAIR, then (over 2 rounds or more)
+# their means, each with its new/OTHER ratios. The baseline's figures are
+# old's when the two are one binary.
 compare_table() {
-  local round conns figure places o n row rows
+  local other=$1 from=$1 round conns figure places o n row rows
+  [ "$other" != baseline ] || [ "$BASELINE_BIN" != "$OLD_BIN" ] || from=old
   mapfile -t rows < <(seq 1 "$ROUNDS")
   [ "$ROUNDS" -eq 1 ] || rows+=(mean)
-  echo "## Old vs new: POST /plants on one core each, new/old per row"
+  echo "## $(label "$other") vs new: POST /plants on one core each, new/$other per row"
   echo
   echo "Above 1: more requests/s, a longer p99, more server CPU per request."
   echo
-  echo "| round | connections | old requests/s | new requests/s | new/old | old p99 ms | new p99 ms | new/old | old CPU µs/request | new CPU µs/request | new/old |"
+  echo "| round | connections | $other requests/s | new requests/s | new/$other | $other p99 ms | new p99 ms | new/$other | $other CPU µs/request | new CPU µs/request | new/$other |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|"
   for round in "${rows[@]}"; do
     for conns in 16 64 1024; do
@@ -50,10 +65,10 @@ compare_table() {
       for figure in rps:0 p99:3 cpu:1; do
         places=${figure#*:} figure=${figure%:*}
         if [ "$round" = mean ]; then
-          o=$(mean "pinned.old.$conns.$figure" "$places")
+          o=$(mean "pinned.$from.$conns.$figure" "$places")
           n=$(mean "pinned.plantstore.$conns.$figure" "$places")
         else
-          o=${PAIR[$round.$conns.old.$figure]} n=${PAIR[$round.$conns.plantstore.$figure]}
+          o=${PAIR[$round.$conns.$from.$figure]} n=${PAIR[$round.$conns.plantstore.$figure]}
         fi
         row+=" $o | $n | $(ratio "$n" "$o") |"
       done
@@ -74,16 +89,18 @@ section_pinned() {
   [ "$hard" = unlimited ] && hard=1048576
   ulimit -n "$hard" 2>/dev/null || true
   local servers=(plantstore reference nginx)
-  [ -z "$OLD_BIN" ] || servers=(old plantstore)
+  [ -z "$OLD_BIN" ] || servers=(old plantstore nginx)
+  [ -z "$BASELINE_BIN" ] || [ "$BASELINE_BIN" = "$OLD_BIN" ] || servers=(baseline "${servers[@]}")
 
   echo "## POST /plants on one core each: server on CPU 0, wrk -t1 on CPU 1 ($DURATION, $ROUNDS rounds)"
   echo
-  if [ -n "$OLD_BIN" ]; then
+  if [ -n "$OLD_BIN$BASELINE_BIN" ]; then
     describe_binaries
-    echo "Both with the flags \`${PINNED_ARGS:-(none)}\`, the old one first in each pair."
+    echo "Every plantstore with the flags \`${PINNED_ARGS:-(none)}\`, in the order of the rows."
   else
-    echo "plantstore flags: \`${PINNED_ARGS:-(none)}\`. nginx: one process, a canned 200 JSON."
+    echo "plantstore flags: \`${PINNED_ARGS:-(none)}\`."
   fi
+  echo "nginx: one process, a canned 200 JSON."
   echo "plantstore: a token file of the write token and a read token (a build without"
   echo "token scopes: PLANTSTORE_TOKEN alone), and 20 wrong tokens from 127.0.0.2 before"
   echo "each run, so that its auth-failure table is not empty."
@@ -109,7 +126,9 @@ section_pinned() {
     done
   done
   echo
-  [ -z "$OLD_BIN" ] || compare_table
+  [ -z "$OLD_BIN" ] || compare_table old
+  [ -z "$BASELINE_BIN" ] || compare_table baseline
+  compare_table nginx
   pinned_idle
 }
 
