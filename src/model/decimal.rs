@@ -57,8 +57,7 @@ fn plain(text: &str) -> Option<i64> {
         return None;
     }
     text.bytes().try_fold(0i64, |value, b| {
-        b.is_ascii_digit()
-            .then(|| value * 10 + i64::from(b - b'0'))
+        b.is_ascii_digit().then(|| value * 10 + i64::from(b - b'0'))
     })
 }
 
@@ -194,8 +193,21 @@ mod tests {
 
     #[test]
     fn plain_digits_read_as_the_general_rule_reads_them() {
-        for n in [0, 1, 7, 42, 999_999_999_999_999_999, 1_000_000_000_000_000_000, i64::MAX] {
-            for text in [n.to_string(), format!("-{n}"), format!("00{n}"), format!("{n}.0")] {
+        for n in [
+            0,
+            1,
+            7,
+            42,
+            999_999_999_999_999_999,
+            1_000_000_000_000_000_000,
+            i64::MAX,
+        ] {
+            for text in [
+                n.to_string(),
+                format!("-{n}"),
+                format!("00{n}"),
+                format!("{n}.0"),
+            ] {
                 let want = text.trim_end_matches(".0").parse::<i128>().ok();
                 let want = want.and_then(|v| i64::try_from(v).ok());
                 assert_eq!(int64_text(&text), want, "{text}");

@@ -402,7 +402,14 @@ mod tests {
     #[test]
     fn a_plants_json_is_what_serde_json_writes() {
         let every_ascii: String = (0u8..0x80).map(char::from).collect();
-        let texts = ["", "plant 7", "\"\\/", "é漢🌱", &every_ascii, "\u{7f}\u{80}"];
+        let texts = [
+            "",
+            "plant 7",
+            "\"\\/",
+            "é漢🌱",
+            &every_ascii,
+            "\u{7f}\u{80}",
+        ];
         for name in texts {
             for tag in [None, Some(""), Some("t"), Some(every_ascii.as_str())] {
                 let plant = Plant {
@@ -410,7 +417,11 @@ mod tests {
                     tag: tag.map(str::to_owned),
                 };
                 let json = plant.to_json();
-                assert_eq!(json, serde_json::to_vec(&plant).unwrap(), "{name:?} {tag:?}");
+                assert_eq!(
+                    json,
+                    serde_json::to_vec(&plant).unwrap(),
+                    "{name:?} {tag:?}"
+                );
             }
         }
     }

@@ -366,7 +366,11 @@ fn without_a_limit_nothing_is_counted_or_refused() {
     for _ in 0..100 {
         throttle.failed(ip("192.0.2.1"));
     }
-    assert!(throttle.admit(ip("192.0.2.1"), None, Instant::now()).is_ok());
+    assert!(
+        throttle
+            .admit(ip("192.0.2.1"), None, Instant::now())
+            .is_ok()
+    );
     let limited = Throttle::new(Guard::parse(2, &[]).unwrap());
     limited.failed(ip("192.0.2.1"));
     limited.failed(ip("192.0.2.1"));
