@@ -40,10 +40,15 @@ impl Both {
         all
     }
 
-    /// The chunks are sorted, within their bounds, and no two
-    /// neighbours would fit in one.
+    /// The chunks are sorted, within their bounds, no two neighbours
+    /// would fit in one, and the list of their last entries is theirs.
     fn check(&self) {
         let chunks = &self.order.chunks;
+        let lasts: Vec<Entry> = chunks.iter().filter_map(|c| c.last().copied()).collect();
+        assert_eq!(
+            self.order.lasts, lasts,
+            "each chunk's last entry, listed apart"
+        );
         for (i, chunk) in chunks.iter().enumerate() {
             assert!(!chunk.is_empty() && chunk.len() <= CAP && chunk.capacity() == CAP);
             if let Some(next) = chunks.get(i + 1) {
