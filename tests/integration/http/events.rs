@@ -33,7 +33,14 @@ fn read_some(stream: &mut TcpStream, buf: &mut [u8]) -> Got {
     match stream.read(buf) {
         Ok(0) => Got::Closed,
         Ok(n) => Got::Bytes(n),
-        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Got::Nothing,
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+            ) =>
+        {
+            Got::Nothing
+        }
         Err(_) => Got::Closed,
     }
 }
@@ -287,6 +294,7 @@ fn status_of(client: &mut Client) -> Result<u16, String> {
         match client.stream.read(&mut byte) {
             Ok(0) => return Err("closed without a reply".into()),
             Ok(_) => line.push(byte[0]),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(e.to_string()),
         }
     }
