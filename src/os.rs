@@ -3,13 +3,20 @@
 //! CPUs this process may use ([`available_cpus`], in `cpus.rs`), and the
 //! text of a file a flag names, read so that it cannot hang or bloat
 //! ([`read_text`], in `file.rs`), and such a file opened ([`open_regular`]);
-//! and a background thread's scheduling ([`batch_scheduling`]).
+//! and a background thread's scheduling ([`batch_scheduling`]); and a
+//! lock claimed while no child process is alive ([`claiming`],
+//! in `children.rs`).
 //!
-//! A leaf: imports nothing of the crate, keeps no state.
+//! A leaf: imports nothing of the crate, keeps no state but the one lock
+//! in `children.rs`.
 
+mod children;
 mod cpus;
 mod file;
 
+pub use children::claiming;
+#[cfg(test)]
+pub use children::run;
 pub use cpus::available_cpus;
 pub use file::{FileError, MAX_FILE_BYTES, kind_of, open_regular, read_text};
 

@@ -88,7 +88,7 @@ pub(super) fn open(given: &Path) -> Result<Opened, OpenError> {
     // O_NONBLOCK has no effect on a regular file, which this must be.
     let meta = file.metadata().map_err(io_error)?;
     regular(given, &path, &meta)?;
-    match file.try_lock() {
+    match crate::os::claiming(|| file.try_lock()) {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => return Err(OpenError::Locked(given.to_path_buf())),
         Err(TryLockError::Error(e)) => return Err(io_error(e)),

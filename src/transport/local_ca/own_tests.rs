@@ -20,11 +20,8 @@ fn names(host: &str) -> Names {
 
 /// openssl in `dir` with `args`: whether it succeeded, and what it said.
 fn openssl(dir: &Path, args: &[&str]) -> (bool, String) {
-    let out = Command::new("openssl")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("openssl runs");
+    let out =
+        crate::os::run(Command::new("openssl").current_dir(dir).args(args)).expect("openssl runs");
     let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
     (out.status.success(), said.into_owned())
 }
