@@ -1,8 +1,7 @@
 //! The journal's format as an outsider writes and reads it: CRC-32C and
 //! CRC-64/XZ, encoders of version-1 to -4 files and a reference
-//! decoder, written from the format in `src/store/journal/mod.rs`'s header
-//! and sharing no code with the server's, so a test fails if the two drift
-//! apart.
+//! decoder, sharing no code with the server's, so a test fails if the
+//! two drift apart.
 //!
 //! The one oracle of the unit tests (`src/store/journal/tests/`), the
 //! integration tests (`tests/integration/storage/`) and the fuzz target
@@ -11,27 +10,10 @@
 //! of its own would need a place in both workspaces (the fuzz crate is a
 //! workspace of its own, on nightly) and in the server's manifest.
 //!
-//! In brief (the header has the why):
-//!
-//! - version 4: as version 3 with `PLANTSJ4`, and `batch:u64` after
-//!   `check` in each record (the file offset where the record's batch
-//!   starts), covered by `check` between `len` and the payload; after the
-//!   first bytes that are not a record, a record that checks out counts as
-//!   one after damage only if its batch starts after those bytes (the
-//!   others are of the batch a crash tore);
-//! - version 3: `PLANTSJ3`, an 8-byte salt and a CRC-64/XZ of those 16
-//!   bytes; then `len:u32 lcheck:u32 check:u64 payload` records, lcheck a
-//!   CRC-32C over the salt and `len`, check a CRC-64/XZ over the salt,
-//!   `len` and the payload;
-//! - version 2: the same with `PLANTSJ2` and no lcheck;
-//! - version 1: `PLANTSJ1`, then `len:u32 crc:u32 payload` records, the
-//!   CRC-32C over `len` and the payload;
-//! - payload: `0x01 id:i64 name_len:u32 name tag_len:u32 tag` (a put,
-//!   `tag_len` all ones for no tag) or `0x02 id:i64` (a delete).
-//!
-//! (A length over the format's maximum, 16 MiB and 17 bytes, is not a
-//! record either; no test writes one that long, so the decoder leaves it
-//! out.)
+//! Written from the format as docs/storage.md ("The journal format")
+//! specifies it, the one place it is written down. (A length over the
+//! format's maximum, 16 MiB and 17 bytes, is not a record either; no test
+//! writes one that long, so the decoder leaves it out.)
 
 // Each includer uses a part of it.
 #![allow(dead_code)]

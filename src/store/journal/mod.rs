@@ -5,145 +5,19 @@
 //! [`Change`] to a callback, and a compaction asks the store for its live
 //! plants through one.
 //!
-//! # File format (version 4)
+//! # The format, recovery and older versions
 //!
-//! ```text
-//! file    = header record* zero*
-//! header  = "PLANTSJ4" salt hcheck:u64le       24 bytes
-//! salt    = 8 bytes from the OS's random source, drawn for each new file
-//! hcheck  = CRC-64/XZ of the magic and the salt
-//! record  = len:u32le lcheck:u32le check:u64le batch:u64le payload
-//!                                                          24 + len bytes
-//! lcheck  = CRC-32C of the salt and the four `len` bytes
-//! check   = CRC-64/XZ of the salt, the four `len` bytes, the eight
-//!           `batch` bytes and the payload
-//! batch   = the byte offset in this file of the first record of the
-//!           write the record was part of (its own offset, in a file
-//!           synced whole before use: a compaction's, a reset's, a
-//!           conversion's)
-//! payload = 0x01 id:i64le name_len:u32le name tag_len:u32le tag    put
-//!         | 0x02 id:i64le                                          delete
-//! zero    = 0x00, written ahead of the records with `--sync always`
-//!           (`ahead.rs`): so that a sync writes data pages, not a
-//!           metadata commit for a file grown by every record
-//! ```
-//!
-//! `put` is a create or a replace (the plant with this id is now this one);
-//! `tag_len` is `0xFFFF_FFFF` when the plant has no tag. Names and tags are
-//! UTF-8. A compacted file is the same format, one `put` per live plant,
-//! under a salt of its own. No payload is longer than `MAX_PAYLOAD`
-//! (16 MiB and 17 bytes): `--max-body` is at most 16 MiB and a plant's
-//! texts fit in its body; a longer `len` is damage whatever the flags.
-//!
-//! # Why the check covers a salt
-//!
-//! A name or tag is written into the file as the client sent it, so a
-//! client can put a whole record, framing and checksum included, inside
-//! one. Recovery looks for valid records past a damaged one (below); with
-//! a checksum of the record alone, such a planted record left whole in a
-//! tail torn by a crash or a full disk passed for a record after damage,
-//! and start-up was refused on every restart. With the salt in the check,
-//! a client would have to know the salt, and it never leaves the server:
-//! it is in the file's header and nowhere else, not in any response, log
-//! line or error (`Version`'s `Debug` leaves it out), and neither is any
-//! check value, from which the salt could be worked out (a CRC is linear,
-//! not a MAC). For a given length, the salt's share of a CRC-64 is a
-//! one-to-one function of its 64 bits, so whatever a client writes, each
-//! run of bytes shaped as a record passes with odds of 2^-64: a torn
-//! megabyte of planted records holds fewer than 2^16 of them. Whoever can
-//! read the file can read the salt, but can also write the file.
-//!
-//! The header has a check of its own because every record depends on the
-//! salt: a damaged salt would fail them all, and without it the file would
-//! read as one long torn tail and be cut to nothing.
-//!
-//! The check does not cover the record's own offset or number: records
-//! shifted by damage (bytes lost or inserted in the middle) still check
-//! out where they now lie, so the search below finds them and start-up is
-//! refused (those of a later batch than the damage: see "Recovery"), where
-//! a check tied to the place would call them a torn tail and cut them off.
-//!
-//! # Why the length has a check of its own
-//!
-//! The search below tries every offset of what follows damage. Version 2
-//! believed the length found there and ran its check over that many bytes:
-//! a torn megabyte of `00 00 08 00` claims 512 KiB at a quarter of its
-//! offsets, and start-up took minutes (the work grew with the square of
-//! the tail). In versions 3 and 4 a length is believed only if it is at most
-//! `MAX_PAYLOAD` and its own check (`lcheck`, salted as `check` is, so a
-//! client cannot plant one either) passes, which bytes that are not a
-//! record do with odds of 2^-32. Trying an offset costs a checksum over
-//! four bytes, so recovery is linear in the file: a torn tail of a
-//! megabyte costs a few megabytes of checksums, whatever it holds. The
-//! search still looks at every offset to the end (a limit on how far it
-//! looks would cut off good records after damage in the middle). The
-//! payload's shape (its kind, text lengths that fill it) is looked at
-//! before its checksum too, which is what keeps reading a damaged older
-//! file cheap in the common cases.
-//!
-//! # Recovery
-//!
-//! The header says which rules apply. Records are read in order, as a
-//! stream: the file is never held whole in memory, only a window of about
-//! 64 KiB and the record being read. In version 4, where the records end
-//! and every byte after them is zero, the file ends cleanly: those are
-//! zeros written ahead, kept for the next records, with no warning and no
-//! search (no record's length is zero, so zeros are passed at the speed of
-//! comparing bytes; they are at most `ahead::STEP`, a megabyte, past the
-//! records). At the first record that is incomplete or fails a check,
-//! with anything but zeros after it, the rest of the file is searched, at
-//! every byte offset, for any complete, valid record by the same rule (in
-//! versions 2 to 4: under this file's salt) that counts. If none exists
-//! the damage is a torn tail (a crash during the last write): it is cut
-//! off and start-up logs a warning with the byte count. If one exists the
-//! damage is in the middle of the journal: start-up is refused with an
-//! error naming the file, the record number and its byte offset, and the
-//! file is left untouched. Nothing is dropped silently.
-//!
-//! Which records count: in versions 1 to 3, every one. In version 4, a
-//! record counts only if its batch starts after the damage. The rule is
-//! for records written over zeros: a crash during a batch can leave any
-//! of its pages written back and any not, so a later page of the batch
-//! can hold whole records while an earlier one is still zeros. None of
-//! those records was acknowledged: a batch is acknowledged only once its
-//! `fdatasync` returned, which writes back every page of the file, and
-//! with `--sync always` the next batch is written only after that. So
-//! records whose batch starts at or before the damage are of the one batch
-//! the crash tore and are cut with it; a record whose batch starts after
-//! the damage was written after a sync that covered the damaged bytes, so
-//! the damage came later, and start-up is refused. (With `--sync never`
-//! no batch waits for a sync, pages of several batches could be missing
-//! at once, and nothing is written ahead: records end the file, as
-//! appends do.) The price: damage to the last batch of a file that was
-//! synced, with records of that batch after it, reads as that batch torn,
-//! as damage to its last record always has. A file shorter than its header,
-//! or just a header that fails its check (new, torn while the header was
-//! written: a header is synced before any record follows it), starts
-//! again with a fresh header. A header that fails its check with anything
-//! after it refuses start-up, the file untouched.
-//!
-//! # Older versions
-//!
-//! Version 3 (`PLANTSJ3`) is version 4 without `batch` (`record =
-//! len:u32le lcheck:u32le check:u64le payload`, `check` over the salt,
-//! `len` and the payload) and never ends in zeros: every record after
-//! damage counts. Version 2 (`PLANTSJ2`) is version 3 without `lcheck`: `record =
-//! len:u32le check:u64le payload`. Version 1 (`PLANTSJ1`, an 8-byte
-//! header) had no salt: `record = len:u32le crc:u32le payload`, the CRC-32C
-//! over the four `len` bytes and the payload, the same payloads. Such a
-//! file is read by its own rules (a torn tail cut, damage in the middle
-//! refused, as above), then converted before anything is appended: its
-//! file is read again, its records, in order, are written under a fresh
-//! salt to `FILE.compact` (locked), synced, renamed over `FILE`, and the
-//! directory is synced; start-up logs one line saying how many records
-//! were converted. A crash before the rename leaves the old file,
-//! converted again at the next start. An old file never takes another
-//! append. Version 1's rules cannot tell a planted record from a real
-//! one, so a version-1 file whose torn tail holds one is still refused,
-//! as before, until it is cut as the error says. Without `lcheck`, the
-//! search in an old file's torn tail can still cost more than linear work
-//! when the tail holds many runs of bytes shaped as records that claim
-//! long lengths; it happens at most once, at the start that converts it.
+//! The file format, what recovery cuts and what it refuses, why the
+//! checks cover a salt and why the length has a check of its own, and how
+//! versions 1 to 3 are read and converted are specified once, for users
+//! and for this code alike, in docs/storage.md ("The journal format").
+//! Where the code does it: the layout and checksums in `format.rs`
+//! (`MAX_PAYLOAD`, `HEADER`, `seal`), the zeros written ahead in
+//! `ahead.rs`, the streaming read and the search after damage in
+//! `recovery.rs` (a window of about 64 KiB and the record being read;
+//! zeros are passed by comparing bytes, at most `ahead::STEP` of them),
+//! the conversion of an older file in `convert.rs`. `Version`'s `Debug`
+//! leaves the salt out, as every log line and error does.
 //!
 //! # Writing
 //!
