@@ -34,7 +34,7 @@
 use std::collections::BTreeMap;
 
 use libfuzzer_sys::fuzz_target;
-use plantstore::store::{self, Damage, Scan, Version};
+use plantstore::store::journal::{self, Damage, Scan, Version};
 
 #[path = "../../tests/shared/journal_oracle.rs"]
 mod oracle;
@@ -118,7 +118,7 @@ fn converted(file: &[u8], found: &Outcome) {
     let Outcome::Read(Some(Rules::V1 | Rules::V2(_) | Rules::V3(_)), changes, end) = found else {
         return;
     };
-    let image = store::convert(&file[..*end], &CONVERSION_SALT);
+    let image = journal::convert(&file[..*end], &CONVERSION_SALT);
     let expected = journal(Rules::V4(CONVERSION_SALT), changes);
     assert_eq!(
         image, expected,
@@ -294,31 +294,31 @@ fn server_batched(salt: [u8; 8], changes: &[Change], last: usize) -> Vec<u8> {
     let mut image = server_image(salt, &changes[..last]);
     let start = image.len();
     for change in &changes[last..] {
-        store::encode(&mut image, &server_change(change));
+        journal::encode(&mut image, &server_change(change));
     }
-    store::seal(&mut image[start..], &salt, start as u64);
+    journal::seal(&mut image[start..], &salt, start as u64);
     image
 }
 
-fn server_change(change: &Change) -> store::Change<'_> {
+fn server_change(change: &Change) -> journal::Change<'_> {
     match change {
-        Change::Put(id, name, tag) => store::Change::Put {
+        Change::Put(id, name, tag) => journal::Change::Put {
             id: *id,
             name,
             tag: tag.as_deref(),
         },
-        Change::Delete(id) => store::Change::Delete(*id),
+        Change::Delete(id) => journal::Change::Delete(*id),
     }
 }
 
 /// The same journal as the server writes it when each record is a batch
 /// of its own (a compaction's or a conversion's file).
 fn server_image(salt: [u8; 8], changes: &[Change]) -> Vec<u8> {
-    let mut image = store::header(&salt).to_vec();
+    let mut image = journal::header(&salt).to_vec();
     for change in changes {
-        store::encode(&mut image, &server_change(change));
+        journal::encode(&mut image, &server_change(change));
     }
-    store::seal_each(&mut image[store::HEADER..], &salt, store::HEADER as u64);
+    journal::seal_each(&mut image[journal::HEADER..], &salt, journal::HEADER as u64);
     image
 }
 
@@ -341,12 +341,12 @@ fn replay(changes: &[Change]) -> Plants {
 fn recover(file: &[u8]) -> (Outcome, Plants) {
     let mut plants = Plants::new();
     let mut changes = Vec::new();
-    let found = store::scan(file, |change| match change {
-        store::Change::Put { id, name, tag } => {
+    let found = journal::scan(file, |change| match change {
+        journal::Change::Put { id, name, tag } => {
             plants.insert(id, (name.to_owned(), tag.map(str::to_owned)));
             changes.push(Change::Put(id, name.to_owned(), tag.map(str::to_owned)));
         }
-        store::Change::Delete(id) => {
+        journal::Change::Delete(id) => {
             plants.remove(&id);
             changes.push(Change::Delete(id));
         }

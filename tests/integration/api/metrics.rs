@@ -119,7 +119,9 @@ fn the_journal_reports_its_size_and_compactions() {
     assert!(after > before, "{before} -> {after}");
     // The records' bytes: the file also holds the zeros written ahead.
     let bytes = std::fs::read(&file.0).unwrap();
-    let records = plantstore::store::scan(&bytes, |_| {}).unwrap().valid_len;
+    let records = plantstore::store::journal::scan(&bytes, |_| {})
+        .unwrap()
+        .valid_len;
     assert_eq!(after, records as f64);
     assert_eq!(value(&text, "plantstore_journal_compactions_total"), 0.0);
     // A deferred answer (sync always) is counted once, when it is sent.

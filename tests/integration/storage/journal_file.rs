@@ -99,7 +99,9 @@ fn a_symlinked_journal_stays_a_link_to_the_real_locked_file_after_compaction() {
     );
     let mut bytes = fs::read(&real).unwrap();
     // The records, without the zeros written ahead of them.
-    let end = plantstore::store::scan(&bytes, |_| {}).unwrap().valid_len;
+    let end = plantstore::store::journal::scan(&bytes, |_| {})
+        .unwrap()
+        .valid_len;
     bytes.truncate(end as usize);
     // 302 records of about 40 bytes: 12 KB had it never been compacted.
     assert!(

@@ -10,6 +10,7 @@ use std::fs;
 use crate::model::{Capacity, Durability, SyncMode};
 use crate::os::temp::TempFile;
 use crate::store::journal::ahead::STEP;
+use crate::store::journal::*;
 use crate::store::test_support::{Journalled, new};
 use crate::store::*;
 

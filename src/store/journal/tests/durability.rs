@@ -10,6 +10,7 @@ use std::thread;
 use crate::model::SyncMode;
 use crate::os::temp::TempFile;
 use crate::store::journal::compact_path;
+use crate::store::journal::*;
 use crate::store::test_support::{Journalled, contents, new, plant};
 use crate::store::*;
 
