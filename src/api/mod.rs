@@ -48,6 +48,7 @@ use crate::changes::Hub;
 use crate::http::{Gauge, Handler, Request, Response};
 use crate::model::TextLimits;
 use crate::plants::{Plants, TicketKey};
+use crate::transport::Https;
 use crate::webhook::Webhooks;
 
 /// Who may do what: the tokens and their scopes, `--read-only`, and the
@@ -103,6 +104,9 @@ pub struct App {
     refused: RefusedOrigins,
     /// `--delay`.
     hold: Option<hold::Hold>,
+    /// With `--tls-auto`, the certificate served, whose local CA
+    /// `/ca.pem` serves (`App::serving_ca`).
+    local_ca: Option<Https>,
 }
 
 impl App {
@@ -141,7 +145,17 @@ impl App {
             changes,
             refused: RefusedOrigins::default(),
             hold: access.delay.map(hold::Hold::new),
+            local_ca: None,
         }
+    }
+
+    /// Serves the local CA of `https` (`--tls-auto`) at `GET /ca.pem`,
+    /// over TLS, and its fingerprint on `/healthz`; the document describes
+    /// `/ca.pem`. Without a local CA (no HTTPS, or certificate files, or
+    /// ACME) nothing changes: `/ca.pem` is a 404.
+    pub fn serving_ca(mut self, https: Option<&Https>) -> App {
+        self.local_ca = https.filter(|https| https.ca_cert().is_some()).cloned();
+        self
     }
 
     /// After the server stopped: finishes the database's queued requests
@@ -261,11 +275,14 @@ impl App {
 impl Handler for App {
     fn handle(&self, request: &mut Request<'_>) -> Response {
         // With `--no-ui` the page's rows are not there, nor the reset's
-        // without `--allow-reset`.
+        // without `--allow-reset`, nor the CA's without `--tls-auto` or
+        // over plain HTTP.
         let found = routes::find(request.path()).filter(|f| {
             let route = &ROUTES[f.row];
             (self.ui.is_some() || route.part().is_none())
                 && (route.path != routes::RESET || self.plants.resettable())
+                && (route.path != routes::CA_PEM
+                    || (self.local_ca.is_some() && request.scheme() == "https"))
         });
         // Looked up once: every request pays for each header it asks for.
         let origin = request.header("origin");

@@ -124,6 +124,18 @@ pub const ROUTES: &[Route] = &[
         documented: true,
         part: None,
     },
+    // Only over HTTPS with `--tls-auto`: else `App::handle` finds no row
+    // (404).
+    Route {
+        path: CA_PEM,
+        methods: &[
+            plain("GET", Read, ANY, ca_pem),
+            plain("HEAD", Read, ANY, ca_pem),
+        ],
+        auth: false,
+        documented: true,
+        part: None,
+    },
     // The page's files are not part of the API: not in the document, and
     // 404 with `--no-ui`.
     page("/", Part::Page),
@@ -134,11 +146,13 @@ pub const ROUTES: &[Route] = &[
 
 /// `POST /plants/reset`'s path.
 pub(super) const RESET: &str = "/plants/reset";
+/// `GET /ca.pem`'s path.
+pub(super) const CA_PEM: &str = "/ca.pem";
 
 /// No query parameter.
 const NONE: Params = Params::Only(&[]);
-/// Any query, ignored: `/openapi.json`, `/healthz` and the page's files
-/// (a cache-busting `?v=2` is not an error).
+/// Any query, ignored: `/openapi.json`, `/healthz`, `/ca.pem` and the
+/// page's files (a cache-busting `?v=2` is not an error).
 const ANY: Params = Params::Any;
 /// A listing page's.
 const LIST: Params = Params::Only(&["limit", "after", "tag", "q", "sort", "count", "fields"]);
@@ -346,14 +360,20 @@ fn require_json(request: &Request<'_>) -> Result<(), ApiError> {
 
 /// `GET /openapi.json`.
 fn openapi(app: &App, _: &mut Request<'_>, _: Call) -> Result<Response, ApiError> {
-    // The reset's route is served (and described) with --allow-reset only.
+    // The reset's route is served (and described) with --allow-reset
+    // only (the CA's with --tls-auto only: `service::openapi`).
     let unserved = (!app.plants.resettable()).then_some(RESET);
     Ok(service::openapi(app, unserved))
 }
 
 /// `GET /healthz`.
-fn health(app: &App, _: &mut Request<'_>, _: Call) -> Result<Response, ApiError> {
-    Ok(service::health(app))
+fn health(app: &App, request: &mut Request<'_>, _: Call) -> Result<Response, ApiError> {
+    Ok(service::health(app, request))
+}
+
+/// `GET /ca.pem` (`App::handle` finds no row for it without `--tls-auto`).
+fn ca_pem(app: &App, request: &mut Request<'_>, _: Call) -> Result<Response, ApiError> {
+    service::ca_pem(app, request).ok_or(ApiError::NoRoute)
 }
 
 /// A file of the page (`App::handle` finds no row for one with `--no-ui`).
@@ -399,6 +419,7 @@ mod tests {
             ("/healthz", Some(("/healthz", None))),
             ("/metrics", Some(("/metrics", None))),
             ("/export", Some(("/export", None))),
+            ("/ca.pem", Some(("/ca.pem", None))),
             ("/plants/", None),
             ("/Plants", None),
             ("/", Some(("/", None))),
@@ -442,6 +463,7 @@ mod tests {
             "/plants/changes",
             "/plants/changes/tickets",
             "/plants/reset",
+            "/ca.pem",
             "/",
             "/ui.css",
             "/ui.js",

@@ -1,22 +1,34 @@
-//! The service endpoints: the OpenAPI document, health and metrics.
+//! The service endpoints: the OpenAPI document, health, metrics and the
+//! local CA's certificate.
 //!
 //! The OpenAPI 3.1 document is a file written by hand for this server
 //! (`openapi.json`, compiled in without the whitespace between its tokens
 //! and packed: `assets`) and checked against the running server by the
-//! conformance script; `/openapi.json` and `/healthz` need no token.
+//! conformance script; `/openapi.json`, `/healthz` and `/ca.pem` need no
+//! token.
 //! The file declares the default name and tag limits; the document served
 //! is unpacked for each request and given the configured ones
 //! (`document`). It describes exactly the running server: a route that
-//! only a flag serves (`POST /plants/reset`, `--allow-reset`) is left out
-//! without its flag (`without_path`), so that a client generated from the
-//! document, or a fuzzer reading it, meets no route that is a 404.
+//! only a flag serves (`POST /plants/reset`, `--allow-reset`; `/ca.pem`,
+//! `--tls-auto`) is left out without its flag (`without_path`), so that a
+//! client generated from the document, or a fuzzer reading it, meets no
+//! route that is a 404.
+//!
+//! With `--tls-auto`, over TLS, `/ca.pem` serves the local CA's
+//! certificate, and `/healthz` names it by its fingerprint in
+//! `X-CA-Fingerprint`: the page reads it there, from a path that answers
+//! whatever the mode (its `/ca.pem` would be a 404, an error in the
+//! browser's console, without `--tls-auto`). In the plain build the CA's
+//! holder (`transport::Https`) has no value, so what serves it is
+//! compiled away.
 
 use super::Call;
 use super::{ApiError, App};
-use crate::assets::{OPENAPI_JSON, unpack};
+use crate::assets::{OPENAPI_CA_PEM, OPENAPI_JSON, unpack};
 use crate::http::{Request, Response};
 use crate::metrics::Exposition;
 use crate::model::TextLimits;
+use crate::transport::CaCert;
 
 /// The document with the `maxLength` of every name and tag set to
 /// `limits` (unchanged for the default limits).
@@ -58,31 +70,49 @@ pub fn document(limits: TextLimits) -> Vec<u8> {
 }
 
 /// `GET /openapi.json`, without the path `unserved` (a route whose flag
-/// is off).
+/// is off), and with `/ca.pem` where `--tls-auto` serves it (kept apart,
+/// `assets::OPENAPI_CA_PEM`: the plain build has no local CA, so this
+/// branch and the bytes it puts back are compiled away).
 pub(super) fn openapi(app: &App, unserved: Option<&str>) -> Response {
-    let document = document(app.text_limits);
-    let document = match unserved {
-        None => document,
-        Some(path) => without_path(document, path),
-    };
+    let mut document = document(app.text_limits);
+    if app.local_ca.is_some() {
+        document = with_path(document, &unpack(OPENAPI_CA_PEM));
+    }
+    if let Some(path) = unserved {
+        document = without_path(document, path);
+    }
     Response::bytes(200, "application/json", document)
 }
 
-/// The compact document without the member `path` of its `paths` object
-/// (and the comma that joined it to a neighbour); unchanged if it has
-/// none. The member is found as `"PATH":{` and ends at the brace that
-/// closes it, braces inside strings not counted.
-fn without_path(document: Vec<u8>, path: &str) -> Vec<u8> {
-    let key = format!("\"{path}\":{{");
-    let Some(start) = document
-        .windows(key.len())
-        .position(|w| w == key.as_bytes())
+/// The compact document with `member` (`"PATH":{...}`) as the last member
+/// of its `paths` object; unchanged if it has none.
+fn with_path(document: Vec<u8>, member: &[u8]) -> Vec<u8> {
+    const PATHS: &[u8] = b"\"paths\":{";
+    let Some(end) = find(&document, PATHS).and_then(|at| closed(&document, at + PATHS.len() - 1))
     else {
         return document;
     };
+    let close = end - 1;
+    let mut out = Vec::with_capacity(document.len() + member.len() + 1);
+    out.extend_from_slice(&document[..close]);
+    if document[close - 1] != b'{' {
+        out.push(b',');
+    }
+    out.extend_from_slice(member);
+    out.extend_from_slice(&document[close..]);
+    out
+}
+
+/// Where `needle` first starts in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Just after the brace that closes the one at `open` in `document`,
+/// braces inside strings not counted; `None` if none does.
+fn closed(document: &[u8], open: usize) -> Option<usize> {
     let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    let mut end = None;
-    for (at, &byte) in document.iter().enumerate().skip(start + key.len() - 1) {
+    for (at, &byte) in document.iter().enumerate().skip(open) {
         match byte {
             _ if escaped => escaped = false,
             b'\\' if in_string => escaped = true,
@@ -91,17 +121,27 @@ fn without_path(document: Vec<u8>, path: &str) -> Vec<u8> {
             b'}' if !in_string => {
                 depth = depth.saturating_sub(1);
                 if depth == 0 {
-                    end = Some(at + 1);
-                    break;
+                    return Some(at + 1);
                 }
             }
             _ => {}
         }
     }
-    let Some(mut end) = end else {
+    None
+}
+
+/// The compact document without the member `path` of its `paths` object
+/// (and the comma that joined it to a neighbour); unchanged if it has
+/// none. The member is found as `"PATH":{` and ends at the brace that
+/// closes it, braces inside strings not counted.
+fn without_path(document: Vec<u8>, path: &str) -> Vec<u8> {
+    let key = format!("\"{path}\":{{");
+    let Some(mut start) = find(&document, key.as_bytes()) else {
         return document;
     };
-    let mut start = start;
+    let Some(mut end) = closed(&document, start + key.len() - 1) else {
+        return document;
+    };
     if document.get(end) == Some(&b',') {
         end += 1;
     } else if start > 0 && document[start - 1] == b',' {
@@ -114,8 +154,18 @@ fn without_path(document: Vec<u8>, path: &str) -> Vec<u8> {
 
 /// `GET /healthz`: `ok`, or 503 `failing` with the reason once the journal
 /// has failed (reads still work, changes are refused), or while no
-/// connection to the database is up.
-pub(super) fn health(app: &App) -> Response {
+/// connection to the database is up; over TLS with `--tls-auto`, with the
+/// local CA's fingerprint in `X-CA-Fingerprint`.
+pub(super) fn health(app: &App, request: &Request<'_>) -> Response {
+    let response = health_of(app);
+    match local_ca(app, request) {
+        Some(ca) => response.with_header("X-CA-Fingerprint", ca.fingerprint),
+        None => response,
+    }
+}
+
+/// `/healthz`'s answer, whatever the connection.
+fn health_of(app: &App) -> Response {
     match app.plants.failure() {
         None => Response::bytes(200, "application/json", br#"{"status":"ok"}"#.to_vec()),
         Some(reason) => Response::json(
@@ -125,6 +175,28 @@ pub(super) fn health(app: &App) -> Response {
                 status: "failing",
             },
         ),
+    }
+}
+
+/// `GET /ca.pem` over TLS with `--tls-auto`: the local CA's certificate,
+/// with its SHA-256 fingerprint in `X-CA-Fingerprint`; `None` otherwise
+/// (a 404).
+pub(super) fn ca_pem(app: &App, request: &Request<'_>) -> Option<Response> {
+    let ca = local_ca(app, request)?;
+    Some(
+        Response::bytes(200, "application/x-pem-file", ca.pem.into_bytes())
+            .with_header("X-CA-Fingerprint", ca.fingerprint)
+            .with_header("Cache-Control", "no-cache")
+            .with_header("X-Content-Type-Options", "nosniff"),
+    )
+}
+
+/// The local CA's certificate, for a request that came over TLS to a
+/// server with `--tls-auto`.
+fn local_ca(app: &App, request: &Request<'_>) -> Option<CaCert> {
+    match &app.local_ca {
+        Some(https) if request.scheme() == "https" => https.ca_cert(),
+        _ => None,
     }
 }
 
@@ -252,10 +324,45 @@ mod tests {
         }
     }
 
+    /// The document as the file has it: the CA's path put back.
+    fn whole() -> Vec<u8> {
+        with_path(unpack(OPENAPI_JSON), &unpack(OPENAPI_CA_PEM))
+    }
+
+    #[test]
+    fn the_cas_path_is_put_back_whole_and_each_flagged_path_left_out_whole() {
+        let whole_text = whole();
+        let full: Value = serde_json::from_slice(&whole_text).unwrap();
+        // Put back whole, with the one comma that joins it.
+        let parts = unpack(OPENAPI_JSON).len() + unpack(OPENAPI_CA_PEM).len();
+        assert_eq!(whole_text.len(), parts + 1);
+        let flagged = ["/plants/reset", "/ca.pem"];
+        for unserved in [&flagged[..1], &flagged[1..], &flagged[..]] {
+            let mut cut = whole();
+            for path in unserved {
+                cut = without_path(cut, path);
+            }
+            let mut cut: Value = serde_json::from_slice(&cut).expect("still JSON");
+            for path in unserved {
+                assert!(full["paths"].get(path).is_some(), "{path}");
+                assert!(cut["paths"].get(path).is_none(), "{path}");
+                cut["paths"][path] = full["paths"][path].clone();
+            }
+            assert_eq!(cut, full, "{unserved:?}: nothing else changed");
+        }
+        assert_eq!(without_path(whole(), "/ca.pem"), unpack(OPENAPI_JSON));
+        // Into an empty `paths`, no comma.
+        let put = with_path(br#"{"paths":{},"x":{}}"#.to_vec(), br#""/a":{"b":"}"}"#);
+        assert_eq!(
+            String::from_utf8(put).unwrap(),
+            r#"{"paths":{"/a":{"b":"}"}},"x":{}}"#
+        );
+    }
+
     #[test]
     fn the_compiled_document_is_the_file_without_its_layout() {
         let file: Value = serde_json::from_str(include_str!("openapi.json")).unwrap();
-        let compiled = unpack(OPENAPI_JSON);
+        let compiled = whole();
         assert_eq!(serde_json::from_slice::<Value>(&compiled).unwrap(), file);
         assert!(!compiled.contains(&b'\n'));
         assert!(compiled.len() < include_str!("openapi.json").len() * 2 / 3);

@@ -1,5 +1,6 @@
 //! The files the binary serves, compiled in packed: the OpenAPI document
-//! (`src/api/openapi.json` without the whitespace between its tokens) and
+//! (`src/api/openapi.json` without the whitespace between its tokens, its
+//! `/ca.pem` path apart) and
 //! the built-in page's four files (`src/api/ui/`). `build.rs` packs them
 //! with `build/pack.rs` into the build's output folder; `unpack` unpacks one
 //! for each answer, so nothing is kept in memory. The form is in
@@ -30,8 +31,11 @@ macro_rules! packed {
     };
 }
 
-/// The OpenAPI document, compact.
+/// The OpenAPI document, compact, without its `/ca.pem`.
 pub const OPENAPI_JSON: &[u8] = packed!("openapi.json");
+/// The document's `/ca.pem` member (`"/ca.pem":{...}`), compact: put back
+/// where `--tls-auto` serves it, so the plain build leaves it out.
+pub const OPENAPI_CA_PEM: &[u8] = packed!("openapi-ca-pem.json");
 /// The page's files.
 pub const INDEX_HTML: &[u8] = packed!("index.html");
 pub const UI_CSS: &[u8] = packed!("ui.css");
@@ -101,14 +105,18 @@ mod tests {
             assert_eq!(unpack(packed), file);
             (packed_total, total) = (packed_total + packed.len(), total + file.len());
         }
-        let document = unpack(OPENAPI_JSON);
+        let (document, ca_pem) = (unpack(OPENAPI_JSON), unpack(OPENAPI_CA_PEM));
         let file: serde_json::Value =
             serde_json::from_str(include_str!("../api/openapi.json")).unwrap();
-        assert_eq!(
-            serde_json::from_slice::<serde_json::Value>(&document).unwrap(),
-            file
-        );
-        (packed_total, total) = (packed_total + OPENAPI_JSON.len(), total + document.len());
+        let mut whole: serde_json::Value = serde_json::from_slice(&document).unwrap();
+        let member = format!("{{{}}}", String::from_utf8(ca_pem.clone()).unwrap());
+        let member: serde_json::Value = serde_json::from_str(&member).unwrap();
+        assert!(whole["paths"].get("/ca.pem").is_none());
+        whole["paths"]["/ca.pem"] = member["/ca.pem"].clone();
+        assert_eq!(whole, file);
+        for (packed, unpacked) in [(OPENAPI_JSON, &document), (OPENAPI_CA_PEM, &ca_pem)] {
+            (packed_total, total) = (packed_total + packed.len(), total + unpacked.len());
+        }
         assert!(packed_total * 2 < total, "{packed_total} of {total} bytes");
     }
 

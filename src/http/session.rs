@@ -51,10 +51,6 @@ pub(crate) fn drive(
         let (head, inbox, notes) = protocol.request_parts();
         let secure = https.is_some();
         let mut request = Request::new(head, inbox, notes, peer, started, deferral, secure);
-        if let Some(ca) = https.and_then(|https| ca_pem(https, &request)) {
-            protocol.answer(Answer::Now(secured(ca, https)), now);
-            continue;
-        }
         let answer = match catch_unwind(AssertUnwindSafe(|| handler.handle(&mut request))) {
             Err(_) => {
                 error!(
@@ -66,7 +62,7 @@ pub(crate) fn drive(
             }
             Ok(_) if request.awaits_body() => Answer::NeedsBody,
             Ok(placeholder) if request.is_deferred() => Answer::Later(placeholder.hold_ms()),
-            Ok(response) => Answer::Now(secured(named_ca(response, https, &request), https)),
+            Ok(response) => Answer::Now(secured(response, https)),
         };
         protocol.answer(answer, now);
     }
@@ -79,36 +75,4 @@ pub(crate) fn secured(response: Response, https: Option<&Https>) -> Response {
         Some(hsts) => response.with_header("Strict-Transport-Security", hsts),
         None => response,
     }
-}
-
-/// `response` to `/healthz` over TLS with `--tls-auto`, with the local
-/// CA's fingerprint in `X-CA-Fingerprint`: the page reads it there, from
-/// a path that answers 200 whatever the mode (its `/ca.pem` would be a
-/// 404, an error in the browser's console, without `--tls-auto`).
-fn named_ca(response: Response, https: Option<&Https>, request: &Request<'_>) -> Response {
-    match https.and_then(Https::ca_cert) {
-        Some(ca) if request.path() == "/healthz" => {
-            response.with_header("X-CA-Fingerprint", ca.fingerprint)
-        }
-        _ => response,
-    }
-}
-
-/// `GET` or `HEAD /ca.pem` over TLS with `--tls-auto`: the local CA's
-/// certificate, with its SHA-256 fingerprint in `X-CA-Fingerprint`.
-/// Answered here, beside the TLS state it comes from, and not
-/// by the handler, so that the plain build, whose connections hold no TLS
-/// state, carries none of it; without `--tls-auto` the path is the
-/// handler's (a 404).
-fn ca_pem(https: &Https, request: &Request<'_>) -> Option<Response> {
-    if request.path() != "/ca.pem" || !matches!(request.method(), "GET" | "HEAD") {
-        return None;
-    }
-    let ca = https.ca_cert()?;
-    Some(
-        Response::bytes(200, "application/x-pem-file", ca.pem.into_bytes())
-            .with_header("X-CA-Fingerprint", ca.fingerprint)
-            .with_header("Cache-Control", "no-cache")
-            .with_header("X-Content-Type-Options", "nosniff"),
-    )
 }

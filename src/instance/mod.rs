@@ -280,7 +280,7 @@ fn serve_plants(config: &Config, plants: Plants, https: Option<Https>) -> io::Re
         storage.push_str("; read-only: every change is refused (403)");
     }
     let ticket_key = plants.ticket_key()?;
-    let app = Arc::new(App::new(
+    let app = App::new(
         plants,
         Access {
             tokens: Tokens::new(config.tokens.clone()),
@@ -295,7 +295,9 @@ fn serve_plants(config: &Config, plants: Plants, https: Option<Https>) -> io::Re
         config.text_limits,
         config.cors.clone(),
         config.ui,
-    ));
+    );
+    // With `--tls-auto`: `/ca.pem`, and `/healthz`'s fingerprint.
+    let app = Arc::new(app.serving_ca(https.as_ref()));
     let mut limits = config.limits.clone();
     limits.max_connections = connection_cap(limits.max_connections);
     #[cfg_attr(not(feature = "acme"), allow(unused_mut))]

@@ -190,3 +190,21 @@ fn the_certificate_and_key_may_come_from_the_environment() {
     assert_serves_https(&server);
     assert_eq!(healthz(&certs, &server), "200");
 }
+
+#[test]
+fn certificate_files_serve_no_ca_pem_and_the_document_has_none() {
+    // `/ca.pem` is `--tls-auto`'s: over HTTPS from files, a 404.
+    let certs = Certs::new("tls-no-ca", "ec");
+    let server = certs.start(&[]);
+    let (code, status, body) = curl(&certs, server.addr, "/ca.pem", &["-D", "-"]);
+    assert_eq!((code, status.as_str()), (0, "404"), "{body}");
+    assert!(!body.to_ascii_lowercase().contains("x-ca-fingerprint"));
+    let (code, status, body) = curl(&certs, server.addr, "/healthz", &["-D", "-"]);
+    assert_eq!((code, status.as_str()), (0, "200"), "{body}");
+    assert!(!body.to_ascii_lowercase().contains("x-ca-fingerprint"));
+    let (_, status, document) = curl(&certs, server.addr, "/openapi.json", &[] as &[&str]);
+    assert_eq!(status, "200");
+    let document: serde_json::Value = serde_json::from_str(&document).unwrap();
+    assert!(document["paths"]["/healthz"].is_object());
+    assert!(document["paths"].get("/ca.pem").is_none());
+}

@@ -368,3 +368,67 @@ fn hsts_is_sent_over_https_with_the_flag_only() {
     assert!(head.starts_with("http/1.1 200"), "{head}");
     assert!(!head.contains("strict-transport-security"), "{head}");
 }
+
+/// The samples of `plantstore_requests_total` for `route` in `metrics`:
+/// (method, status, count).
+fn requests(metrics: &str, route: &str) -> Vec<(String, String, u64)> {
+    let prefix = format!("plantstore_requests_total{{route=\"{route}\",method=\"");
+    let mut samples = Vec::new();
+    for line in metrics.lines() {
+        let Some(rest) = line.strip_prefix(&prefix) else {
+            continue;
+        };
+        let (labels, count) = rest.rsplit_once("} ").expect("a sample");
+        let (method, status) = labels.split_once("\",status=\"").expect("a status");
+        let status = status.trim_end_matches('"').to_string();
+        samples.push((method.to_string(), status, count.parse().expect("a count")));
+    }
+    samples.sort();
+    samples
+}
+
+#[test]
+fn ca_pem_is_a_route_row_documented_counted_and_answered_to_head() {
+    let scratch = TempDir::new("tls-auto-row");
+    let server = start(&scratch.join("tls"), &[], &[]);
+    let base = format!("https://127.0.0.1:{}", server.addr.port());
+    // GET (and /healthz's fingerprint, the same), then HEAD: the same
+    // headers, no body.
+    let ca = scratch.join("served-ca.pem");
+    let fingerprint = fetch_ca(server.addr, &ca);
+    let length = std::fs::metadata(&ca).unwrap().len();
+    let head = headers(server.addr, "/ca.pem?v=2", &["-I"]);
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(head.contains("\r\ncontent-type: application/x-pem-file\r\n"));
+    assert!(head.contains(&format!("\r\ncontent-length: {length}\r\n")));
+    let print = format!(
+        "\r\nx-ca-fingerprint: {}\r\n",
+        fingerprint.to_ascii_lowercase()
+    );
+    assert!(head.contains(&print), "{head}");
+    // GET /healthz carries it too, as HEAD does (`fetch_ca`).
+    assert!(headers(server.addr, "/healthz", &[]).contains(&print));
+    // Another method: 405, with the row's methods.
+    let post = headers(server.addr, "/ca.pem", &["-X", "POST"]);
+    assert!(post.starts_with("http/1.1 405"), "{post}");
+    assert!(post.contains("\r\nallow: get, head\r\n"), "{post}");
+    // The document describes both methods, with no token.
+    let (code, document) = curl(&["-k"], &format!("{base}/openapi.json"));
+    assert_eq!(code, 0, "{document}");
+    let document: serde_json::Value = serde_json::from_str(&document).unwrap();
+    for method in ["get", "head"] {
+        let operation = &document["paths"]["/ca.pem"][method];
+        assert_eq!(operation["security"], serde_json::json!([]), "{method}");
+    }
+    // Each counted under the row's label.
+    let auth = format!("Authorization: Bearer {TOKEN}");
+    let (code, metrics) = curl(&["-k", "-H", &auth], &format!("{base}/metrics"));
+    assert_eq!(code, 0, "{metrics}");
+    let counted = |method: &str, status: &str| (method.to_string(), status.to_string(), 1);
+    let want = [
+        counted("GET", "200"),
+        counted("HEAD", "200"),
+        counted("POST", "405"),
+    ];
+    assert_eq!(requests(&metrics, "/ca.pem"), want, "{metrics}");
+}
