@@ -11,8 +11,8 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use plantstore::model::{Capacity, NewPlant, Plant};
-use plantstore::store::Store;
+use plantstore::model::{Capacity, Edit, Plant};
+use plantstore::store::{Durable, Store};
 
 const PLANTS: i64 = 1_000_000;
 const ROUNDS: u32 = 50;
@@ -28,12 +28,8 @@ fn main() {
     let store = Store::new(Capacity::plants(PLANTS as usize));
     let mut hash: HashMap<i64, Plant> = HashMap::new();
     for id in 0..PLANTS {
-        store
-            .create(NewPlant {
-                id,
-                plant: plant(id),
-            })
-            .expect("room");
+        let created = store.change(id, Edit::Create(plant(id)));
+        assert_eq!(created, Ok(Durable::Now), "room, and no journal");
         hash.insert(id, plant(id));
     }
     let after = PLANTS / 2;

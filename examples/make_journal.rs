@@ -18,7 +18,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use plantstore::model::{Capacity, Durability, NewPlant, Plant, SyncMode};
+use plantstore::model::{Capacity, Durability, Edit, Plant, SyncMode};
 use plantstore::store::Store;
 
 const USAGE: &str = "usage: make_journal FILE N [--rare K] [--marked K] [--rewrites R]";
@@ -87,14 +87,18 @@ fn main() -> ExitCode {
     };
     for id in 0..args.count {
         let plant = plant(id, &args);
-        if let Err(e) = store.create(NewPlant { id, plant }) {
+        if let Err(e) = store
+            .change(id, Edit::Create(plant))
+            .and_then(|d| store.wait(d))
+        {
             eprintln!("make_journal: plant {id}: {e}");
             return ExitCode::FAILURE;
         }
     }
     for _ in 0..args.rewrites {
         for id in 0..args.count {
-            if let Err(e) = store.replace(id, plant(id, &args)) {
+            let replace = Edit::Replace(plant(id, &args));
+            if let Err(e) = store.change(id, replace).and_then(|d| store.wait(d)) {
                 eprintln!("make_journal: plant {id}: {e}");
                 return ExitCode::FAILURE;
             }

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use plantstore::model::{Budget, Capacity, NewPlant, Order, Plant, Position, Query, fold};
+use plantstore::model::{Budget, Capacity, Edit, Order, Plant, Position, Query, fold};
 use plantstore::store::Store;
 
 const PLANTS: i64 = 1_000_000;
@@ -113,7 +113,7 @@ fn writes(store: &Store, from: i64, count: i64) -> String {
     let mut times = Vec::new();
     for id in from..from + count {
         let plant = plant(id);
-        let created = timed(&mut times, || store.create(NewPlant { id, plant }));
+        let created = timed(&mut times, || store.change(id, Edit::Create(plant)));
         assert!(created.is_ok());
         thread::sleep(Duration::from_micros(200));
     }
@@ -125,10 +125,7 @@ fn main() {
     let before = resident();
     let (used, started) = (cpu(), Instant::now());
     for id in 0..PLANTS {
-        let created = store.create(NewPlant {
-            id,
-            plant: plant(id),
-        });
+        let created = store.change(id, Edit::Create(plant(id)));
         assert!(created.is_ok());
     }
     let (fill, fill_cpu) = (started.elapsed(), cpu().saturating_sub(used));

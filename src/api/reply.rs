@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use super::{ApiError, App, CorsHeaders, Metrics};
 use crate::http::{Deferred, Errand, Request, Response};
-use crate::model::{Answer, NotDone};
+use crate::model::{NotDone, Reply};
 use crate::plants::Outcome;
 
 /// Answers `request` (of row `route` in `routes::ROUTES`) with what
@@ -61,7 +61,7 @@ struct Later<T, F> {
     completion: Completion,
 }
 
-impl<T, F> Answer<T> for Later<T, F>
+impl<T, F> Reply<T> for Later<T, F>
 where
     T: Send + 'static,
     F: FnOnce(T) -> Result<Response, ApiError> + Send + 'static,

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, Weak};
 use log::{error, warn};
 
 use super::state::{Job, PoolState, Refuse};
-use super::waiting::{Answer, Changes, Queued};
+use super::waiting::{ChangeReply, Changes, Queued};
 use super::{Connection, JobFailure};
 use crate::lock::lock;
 
@@ -35,7 +35,7 @@ use crate::lock::lock;
 struct Batch {
     shared: Weak<PoolState>,
     /// The answers, until given (once).
-    answers: Mutex<Option<Vec<Answer>>>,
+    answers: Mutex<Option<Vec<ChangeReply>>>,
     /// Whether the batch still counts against `BATCHES`.
     holds_slot: AtomicBool,
 }
@@ -78,8 +78,8 @@ impl Batch {
 
 /// One answer, a panic in it contained: the other changes of the batch
 /// are still answered.
-fn give(answer: Answer, result: Result<bool, JobFailure>) {
-    if catch_unwind(AssertUnwindSafe(|| answer(result))).is_err() {
+fn give(reply: ChangeReply, result: Result<bool, JobFailure>) {
+    if catch_unwind(AssertUnwindSafe(|| reply.answer(result))).is_err() {
         error!("answering a database change panicked");
     }
 }
@@ -124,11 +124,11 @@ impl Drop for Release {
 pub(super) fn job(shared: &Arc<PoolState>, batch: Vec<Queued>) -> Job {
     let ids: Vec<i64> = batch.iter().map(|c| c.id).collect();
     let mut changes: Changes = Vec::with_capacity(batch.len());
-    let mut answers: Vec<Answer> = Vec::with_capacity(batch.len());
+    let mut answers: Vec<ChangeReply> = Vec::with_capacity(batch.len());
     for change in batch {
         shared.stats.wait.observe(change.queued.elapsed());
-        changes.push((change.id, change.change));
-        answers.push(change.answer);
+        changes.push((change.id, change.edit));
+        answers.push(change.reply);
     }
     let state = Arc::new(Batch {
         shared: Arc::downgrade(shared),

@@ -83,7 +83,6 @@ pub use reset::{InGeneration, RESET_FOR, ResetDone, ResetFailed};
 pub use schema::{SCHEMA_VERSION, Schema, SchemaError, ensure_schema, feed_start};
 pub use seed::SeedLoad;
 pub use sql::{Connection, DbError};
-pub use waiting::{Answer, Change};
 
 use crate::dbconfig::DatabaseConfig;
 

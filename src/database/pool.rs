@@ -13,12 +13,13 @@ use std::time::{Duration, Instant};
 
 use super::health::beat;
 use super::state::{Job, PoolState, Queues, Refuse, Stats};
-use super::waiting::{Answer, Change, Queued};
+use super::waiting::Queued;
 use super::watchdog::watch;
 use super::worker::spawn_worker;
 use super::{Connection, DatabaseConfig, JobFailure, STUCK};
 use crate::lock::lock;
 use crate::metrics::{Exposition, Kind};
+use crate::model::{Edit, Reply};
 
 /// The worker pool over one database.
 pub struct Pool {
@@ -126,11 +127,12 @@ impl JobSender {
         }
     }
 
-    /// Applies `change` to the plant `id` in the next batch and calls
-    /// `answer` with whether it was applied (see [`Answer`]) once that
-    /// batch committed, or with why it was not: exactly once.
-    pub fn change(&self, id: i64, change: Change, answer: Answer) {
-        let queued = Queued::new(id, change, answer);
+    /// Applies `edit` to the plant `id` in the next batch and answers
+    /// `reply` with whether it was applied (`false`: a create found the id
+    /// taken, a replace or delete found no such plant) once that batch
+    /// committed, or with why it was not: exactly once.
+    pub fn change(&self, id: i64, edit: Edit, reply: Box<dyn Reply<bool, JobFailure>>) {
+        let queued = Queued::new(id, edit, reply);
         if let Err((queued, why)) = self.0.enqueue(queued, |queues, c| queues.changes.push(c)) {
             queued.refuse(why);
         }

@@ -61,8 +61,7 @@ use postgres::error::SqlState;
 use postgres::types::{ToSql, Type};
 use postgres::{Client, Row};
 
-use super::Change;
-use crate::model::{Plant, fold};
+use crate::model::{Edit, Plant, fold};
 
 /// A batch of changes in one statement: creates ($1-$5: ids, names,
 /// tags, folded names, folded tags), replaces ($6-$10) and deletes ($11),
@@ -323,7 +322,7 @@ impl Connection {
     /// statement, and logs those applied: for each change, in order,
     /// whether it was applied (`false`: the create's id was taken, the
     /// replaced or deleted plant absent).
-    pub fn apply(&mut self, changes: &[(i64, Change)]) -> Result<Vec<bool>, DbError> {
+    pub fn apply(&mut self, changes: &[(i64, Edit)]) -> Result<Vec<bool>, DbError> {
         let mut tries = 0;
         let applied = loop {
             tries += 1;
@@ -335,12 +334,12 @@ impl Connection {
         Ok(applied)
     }
 
-    fn try_apply(&mut self, changes: &[(i64, Change)]) -> Result<Vec<bool>, postgres::Error> {
+    fn try_apply(&mut self, changes: &[(i64, Edit)]) -> Result<Vec<bool>, postgres::Error> {
         if let [(id, change)] = changes {
             let rows = match change {
-                Change::Create(plant) | Change::Replace(plant) => {
+                Edit::Create(plant) | Edit::Replace(plant) => {
                     let statement = match change {
-                        Change::Create(_) => writes().create_one,
+                        Edit::Create(_) => writes().create_one,
                         _ => writes().replace_one,
                     };
                     let name = plant.name.as_bytes();
@@ -355,21 +354,21 @@ impl Connection {
                     ];
                     self.client.query_typed(statement, &values)?
                 }
-                Change::Delete => self
+                Edit::Delete => self
                     .client
                     .query_typed(writes().delete_one, &[(id, Type::INT8)])?,
             };
             return Ok(vec![rows.len() == 1]);
         }
-        let mut order: Vec<&(i64, Change)> = changes.iter().collect();
+        let mut order: Vec<&(i64, Edit)> = changes.iter().collect();
         order.sort_unstable_by_key(|(id, _)| *id);
         let (mut created, mut replaced) = (Columns::default(), Columns::default());
         let mut deleted = Vec::new();
         for (id, change) in order {
             match change {
-                Change::Create(plant) => created.push(*id, plant),
-                Change::Replace(plant) => replaced.push(*id, plant),
-                Change::Delete => deleted.push(*id),
+                Edit::Create(plant) => created.push(*id, plant),
+                Edit::Replace(plant) => replaced.push(*id, plant),
+                Edit::Delete => deleted.push(*id),
             }
         }
         let [c1, c2, c3, c4, c5] = created.typed();

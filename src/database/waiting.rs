@@ -17,7 +17,7 @@ use std::collections::{HashSet, VecDeque};
 use std::time::Instant;
 
 use super::{JobFailure, MAX_WAIT};
-use crate::model::Plant;
+use crate::model::{Edit, Reply};
 
 /// Most changes in one batch.
 pub const BATCH_CHANGES: usize = 512;
@@ -32,50 +32,38 @@ pub const BATCH_BYTES: usize = 1 << 20;
 /// costs a round trip and a commit.
 pub const BATCHES: usize = 1;
 
-/// A change to one plant.
-#[derive(Debug, Clone)]
-pub enum Change {
-    Create(Plant),
-    Replace(Plant),
-    Delete,
+/// Bytes of the names and tags a change writes.
+fn size(edit: &Edit) -> usize {
+    edit.plant().map_or(0, |plant| {
+        plant.name.len() + plant.tag.as_ref().map_or(0, String::len)
+    })
 }
 
-impl Change {
-    fn bytes(&self) -> usize {
-        match self {
-            Change::Create(plant) | Change::Replace(plant) => {
-                plant.name.len() + plant.tag.as_ref().map_or(0, String::len)
-            }
-            Change::Delete => 0,
-        }
-    }
-}
-
-/// A change's answer: whether it was applied (`false`: a create found the
-/// id taken, a replace or delete found no such plant), or why it was not
-/// run or did not commit.
-pub type Answer = Box<dyn FnOnce(Result<bool, JobFailure>) + Send>;
+/// A change's reply: answered whether it was applied (`false`: a create
+/// found the id taken, a replace or delete found no such plant), or why it
+/// was not run or did not commit.
+pub(super) type ChangeReply = Box<dyn Reply<bool, JobFailure>>;
 
 /// A change waiting for its batch.
 pub(super) struct Queued {
     pub(super) queued: Instant,
     pub(super) id: i64,
-    pub(super) change: Change,
-    pub(super) answer: Answer,
+    pub(super) edit: Edit,
+    pub(super) reply: ChangeReply,
 }
 
 impl Queued {
-    pub(super) fn new(id: i64, change: Change, answer: Answer) -> Queued {
+    pub(super) fn new(id: i64, edit: Edit, reply: ChangeReply) -> Queued {
         Queued {
             queued: Instant::now(),
             id,
-            change,
-            answer,
+            edit,
+            reply,
         }
     }
 
     pub(super) fn refuse(self, why: JobFailure) {
-        (self.answer)(Err(why));
+        self.reply.answer(Err(why));
     }
 }
 
@@ -137,7 +125,7 @@ impl Waiting {
                 passed.insert(id);
                 continue;
             }
-            let size = change.change.bytes();
+            let size = size(&change.edit);
             if !chosen.is_empty() && bytes + size > BATCH_BYTES {
                 break;
             }
@@ -188,14 +176,15 @@ impl Waiting {
 }
 
 /// The changes of a batch as the statement takes them.
-pub(super) type Changes = Vec<(i64, Change)>;
+pub(super) type Changes = Vec<(i64, Edit)>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Plant;
 
-    fn queued(id: i64, change: Change) -> Queued {
-        Queued::new(id, change, Box::new(|_| {}))
+    fn queued(id: i64, edit: Edit) -> Queued {
+        Queued::new(id, edit, Box::new(|_| {}))
     }
 
     fn plant(name: &str) -> Plant {
@@ -213,28 +202,28 @@ mod tests {
     fn a_second_change_to_one_id_waits_for_the_next_batch_and_other_ids_go_on() {
         let mut waiting = Waiting::default();
         for (id, change) in [
-            (1, Change::Create(plant("a"))),
-            (2, Change::Create(plant("b"))),
-            (1, Change::Create(plant("again"))),
-            (3, Change::Delete),
-            (1, Change::Delete),
+            (1, Edit::Create(plant("a"))),
+            (2, Edit::Create(plant("b"))),
+            (1, Edit::Create(plant("again"))),
+            (3, Edit::Delete),
+            (1, Edit::Delete),
         ] {
             waiting.push(queued(id, change));
         }
         let first = waiting.take().expect("a batch");
         assert_eq!(ids(&first), [1, 2, 3]);
-        assert!(matches!(&first[0].change, Change::Create(p) if p.name == "a"));
+        assert!(matches!(&first[0].edit, Edit::Create(p) if p.name == "a"));
         // The first batch still runs: nothing else does.
         assert!(waiting.take().is_none());
         waiting.finish(&ids(&first));
         // Id 1's other changes, in their order, one a batch.
         let second = waiting.take().expect("a batch");
         assert!(
-            matches!(&second[..], [c] if matches!(&c.change, Change::Create(p) if p.name == "again"))
+            matches!(&second[..], [c] if matches!(&c.edit, Edit::Create(p) if p.name == "again"))
         );
         waiting.finish(&ids(&second));
         let third = waiting.take().expect("a batch");
-        assert!(matches!(&third[..], [c] if c.id == 1 && matches!(c.change, Change::Delete)));
+        assert!(matches!(&third[..], [c] if c.id == 1 && matches!(c.edit, Edit::Delete)));
         waiting.finish(&ids(&third));
         assert!(waiting.take().is_none());
         assert_eq!(waiting.len(), 0);
@@ -243,36 +232,33 @@ mod tests {
     #[test]
     fn ids_of_a_batch_given_up_on_hold_back_only_their_own_changes() {
         let mut waiting = Waiting::default();
-        waiting.push(queued(7, Change::Delete));
+        waiting.push(queued(7, Edit::Delete));
         let given_up = waiting.take().unwrap();
         // Its turn is freed, its statement not ended: id 7 stays taken.
         waiting.free_slot();
-        waiting.push(queued(7, Change::Create(plant("retry"))));
-        waiting.push(queued(8, Change::Delete));
-        waiting.push(queued(7, Change::Delete));
-        waiting.push(queued(9, Change::Delete));
+        waiting.push(queued(7, Edit::Create(plant("retry"))));
+        waiting.push(queued(8, Edit::Delete));
+        waiting.push(queued(7, Edit::Delete));
+        waiting.push(queued(9, Edit::Delete));
         let batch = waiting.take().expect("the other ids go on");
         assert_eq!(ids(&batch), [8, 9]);
         waiting.finish(&ids(&batch));
         assert!(waiting.take().is_none(), "id 7 waits for its statement");
         waiting.release(&ids(&given_up));
         let next = waiting.take().unwrap();
-        assert!(matches!(&next[..], [c] if c.id == 7 && matches!(c.change, Change::Create(_))));
+        assert!(matches!(&next[..], [c] if c.id == 7 && matches!(c.edit, Edit::Create(_))));
     }
 
     #[test]
     fn batches_are_bounded_by_count_and_how_many_run() {
         let mut waiting = Waiting::default();
         for id in 0..(BATCH_CHANGES * (BATCHES + 1)) as i64 {
-            assert!(
-                waiting.push(queued(id, Change::Delete)),
-                "a batch may start"
-            );
+            assert!(waiting.push(queued(id, Edit::Delete)), "a batch may start");
         }
         let running: Vec<_> = (0..BATCHES).map(|_| waiting.take().unwrap()).collect();
         assert!(running.iter().all(|b| b.len() == BATCH_CHANGES));
         // As many run as may: no worker is woken, and none takes more.
-        assert!(!waiting.push(queued(-1, Change::Delete)));
+        assert!(!waiting.push(queued(-1, Edit::Delete)));
         assert!(waiting.take().is_none(), "{BATCHES} batches run already");
         waiting.finish(&ids(&running[0]));
         assert_eq!(waiting.take().map(|b| b.len()), Some(BATCH_CHANGES));
@@ -283,11 +269,11 @@ mod tests {
         let mut waiting = Waiting::default();
         let big = "x".repeat(BATCH_BYTES + 1);
         let half = "y".repeat(BATCH_BYTES / 2 + 1);
-        waiting.push(queued(1, Change::Delete));
-        waiting.push(queued(2, Change::Replace(plant(&big))));
-        waiting.push(queued(3, Change::Create(plant(&half))));
-        waiting.push(queued(4, Change::Create(plant(&half))));
-        waiting.push(queued(5, Change::Delete));
+        waiting.push(queued(1, Edit::Delete));
+        waiting.push(queued(2, Edit::Replace(plant(&big))));
+        waiting.push(queued(3, Edit::Create(plant(&half))));
+        waiting.push(queued(4, Edit::Create(plant(&half))));
+        waiting.push(queued(5, Edit::Delete));
         for expected in [&[1][..], &[2], &[3], &[4, 5]] {
             let batch = waiting.take().unwrap();
             assert_eq!(ids(&batch), expected);

@@ -79,7 +79,7 @@ pub(crate) enum Action {
 
 /// How the handler answered.
 #[derive(Debug)]
-pub(crate) enum Answer {
+pub(crate) enum Handled {
     /// The response, to send now.
     Now(Response),
     /// The handler deferred: `complete` brings the response, to be held
@@ -344,17 +344,17 @@ impl Protocol {
     }
 
     /// The handler's answer to the current request.
-    pub(crate) fn answer(&mut self, answer: Answer, now: Instant) {
+    pub(crate) fn answer(&mut self, answer: Handled, now: Instant) {
         self.owe_continue(now);
         match answer {
-            Answer::Now(response) => self.respond_or_hold(response, now),
-            Answer::Later(hold) => {
+            Handled::Now(response) => self.respond_or_hold(response, now),
+            Handled::Later(hold) => {
                 self.inbox.free_body();
                 self.phase = Phase::Waiting;
                 self.deadline = None;
                 self.hold = hold;
             }
-            Answer::NeedsBody => {
+            Handled::NeedsBody => {
                 self.phase = Phase::Body;
                 self.wait_for_client(now + self.limits.body_timeout);
             }

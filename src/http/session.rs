@@ -15,7 +15,7 @@ use std::time::Instant;
 use log::error;
 
 use super::deferred::{Mailbox, Ticket};
-use super::protocol::{Action, Answer, Protocol};
+use super::protocol::{Action, Handled, Protocol};
 use super::request::{Deferral, Request};
 use super::{Handler, Response};
 use crate::transport::Https;
@@ -58,11 +58,11 @@ pub(crate) fn drive(
                     request.method(),
                     request.path()
                 );
-                Answer::Now(Response::error(500, "internal error"))
+                Handled::Now(Response::error(500, "internal error"))
             }
-            Ok(_) if request.awaits_body() => Answer::NeedsBody,
-            Ok(placeholder) if request.is_deferred() => Answer::Later(placeholder.hold_ms()),
-            Ok(response) => Answer::Now(secured(response, https)),
+            Ok(_) if request.awaits_body() => Handled::NeedsBody,
+            Ok(placeholder) if request.is_deferred() => Handled::Later(placeholder.hold_ms()),
+            Ok(response) => Handled::Now(secured(response, https)),
         };
         protocol.answer(answer, now);
     }

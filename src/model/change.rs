@@ -17,6 +17,37 @@ pub enum ChangeKind {
     Reset,
 }
 
+/// A change asked of a store, to the plant of one id: the door hands the
+/// same value to whichever store is in use.
+#[derive(Debug, Clone)]
+pub enum Edit {
+    /// Store a new plant; refused if the id is taken.
+    Create(Plant),
+    /// Replace an existing plant's name and tag.
+    Replace(Plant),
+    /// Remove an existing plant.
+    Delete,
+}
+
+impl Edit {
+    /// What it does, as the change hook reports it.
+    pub fn kind(&self) -> ChangeKind {
+        match self {
+            Edit::Create(_) => ChangeKind::Created,
+            Edit::Replace(_) => ChangeKind::Replaced,
+            Edit::Delete => ChangeKind::Deleted,
+        }
+    }
+
+    /// The plant it leaves; `None` for a delete.
+    pub fn plant(&self) -> Option<&Plant> {
+        match self {
+            Edit::Create(plant) | Edit::Replace(plant) => Some(plant),
+            Edit::Delete => None,
+        }
+    }
+}
+
 /// One acknowledged change, numbered in commit order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlantChange {

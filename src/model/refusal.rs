@@ -103,27 +103,3 @@ impl From<Unavailable> for NotDone {
         NotDone::Unavailable(e)
     }
 }
-
-/// Where the answer to an operation answered later goes: given it once,
-/// from whichever thread has it (the journal's committer, a database
-/// worker). Any `FnOnce` closure is one; a type of its own may instead
-/// carry itself, boxed as it came, to another thread to finish there (the
-/// API's deferred reply goes back to the event loop that made it, so what
-/// that loop allocated is freed there).
-pub trait Answer<T>: Send {
-    /// Takes the answer.
-    fn answer(self: Box<Self>, answer: Result<T, NotDone>);
-
-    /// Whether anyone still waits for the answer: a store may skip work
-    /// done only to answer (a search) when no one does, and answer
-    /// [`Unavailable::Gone`] instead.
-    fn wanted(&self) -> bool {
-        true
-    }
-}
-
-impl<T, F: FnOnce(Result<T, NotDone>) + Send> Answer<T> for F {
-    fn answer(self: Box<Self>, answer: Result<T, NotDone>) {
-        (*self)(answer);
-    }
-}

@@ -15,9 +15,9 @@ use log::warn;
 
 use super::outcome::{Outcome, Pending};
 use super::{Piece, Wake};
-use crate::database::{self, Change, Connection, DbError, InGeneration, JobSender};
+use crate::database::{self, Connection, DbError, InGeneration, JobSender};
 use crate::lock::lock;
-use crate::model::{Budget, NotDone, Page, Query, Refusal, Unavailable};
+use crate::model::{Budget, Edit, NotDone, Page, Query, Refusal, Unavailable};
 use crate::model::{ChangeHook, ChangeLog, LogAnswer, Plant, PlantChange};
 
 /// The database store as the door sees it.
@@ -138,8 +138,8 @@ impl Remote {
         }))
     }
 
-    /// Queues `change` for the next batch; not applied is `unapplied`.
-    fn change(&self, id: i64, change: Change, unapplied: Refusal) -> Outcome<()> {
+    /// Queues `edit` for the next batch; not applied is `unapplied`.
+    fn change(&self, id: i64, edit: Edit, unapplied: Refusal) -> Outcome<()> {
         let queue = self.pool.queue();
         Outcome::Pending(Pending::new(move |reply| {
             let answer = move |applied: Result<bool, database::JobFailure>| {
@@ -149,12 +149,12 @@ impl Remote {
                     Err(why) => Err(Unavailable::from(why).into()),
                 })
             };
-            queue.change(id, change, Box::new(answer));
+            queue.change(id, edit, Box::new(answer));
         }))
     }
 
     pub(super) fn create(&self, id: i64, plant: Plant) -> Outcome<()> {
-        self.change(id, Change::Create(plant), Refusal::Exists(id))
+        self.change(id, Edit::Create(plant), Refusal::Exists(id))
     }
 
     pub(super) fn get(&self, id: i64) -> Outcome<Option<Plant>> {
@@ -162,11 +162,11 @@ impl Remote {
     }
 
     pub(super) fn replace(&self, id: i64, plant: Plant) -> Outcome<()> {
-        self.change(id, Change::Replace(plant), Refusal::NotFound(id))
+        self.change(id, Edit::Replace(plant), Refusal::NotFound(id))
     }
 
     pub(super) fn delete(&self, id: i64) -> Outcome<()> {
-        self.change(id, Change::Delete, Refusal::NotFound(id))
+        self.change(id, Edit::Delete, Refusal::NotFound(id))
     }
 
     pub(super) fn page(&self, query: Query, budget: Budget) -> Outcome<Page> {

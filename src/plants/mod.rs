@@ -37,7 +37,7 @@ mod seed_tests;
 mod tests;
 
 pub use key::TicketKey;
-pub use outcome::{Outcome, Pending, Reply};
+pub use outcome::{Outcome, Pending};
 pub use scan::Asker;
 use seed::Before;
 
@@ -49,11 +49,11 @@ use log::{info, warn};
 
 use crate::metrics::Exposition;
 use crate::model::{
-    Budget, Capacity, ChangeHook, ChangeLog, Durability, NewPlant, NotDone, Page, Plant, Query,
-    Refusal, SyncMode, TextLimits, plural,
+    Budget, Capacity, ChangeHook, ChangeLog, Durability, Edit, NewPlant, NotDone, Page, Plant,
+    Query, Refusal, SyncMode, TextLimits, plural,
 };
 use crate::seed::SeedError;
-use crate::store::{Ack, AllPlants, OpenError, Store};
+use crate::store::{AllPlants, Durable, OpenError, Store};
 
 /// Plants read for one piece of the export, at most.
 pub const PIECE_PLANTS: usize = 512;
@@ -347,7 +347,9 @@ impl Plants {
     /// Stores a new plant; refuses an id already taken.
     pub fn create(&self, new: NewPlant) -> Outcome<()> {
         match &self.kept {
-            Kept::Memory { store, .. } => acknowledged(store, store.create_nowait(new)),
+            Kept::Memory { store, .. } => {
+                later(store, store.change(new.id, Edit::Create(new.plant)))
+            }
             #[cfg(feature = "postgres")]
             Kept::Database(remote) => remote.create(new.id, new.plant),
         }
@@ -365,7 +367,7 @@ impl Plants {
     /// Replaces the name and tag of an existing plant.
     pub fn replace(&self, id: i64, plant: Plant) -> Outcome<()> {
         match &self.kept {
-            Kept::Memory { store, .. } => acknowledged(store, store.replace_nowait(id, plant)),
+            Kept::Memory { store, .. } => later(store, store.change(id, Edit::Replace(plant))),
             #[cfg(feature = "postgres")]
             Kept::Database(remote) => remote.replace(id, plant),
         }
@@ -374,7 +376,7 @@ impl Plants {
     /// Removes a plant.
     pub fn delete(&self, id: i64) -> Outcome<()> {
         match &self.kept {
-            Kept::Memory { store, .. } => acknowledged(store, store.delete_nowait(id)),
+            Kept::Memory { store, .. } => later(store, store.change(id, Edit::Delete)),
             #[cfg(feature = "postgres")]
             Kept::Database(remote) => remote.delete(id),
         }
@@ -461,18 +463,16 @@ impl Plants {
     }
 }
 
-/// The outcome of a change the memory store has applied: ready when
-/// nothing is left to write, else pending until the committer thread has
-/// written (and synced) its journal record.
-fn acknowledged(store: &Store, applied: Result<Ack, Refusal>) -> Outcome<()> {
+/// The outcome of a change the memory store has applied: ready when it
+/// is durable now, else pending until the committer thread has written
+/// (and synced) its journal record.
+fn later(store: &Store, applied: Result<Durable, Refusal>) -> Outcome<()> {
     match applied {
         Err(e) => Outcome::Ready(Err(e.into())),
-        Ok(ack) if ack.is_done() => Outcome::Ready(Ok(())),
-        Ok(ack) => {
-            let acknowledger = store.acknowledger();
-            Outcome::Pending(Pending::new(move |reply| {
-                acknowledger.when_acked(ack, reply)
-            }))
+        Ok(Durable::Now) => Outcome::Ready(Ok(())),
+        Ok(durable) => {
+            let committer = store.committer();
+            Outcome::Pending(Pending::new(move |reply| committer.answer(durable, reply)))
         }
     }
 }

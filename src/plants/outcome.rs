@@ -13,10 +13,7 @@
 use std::sync::{Arc, Condvar, Mutex};
 
 use crate::lock::{lock, wait};
-use crate::model::{Answer, NotDone, Unavailable};
-
-/// A reply to a pending outcome: answered exactly once.
-pub type Reply<T> = Box<dyn Answer<T>>;
+use crate::model::{NotDone, Reply, Unavailable};
 
 /// The answer to an operation: ready now, or later.
 #[must_use]
@@ -32,19 +29,19 @@ pub enum Outcome<T> {
 /// never arrive before someone listens for it.
 #[must_use]
 pub struct Pending<T> {
-    start: Box<dyn FnOnce(Reply<T>) + Send>,
+    start: Box<dyn FnOnce(Box<dyn Reply<T>>) + Send>,
 }
 
 impl<T: Send + 'static> Pending<T> {
     /// An answer that `start` will give, once, to the reply it is handed.
-    pub fn new(start: impl FnOnce(Reply<T>) + Send + 'static) -> Pending<T> {
+    pub fn new(start: impl FnOnce(Box<dyn Reply<T>>) + Send + 'static) -> Pending<T> {
         Pending {
             start: Box::new(start),
         }
     }
 
     /// Gives `reply` the answer, once, from whichever thread has it.
-    pub fn then(self, reply: Reply<T>) {
+    pub fn then(self, reply: Box<dyn Reply<T>>) {
         (self.start)(reply);
     }
 
@@ -132,7 +129,7 @@ mod tests {
     fn a_pending_outcome_starts_only_when_its_reply_is_given_and_answers_once() {
         let started = Arc::new(Mutex::new(false));
         let flag = Arc::clone(&started);
-        let pending = Pending::new(move |reply: Reply<i32>| {
+        let pending = Pending::new(move |reply: Box<dyn Reply<i32>>| {
             *flag.lock().unwrap() = true;
             thread::spawn(move || reply.answer(Ok(42)));
         });
@@ -150,12 +147,12 @@ mod tests {
             Outcome::<()>::Ready(Err(refused.clone())).wait(),
             Err(refused)
         );
-        let later = Outcome::Pending(Pending::new(|reply: Reply<&str>| {
+        let later = Outcome::Pending(Pending::new(|reply: Box<dyn Reply<&str>>| {
             thread::spawn(move || reply.answer(Ok("later")));
         }));
         assert_eq!(later.wait(), Ok("later"));
         // A reply dropped without an answer does not hang the waiter.
-        let dropped = Pending::new(|reply: Reply<()>| drop(reply));
+        let dropped = Pending::new(|reply: Box<dyn Reply<()>>| drop(reply));
         assert_eq!(
             dropped.wait(),
             Err(NotDone::Unavailable(Unavailable::Stopping))

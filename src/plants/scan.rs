@@ -23,7 +23,7 @@
 //! `Unavailable::Searches` (a 503) at once, so a flood of searches costs a
 //! bounded queue, not memory or threads. A reset waits in a line of its
 //! own and is never skipped. A job whose
-//! asker no longer waits for it (`Answer::wanted`: its client has gone)
+//! asker no longer waits for it (`Reply::wanted`: its client has gone)
 //! is answered `Unavailable::Gone` without running.
 
 use std::collections::VecDeque;
@@ -32,9 +32,9 @@ use std::thread::{self, JoinHandle};
 
 use log::warn;
 
-use super::{Outcome, Pending, Reply};
+use super::{Outcome, Pending};
 use crate::lock::{lock, wait};
-use crate::model::{Budget, NotDone, Page, Query, Unavailable};
+use crate::model::{Budget, NotDone, Page, Query, Reply, Unavailable};
 use crate::store::Store;
 
 /// Scans waiting for the thread, at most.
@@ -66,7 +66,7 @@ pub enum Kind {
 
 /// A job answering `reply` with what `work` makes.
 struct Task<T, W> {
-    reply: Reply<T>,
+    reply: Box<dyn Reply<T>>,
     work: W,
     kind: Kind,
 }
@@ -228,7 +228,7 @@ impl Scans {
             }
         }
         let queue = Arc::clone(&self.queue);
-        Outcome::Pending(Pending::new(move |reply: Reply<T>| {
+        Outcome::Pending(Pending::new(move |reply: Box<dyn Reply<T>>| {
             let task = Task { reply, work, kind };
             let admitted = lock(&queue.jobs).admit(asker, Box::new(task));
             match admitted {

@@ -15,7 +15,7 @@
 //! How it is applied. Through the memory store's normal create path, so
 //! with `--data` every plant is in the journal, written in batches of
 //! [`BATCH`] (one write, and with `--sync always` one `fdatasync`, each:
-//! `Store::create_nowait` leaves the write to the batch's end); into
+//! `Store::change` leaves the write to the batch's end); into
 //! the database in batches of as many rows, in one transaction. Seeded
 //! plants are not announced to webhooks (start-up has no subscribers
 //! running yet, and they are not new to anyone).
@@ -40,9 +40,9 @@ use std::time::Instant;
 
 use log::info;
 
-use crate::model::{Capacity, Refusal, TextLimits, plural};
+use crate::model::{Capacity, Edit, Refusal, TextLimits, plural};
 use crate::seed::{self, Fault, SeedError};
-use crate::store::Store;
+use crate::store::{Durable, Store};
 
 /// Plants written per batch: to the journal, or as one `INSERT`.
 pub const BATCH: u64 = 8192;
@@ -92,22 +92,22 @@ pub fn into_memory(
 /// every `BATCH` plants and at the end; a plant the store refuses stops
 /// it, leaving those before it stored.
 fn apply(path: &Path, store: &Store, limits: TextLimits) -> Result<u64, SeedError> {
-    let (mut written, mut last) = (0, None);
-    let wait = |ack| store.wait(ack).map_err(fault);
-    let records = seed::records(path, limits, &mut |plant| {
-        let ack = store.create_nowait(plant).map_err(fault)?;
+    let (mut written, mut last) = (0, Durable::Now);
+    let wait = |durable| store.wait(durable).map_err(fault);
+    let records = seed::records(path, limits, &mut |new| {
+        let durable = store
+            .change(new.id, Edit::Create(new.plant))
+            .map_err(fault)?;
         written += 1;
         if written % BATCH == 0 {
-            last = None;
-            wait(ack)
+            last = Durable::Now;
+            wait(durable)
         } else {
-            last = Some(ack);
+            last = durable;
             Ok(())
         }
     })?;
-    if let Some(ack) = last {
-        wait(ack).map_err(|fault| SeedError::whole(path, fault))?;
-    }
+    wait(last).map_err(|fault| SeedError::whole(path, fault))?;
     Ok(records)
 }
 

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::seed::{BATCH, Before, into_memory};
-use crate::model::{Capacity, Durability, Plant, SyncMode, TextLimits};
+use crate::model::{Capacity, Durability, Edit, Plant, SyncMode, TextLimits};
 use crate::os::temp::TempFile;
 use crate::seed::{Fault, check};
 use crate::store::Store;
@@ -141,16 +141,13 @@ fn a_journal_is_seeded_once_and_keeps_its_changes() {
         assert_eq!(records, 0);
         let loaded = into_memory(&seed.0, &store, Before::Journal(records), LIMITS, capacity);
         assert_eq!(loaded.unwrap(), Some(plants as u64));
-        store.delete(0).unwrap();
-        store
-            .replace(
-                1,
-                Plant {
-                    name: "changed".into(),
-                    tag: None,
-                },
-            )
-            .unwrap();
+        store.wait(store.change(0, Edit::Delete).unwrap()).unwrap();
+        let changed = Plant {
+            name: "changed".into(),
+            tag: None,
+        };
+        let durable = store.change(1, Edit::Replace(changed)).unwrap();
+        store.wait(durable).unwrap();
     }
     let (store, records) = journal(&data.0);
     assert_eq!(records, plants as u64 + 2, "every plant journalled");
@@ -176,7 +173,7 @@ fn a_journal_whose_plants_were_all_deleted_is_not_seeded_again() {
             Capacity::plants(10),
         )
         .unwrap();
-        store.delete(1).unwrap();
+        store.wait(store.change(1, Edit::Delete).unwrap()).unwrap();
     }
     let (store, records) = journal(&data.0);
     assert_eq!((store.len(), records), (0, 2));

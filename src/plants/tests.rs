@@ -2,7 +2,7 @@
 //! and the change hook reporting each change once it is durable.
 
 use super::*;
-use crate::model::{Answer, Budget, ChangeKind, PlantChange, Query, Unavailable};
+use crate::model::{Budget, ChangeKind, PlantChange, Query, Reply, Unavailable};
 use std::sync::Mutex;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -145,7 +145,7 @@ struct Asked {
     to: mpsc::Sender<Result<Page, NotDone>>,
 }
 
-impl Answer<Page> for Asked {
+impl Reply<Page> for Asked {
     fn answer(self: Box<Self>, answer: Result<Page, NotDone>) {
         let _ = self.to.send(answer);
     }
@@ -191,7 +191,7 @@ struct Held {
     to: mpsc::Sender<&'static str>,
 }
 
-impl Answer<Page> for Held {
+impl Reply<Page> for Held {
     fn answer(self: Box<Self>, _: Result<Page, NotDone>) {
         let (open, opened) = &*self.go;
         let mut open = open.lock().unwrap();

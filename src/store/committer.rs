@@ -1,6 +1,6 @@
-//! Acknowledging journalled changes: the changes whose answers wait for
-//! their records (`Store::when_acked`) are queued here and written in
-//! batches, each change's callback called once its record is written.
+//! Answering journalled changes: the changes whose replies wait for their
+//! records (`Committer::answer`) are queued here and written in batches,
+//! each change's reply answered once its record is written.
 //!
 //! Who writes a batch depends on `--sync`. With `always` the committer
 //! thread does, one batch per event-loop turn (the loops `kick` it after
@@ -27,26 +27,23 @@ use std::time::{Duration, Instant};
 
 use super::Core;
 use crate::lock::{lock, wait, wait_timeout};
-use crate::model::{Answer, NotDone};
+use crate::model::{NotDone, Reply};
 use crate::os::batch_scheduling;
 
-/// What a change's acknowledgement is given to: the door's reply as it
-/// is (`plants::Reply<()>` is this type), so nothing is wrapped around it
-/// to put the store's error in the door's words.
-pub type Done = Box<dyn Answer<()>>;
 /// A queued change waits at most this long for a `kick` (or, with `--sync
 /// never`, for a loop's flush).
 const LATEST: Duration = Duration::from_millis(5);
 /// Changes waiting for their records: the record's sequence number, and
-/// what to call once it is written.
-type Waiting = Vec<(u64, Done)>;
+/// the reply to answer once it is written (the door's, as it is: nothing
+/// is wrapped around it to put the store's error in the door's words).
+type Waiting = Vec<(u64, Box<dyn Reply<()>>)>;
 /// The most entries a batch's list keeps room for, for the next batch.
 const SPARE_ENTRIES: usize = 4096;
 
 /// Changes waiting for their journal records, and the committer thread's
 /// wake-up.
 #[derive(Default)]
-pub(super) struct Committer {
+pub(super) struct Queue {
     queue: Mutex<Backlog>,
     kicked: Condvar,
     /// `--sync never`: the event loops write at the end of each turn
@@ -71,22 +68,22 @@ struct Backlog {
     spare: Waiting,
 }
 
-impl Committer {
-    /// A committer whose batches are written by the committer thread
+impl Queue {
+    /// A queue whose batches are written by the committer thread
     /// (`by_loops` false: `--sync always`) or by the event loops.
-    pub(super) fn new(by_loops: bool) -> Committer {
-        Committer {
+    pub(super) fn new(by_loops: bool) -> Queue {
+        Queue {
             by_loops,
-            ..Committer::default()
+            ..Queue::default()
         }
     }
 
     /// Queues a change; the committer starts on it at the next `kick` (or
     /// after `LATEST` at the latest); with `by_loops`, the loop's flush
     /// takes it first.
-    pub(super) fn push(&self, seq: u64, done: Done) {
+    pub(super) fn push(&self, seq: u64, reply: Box<dyn Reply<()>>) {
         let mut queue = lock(&self.queue);
-        queue.waiting.push((seq, done));
+        queue.waiting.push((seq, reply));
         // The first change wakes the committer to wait (at most `LATEST`)
         // for the kick; with `by_loops` only one that waits for nothing:
         // one that waits with a deadline looks again then. One that is
@@ -210,21 +207,23 @@ impl Committer {
 fn write(shared: &Core, batch: &Waiting, gather: bool) -> Result<(), NotDone> {
     // Records are numbered in append order: writing up to the highest
     // writes them all.
-    let last = batch.iter().map(|(seq, _)| *seq).max();
-    shared.commit(last, gather).map_err(NotDone::from)
+    match batch.iter().map(|(seq, _)| *seq).max() {
+        Some(last) => shared.commit(last, gather).map_err(NotDone::from),
+        None => Ok(()),
+    }
 }
 
 /// Gives every change of `batch` its answer, emptying it.
 fn answer(batch: &mut Waiting, result: &Result<(), NotDone>) {
-    for (_, done) in batch.drain(..) {
-        done.answer(result.clone());
+    for (_, reply) in batch.drain(..) {
+        reply.answer(result.clone());
     }
 }
 
 /// The committer thread: writes (and syncs) everything pending as one
 /// batch, then acknowledges every change the batch covered; runs until the
 /// store is dropped.
-pub(super) fn commit_on_request(committer: &Committer, store: &Weak<Core>) {
+pub(super) fn commit_on_request(committer: &Queue, store: &Weak<Core>) {
     // Its wake-ups (a kick, the disk's answer) wait for a loop on the same
     // CPU to block (or use its time slice) rather than cut its turn short
     // (`os::batch_scheduling`).
@@ -253,10 +252,10 @@ mod tests {
     use std::thread;
     use std::time::Duration;
 
-    use crate::model::{Capacity, NotDone, SyncMode};
+    use crate::model::{Capacity, Edit, NotDone, SyncMode};
     use crate::os::temp::TempFile;
-    use crate::store::test_support::{Journalled, new};
-    use crate::store::{Ack, Store};
+    use crate::store::test_support::{Journalled, plant};
+    use crate::store::{Durable, Store};
 
     /// Far longer than `LATEST`: a wake-up that was lost never comes.
     const ANSWERED_WITHIN: Duration = Duration::from_secs(5);
@@ -271,15 +270,21 @@ mod tests {
             .0
     }
 
-    /// Queues `ack`'s change, its answer sent to `answers`.
-    fn queue(store: &Store, ack: Ack, answers: &Sender<Result<(), NotDone>>) {
+    /// Queues a change that is `durable` later, its answer sent to
+    /// `answers`.
+    fn queue(store: &Store, durable: Durable, answers: &Sender<Result<(), NotDone>>) {
         let answers = answers.clone();
-        store.when_acked(
-            ack,
+        store.committer().answer(
+            durable,
             Box::new(move |answer| {
                 let _ = answers.send(answer);
             }),
         );
+    }
+
+    /// A create of plant `id`.
+    fn create(store: &Store, id: i64, name: &str) -> Durable {
+        store.change(id, Edit::Create(plant(name, None))).unwrap()
     }
 
     #[test]
@@ -292,8 +297,8 @@ mod tests {
             let store = open(&file, sync);
             let (answers, answered) = channel();
             for id in 0..20 {
-                let ack = store.create_nowait(new(id, "fern")).unwrap();
-                queue(&store, ack, &answers);
+                let durable = create(&store, id, "fern");
+                queue(&store, durable, &answers);
                 let answer = answered.recv_timeout(ANSWERED_WITHIN);
                 assert!(
                     matches!(answer, Ok(Ok(()))),
@@ -317,8 +322,8 @@ mod tests {
                     scope.spawn(move || {
                         let (answers, answered) = channel();
                         for n in 0..300 {
-                            let ack = store.create_nowait(new(thread * 1000 + n, "moss")).unwrap();
-                            queue(store, ack, &answers);
+                            let durable = create(store, thread * 1000 + n, "moss");
+                            queue(store, durable, &answers);
                             // Every other change is kicked (a loop's turn
                             // ending), the rest left to the committer.
                             if n % 2 == 0 {

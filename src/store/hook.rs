@@ -30,6 +30,7 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
+use super::Durable;
 use crate::lock::lock;
 use crate::model::{ChangeHook, ChangeKind, Plant, PlantChange};
 
@@ -103,16 +104,19 @@ impl Sequencer {
         }
     }
 
-    /// Records a change made under its shard's lock: with its journal
-    /// record's number `seq`, or (no journal) numbered here and durable at
-    /// once. Reports what it can.
-    pub(super) fn record(&self, seq: Option<u64>, id: i64, kind: ChangeKind, text: Option<Text>) {
+    /// Records a change made under its shard's lock: durable once its
+    /// journal record is written (numbered by it), or (no journal)
+    /// numbered here and durable at once. Reports what it can.
+    pub(super) fn record(&self, durable: Durable, id: i64, kind: ChangeKind, text: Option<Text>) {
         let mut state = lock(&self.state);
-        let seq = seq.unwrap_or_else(|| {
-            state.numbered += 1;
-            state.durable = state.numbered;
-            state.numbered
-        });
+        let seq = match durable {
+            Durable::After(seq) => seq,
+            Durable::Now => {
+                state.numbered += 1;
+                state.durable = state.numbered;
+                state.numbered
+            }
+        };
         // Numbers are handed out under the shard locks and recorded right
         // after: `seq` is past `reported`, and at most a few past the end.
         // A change logged before the hook was set is not reported.
@@ -173,9 +177,10 @@ impl Sequencer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Edit;
     use crate::os::temp::TempFile;
     use crate::store::Store;
-    use crate::store::test_support::{Journalled, new, plant};
+    use crate::store::test_support::{Journalled, Waited, new, plant};
     use std::sync::Arc;
     use std::thread;
 
@@ -191,16 +196,16 @@ mod tests {
         let (sequencer, seen) = collecting();
         // Journal numbers recorded out of order (two shards), then made
         // durable in two batches.
-        sequencer.record(Some(2), 20, ChangeKind::Created, None);
-        sequencer.record(Some(1), 10, ChangeKind::Created, None);
-        sequencer.record(Some(3), 30, ChangeKind::Deleted, None);
+        sequencer.record(Durable::After(2), 20, ChangeKind::Created, None);
+        sequencer.record(Durable::After(1), 10, ChangeKind::Created, None);
+        sequencer.record(Durable::After(3), 30, ChangeKind::Deleted, None);
         assert!(lock(&seen).is_empty(), "nothing is durable yet");
         sequencer.durable(2);
         assert_eq!(*lock(&seen), [1, 2]);
         // Durable up to 4, but 4 is not recorded yet: 3 goes, 4 waits.
         sequencer.durable(4);
         assert_eq!(*lock(&seen), [1, 2, 3]);
-        sequencer.record(Some(4), 40, ChangeKind::Replaced, None);
+        sequencer.record(Durable::After(4), 40, ChangeKind::Replaced, None);
         assert_eq!(*lock(&seen), [1, 2, 3, 4]);
         // A late, smaller durable mark changes nothing.
         sequencer.durable(1);
@@ -211,7 +216,7 @@ mod tests {
     fn without_a_journal_changes_are_numbered_here_and_reported_at_once() {
         let (sequencer, seen) = collecting();
         for id in 0..5 {
-            sequencer.record(None, id, ChangeKind::Created, None);
+            sequencer.record(Durable::Now, id, ChangeKind::Created, None);
         }
         assert_eq!(*lock(&seen), [1, 2, 3, 4, 5]);
     }
@@ -226,18 +231,23 @@ mod tests {
         );
         let long = "x".repeat(SPARE_BYTES + 1);
         sequencer.record(
-            Some(1),
+            Durable::After(1),
             1,
             ChangeKind::Created,
             Some(("a longer name", Some("blue"))),
         );
-        sequencer.record(Some(2), 2, ChangeKind::Created, Some((&long, None)));
-        sequencer.record(Some(3), 2, ChangeKind::Deleted, None);
+        sequencer.record(
+            Durable::After(2),
+            2,
+            ChangeKind::Created,
+            Some((&long, None)),
+        );
+        sequencer.record(Durable::After(3), 2, ChangeKind::Deleted, None);
         sequencer.durable(3);
         // The first change's two strings are kept; the long name is not.
         assert_eq!(lock(&sequencer.state).spare.len(), 2);
         sequencer.record(
-            Some(4),
+            Durable::After(4),
             3,
             ChangeKind::Replaced,
             Some(("fern", Some("red"))),
@@ -265,7 +275,12 @@ mod tests {
         );
         // At most SPARE_STRINGS are kept.
         for seq in 5..5 + SPARE_STRINGS as u64 {
-            sequencer.record(Some(seq), 9, ChangeKind::Created, Some(("n", Some("t"))));
+            sequencer.record(
+                Durable::After(seq),
+                9,
+                ChangeKind::Created,
+                Some(("n", Some("t"))),
+            );
         }
         sequencer.durable(4 + SPARE_STRINGS as u64);
         assert_eq!(lock(&sequencer.state).spare.len(), SPARE_STRINGS);
@@ -289,18 +304,19 @@ mod tests {
             "one hook per store"
         );
         // `--sync always`: nothing writes the record until someone waits for it.
-        let ack = store.create_nowait(new(7, "fern")).unwrap();
-        assert!(!ack.is_done());
+        let durable = store.change(7, Edit::Create(plant("fern", None))).unwrap();
+        assert_ne!(durable, Durable::Now);
         assert!(seen.lock().unwrap().is_empty(), "reported before written");
-        store.wait(ack).unwrap();
+        store.wait(durable).unwrap();
         let change = seen.lock().unwrap()[0].clone();
         assert_eq!((change.seq, change.id), (1, 7));
         assert_eq!(change.kind, crate::model::ChangeKind::Created);
         assert_eq!(change.plant, Some(plant("fern", None)));
         // Through the committer thread, as the event loops acknowledge.
-        let ack = store.delete_nowait(7).unwrap();
+        let durable = store.change(7, Edit::Delete).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
-        store.when_acked(ack, Box::new(move |result| tx.send(result).unwrap()));
+        let reply = Box::new(move |result| tx.send(result).unwrap());
+        store.committer().answer(durable, reply);
         store.flush();
         rx.recv_timeout(std::time::Duration::from_secs(5))
             .unwrap()

@@ -5,8 +5,8 @@
 //! Owns the map from id to plant and keeps its limits ([`Capacity`]:
 //! plants, and bytes of names and tags). Its caller is the door
 //! (`crate::plants`, which also loads the seed through it); it knows
-//! neither the door nor HTTP, and answers with values, `Ack`s and
-//! callbacks, in the model's words ([`Refusal`], `Page`).
+//! neither the door nor HTTP, and answers with values, [`Durable`]s and
+//! replies, in the model's words ([`Refusal`], `Page`, `Reply`).
 //!
 //! The shards and what a change costs are in `shards.rs`; each shard's
 //! ids in name order in `order.rs`; listing (every order, tag and search
@@ -26,11 +26,11 @@
 //! `Core::compact`), so a writer waits for at most one step, whatever the
 //! size of the store.
 //!
-//! Invariants: a call that returns `Ok` has applied its change (and, with a
-//! journal, written it as `--sync` asks; a `*_nowait` call's `Ack` says
-//! what is still to be written, and `when_acked` reports it from the
-//! committer thread, or with `--sync never` from the event loop's
-//! `flush`); a call that returns `Err` other than
+//! Invariants: a change that returns `Ok` has been applied, and its
+//! [`Durable`] says when it is durable: now, or once its journal record is
+//! written, which [`Store::wait`] waits for and [`Committer::answer`]
+//! reports from the committer thread (or with `--sync never` from the
+//! event loop's `flush`); one that returns `Err` other than
 //! [`Refusal::Storage`] has changed nothing. Critical sections are
 //! short: requests are parsed before a shard lock is taken, the journal
 //! record is encoded under it (so the journal order of each id's changes is
@@ -69,10 +69,9 @@ use std::thread;
 use crate::lock::{read, write};
 use crate::metrics::{Exposition, Kind};
 use crate::model::{
-    Capacity, ChangeHook, ChangeKind, Durability, NewPlant, NotDone, Plant, Refusal,
+    Capacity, ChangeHook, ChangeKind, Durability, Edit, NotDone, Plant, Refusal, Reply,
 };
-pub use committer::Done;
-use committer::{Committer, commit_on_request};
+use committer::{Queue, commit_on_request};
 use compaction::compact_on_request;
 use hook::Sequencer;
 use journal::{Change, Journal};
@@ -81,43 +80,44 @@ use shards::{Cost, Delta, Over, SHARDS, Shard, Usage, shard_of};
 /// The plants, keyed and ordered by id.
 pub struct Store {
     shared: Arc<Core>,
-    /// With a journal: the thread that writes records and acknowledges
-    /// the changes waiting for them.
-    committer: Option<Arc<Committer>>,
+    /// With a journal: the changes waiting for their records, which the
+    /// committer thread (or a loop's flush) writes and answers.
+    queue: Option<Arc<Queue>>,
     /// The compaction and committer threads, joined when the store is
     /// dropped: until they end they may hold the journal (and its lock).
     threads: Vec<thread::JoinHandle<()>>,
 }
 
-/// What a change applied in memory still needs before it may be
-/// acknowledged: nothing (`Ack::is_done`), or its journal record (this
-/// sequence number) written.
+/// When a change applied in memory is durable, and so may be answered.
 #[must_use]
-#[derive(Debug)]
-pub struct Ack(Option<u64>);
-
-impl Ack {
-    /// Whether the change may be acknowledged now.
-    pub fn is_done(&self) -> bool {
-        self.0.is_none()
-    }
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durable {
+    /// Now: there is no journal to write.
+    Now,
+    /// Once the journal's record with this sequence number is written (and
+    /// synced, with `--sync always`).
+    After(u64),
 }
 
-/// See [`Store::acknowledger`].
+/// Answers a change's reply once it is durable, from the committer thread
+/// (see [`Store::committer`]).
 #[derive(Clone)]
-pub struct Acknowledger {
-    committer: Option<Arc<Committer>>,
+pub struct Committer {
+    queue: Option<Arc<Queue>>,
     shared: Weak<Core>,
 }
 
-impl Acknowledger {
-    /// See [`Store::when_acked`]; a store already dropped refuses.
-    pub fn when_acked(&self, ack: Ack, done: Done) {
-        match (ack.0, &self.committer) {
-            (Some(seq), Some(committer)) => committer.push(seq, done),
-            (None, _) => done.answer(Ok(())),
-            (Some(seq), None) => done.answer(match self.shared.upgrade() {
-                Some(shared) => shared.commit(Some(seq), true).map_err(NotDone::from),
+impl Committer {
+    /// Gives `reply` its answer once the change is `durable`: at once for
+    /// one that is, else from the committer thread once its record is
+    /// written (or from the loop's `flush` with `--sync never`). Never
+    /// waits for the disk; a store already dropped refuses.
+    pub fn answer(&self, durable: Durable, reply: Box<dyn Reply<()>>) {
+        match (durable, &self.queue) {
+            (Durable::Now, _) => reply.answer(Ok(())),
+            (Durable::After(seq), Some(queue)) => queue.push(seq, reply),
+            (Durable::After(seq), None) => reply.answer(match self.shared.upgrade() {
+                Some(shared) => shared.commit(seq, true).map_err(NotDone::from),
                 None => Err(Refusal::Storage("the store is closed".into()).into()),
             }),
         }
@@ -179,14 +179,14 @@ impl Store {
             .spawn(move || compact_on_request(&signal, &weak))
             .map_err(|e| OpenError::Io(durability.path.clone(), e))?;
         store.threads.push(compactor);
-        let committer = Arc::new(Committer::new(by_loops));
-        let (queue, weak) = (Arc::clone(&committer), Arc::downgrade(&store.shared));
+        let queue = Arc::new(Queue::new(by_loops));
+        let (taken, weak) = (Arc::clone(&queue), Arc::downgrade(&store.shared));
         // Set before spawning: a failed spawn drops the store, which must
         // close the compactor for its join to end.
-        store.committer = Some(Arc::clone(&committer));
+        store.queue = Some(queue);
         let committer = thread::Builder::new()
             .name("committer".into())
-            .spawn(move || commit_on_request(&queue, &weak))
+            .spawn(move || commit_on_request(&taken, &weak))
             .map_err(|e| OpenError::Io(durability.path.clone(), e))?;
         store.threads.push(committer);
         Ok((store, recovery))
@@ -199,7 +199,7 @@ impl Store {
         journal: Option<Journal>,
     ) -> Store {
         Store {
-            committer: None,
+            queue: None,
             threads: Vec::new(),
             shared: Arc::new(Core {
                 shards: shards.into_iter().map(RwLock::new).collect(),
@@ -227,33 +227,24 @@ impl Store {
         self.shared.journal.as_ref()?.failure()
     }
 
-    /// Adds a plant; refuses an existing id (the stored plant is unchanged)
-    /// and a full store. Waits for the journal.
-    pub fn create(&self, new: NewPlant) -> Result<(), Refusal> {
-        let ack = self.create_nowait(new)?;
-        self.wait(ack)
-    }
-
-    /// As [`create`](Self::create), without waiting for the journal: what
-    /// the change still needs before it may be acknowledged. Its record is
-    /// left queued, in either `--sync` mode, until a [`wait`](Self::wait),
-    /// [`when_acked`](Self::when_acked) or [`flush`](Self::flush) writes
-    /// everything queued in one go (so a bulk load at start-up writes a
-    /// batch, not a record per plant).
-    pub fn create_nowait(&self, new: NewPlant) -> Result<Ack, Refusal> {
-        let change = Change::Put {
-            id: new.id,
-            name: &new.plant.name,
-            tag: new.plant.tag.as_deref(),
+    /// Applies `edit` to the plant `id`: a create refuses an existing id
+    /// (the stored plant is unchanged), a replace or delete a missing one,
+    /// and a change past the capacity is refused. Never waits for the
+    /// journal: what it answers says when the change is durable. Its
+    /// record is left queued, in either `--sync` mode, until a
+    /// [`wait`](Self::wait), a [`Committer::answer`] and a
+    /// [`flush`](Self::flush) writes everything queued in one go (so a bulk
+    /// load at start-up writes a batch, not a record per plant).
+    pub fn change(&self, id: i64, edit: Edit) -> Result<Durable, Refusal> {
+        let change = match edit.plant() {
+            Some(plant) => Change::Put {
+                id,
+                name: &plant.name,
+                tag: plant.tag.as_deref(),
+            },
+            None => Change::Delete(id),
         };
-        let created = ChangeKind::Created;
-        let seq = self
-            .shared
-            .change_logged(&change, created, |old| match old {
-                Some(_) => Err(Refusal::Exists(new.id)),
-                None => Ok(()),
-            })?;
-        Ok(Ack(seq))
+        self.shared.change(&change, edit.kind())
     }
 
     /// How many plants are stored.
@@ -310,76 +301,34 @@ impl Store {
             .map(Packed::to_plant)
     }
 
-    /// Replaces the name and tag of an existing plant. Waits for the
-    /// journal.
-    pub fn replace(&self, id: i64, plant: Plant) -> Result<(), Refusal> {
-        let ack = self.replace_nowait(id, plant)?;
-        self.wait(ack)
+    /// Waits until a change is durable.
+    pub fn wait(&self, durable: Durable) -> Result<(), Refusal> {
+        match durable {
+            Durable::Now => Ok(()),
+            Durable::After(seq) => self.shared.commit(seq, true),
+        }
     }
 
-    /// As [`replace`](Self::replace), without waiting for the journal.
-    pub fn replace_nowait(&self, id: i64, plant: Plant) -> Result<Ack, Refusal> {
-        let change = Change::Put {
-            id,
-            name: &plant.name,
-            tag: plant.tag.as_deref(),
-        };
-        self.shared
-            .change(&change, ChangeKind::Replaced, |old| match old {
-                Some(_) => Ok(()),
-                None => Err(Refusal::NotFound(id)),
-            })
-    }
-
-    /// Removes a plant. Waits for the journal.
-    pub fn delete(&self, id: i64) -> Result<(), Refusal> {
-        let ack = self.delete_nowait(id)?;
-        self.wait(ack)
-    }
-
-    /// As [`delete`](Self::delete), without waiting for the journal.
-    pub fn delete_nowait(&self, id: i64) -> Result<Ack, Refusal> {
-        let deleted = ChangeKind::Deleted;
-        self.shared
-            .change(&Change::Delete(id), deleted, |old| match old {
-                Some(_) => Ok(()),
-                None => Err(Refusal::NotFound(id)),
-            })
-    }
-
-    /// Waits until a change may be acknowledged.
-    pub fn wait(&self, ack: Ack) -> Result<(), Refusal> {
-        self.shared.commit(ack.0, true)
-    }
-
-    /// Starts writing the journal records of every change queued with
-    /// `when_acked` so far: call it when a batch of requests is done (the
+    /// Starts writing the journal records of every change whose reply
+    /// [`Committer::answer`] queued so far: call it when a batch of requests is done (the
     /// event loops do, after each turn), so that one write and one sync
     /// cover them all. With `--sync always` the committer thread writes
     /// and syncs them; with `--sync never` they are written here, on the
     /// calling thread (to the page cache: no wait for the disk), and
     /// acknowledged before it returns (see `committer.rs`).
     pub fn flush(&self) {
-        if let Some(committer) = &self.committer {
-            committer.flush(&self.shared);
+        if let Some(queue) = &self.queue {
+            queue.flush(&self.shared);
         }
     }
 
-    /// Calls `done` once a change may be acknowledged: at once for one
-    /// that needs nothing more, else from the committer thread once its
-    /// journal record is written (and synced, with `--sync always`). Never
-    /// waits for the disk.
-    pub fn when_acked(&self, ack: Ack, done: Done) {
-        self.acknowledger().when_acked(ack, done);
-    }
-
-    /// A handle that does [`when_acked`](Self::when_acked) later, from
-    /// anywhere, without keeping the store open: a callback that held the
-    /// store could be the last owner and drop it on the committer thread,
-    /// which would then wait for itself.
-    pub fn acknowledger(&self) -> Acknowledger {
-        Acknowledger {
-            committer: self.committer.clone(),
+    /// A handle that answers a change's reply once it is durable
+    /// ([`Committer::answer`]), later, from anywhere, without keeping the
+    /// store open: a reply that held the store could be the last owner and
+    /// drop it on the committer thread, which would then wait for itself.
+    pub fn committer(&self) -> Committer {
+        Committer {
+            queue: self.queue.clone(),
             shared: Arc::downgrade(&self.shared),
         }
     }
@@ -406,8 +355,8 @@ impl Drop for Store {
         if let Some(journal) = &self.shared.journal {
             journal.compaction.close();
         }
-        if let Some(committer) = &self.committer {
-            committer.close();
+        if let Some(queue) = &self.queue {
+            queue.close();
         }
         for thread in self.threads.drain(..) {
             let _ = thread.join();
@@ -421,62 +370,49 @@ fn empty_shards() -> Vec<Shard> {
 }
 
 impl Core {
-    /// Makes a change under its shard's lock: `check` sees the plant it
-    /// would replace and may refuse; then the change is admitted within the
-    /// capacity, logged, and applied.
-    fn change(
-        &self,
-        change: &Change<'_>,
-        kind: ChangeKind,
-        check: impl FnOnce(Option<&Packed>) -> Result<(), Refusal>,
-    ) -> Result<Ack, Refusal> {
-        Ok(Ack(self.change_logged(change, kind, check)?))
-    }
-
-    /// As `change`, leaving its journal record queued: its sequence number.
-    fn change_logged(
-        &self,
-        change: &Change<'_>,
-        kind: ChangeKind,
-        check: impl FnOnce(Option<&Packed>) -> Result<(), Refusal>,
-    ) -> Result<Option<u64>, Refusal> {
-        let seq = {
-            let mut shard = self.write(shard_of(change.id()));
-            let old = shard.plants.get(&change.id());
-            check(old)?;
-            let new = match *change {
-                Change::Put { name, tag, .. } => Some(Cost::new(name, tag)),
+    /// Makes a change under its shard's lock: refused if the plant it
+    /// would replace is missing (or, for a create, present); then admitted
+    /// within the capacity, logged (its record left queued), and applied.
+    fn change(&self, change: &Change<'_>, kind: ChangeKind) -> Result<Durable, Refusal> {
+        let id = change.id();
+        let mut shard = self.write(shard_of(id));
+        let old = shard.plants.get(&id);
+        match (kind, old) {
+            (ChangeKind::Created, Some(_)) => return Err(Refusal::Exists(id)),
+            (ChangeKind::Created, None) | (_, Some(_)) => {}
+            (_, None) => return Err(Refusal::NotFound(id)),
+        }
+        let new = match *change {
+            Change::Put { name, tag, .. } => Some(Cost::new(name, tag)),
+            Change::Delete(_) => None,
+        };
+        let delta = Delta::between(old.map(Cost::of), new);
+        self.usage
+            .admit(delta, self.capacity)
+            .map_err(|over| match over {
+                Over::Plants => Refusal::Full(self.capacity.plants),
+                Over::Data => Refusal::DataFull(self.capacity.data),
+            })?;
+        let durable = match &self.journal {
+            Some(journal) => match journal.log(change) {
+                Ok(seq) => Durable::After(seq),
+                Err(reason) => {
+                    self.usage.retract(delta);
+                    return Err(Refusal::Storage(reason));
+                }
+            },
+            None => Durable::Now,
+        };
+        shard.apply(change);
+        self.usage.settle(delta);
+        if let Some(sequencer) = self.hook.get() {
+            let text = match *change {
+                Change::Put { name, tag, .. } => Some((name, tag)),
                 Change::Delete(_) => None,
             };
-            let delta = Delta::between(old.map(Cost::of), new);
-            self.usage
-                .admit(delta, self.capacity)
-                .map_err(|over| match over {
-                    Over::Plants => Refusal::Full(self.capacity.plants),
-                    Over::Data => Refusal::DataFull(self.capacity.data),
-                })?;
-            let seq = match &self.journal {
-                Some(journal) => match journal.log(change) {
-                    Ok(seq) => Some(seq),
-                    Err(reason) => {
-                        self.usage.retract(delta);
-                        return Err(Refusal::Storage(reason));
-                    }
-                },
-                None => None,
-            };
-            shard.apply(change);
-            self.usage.settle(delta);
-            if let Some(sequencer) = self.hook.get() {
-                let text = match *change {
-                    Change::Put { name, tag, .. } => Some((name, tag)),
-                    Change::Delete(_) => None,
-                };
-                sequencer.record(seq, change.id(), kind, text);
-            }
-            seq
-        };
-        Ok(seq)
+            sequencer.record(durable, id, kind, text);
+        }
+        Ok(durable)
     }
 
     /// A shard locked for a change. A panic while holding a lock cannot
@@ -492,21 +428,19 @@ impl Core {
         read(&self.shards[shard])
     }
 
-    /// Waits for an appended record to be written. `gather`: see
-    /// `Journal::commit`.
-    fn commit(&self, seq: Option<u64>, gather: bool) -> Result<(), Refusal> {
-        match (&self.journal, seq) {
-            (Some(journal), Some(seq)) => {
-                journal
-                    .commit(seq, self.usage.records(), gather)
-                    .map_err(Refusal::Storage)?;
-                if let Some(sequencer) = self.hook.get() {
-                    sequencer.durable(seq);
-                }
-                Ok(())
-            }
-            _ => Ok(()),
+    /// Waits for the appended record `seq` (and all before it) to be
+    /// written. `gather`: see `Journal::commit`.
+    fn commit(&self, seq: u64, gather: bool) -> Result<(), Refusal> {
+        let Some(journal) = &self.journal else {
+            return Ok(());
+        };
+        journal
+            .commit(seq, self.usage.records(), gather)
+            .map_err(Refusal::Storage)?;
+        if let Some(sequencer) = self.hook.get() {
+            sequencer.durable(seq);
         }
+        Ok(())
     }
 }
 

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use super::order::tests::Rng;
 use super::query_tests::{ORDERS, position, query};
-use super::test_support::plant;
+use super::test_support::{Waited, plant};
 use super::walk::compare;
 use super::*;
-use crate::model::{Budget, Order, Query};
+use crate::model::{Budget, NewPlant, Order, Query};
 
 impl Rng {
     /// A name anywhere in the order, with "needle" in one of three.

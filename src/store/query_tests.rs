@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use super::test_support::{Journalled, plant};
+use super::test_support::{Journalled, Waited, plant};
 use super::*;
-use crate::model::{Budget, CURSOR_NAME, Order, Page, Position, Query, fold};
+use crate::model::{Budget, CURSOR_NAME, NewPlant, Order, Page, Position, Query, fold};
 use crate::os::temp::TempFile;
 
 pub(super) const ORDERS: [Order; 4] = [Order::Id, Order::IdDesc, Order::Name, Order::NameDesc];

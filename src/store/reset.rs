@@ -20,7 +20,7 @@ use std::sync::atomic::Ordering;
 
 use super::journal::{self, Change, Fault};
 use super::shards::{SHARDS, Shard, Usage, shard_of};
-use super::{Core, Store, empty_shards};
+use super::{Core, Durable, Store, empty_shards};
 use crate::lock::write;
 use crate::model::{ChangeKind, NotDone, Plant, Unavailable};
 
@@ -60,9 +60,11 @@ impl Core {
         };
         let gate = write(&self.reset_gate);
         let mut locked: Vec<_> = (0..SHARDS).map(|shard| self.write(shard)).collect();
-        let seq = match prepared {
-            Some((journal, new)) => Some(journal.swap_reset(new, fault).map_err(refused)?),
-            None => None,
+        let durable = match prepared {
+            Some((journal, new)) => {
+                Durable::After(journal.swap_reset(new, fault).map_err(refused)?)
+            }
+            None => Durable::Now,
         };
         let old: Vec<_> = locked
             .iter_mut()
@@ -72,12 +74,12 @@ impl Core {
         self.usage.replace(usage);
         self.generation.fetch_add(1, Ordering::Release);
         if let Some(sequencer) = self.hook.get() {
-            sequencer.record(seq, 0, ChangeKind::Reset, None);
+            sequencer.record(durable, 0, ChangeKind::Reset, None);
         }
         drop(locked);
         drop(gate);
         drop(old);
-        if let (Some(sequencer), Some(seq)) = (self.hook.get(), seq) {
+        if let (Some(sequencer), Durable::After(seq)) = (self.hook.get(), durable) {
             sequencer.durable(seq);
         }
         Ok(())

@@ -8,7 +8,7 @@ use std::fs;
 use std::io;
 
 use super::journal::compact_path;
-use super::test_support::{Journalled, contents, new, plant};
+use super::test_support::{Journalled, Waited, contents, new, plant};
 use super::*;
 use crate::model::{Budget, NotDone, Unavailable};
 use crate::os::temp::TempFile;
@@ -115,8 +115,10 @@ fn changes_before_a_reset_are_answered_and_gone_and_those_after_it_kept() {
     let path = TempFile::new("reset-order");
     let (store, _) = old_store(&path);
     // `--sync always`: the record waits, unwritten, until someone commits.
-    let before = store.create_nowait(new(5, "before")).unwrap();
-    assert!(!before.is_done());
+    let before = store
+        .change(5, Edit::Create(plant("before", None)))
+        .unwrap();
+    assert_ne!(before, Durable::Now);
     store.reset(&seed()).unwrap();
     assert_eq!(store.wait(before), Ok(()), "answered by the reset");
     assert_eq!(contents(&store), seed());

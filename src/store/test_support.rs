@@ -1,10 +1,11 @@
 //! What the store's tests share (those in `store/` and in
 //! `store/journal/tests/`): plants made short, a store's contents in id
-//! order, and a journal in a fresh temporary file opened as the tests
-//! want it (sync always, no compaction unless a test asks).
+//! order, a journal in a fresh temporary file opened as the tests want it
+//! (sync always, no compaction unless a test asks), and changes waited
+//! for.
 
 use super::{Recovery, Store};
-use crate::model::{Capacity, Durability, NewPlant, Plant, SyncMode};
+use crate::model::{Capacity, Durability, Edit, NewPlant, Plant, Refusal, SyncMode};
 use crate::os::temp::TempFile;
 
 /// A [`TempFile`] as a store's journal.
@@ -26,6 +27,28 @@ impl Journalled for TempFile {
 
     fn open(&self) -> Result<(Store, Recovery), super::OpenError> {
         Store::open(Capacity::plants(1000), &self.durability())
+    }
+}
+
+/// A change made and waited for until it is durable, as most tests want
+/// it (`Store::change`, then `Store::wait`).
+pub(super) trait Waited {
+    fn create(&self, new: NewPlant) -> Result<(), Refusal>;
+    fn replace(&self, id: i64, plant: Plant) -> Result<(), Refusal>;
+    fn delete(&self, id: i64) -> Result<(), Refusal>;
+}
+
+impl Waited for Store {
+    fn create(&self, new: NewPlant) -> Result<(), Refusal> {
+        self.wait(self.change(new.id, Edit::Create(new.plant))?)
+    }
+
+    fn replace(&self, id: i64, plant: Plant) -> Result<(), Refusal> {
+        self.wait(self.change(id, Edit::Replace(plant))?)
+    }
+
+    fn delete(&self, id: i64) -> Result<(), Refusal> {
+        self.wait(self.change(id, Edit::Delete)?)
     }
 }
 

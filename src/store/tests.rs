@@ -2,7 +2,8 @@
 //! writers, the change hook.
 
 use super::*;
-use crate::model::{Budget, Page, Query};
+use crate::model::{Budget, NewPlant, Page, Query};
+use test_support::Waited;
 
 fn new_plant(id: i64, name: &str) -> NewPlant {
     NewPlant {

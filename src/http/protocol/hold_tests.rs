@@ -25,7 +25,7 @@ fn a_held_answer_is_written_when_due_and_what_follows_waits_for_it() {
         now,
     );
     assert_eq!(p.poll(now), Action::Request);
-    p.answer(Answer::Now(held(100)), now);
+    p.answer(Handled::Now(held(100)), now);
     assert!(p.output().is_empty());
     assert_eq!(p.deadline(), Some(now + MS * 100));
     assert_eq!(p.take_timer(), Some(now + MS * 100));
@@ -38,7 +38,7 @@ fn a_held_answer_is_written_when_due_and_what_follows_waits_for_it() {
     let n = p.output().len();
     p.sent(n, now + MS * 100);
     assert_eq!(p.poll(now + MS * 100), Action::Request);
-    p.answer(Answer::Now(Response::no_content()), now + MS * 100);
+    p.answer(Handled::Now(Response::no_content()), now + MS * 100);
     assert!(p.output().starts_with(b"HTTP/1.1 204 "));
 }
 
@@ -47,7 +47,7 @@ fn a_deferred_answer_is_held_from_its_request_and_not_past_it() {
     let (mut p, now) = protocol();
     p.received(b"POST /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
     assert_eq!(p.poll(now), Action::Request);
-    p.answer(Answer::Later(50), now);
+    p.answer(Handled::Later(50), now);
     p.complete(1, Response::no_content(), now + MS * 10);
     assert!(p.output().is_empty());
     assert_eq!(p.take_timer(), Some(now + MS * 50));
@@ -60,7 +60,7 @@ fn a_deferred_answer_is_held_from_its_request_and_not_past_it() {
     let (mut p, now) = protocol();
     p.received(b"POST /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
     assert_eq!(p.poll(now), Action::Request);
-    p.answer(Answer::Later(50), now);
+    p.answer(Handled::Later(50), now);
     p.complete(1, Response::no_content(), now + MS * 60);
     assert!(p.output().starts_with(b"HTTP/1.1 204 "));
     assert_eq!(p.take_timer(), None);
@@ -71,7 +71,7 @@ fn stopping_writes_a_held_answer_at_once_and_closes() {
     let (mut p, now) = protocol();
     p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
     assert_eq!(p.poll(now), Action::Request);
-    p.answer(Answer::Now(held(60_000)), now);
+    p.answer(Handled::Now(held(60_000)), now);
     assert!(p.output().is_empty());
     p.stop(now + MS);
     let text = String::from_utf8_lossy(p.output()).into_owned();
@@ -89,7 +89,7 @@ fn a_deferred_answer_frees_the_body_at_once_and_the_next_request_follows_it() {
     assert_eq!(p.poll(now), Action::Request);
     let (_, inbox, _) = p.request_parts();
     assert_eq!(inbox.body(false), Ok(&b"hello"[..]));
-    p.answer(Answer::Later(0), now);
+    p.answer(Handled::Later(0), now);
     let (_, inbox, _) = p.request_parts();
     assert_eq!(inbox.body(false), Ok(&b""[..]), "freed, and still read");
     p.complete(1, Response::no_content(), now);
@@ -106,7 +106,7 @@ fn a_client_gone_while_its_answer_is_held_frees_the_connection_at_once() {
     p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
     assert!(p.wants_input());
     assert_eq!(p.poll(now), Action::Request);
-    p.answer(Answer::Now(held(60_000)), now);
+    p.answer(Handled::Now(held(60_000)), now);
     // Read while held, so that the close is seen.
     assert!(p.wants_input());
     p.closed_by_peer();
@@ -122,7 +122,7 @@ fn a_client_gone_while_its_answer_is_held_frees_the_connection_at_once() {
     assert_eq!(p.poll(now), Action::Request);
     let (_, _, notes) = p.request_parts();
     let left = Arc::clone(notes.left.get_or_insert_with(Default::default));
-    p.answer(Answer::Later(0), now);
+    p.answer(Handled::Later(0), now);
     p.closed_by_peer();
     assert_eq!(p.poll(now + MS), Action::Wait);
     assert_eq!(left.load(std::sync::atomic::Ordering::Relaxed), 1, "told");
@@ -135,7 +135,7 @@ fn a_client_gone_while_its_answer_is_held_frees_the_connection_at_once() {
     let (mut p, now) = protocol();
     p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
     assert_eq!(p.poll(now), Action::Request);
-    p.answer(Answer::Later(0), now);
+    p.answer(Handled::Later(0), now);
     p.closed_by_peer();
     assert_eq!(p.poll(now + MS), Action::Wait);
     p.complete(1, Response::gone(), now + MS * 2);
@@ -146,7 +146,7 @@ fn a_client_gone_while_its_answer_is_held_frees_the_connection_at_once() {
     let (mut p, now) = protocol();
     p.received(b"POST /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
     assert_eq!(p.poll(now), Action::Request);
-    p.answer(Answer::Later(60_000), now);
+    p.answer(Handled::Later(60_000), now);
     assert!(p.wants_input());
     p.closed_by_peer();
     assert_eq!(p.poll(now + MS), Action::Wait);
@@ -160,7 +160,7 @@ fn a_pipelined_request_read_while_an_answer_is_held_follows_it() {
     let (mut p, now) = protocol();
     p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
     assert_eq!(p.poll(now), Action::Request);
-    p.answer(Answer::Now(held(100)), now);
+    p.answer(Handled::Now(held(100)), now);
     p.received(b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n", now + MS);
     assert_eq!(p.poll(now + MS * 2), Action::Wait);
     assert_eq!(p.poll(now + MS * 100), Action::Wait);

@@ -18,7 +18,7 @@ fn protocol() -> (Protocol, Instant) {
 fn answer_all(p: &mut Protocol, now: Instant) -> usize {
     let mut n = 0;
     while p.poll(now) != Action::Wait {
-        p.answer(Answer::Now(Response::no_content()), now);
+        p.answer(Handled::Now(Response::no_content()), now);
         n += 1;
     }
     n
@@ -136,7 +136,7 @@ fn a_streamed_body_is_pulled_as_the_client_reads_then_the_next_request_goes_on()
     );
     assert_eq!(p.poll(now), Action::Request);
     let (response, calls) = pieces(100, 10_000, Fill::Done);
-    p.answer(Answer::Now(response), now);
+    p.answer(Handled::Now(response), now);
     // About a chunk is made, not the whole megabyte.
     let made = calls.load(std::sync::atomic::Ordering::Relaxed);
     assert!(made <= 5, "{made} pieces made before any was sent");
@@ -170,7 +170,7 @@ fn each_piece_of_a_stream_has_the_write_timeout_and_a_stalled_client_is_closed()
     p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
     assert_eq!(p.poll(now), Action::Request);
     let (response, _) = pieces(1000, 10_000, Fill::Done);
-    p.answer(Answer::Now(response), now);
+    p.answer(Handled::Now(response), now);
     // A client taking a chunk every 8 s outlives the 10 s timeout...
     let mut at = now;
     for _ in 0..5 {
@@ -192,7 +192,7 @@ fn a_failed_stream_is_cut_short_and_closed() {
     p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
     assert_eq!(p.poll(now), Action::Request);
     let (response, _) = pieces(3, 100, Fill::Failed);
-    p.answer(Answer::Now(response), now);
+    p.answer(Handled::Now(response), now);
     assert!(p.is_closed());
     assert!(p.cut_short(), "reset, so the client sees an error");
     assert!(!p.output().ends_with(b"0\r\n\r\n"), "no final chunk");
@@ -204,7 +204,7 @@ fn an_http_1_0_client_gets_the_stream_up_to_the_close() {
     p.received(b"GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", now);
     assert_eq!(p.poll(now), Action::Request);
     let (response, _) = pieces(4, 10_000, Fill::Done);
-    p.answer(Answer::Now(response), now);
+    p.answer(Handled::Now(response), now);
     let wire = send_all(&mut p, 4096, now);
     let head_end = wire.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
     let head = std::str::from_utf8(&wire[..head_end]).unwrap();
@@ -219,7 +219,7 @@ fn an_http_1_0_client_gets_the_stream_up_to_the_close() {
     let (mut p, now) = protocol();
     p.received(b"HEAD /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", now);
     assert_eq!(p.poll(now), Action::Request);
-    p.answer(Answer::Now(pieces(4, 10, Fill::Done).0), now);
+    p.answer(Handled::Now(pieces(4, 10, Fill::Done).0), now);
     let head = String::from_utf8(send_all(&mut p, 4096, now)).unwrap();
     assert!(head.contains("Connection: keep-alive\r\n"), "{head}");
     assert!(
@@ -238,7 +238,7 @@ fn unsent_output_stops_pipelined_requests() {
         now,
     );
     assert_eq!(p.poll(now), Action::Request);
-    p.answer(Answer::Now(big), now);
+    p.answer(Handled::Now(big), now);
     assert_eq!(
         p.poll(now),
         Action::Wait,
@@ -295,7 +295,7 @@ fn a_pending_stream_is_pulled_again_only_when_woken_then_the_next_request_goes_o
         (b"ef", Fill::Done),
     ]);
     let calls = move || calls.load(Ordering::Relaxed);
-    p.answer(Answer::Now(response), now);
+    p.answer(Handled::Now(response), now);
     let mut wire = send_all(&mut p, 5, now);
     assert!(wire.ends_with(b"Transfer-Encoding: chunked\r\n\r\n"));
     // Pending: no pull as output leaves or the driver polls, the
@@ -327,7 +327,7 @@ fn a_pending_stream_never_woken_is_cut_short_at_its_last_pieces_write_timeout() 
     p.received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", now);
     assert_eq!(p.poll(now), Action::Request);
     let (response, calls) = script(&[(b"ab", Fill::Pending), (b"", Fill::Pending)]);
-    p.answer(Answer::Now(response), now);
+    p.answer(Handled::Now(response), now);
     // All of it has left, and the piece's deadline still runs...
     send_all(&mut p, 4096, now + Duration::from_secs(1));
     let due = now + Duration::from_secs(10);
@@ -355,7 +355,7 @@ fn an_http_1_0_client_gets_a_pending_stream_up_to_the_close() {
         (b"cd", Fill::Pending),
         (b"", Fill::Done),
     ]);
-    p.answer(Answer::Now(response), now);
+    p.answer(Handled::Now(response), now);
     let mut wire = send_all(&mut p, 4096, now);
     assert_eq!(body_of(&wire), b"ab");
     assert!(!p.is_closed(), "the close would end the body");
@@ -377,7 +377,7 @@ fn an_idle_stream_waits_without_a_deadline_once_its_output_has_left() {
     p.received(b"GET /feed HTTP/1.1\r\nHost: x\r\n\r\n", now);
     assert_eq!(p.poll(now), Action::Request);
     let (response, calls) = script(&[(b"ab", Fill::Idle), (b"cd", Fill::Idle), (b"", Fill::Idle)]);
-    p.answer(Answer::Now(response), now);
+    p.answer(Handled::Now(response), now);
     // While its bytes wait for the client, the write timeout runs...
     assert_eq!(p.deadline(), Some(now + Duration::from_secs(10)));
     let mut wire = send_all(&mut p, 4096, now);
@@ -402,7 +402,7 @@ fn feed_sent(steps: &'static [(&'static [u8], Fill)]) -> (Protocol, Instant, Vec
     p.received(b"GET /feed HTTP/1.1\r\nHost: x\r\n\r\n", now);
     assert_eq!(p.poll(now), Action::Request);
     let (response, _) = script(steps);
-    p.answer(Answer::Now(response), now);
+    p.answer(Handled::Now(response), now);
     let wire = send_all(&mut p, 4096, now);
     (p, now, wire)
 }
@@ -463,7 +463,7 @@ fn a_request_pipelined_during_a_stream_is_held_then_served() {
     p.received(b"GET /feed HTTP/1.1\r\nHost: x\r\n\r\n", now);
     assert_eq!(p.poll(now), Action::Request);
     let (response, _) = script(&[(b"ab", Fill::Pending), (b"", Fill::Done)]);
-    p.answer(Answer::Now(response), now);
+    p.answer(Handled::Now(response), now);
     send_all(&mut p, 4096, now);
     p.received(b"GET /next HTTP/1.1\r\nHost: x\r\n\r\n", now);
     assert_eq!(

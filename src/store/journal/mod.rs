@@ -30,7 +30,7 @@
 //! check, for the salt of the file it goes to), writes everything pending
 //! in one `write`, calls `fdatasync` (`--sync always`) and wakes every
 //! caller its batch covered (group commit). When serving, the one caller is
-//! the store's committer thread (see `Store::when_acked`), so no event loop
+//! the store's committer thread (see `Committer::answer`), so no event loop
 //! waits; direct callers of the blocking `Store` methods park here. A
 //! failed write or sync is never retried: the journal is poisoned, every
 //! change waiting on it and every later one fails, and the reason is

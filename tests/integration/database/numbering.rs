@@ -8,8 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use plantstore::database::Change;
-use plantstore::model::Plant;
+use plantstore::model::{Edit, Plant};
 
 use super::reset::connect;
 use crate::api::changes::{Feed, plant_body};
@@ -179,10 +178,10 @@ fn a_write_logs_what_it_applied_and_takes_a_ticket_only_when_it_applied_anything
         name: name.into(),
         tag: tag.map(Into::into),
     };
-    let creates: Vec<(i64, Change)> = vec![
-        (3, Change::Create(plant("c", Some("x")))),
-        (1, Change::Create(plant("a", None))),
-        (2, Change::Create(plant("b", Some("y")))),
+    let creates: Vec<(i64, Edit)> = vec![
+        (3, Edit::Create(plant("c", Some("x")))),
+        (1, Edit::Create(plant("a", None))),
+        (2, Edit::Create(plant("b", Some("y")))),
     ];
     assert_eq!(writer.apply(&creates).unwrap(), [true; 3]);
     let batch = pending(&database);
@@ -203,10 +202,10 @@ fn a_write_logs_what_it_applied_and_takes_a_ticket_only_when_it_applied_anything
     assert_eq!(logged, [(1, &a, &none), (2, &b, &y), (3, &c, &x)]);
 
     // Nothing applied, in a batch and alone: no row, no ticket.
-    let refused: Vec<(i64, Change)> = vec![
-        (1, Change::Create(plant("again", None))),
-        (8, Change::Replace(plant("absent", None))),
-        (9, Change::Delete),
+    let refused: Vec<(i64, Edit)> = vec![
+        (1, Edit::Create(plant("again", None))),
+        (8, Edit::Replace(plant("absent", None))),
+        (9, Edit::Delete),
     ];
     assert_eq!(writer.apply(&refused).unwrap(), [false; 3]);
     for (id, change) in refused {
@@ -215,12 +214,12 @@ fn a_write_logs_what_it_applied_and_takes_a_ticket_only_when_it_applied_anything
     assert_eq!((pending(&database).len(), last_ticket(&database)), (1, 1));
 
     // Some applied, some not: those applied, under the next ticket.
-    let mixed: Vec<(i64, Change)> = vec![
-        (1, Change::Replace(plant("A", Some("z")))),
-        (4, Change::Create(plant("d", None))),
-        (2, Change::Create(plant("taken", None))),
-        (3, Change::Delete),
-        (9, Change::Delete),
+    let mixed: Vec<(i64, Edit)> = vec![
+        (1, Edit::Replace(plant("A", Some("z")))),
+        (4, Edit::Create(plant("d", None))),
+        (2, Edit::Create(plant("taken", None))),
+        (3, Edit::Delete),
+        (9, Edit::Delete),
     ];
     assert_eq!(
         writer.apply(&mixed).unwrap(),
@@ -241,17 +240,17 @@ fn a_write_logs_what_it_applied_and_takes_a_ticket_only_when_it_applied_anything
     // Alone, each kind: its own row and ticket.
     assert_eq!(
         writer
-            .apply(&[(5, Change::Create(plant("e", Some("t"))))])
+            .apply(&[(5, Edit::Create(plant("e", Some("t"))))])
             .unwrap(),
         [true]
     );
     assert_eq!(
         writer
-            .apply(&[(5, Change::Replace(plant("E", None)))])
+            .apply(&[(5, Edit::Replace(plant("E", None)))])
             .unwrap(),
         [true]
     );
-    assert_eq!(writer.apply(&[(5, Change::Delete)]).unwrap(), [true]);
+    assert_eq!(writer.apply(&[(5, Edit::Delete)]).unwrap(), [true]);
     let alone: Vec<Pending> = pending(&database).into_iter().skip(2).collect();
     let one = |ticket, kind, name: &str, tag: &str| {
         (

@@ -16,11 +16,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use plantstore::database::{
-    Change, Connect, Connection, InGeneration, RESET_FOR, ResetFailed, ensure_schema, follow,
+    Connect, Connection, InGeneration, RESET_FOR, ResetFailed, ensure_schema, follow,
     number_committed,
 };
 use plantstore::dbconfig::DatabaseConfig;
-use plantstore::model::{ChangeKind, Plant, PlantChange};
+use plantstore::model::{ChangeKind, Edit, Plant, PlantChange};
 
 use super::start::versions;
 use crate::support::{FreshDatabase, PATIENCE};
@@ -69,8 +69,8 @@ fn table(database: &FreshDatabase) -> BTreeMap<i64, Plant> {
 }
 
 fn creates(connection: &mut Connection, ids: impl Iterator<Item = i64>) {
-    let changes: Vec<(i64, Change)> = ids
-        .map(|id| (id, Change::Create(plant(&format!("old {id}"), Some("old")))))
+    let changes: Vec<(i64, Edit)> = ids
+        .map(|id| (id, Edit::Create(plant(&format!("old {id}"), Some("old")))))
         .collect();
     let applied = connection.apply(&changes).expect("the creates commit");
     assert!(applied.iter().all(|a| *a), "each id is new");
@@ -183,12 +183,12 @@ fn writes_racing_resets_land_wholly_before_or_wholly_after_each() {
                     // not at all.
                     let id = 10_000 + w * 1_000_000 + round * 3;
                     let changes = [
-                        (id, Change::Create(plant("new", None))),
-                        (id + 1, Change::Create(plant("new", Some("t")))),
-                        (id + 2, Change::Create(plant("new", None))),
-                        (1000 + w, Change::Replace(plant(&format!("by {w}"), None))),
-                        (id - 3, Change::Replace(plant("again", None))),
-                        (id - 2, Change::Delete),
+                        (id, Edit::Create(plant("new", None))),
+                        (id + 1, Edit::Create(plant("new", Some("t")))),
+                        (id + 2, Edit::Create(plant("new", None))),
+                        (1000 + w, Edit::Replace(plant(&format!("by {w}"), None))),
+                        (id - 3, Edit::Replace(plant("again", None))),
+                        (id - 2, Edit::Delete),
                     ];
                     writer.apply(&changes).expect("a batch commits");
                     batches.fetch_add(1, Ordering::Relaxed);

@@ -197,7 +197,7 @@ fn idle_connections_after_a_large_page_give_their_buffers_back() {
 /// for 320 MB of live data).
 #[test]
 fn compaction_needs_little_memory_beyond_the_store() {
-    use plantstore::model::{Capacity, Durability, NewPlant, Plant, SyncMode};
+    use plantstore::model::{Capacity, Durability, Edit, Plant, SyncMode};
     use plantstore::store::Store;
 
     // 24 MiB of live data in names of 1,200 bytes: the memory is the
@@ -219,7 +219,8 @@ fn compaction_needs_little_memory_beyond_the_store() {
                 name: name(0, id),
                 tag: None,
             };
-            store.create(NewPlant { id, plant }).unwrap();
+            let durable = store.change(id, Edit::Create(plant)).unwrap();
+            store.wait(durable).unwrap();
         }
         for round in 1..3 {
             for id in 0..PLANTS {
@@ -227,7 +228,8 @@ fn compaction_needs_little_memory_beyond_the_store() {
                     name: name(round, id),
                     tag: None,
                 };
-                store.replace(id, plant).unwrap();
+                let durable = store.change(id, Edit::Replace(plant)).unwrap();
+                store.wait(durable).unwrap();
             }
         }
         store.sync().unwrap();

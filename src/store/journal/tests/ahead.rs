@@ -11,7 +11,7 @@ use crate::model::{Capacity, Durability, SyncMode};
 use crate::os::temp::TempFile;
 use crate::store::journal::ahead::STEP;
 use crate::store::journal::*;
-use crate::store::test_support::{Journalled, new};
+use crate::store::test_support::{Journalled, Waited, new, plant};
 use crate::store::*;
 
 /// Where the records of the image `bytes` end.
@@ -91,12 +91,12 @@ fn torn_write(acknowledged: i64, torn: i64) -> (Vec<u8>, usize, usize) {
     }
     let start = records_end(&fs::read(&path.0).unwrap());
     let name = "a name long enough to spread the write over pages".repeat(3);
-    let mut last = None;
+    let mut last = Durable::Now;
     for id in 1000..1000 + torn {
-        last = Some(store.create_nowait(new(id, &name)).unwrap());
+        last = store.change(id, Edit::Create(plant(&name, None))).unwrap();
     }
     // One write: nothing else commits while these are pending.
-    store.wait(last.unwrap()).unwrap();
+    store.wait(last).unwrap();
     drop(store);
     let bytes = fs::read(&path.0).unwrap();
     let end = records_end(&bytes);

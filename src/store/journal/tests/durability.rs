@@ -11,7 +11,7 @@ use crate::model::SyncMode;
 use crate::os::temp::TempFile;
 use crate::store::journal::compact_path;
 use crate::store::journal::*;
-use crate::store::test_support::{Journalled, contents, new, plant};
+use crate::store::test_support::{Journalled, Waited, contents, new, plant};
 use crate::store::*;
 
 #[test]
@@ -445,9 +445,11 @@ fn queued_creates_are_written_at_the_next_wait_in_either_sync_mode() {
         {
             let (store, _) = Store::open(Capacity::plants(100), &durability).unwrap();
             let empty = fs::metadata(&path.0).unwrap().len();
-            let mut last = None;
+            let mut last = Durable::Now;
             for id in 0..10 {
-                last = Some(store.create_nowait(new(id, "queued")).unwrap());
+                last = store
+                    .change(id, Edit::Create(plant("queued", None)))
+                    .unwrap();
             }
             assert_eq!(store.len(), 10, "{sync:?}: applied at once");
             assert_eq!(
@@ -456,10 +458,12 @@ fn queued_creates_are_written_at_the_next_wait_in_either_sync_mode() {
                 "{sync:?}: nothing written before the wait"
             );
             assert_eq!(
-                store.create_nowait(new(3, "again")).unwrap_err(),
+                store
+                    .change(3, Edit::Create(plant("again", None)))
+                    .unwrap_err(),
                 Refusal::Exists(3)
             );
-            store.wait(last.unwrap()).unwrap();
+            store.wait(last).unwrap();
             assert!(fs::metadata(&path.0).unwrap().len() > empty);
         }
         let (store, recovery) = Store::open(Capacity::plants(100), &durability).unwrap();

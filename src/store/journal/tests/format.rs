@@ -9,7 +9,7 @@ use std::fs;
 use super::oracle::{self, MAGIC_V4, Rules, planted, record};
 use crate::os::temp::TempFile;
 use crate::store::journal::*;
-use crate::store::test_support::{Journalled, contents, new, plant};
+use crate::store::test_support::{Journalled, Waited, contents, new, plant};
 use crate::store::*;
 
 /// The salt in a version-4 file's header.
