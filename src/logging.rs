@@ -109,7 +109,7 @@ fn ours(target: &str) -> bool {
 /// and, as `Display`, the text message (`GET /plants 200 10us 151B
 /// 127.0.0.1:58192`). Never headers, query strings or bodies.
 #[derive(Debug, Clone, Copy)]
-pub struct Access<'a> {
+pub struct AccessLine<'a> {
     /// The method, or `-` when the head was refused.
     pub method: &'a str,
     /// The target's path as received (not percent-decoded), or `-`.
@@ -125,9 +125,9 @@ pub struct Access<'a> {
     pub peer: SocketAddr,
 }
 
-impl fmt::Display for Access<'_> {
+impl fmt::Display for AccessLine<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Access {
+        let AccessLine {
             method,
             path,
             status,
@@ -145,7 +145,7 @@ impl fmt::Display for Access<'_> {
 /// Logs an access line (target `access`, level info) if that is enabled.
 /// Under this module's logger, a JSON line carries the fields; under any
 /// other, it is an ordinary record.
-pub fn access(access: &Access<'_>) {
+pub fn access(access: &AccessLine<'_>) {
     if !log::log_enabled!(target: "access", Level::Info) {
         return;
     }
@@ -205,7 +205,7 @@ pub fn write_line(
     format: Format,
     now: SystemTime,
     record: &Record<'_>,
-    access: Option<&Access<'_>>,
+    access: Option<&AccessLine<'_>>,
 ) {
     // Writing to a Vec fails only when a `Display` does; what it wrote
     // so far stays, and the line is still ended.
@@ -240,7 +240,7 @@ pub fn write_line(
 }
 
 /// Appends the access fields to a JSON object.
-fn fields(line: &mut Vec<u8>, a: &Access<'_>) {
+fn fields(line: &mut Vec<u8>, a: &AccessLine<'_>) {
     let mut number = itoa::Buffer::new();
     line.extend_from_slice(br#","method":""#);
     let _ = Json(line).write_str(a.method);
@@ -358,7 +358,12 @@ mod tests {
         UNIX_EPOCH + Duration::from_millis(secs * 1000 + millis)
     }
 
-    fn line(format: Format, now: SystemTime, message: &str, access: Option<&Access<'_>>) -> String {
+    fn line(
+        format: Format,
+        now: SystemTime,
+        message: &str,
+        access: Option<&AccessLine<'_>>,
+    ) -> String {
         let mut line = Vec::new();
         let args = format_args!("{message}");
         let record = Record::builder()
@@ -461,7 +466,7 @@ mod tests {
 
     #[test]
     fn json_access_lines_carry_the_fields_with_the_path_escaped() {
-        let access = Access {
+        let access = AccessLine {
             method: "GET",
             path: "/a\u{85}\"\\",
             status: 404,

@@ -22,7 +22,7 @@ impl<S> MakeTlsConnect<S> for Rustls
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    type Stream = Stream<S>;
+    type Stream = Encrypted<S>;
     type TlsConnect = Connect;
     type Error = io::Error;
 
@@ -46,22 +46,22 @@ impl<S> TlsConnect<S> for Connect
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    type Stream = Stream<S>;
+    type Stream = Encrypted<S>;
     type Error = io::Error;
-    type Future = Pin<Box<dyn Future<Output = io::Result<Stream<S>>> + Send>>;
+    type Future = Pin<Box<dyn Future<Output = io::Result<Encrypted<S>>> + Send>>;
 
     fn connect(self, stream: S) -> Self::Future {
         Box::pin(async move {
             let connector = tokio_rustls::TlsConnector::from(self.config);
-            Ok(Stream(connector.connect(self.name, stream).await?))
+            Ok(Encrypted(connector.connect(self.name, stream).await?))
         })
     }
 }
 
 /// A TLS connection to the database.
-pub struct Stream<S>(tokio_rustls::client::TlsStream<S>);
+pub struct Encrypted<S>(tokio_rustls::client::TlsStream<S>);
 
-impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Stream<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Encrypted<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -71,7 +71,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Stream<S> {
     }
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Stream<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Encrypted<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -89,7 +89,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Stream<S> {
     }
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream for Stream<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream for Encrypted<S> {
     fn channel_binding(&self) -> ChannelBinding {
         ChannelBinding::none()
     }

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use log::log_enabled;
 
-use crate::logging::{self, Access};
+use crate::logging::{self, AccessLine};
 
 /// Logs the line of an answer queued now: method, the target's path,
 /// status, time since `started`, bytes queued, peer.
@@ -30,7 +30,7 @@ pub(super) fn log(
     // Checked first so that a server with access lines off does not read
     // the clock for them.
     if log_enabled!(target: "access", log::Level::Info) {
-        logging::access(&Access {
+        logging::access(&AccessLine {
             method,
             path: without_query(target),
             status,
@@ -44,7 +44,7 @@ pub(super) fn log(
 /// Logs the 503 sent to a connection over the cap, as it is accepted: no
 /// request was read, so no time is counted.
 pub(super) fn log_rejected(bytes: usize, peer: SocketAddr) {
-    logging::access(&Access {
+    logging::access(&AccessLine {
         method: "-",
         path: "-",
         status: 503,

@@ -72,7 +72,7 @@ impl Plants {
             // Resets share one line of the scan thread's queue, and are
             // never skipped: a reset whose client left is done all the same.
             Kept::Memory { store, scans, .. } => {
-                scans.later(store, RESETS, scan::Kind::Reset, move |store| {
+                scans.later(store, RESETS, scan::Purpose::Reset, move |store| {
                     store.reset(&plants).map(|()| plants.len())
                 })
             }

@@ -57,7 +57,7 @@ trait Work: Send {
 
 /// What a job is to the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum Purpose {
     /// A page: not run once no one waits for its answer.
     Search,
     /// A reset: done once asked, whether or not anyone waits.
@@ -68,7 +68,7 @@ pub enum Kind {
 struct Task<T, W> {
     reply: Box<dyn Reply<T>>,
     work: W,
-    kind: Kind,
+    purpose: Purpose,
 }
 
 impl<T, W> Work for Task<T, W>
@@ -77,7 +77,7 @@ where
     W: FnOnce(&Store) -> Result<T, NotDone> + Send + 'static,
 {
     fn run(self: Box<Self>, store: &Store) {
-        if self.kind == Kind::Search && !self.reply.wanted() {
+        if self.purpose == Purpose::Search && !self.reply.wanted() {
             return self.refuse(Unavailable::Gone);
         }
         let Task { reply, work, .. } = *self;
@@ -85,8 +85,8 @@ where
     }
 
     fn refuse(self: Box<Self>, why: Unavailable) {
-        let why = match (self.kind, why) {
-            (Kind::Reset, Unavailable::Searches) => Unavailable::Reset(RESETS_FULL),
+        let why = match (self.purpose, why) {
+            (Purpose::Reset, Unavailable::Searches) => Unavailable::Reset(RESETS_FULL),
             (_, why) => why,
         };
         self.reply.answer(Err(NotDone::Unavailable(why)));
@@ -198,7 +198,7 @@ impl Scans {
         budget: Budget,
     ) -> Outcome<Page> {
         let work = move |store: &Store| Ok(store.query(&query, budget));
-        self.later(store, asker, Kind::Search, work)
+        self.later(store, asker, Purpose::Search, work)
     }
 
     /// `work` done later, on the scan thread, in `asker`'s line, its
@@ -208,7 +208,7 @@ impl Scans {
         &self,
         store: &Arc<Store>,
         asker: Asker,
-        kind: Kind,
+        purpose: Purpose,
         work: impl FnOnce(&Store) -> Result<T, NotDone> + Send + 'static,
     ) -> Outcome<T> {
         {
@@ -229,7 +229,11 @@ impl Scans {
         }
         let queue = Arc::clone(&self.queue);
         Outcome::Pending(Pending::new(move |reply: Box<dyn Reply<T>>| {
-            let task = Task { reply, work, kind };
+            let task = Task {
+                reply,
+                work,
+                purpose,
+            };
             let admitted = lock(&queue.jobs).admit(asker, Box::new(task));
             match admitted {
                 Ok(evicted) => {

@@ -25,7 +25,7 @@ mod read;
 #[cfg(test)]
 mod tests;
 
-pub use read::Position;
+pub use read::Place;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -44,7 +44,7 @@ pub struct SeedError {
     /// The seed file, as given.
     pub path: PathBuf,
     /// The record or text at fault; `None` for the file as a whole.
-    pub at: Option<Position>,
+    pub at: Option<Place>,
     /// What is wrong.
     pub fault: Fault,
     /// Whether the journal may hold part of the seed.
@@ -71,7 +71,7 @@ pub enum Fault {
         /// The id.
         id: i64,
         /// The earlier record.
-        first: Option<Position>,
+        first: Option<Place>,
     },
     /// More plants than `--max-plants`.
     TooMany(usize),
@@ -258,7 +258,7 @@ fn located(path: &Path, failure: Failure, limits: TextLimits) -> SeedError {
 }
 
 /// Where the first record with this id is.
-fn first_of(path: &Path, id: i64, limits: TextLimits) -> Option<Position> {
+fn first_of(path: &Path, id: i64, limits: TextLimits) -> Option<Place> {
     // Stopping at it with a fault hands back its position.
     let stop = |_, plant: NewPlant| match plant.id == id {
         true => Err(Fault::Duplicate { id, first: None }),

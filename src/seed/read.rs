@@ -35,7 +35,7 @@ use array::{Broken, Cursor, Element, Elements, is_space};
 
 /// Where a record is in a seed file, or where its text broke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Position {
+pub enum Place {
     /// NDJSON: the record's line.
     Line(u64),
     /// A JSON array: the record's number and where it starts.
@@ -56,16 +56,16 @@ pub enum Position {
     },
 }
 
-impl fmt::Display for Position {
+impl fmt::Display for Place {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Position::Line(line) => write!(f, "line {line}"),
-            Position::Record {
+            Place::Line(line) => write!(f, "line {line}"),
+            Place::Record {
                 number,
                 line,
                 column,
             } => write!(f, "record {number} (line {line}, column {column})"),
-            Position::Text { line, column } => write!(f, "line {line}, column {column}"),
+            Place::Text { line, column } => write!(f, "line {line}, column {column}"),
         }
     }
 }
@@ -75,13 +75,13 @@ impl fmt::Display for Position {
 #[derive(Debug)]
 pub struct Failure {
     /// The record or text at fault; `None` for the file as a whole.
-    pub at: Option<Position>,
+    pub at: Option<Place>,
     /// What is wrong.
     pub fault: Fault,
 }
 
 impl Failure {
-    fn at(at: Position, fault: Fault) -> Failure {
+    fn at(at: Place, fault: Fault) -> Failure {
         Failure {
             at: Some(at),
             fault,
@@ -130,7 +130,7 @@ const BOM: &[u8] = b"\xef\xbb\xbf";
 pub fn read(
     path: &Path,
     limits: TextLimits,
-    mut each: impl FnMut(Position, NewPlant) -> Result<(), Fault>,
+    mut each: impl FnMut(Place, NewPlant) -> Result<(), Fault>,
 ) -> Result<u64, Failure> {
     // A FIFO would block the open until written to, and could not be read
     // twice; a directory would fail later, less clearly: refused, also when
@@ -172,7 +172,7 @@ fn starts_with_bracket(reader: &mut impl BufRead) -> io::Result<Option<bool>> {
 fn read_lines(
     mut reader: impl BufRead,
     limits: TextLimits,
-    each: &mut impl FnMut(Position, NewPlant) -> Result<(), Fault>,
+    each: &mut impl FnMut(Place, NewPlant) -> Result<(), Fault>,
 ) -> Result<u64, Failure> {
     let most = max_record(limits);
     let mut line = Vec::new();
@@ -180,7 +180,7 @@ fn read_lines(
     loop {
         line.clear();
         number += 1;
-        let at = Position::Line(number);
+        let at = Place::Line(number);
         // One byte past the limit tells a line at the limit from a longer
         // one.
         let read = (&mut reader)
@@ -210,7 +210,7 @@ fn read_lines(
 fn read_array(
     reader: impl BufRead,
     limits: TextLimits,
-    each: &mut dyn FnMut(Position, NewPlant) -> Result<(), Fault>,
+    each: &mut dyn FnMut(Place, NewPlant) -> Result<(), Fault>,
 ) -> Result<u64, Failure> {
     let most = max_record(limits);
     let mut elements = Elements::open(reader, most).map_err(|e| broken(e, most))?;
@@ -221,7 +221,7 @@ fn read_array(
             start,
             text,
         } = element;
-        let at = Position::Record {
+        let at = Place::Record {
             number,
             line: start.line,
             column: start.column,
@@ -238,7 +238,7 @@ fn broken(e: Broken, most: usize) -> Failure {
     match e {
         Broken::Io(e) => Failure::from(e),
         Broken::TooLong { number, start } => Failure::at(
-            Position::Record {
+            Place::Record {
                 number,
                 line: start.line,
                 column: start.column,
@@ -251,8 +251,8 @@ fn broken(e: Broken, most: usize) -> Failure {
     }
 }
 
-fn text_at(at: Cursor) -> Position {
-    Position::Text {
+fn text_at(at: Cursor) -> Place {
+    Place::Text {
         line: at.line,
         column: at.column,
     }
@@ -261,7 +261,7 @@ fn text_at(at: Cursor) -> Position {
 /// The failure for a record that `NewPlant::parse` refused: for broken
 /// JSON, where in the file it breaks (the parser counts from the record's
 /// first byte); for anything else, the record.
-fn refused(record: &[u8], start: Cursor, at: Position, e: InvalidBody) -> Failure {
+fn refused(record: &[u8], start: Cursor, at: Place, e: InvalidBody) -> Failure {
     let InvalidBody::Syntax(detail) = &e else {
         return Failure::at(at, Fault::Invalid(e));
     };

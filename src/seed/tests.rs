@@ -9,7 +9,7 @@ use crate::os::temp::TempFile;
 const LIMITS: TextLimits = TextLimits { name: 256, tag: 64 };
 
 /// Every record of `contents` with its position, or the failure.
-fn records(contents: &[u8]) -> Result<Vec<(Position, NewPlant)>, Failure> {
+fn records(contents: &[u8]) -> Result<Vec<(Place, NewPlant)>, Failure> {
     let file = TempFile::with("read", contents);
     let mut seen = Vec::new();
     let count = read(&file.0, LIMITS, |at, plant| {
@@ -20,19 +20,19 @@ fn records(contents: &[u8]) -> Result<Vec<(Position, NewPlant)>, Failure> {
     Ok(seen)
 }
 
-fn positions(contents: &[u8]) -> Vec<(Position, i64)> {
+fn positions(contents: &[u8]) -> Vec<(Place, i64)> {
     let seen = records(contents).unwrap_or_else(|e| panic!("{e:?}"));
     seen.into_iter().map(|(at, p)| (at, p.id)).collect()
 }
 
 /// The failure's position and message.
-fn failure(contents: &[u8]) -> (Option<Position>, String) {
+fn failure(contents: &[u8]) -> (Option<Place>, String) {
     let e = records(contents).expect_err("refused");
     (e.at, e.fault.to_string())
 }
 
-fn record(number: u64, line: u64, column: u64) -> Position {
-    Position::Record {
+fn record(number: u64, line: u64, column: u64) -> Place {
+    Place::Record {
         number,
         line,
         column,
@@ -66,9 +66,9 @@ fn ndjson_gives_each_record_with_its_line() {
     assert_eq!(
         positions(text),
         [
-            (Position::Line(1), 1),
-            (Position::Line(4), 2),
-            (Position::Line(5), 3)
+            (Place::Line(1), 1),
+            (Place::Line(4), 2),
+            (Place::Line(5), 3)
         ]
     );
 }
@@ -78,14 +78,14 @@ fn a_byte_order_mark_is_skipped_in_both_formats() {
     let ndjson = b"\xef\xbb\xbf{\"id\":1,\"name\":\"a\"}\n{\"id\":2,\"name\":\"b\"}\n";
     assert_eq!(
         positions(ndjson),
-        [(Position::Line(1), 1), (Position::Line(2), 2)]
+        [(Place::Line(1), 1), (Place::Line(2), 2)]
     );
     let array = b"\xef\xbb\xbf\n [{\"id\":1,\"name\":\"a\"}]";
     assert_eq!(positions(array), [(record(1, 2, 3), 1)]);
     // Only at the start: elsewhere it is not JSON.
     let (at, message) =
         failure(b"{\"id\":1,\"name\":\"a\"}\n\xef\xbb\xbf{\"id\":2,\"name\":\"b\"}");
-    assert_eq!(at, Some(Position::Line(2)), "{message}");
+    assert_eq!(at, Some(Place::Line(2)), "{message}");
 }
 
 #[test]
@@ -108,10 +108,10 @@ fn a_record_the_api_would_refuse_is_named_with_the_reason() {
         "{{\"id\":1,\"name\":\"a\"}}\n{{\"id\":2,\"name\":\"{}\"}}\n",
         "n".repeat(257)
     );
-    let cases: [(&[u8], Position, &str); 9] = [
+    let cases: [(&[u8], Place, &str); 9] = [
         (
             long.as_bytes(),
-            Position::Line(2),
+            Place::Line(2),
             "name: longer than 256 characters (--max-name)",
         ),
         (
@@ -121,7 +121,7 @@ fn a_record_the_api_would_refuse_is_named_with_the_reason() {
         ),
         (
             b"{\"name\":\"a\"}",
-            Position::Line(1),
+            Place::Line(1),
             "id: missing",
         ),
         (
@@ -135,15 +135,15 @@ fn a_record_the_api_would_refuse_is_named_with_the_reason() {
             "id: must be an int64 integer",
         ),
         (b"[[1]]", record(1, 1, 2), "not a JSON object"),
-        (b"7\n", Position::Line(1), "not a JSON object"),
+        (b"7\n", Place::Line(1), "not a JSON object"),
         (
             b"{\"id\":1,\"name\":\"a\",\"name\":\"b\"}",
-            Position::Line(1),
+            Place::Line(1),
             "duplicate key \"name\"",
         ),
         (
             b"\n{\"id\":1,\"name\":\"a\"} {\"id\":2,\"name\":\"b\"}",
-            Position::Line(2),
+            Place::Line(2),
             "not valid JSON: trailing characters at column 21",
         ),
     ];
@@ -192,7 +192,7 @@ fn broken_array_text_is_named_where_it_breaks() {
         let (at, got) = failure(text);
         assert_eq!(
             at,
-            Some(Position::Text { line, column }),
+            Some(Place::Text { line, column }),
             "{}: {got}",
             String::from_utf8_lossy(text)
         );
@@ -231,7 +231,7 @@ fn a_record_that_is_not_json_is_named_where_it_breaks_in_the_file() {
         assert_eq!(
             failure(text),
             (
-                Some(Position::Text { line, column }),
+                Some(Place::Text { line, column }),
                 format!("not valid JSON: {message}")
             ),
             "{}",
@@ -268,7 +268,7 @@ fn records_before_a_missing_bracket_or_trailing_text_are_read_first() {
         .unwrap_err();
         assert_eq!(seen, [1, 2]);
         let (line, column) = at;
-        assert_eq!(e.at, Some(Position::Text { line, column }));
+        assert_eq!(e.at, Some(Place::Text { line, column }));
         assert!(e.fault.to_string().contains(reason), "{}", e.fault);
     }
 }
@@ -291,7 +291,7 @@ fn a_record_past_the_length_bound_is_refused_without_being_read_whole() {
     assert_eq!(
         failure(over.as_bytes()),
         (
-            Some(Position::Line(2)),
+            Some(Place::Line(2)),
             format!("record longer than {most} bytes")
         )
     );
