@@ -3,7 +3,10 @@
 module of src/ may import which, held against the source text (no build;
 the reading itself is in layers_rust.py).
 
-    scripts/check/check-layers.py [--files]
+    scripts/check/check-layers.py [--files] [--src DIR] [--doc FILE]
+
+(--src and --doc read another tree's sources and table: how
+check-layers.sh shows the check failing on a planted defect.)
 
 Fails (exit 1), naming the file and line of every reference involved, on:
   - an import between top-level modules that the table does not allow
@@ -29,7 +32,13 @@ Fails (exit 1), naming the file and line of every reference involved, on:
   - a `use` that names the crate root or an ancestor module under another
     name (`use crate as c;`), after which paths could not be read;
   - a path (`src/...`, `scripts/...`, `docs/...`, `http/conn.rs`) or a
-    module path (`api::App`) cited in ARCHITECTURE.md that does not exist.
+    module path (`api::App`) cited in ARCHITECTURE.md that does not exist;
+  - a type name (struct, enum, trait, union, type alias; `pub` or
+    `pub(crate)`, outside test code) declared in two top-level modules,
+    unless ARCHITECTURE.md's table of shared type names (header
+    `| type name |`) has a row for it, and a row of that table that no
+    two modules' names use. One name, one type: a reader meeting it need
+    not check which module's it is.
 Not seen: `#[path]`, paths built by macros, method calls into another
 file's `impl`, and names a glob `use` (`use x::*`) brings in outside
 test code (there is none; write the names).
@@ -50,8 +59,10 @@ TEMPORARY = "may also import, until"
 
 
 def read_sources():
-    """Every top-level module's files scanned: [(top, path, lines, refs)]
-    and the module paths that are files (module path -> file)."""
+    """Every top-level module's files scanned: [(top, path, lines, refs)],
+    the module paths that are files (module path -> file), the names the
+    `use` declarations bind, and the type names each module declares for
+    others ({name: [(top, path, line, kind)]})."""
     tops = rust.modules()
     files = [(top, path, mp) for top in tops for path, mp in rust.files_of(top)]
     owner = {mp: path for _, path, mp in files}
@@ -68,7 +79,11 @@ def read_sources():
             scanned.append((top, path, mp, lines, refs))
             for scope, names in binds.items():
                 bindings.setdefault(scope, {}).update(names)
-    return tops, scanned, owner, bindings
+    declared = {}
+    for top, path, mp in files:
+        for name, kind, line in rust.types(path, mp, test_paths):
+            declared.setdefault(name, []).append((top, path, line, kind))
+    return tops, scanned, owner, bindings, declared
 
 
 def resolve(target, owner, bindings, depth=0):
@@ -220,6 +235,48 @@ def read_table(text):
     return allowed, rows
 
 
+def read_shared_names(text):
+    """The type names the table headed `| type name |` lets several
+    modules declare: {name: line}."""
+    shared, inside = {}, False
+    for no, line in enumerate(text.split("\n"), 1):
+        if not line.startswith("|"):
+            inside = False
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0].lower() == "type name":
+            inside = True
+        elif inside and not set(cells[0]) <= set("-: "):
+            m = re.fullmatch(r"`([A-Za-z_][A-Za-z0-9_]*)`", cells[0])
+            if m:
+                shared[m.group(1)] = no
+    return shared
+
+
+def check_names(declared, shared, err):
+    """Each type name declared in two top-level modules listed in the
+    table of shared names, each row of it used; the failures."""
+    bad = 0
+    twice = {name: places for name, places in declared.items()
+             if len({top for top, _, _, _ in places}) > 1}
+    for name in sorted(twice):
+        if name in shared:
+            continue
+        tops = sorted({top for top, _, _, _ in twice[name]})
+        print(f"type name `{name}` declared in {len(tops)} modules ({', '.join(tops)}): "
+              f"rename one, or give it a row in {ARCH}'s table of shared type names:",
+              file=err)
+        for _, path, line, kind in twice[name]:
+            print(f"    {path}:{line}: {kind} {name}", file=err)
+        bad += 1
+    for name, no in sorted(shared.items()):
+        if name not in twice:
+            print(f"{ARCH}:{no}: the table of shared type names lists `{name}`, which no "
+                  "two modules declare: drop its row", file=err)
+            bad += 1
+    return bad
+
+
 def check_table(tops, edges, allowed, rows, err):
     """Each edge allowed by the table, each row used; the failures."""
     bad = 0
@@ -289,15 +346,25 @@ def report_cycles(kind, found, pairs, err):
 
 
 def main():
+    global ARCH
     args = sys.argv[1:]
     if args in (["-h"], ["--help"]):
         print(__doc__.strip())
         sys.exit(0)
-    if args not in ([], ["--files"]):
-        print("usage: scripts/check/check-layers.py [--files]", file=sys.stderr)
-        sys.exit(2)
+    usage = "usage: scripts/check/check-layers.py [--files] [--src DIR] [--doc FILE]"
+    files, given = "--files" in args, [a for a in args if a != "--files"]
+    while given:
+        if len(given) < 2 or given[0] not in ("--src", "--doc"):
+            print(usage, file=sys.stderr)
+            sys.exit(2)
+        flag, value = given[0], os.path.abspath(given[1])
+        if flag == "--src":
+            rust.SRC = value
+        else:
+            ARCH = value
+        given = given[2:]
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-    tops, scanned, owner, bindings = read_sources()
+    tops, scanned, owner, bindings, declared = read_sources()
     edges, file_edges, roots, relays = graphs(tops, scanned, owner, bindings)
     err = sys.stderr
     with open(ARCH, encoding="utf-8") as f:
@@ -315,7 +382,7 @@ def main():
     if temporary:
         print("Imports allowed by the table's temporary rows: "
               + ", ".join(f"{a} -> {b}" for a, b in temporary))
-    if "--files" in args:
+    if files:
         for top in tops:
             pairs = file_edges[top]
             if pairs:
@@ -341,12 +408,14 @@ def main():
         print(f"    {w}", file=err)
         bad += 1
     bad += aliases(scanned, err)
+    bad += check_names(declared, read_shared_names(text), err)
     bad += doc.check(text, tops, owner, bindings, err)
     if bad:
         print(f"check-layers: {bad} failure(s)", file=err)
         sys.exit(1)
     print("check-layers: every import is in the table; no cycle between modules or between "
-          "the files of one; every path ARCHITECTURE.md cites exists")
+          "the files of one; every path ARCHITECTURE.md cites exists; no type name declared "
+          "in two modules but those it lists")
 
 
 main()

@@ -376,3 +376,70 @@ def scan(path, modpath, module_set, test_paths):
     names = {name: target for _, name, target in exported}
     refs.extend(Ref(names[t], line, test) for t, line, test in idents if t in names)
     return raw.split("\n"), refs, bindings
+
+
+TYPE_KINDS = ("struct", "enum", "trait", "union", "type")
+
+
+def crate_visible(toks, i):
+    """Whether the item at toks[i] is declared `pub` or `pub(crate)`: a
+    name another module may import (`pub(super)`, `pub(in ...)` and
+    private items stay within their module)."""
+    j = i - 1
+    while j >= 0 and toks[j][0] == "unsafe":
+        j -= 1
+    if j >= 0 and toks[j][0] == "pub":
+        return True
+    return j >= 3 and toks[j][0] == ")" and toks[j - 1][0] == "crate" \
+        and toks[j - 2][0] == "(" and toks[j - 3][0] == "pub"
+
+
+def types(path, modpath, test_paths):
+    """The type names (struct, enum, trait, union, type alias) a file
+    declares at module level for other modules to use: `pub` or
+    `pub(crate)`, outside test code; [(name, kind, line)]. Associated
+    types and items inside functions are not module-level."""
+    with open(path, encoding="utf-8") as f:
+        toks = tokens(blank(f.read()))
+    n = len(toks)
+    test = any(tuple(modpath[:len(p)]) == p for p in test_paths)
+    found = []
+    stack = []  # one entry per open bracket: whether it is a module's body
+    test_until = []  # depths at which a test-only item ends
+    i = 0
+    while i < n:
+        t, line = toks[i]
+        if t == "#" and i + 1 < n and toks[i + 1][0] in ("[", "!"):
+            inner = toks[i + 1][0] == "!"
+            close, depth = i + 1 + inner, 0
+            while close < n:
+                depth += {"[": 1, "]": -1}.get(toks[close][0], 0)
+                if depth == 0:
+                    break
+                close += 1
+            if close < n and is_test_attr(toks, close):
+                if inner and not stack:
+                    test = True
+                else:
+                    test_until.append(len(stack))
+            i = close + 1
+            continue
+        if t == "mod" and i + 2 < n and toks[i + 2][0] == "{":
+            stack.append(True)
+            i += 3
+            continue
+        if t in TYPE_KINDS and i + 1 < n and IDENT.match(toks[i + 1][0]) \
+                and not toks[i + 1][0].startswith("$") and all(stack) \
+                and not test and not test_until and crate_visible(toks, i):
+            found.append((toks[i + 1][0], t, line))
+        if t in "([{":
+            stack.append(False)
+        elif t in ")]}":
+            if stack:
+                stack.pop()
+            if t == "}" and test_until and test_until[-1] == len(stack):
+                test_until.pop()
+        elif t == ";" and test_until and test_until[-1] == len(stack):
+            test_until.pop()
+        i += 1
+    return found
