@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use super::event::{self, Event, FOREIGN, LAGGING, OVERHEAD, TOO_FAR, UNREADABLE};
 use super::{HISTORY_BYTES, Hub, State, Subscriber};
 use crate::lock::lock;
-use crate::model::{ChangeLog, PlantChange};
+use crate::model::{ChangeLog, NotDone, PlantChange};
 
 /// Every event costs more than `OVERHEAD`, so more changes than this
 /// never fit the history.
@@ -196,7 +196,7 @@ impl Hub {
             return;
         };
         let (last, waker) = (Arc::clone(last), subscriber.waker.clone());
-        log.last(Box::new(move |answer| {
+        log.last(Box::new(move |answer: Result<u64, NotDone>| {
             *lock(&last) = answer.map_or(Asked::Failed, Asked::Last);
             waker.wake();
         }));
@@ -216,7 +216,7 @@ impl Hub {
     /// Puts what `read` brought before the history, newest first while it
     /// fits and if the history still starts right after it, then wakes the
     /// streams.
-    fn filled(&self, read: Read, changes: Option<Vec<PlantChange>>) {
+    fn filled(&self, read: Read, changes: Result<Vec<PlantChange>, NotDone>) {
         // Encoded before the lock is taken: writers do not wait for it.
         let mut events = Vec::new();
         let mut cost = 0;
@@ -242,11 +242,7 @@ impl Hub {
         let fills = &mut state.fills;
         fills.running = None;
         fills.finished = read.number;
-        fills.why = if changes.is_some() {
-            TOO_FAR
-        } else {
-            UNREADABLE
-        };
+        fills.why = if changes.is_ok() { TOO_FAR } else { UNREADABLE };
         state.due = true;
         self.due.notify_one();
     }

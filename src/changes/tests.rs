@@ -12,13 +12,13 @@ use super::resume::{MOST_READ_BACK, Start};
 use super::{Hub, Subscriber};
 use crate::http::{Fill, Stream, counting_waker};
 use crate::lock::lock;
-use crate::model::{ChangeKind, ChangeLog, LogAnswer, Plant, PlantChange};
+use crate::model::{ChangeKind, ChangeLog, NotDone, Plant, PlantChange, Reply, Unavailable};
 
 /// A read asked of the log, waiting for its answer.
-type Asked = (u64, u64, LogAnswer<Vec<PlantChange>>);
+type Asked = (u64, u64, Box<dyn Reply<Vec<PlantChange>>>);
 
 /// A change log holding `changes`, or failing every read. It answers a
-/// read when told to ([`Log::answer`]) and keeps what it was asked; it
+/// read when told to ([`Log::answer_reads`]) and keeps what it was asked; it
 /// answers its last number at once.
 struct Log {
     changes: Vec<PlantChange>,
@@ -28,27 +28,36 @@ struct Log {
 }
 
 impl Log {
+    /// What `made` makes, or (failing) why not.
+    fn answer<T>(&self, made: impl FnOnce() -> T) -> Result<T, NotDone> {
+        if self.failing {
+            Err(Unavailable::Down.into())
+        } else {
+            Ok(made())
+        }
+    }
+
     /// Answers the reads asked for so far.
-    fn answer(&self) {
+    fn answer_reads(&self) {
         let waiting = std::mem::take(&mut *lock(&self.waiting));
         for (after, upto, answer) in waiting {
             let held = self
                 .changes
                 .iter()
                 .filter(|c| c.seq > after && c.seq <= upto);
-            answer((!self.failing).then(|| held.cloned().collect()));
+            answer.answer(self.answer(|| held.cloned().collect()));
         }
     }
 }
 
 impl ChangeLog for Log {
-    fn read(&self, after: u64, upto: u64, _bytes: usize, answer: LogAnswer<Vec<PlantChange>>) {
+    fn read(&self, after: u64, upto: u64, _bytes: usize, answer: Box<dyn Reply<Vec<PlantChange>>>) {
         lock(&self.reads).push((after, upto));
         lock(&self.waiting).push((after, upto, answer));
     }
 
-    fn last(&self, answer: LogAnswer<u64>) {
-        answer((!self.failing).then(|| self.changes.last().map_or(0, |c| c.seq)));
+    fn last(&self, answer: Box<dyn Reply<u64>>) {
+        answer.answer(self.answer(|| self.changes.last().map_or(0, |c| c.seq)));
     }
 }
 
@@ -115,12 +124,12 @@ fn a_stream_from_before_the_history_is_filled_from_the_log_and_shares_the_read()
     assert_eq!(pull(&mut second), "", "waits for the same read");
     assert_eq!(pull(&mut older), "", "waits for that read to end");
     assert_eq!(*lock(&log.reads), [(2, 5)]);
-    log.answer();
+    log.answer_reads();
     assert_eq!(pull(&mut first), events(&[3, 4, 5]));
     assert_eq!(pull(&mut second), events(&[4, 5]));
     assert_eq!(pull(&mut older), "", "reads what it still lacks");
     assert_eq!(*lock(&log.reads), [(2, 5), (1, 2)]);
-    log.answer();
+    log.answer_reads();
     assert_eq!(pull(&mut older), events(&[2, 3, 4, 5]));
     hub.publish(&change(6));
     assert_eq!(pull(&mut first), events(&[6]));
@@ -132,7 +141,7 @@ fn a_read_that_cannot_reach_the_id_is_a_reset_from_the_last_event() {
     let (hub, log) = hub(3..=5, 5, false);
     let mut late = subscribe(&hub, "7-1");
     assert_eq!(pull(&mut late), "");
-    log.answer();
+    log.answer_reads();
     let reset = pull(&mut late);
     assert!(reset.starts_with("id: 7-5\nevent: reset\n"), "{reset}");
     assert!(reset.contains("too far behind"), "{reset}");
@@ -148,7 +157,7 @@ fn a_log_that_cannot_be_read_is_said_so() {
     let (hub, log) = hub(1..=5, 5, true);
     let mut behind = subscribe(&hub, "7-2");
     assert_eq!(pull(&mut behind), "");
-    log.answer();
+    log.answer_reads();
     assert!(pull(&mut behind).contains("the change log could not be read"));
     // Past the last event: said at once, not after the wait.
     let mut ahead = subscribe(&hub, "7-6");

@@ -1,7 +1,7 @@
 //! A change made to the plants, as reported after it is durable: what a
 //! change feed, a replica or an audit log needs to follow the store.
 
-use super::Plant;
+use super::{Plant, Reply};
 
 /// What happened to a plant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,22 +82,18 @@ pub type ChangeHook = Box<dyn Fn(&PlantChange) + Send + Sync>;
 /// The change log that every instance shares (the database's), for a
 /// change feed whose subscriber resumes from outside what the feed holds:
 /// an id older than its history, or newer than the last change it has
-/// been handed yet. Each call returns at once and is answered exactly
-/// once: mostly later, from another thread, but a refusal (the database
-/// is down, too busy) before the call returns, so the caller must not hold
-/// a lock that the answer takes.
+/// been handed yet. Each call returns at once and its reply is answered
+/// exactly once: mostly later, from another thread, but a refusal (the
+/// database is down, too busy) before the call returns, so the caller
+/// must not hold a lock that the answer takes.
 pub trait ChangeLog: Send + Sync {
     /// Reads the changes numbered `after + 1 ..= upto` from the newest
     /// down, stopping once their names and tags take more than `bytes`:
     /// answers those read, in ascending order and without gaps, ending at
     /// `upto` (fewer than asked for when the log no longer holds the older
-    /// ones, or they did not fit), or `None` when the log could not be
-    /// read.
-    fn read(&self, after: u64, upto: u64, bytes: usize, answer: LogAnswer<Vec<PlantChange>>);
+    /// ones, or they did not fit), or why the log could not be read.
+    fn read(&self, after: u64, upto: u64, bytes: usize, reply: Box<dyn Reply<Vec<PlantChange>>>);
     /// Answers the number of the last change in the log (every instance's),
-    /// or `None` when the log could not be read.
-    fn last(&self, answer: LogAnswer<u64>);
+    /// or why the log could not be read.
+    fn last(&self, reply: Box<dyn Reply<u64>>);
 }
-
-/// What a [`ChangeLog`] call is answered with.
-pub type LogAnswer<T> = Box<dyn FnOnce(Option<T>) + Send>;

@@ -32,7 +32,7 @@ mod search;
 mod settings;
 mod text;
 
-pub use change::{ChangeHook, ChangeKind, ChangeLog, Edit, LogAnswer, PlantChange};
+pub use change::{ChangeHook, ChangeKind, ChangeLog, Edit, PlantChange};
 pub use decimal::int64_text;
 pub use page::{Budget, CURSOR_NAME, NameBound, Order, Page, Position, Query, name_hash};
 pub use plural::plural;

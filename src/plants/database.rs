@@ -18,7 +18,7 @@ use super::{Piece, Wake};
 use crate::database::{self, Connection, DbError, InGeneration, JobSender};
 use crate::lock::lock;
 use crate::model::{Budget, Edit, NotDone, Page, Query, Refusal, Unavailable};
-use crate::model::{ChangeHook, ChangeLog, LogAnswer, Plant, PlantChange};
+use crate::model::{ChangeHook, ChangeLog, Plant, PlantChange, Reply};
 
 /// The database store as the door sees it.
 pub(super) struct Remote {
@@ -71,32 +71,35 @@ impl Announcer {
 pub(super) struct Log(pub(super) JobSender);
 
 impl ChangeLog for Log {
-    fn read(&self, after: u64, upto: u64, bytes: usize, answer: LogAnswer<Vec<PlantChange>>) {
+    fn read(&self, after: u64, upto: u64, bytes: usize, reply: Box<dyn Reply<Vec<PlantChange>>>) {
         let read = move |c: &mut Connection| c.changes_back(after, upto, bytes);
         self.0
-            .submit(read, move |read| answer(logged(read, "read")));
+            .submit(read, move |read| reply.answer(logged(read, "read")));
     }
 
-    fn last(&self, answer: LogAnswer<u64>) {
+    fn last(&self, reply: Box<dyn Reply<u64>>) {
         self.0.submit(Connection::log_last, move |last| {
-            answer(logged(last, "ask"))
+            reply.answer(logged(last, "ask"))
         });
     }
 }
 
 /// What a worker made of the change log, its failure logged.
-fn logged<T>(made: Result<Result<T, DbError>, database::JobFailure>, did: &str) -> Option<T> {
+fn logged<T>(
+    made: Result<Result<T, DbError>, database::JobFailure>,
+    did: &str,
+) -> Result<T, NotDone> {
     match made {
-        Ok(Ok(made)) => Some(made),
+        Ok(Ok(made)) => Ok(made),
         Ok(Err(e)) => {
             warn!("database: cannot {did} the change log for the change feed: {e}");
-            None
+            Err(Unavailable::Down.into())
         }
         // Busy, down or stopping: said already where it happens, and a
         // line for each stream that resumes meanwhile would flood the log.
         Err(why) => {
             log::debug!("database: cannot {did} the change log for the change feed: {why:?}");
-            None
+            Err(Unavailable::from(why).into())
         }
     }
 }
