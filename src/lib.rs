@@ -9,7 +9,8 @@
 //!   capacity, durability), [`metrics`] (the Prometheus writer,
 //!   histograms), [`os`], `lock` (the poisoned-lock policy), `percent`
 //!   (percent-escapes), [`logging`], `reach` (the host's addresses),
-//!   `assets` (the served files, packed);
+//!   `assets` (the served files, packed), [`outbound`] (the one outbound
+//!   HTTP/1.1 client, its TLS the caller's);
 //! - [`transport`] (the TLS seam: certificate files, a connection's TLS
 //!   state, the webhook client's; stand-ins that cannot be made in a
 //!   build without the `tls` feature), [`dbconfig`] (the
@@ -46,6 +47,7 @@ pub mod logging;
 pub mod metrics;
 pub mod model;
 pub mod os;
+pub mod outbound;
 mod percent;
 pub mod plants;
 mod reach;

@@ -13,6 +13,7 @@ use std::time::Instant;
 use mio::net::TcpStream;
 
 use super::{CaCert, Names, Read, TlsError, TlsFiles, Validity};
+use crate::outbound::{Handshake, Timed};
 
 /// What certificate files made: never, in this build.
 #[derive(Debug, Clone)]
@@ -121,9 +122,15 @@ impl Expiry {
 #[derive(Debug, Clone)]
 pub enum ClientTls {}
 
-impl ClientTls {
-    pub fn connect<S>(&self, _: &str, _: S) -> io::Result<ClientTls> {
+impl Handshake for ClientTls {
+    type Stream = ClientTls;
+
+    fn connect(&self, _: &str, _: Timed) -> io::Result<ClientTls> {
         match *self {}
+    }
+
+    fn socket(stream: &mut ClientTls) -> &mut Timed {
+        match *stream {}
     }
 }
 
