@@ -2,7 +2,8 @@
 //! that answers the way a hostile or broken server would (a head without
 //! end, a body without end, a TLS handshake or an answer dripped a byte
 //! at a time, an answer cut into tiny pieces). Test code only: what any
-//! client of ours must survive.
+//! client of ours must survive (the ACME client's tests serve TLS over
+//! them too).
 //!
 //! A server runs on a thread of its own and stops on its own: when its
 //! script ends, or when the client has gone (a write fails).

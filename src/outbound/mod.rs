@@ -1,6 +1,6 @@
 //! The one outbound HTTP/1.1 client: a request sent on a connection of
 //! its own (`Connection: close`), its answer read within bounds. The
-//! webhook sender sends through it, and an answer
+//! webhook sender and the ACME client send through it, and an answer
 //! streamed for as long as the server likes (server-sent events) is read
 //! through it an event at a time.
 //!

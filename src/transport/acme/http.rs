@@ -1,56 +1,40 @@
-//! The ACME client's HTTP: one blocking HTTP/1.1 exchange per request,
-//! over a std `TcpStream` and a rustls client connection verified against
-//! the system's CA certificates and `--acme-ca` (`trust.rs`), implementing
-//! the protocol library's `HttpClient`.
+//! The ACME client's HTTP: the protocol library's `HttpClient`, each
+//! request one exchange of the outbound client (`outbound/`), over TLS
+//! verified against the system's CA certificates and `--acme-ca`
+//! (`trust.rs`). Only `https://` URLs are followed.
 //!
 //! Why our own: the library's default is hyper on tokio, far heavier than
-//! the dozen requests an order makes. Every exchange is bounded: the
-//! connect, each read and write, and the whole exchange have timeouts
-//! ([`Limits`]; the whole exchange's is a deadline that every read and
-//! write of the socket, the TLS handshake's included, waits within), and
-//! the answer at most `answer::MAX_RESPONSE` bytes, read by `answer.rs` in
-//! time linear in its size however the server cuts it up. Only the name's
-//! lookup is not bounded here: it is the system resolver's, with its own
-//! timeouts. Each request says `Connection: close`; the answer ends at its
-//! `Content-Length`, its last chunk, or the server's close.
+//! the dozen requests an order makes. Every exchange is bounded
+//! ([`LIMITS`]: the connect, each read and write, the whole exchange, the
+//! answer's head and body); the answer is whole when the future is first
+//! polled, so the executor (`executor.rs`) never waits.
 
 use std::future::Future;
-use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use instant_acme::{BodyWrapper, BytesResponse, Error, HttpClient};
-use rustls::pki_types::ServerName;
 
-use super::answer::{Answer, Parsed};
+use super::super::ClientTls;
+use crate::outbound::{self, Bounds, Outgoing, Url};
 
-/// How long an exchange's steps may take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// How long a connection may take to open.
-    pub connect: Duration,
-    /// How long one read or write may wait.
-    pub io: Duration,
-    /// How long a whole exchange may take.
-    pub exchange: Duration,
-}
-
-/// The limits of every exchange with a CA.
-pub const LIMITS: Limits = Limits {
+/// The bounds of every exchange with a CA.
+pub const LIMITS: Bounds = Bounds {
     connect: Duration::from_secs(10),
     io: Duration::from_secs(20),
     exchange: Duration::from_secs(60),
+    head: 64 * 1024,
+    body: 1024 * 1024,
 };
 
 /// The client the protocol library sends its requests through.
 #[derive(Clone)]
 pub struct Client {
-    tls: Arc<rustls::ClientConfig>,
-    limits: Limits,
+    tls: ClientTls,
+    limits: Bounds,
 }
 
 impl Client {
@@ -61,15 +45,9 @@ impl Client {
 
     /// Verifies servers against `roots`, within `limits` (the tests'
     /// are short).
-    pub fn with_limits(roots: rustls::RootCertStore, limits: Limits) -> Result<Client, String> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-            .map_err(|e| e.to_string())?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+    pub fn with_limits(roots: rustls::RootCertStore, limits: Bounds) -> Result<Client, String> {
         Ok(Client {
-            tls: Arc::new(tls),
+            tls: ClientTls::new(roots)?,
             limits,
         })
     }
@@ -79,12 +57,11 @@ type Pending = Pin<Box<dyn Future<Output = Result<BytesResponse, Error>> + Send>
 
 impl HttpClient for Client {
     fn request(&self, request: http::Request<BodyWrapper<Bytes>>) -> Pending {
-        let tls = Arc::clone(&self.tls);
-        let limits = self.limits;
+        let client = self.clone();
         Box::pin(async move {
             let (parts, body) = request.into_parts();
             let body = bytes_of(body);
-            let answer = exchange(&tls, limits, &parts, &body)
+            let answer = exchange(&client, &parts, &body)
                 .map_err(|e| Error::Other(format!("{} {}: {e}", parts.method, parts.uri).into()))?;
             Ok(answer)
         })
@@ -105,57 +82,40 @@ fn bytes_of(mut body: BodyWrapper<Bytes>) -> Vec<u8> {
     out
 }
 
-/// Where a request goes.
-#[derive(Debug, PartialEq, Eq)]
-struct Target {
-    host: String,
-    port: u16,
-    /// The path and query, at least `/`.
-    path: String,
-}
-
 /// An `https://` URL taken apart; nothing else is spoken.
-fn target(uri: &http::Uri) -> io::Result<Target> {
-    let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidInput, why.to_string());
+fn target(uri: &http::Uri) -> io::Result<Url> {
+    let bad = |why: String| io::Error::new(io::ErrorKind::InvalidInput, why);
     if uri.scheme_str() != Some("https") {
-        return Err(bad("only https:// URLs are followed"));
+        return Err(bad("only https:// URLs are followed".into()));
     }
-    let host = uri.host().ok_or_else(|| bad("the URL has no host"))?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    Ok(Target {
-        host: host.to_string(),
-        port: uri.port_u16().unwrap_or(443),
-        path: if path.is_empty() { "/" } else { path }.to_string(),
-    })
+    Url::parse(&uri.to_string()).map_err(|why| bad(format!("the URL {why}")))
 }
 
 /// One request and its answer, on a connection of its own.
 fn exchange(
-    tls: &Arc<rustls::ClientConfig>,
-    limits: Limits,
+    client: &Client,
     parts: &http::request::Parts,
     body: &[u8],
 ) -> io::Result<BytesResponse> {
-    let deadline = Instant::now() + limits.exchange;
-    let target = target(&parts.uri)?;
-    let socket = connect(&target, limits, deadline)?;
-    let name = ServerName::try_from(target.host.clone())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "not a TLS server name"))?;
-    let socket = Bounded {
-        socket,
-        limits,
-        deadline,
+    let url = target(&parts.uri)?;
+    let mut fields = Vec::new();
+    for (name, value) in &parts.headers {
+        if matches!(name.as_str(), "host" | "content-length" | "connection") {
+            continue;
+        }
+        let value = value.to_str().map_err(|_| {
+            io::Error::new(io::ErrorKind::InvalidInput, "a header's value is not text")
+        })?;
+        fields.push((name.as_str(), value));
+    }
+    let request = Outgoing {
+        method: parts.method.as_str(),
+        fields: &fields,
+        body,
     };
-    let conn = rustls::ClientConnection::new(Arc::clone(tls), name).map_err(io::Error::other)?;
-    let mut stream = rustls::StreamOwned::new(conn, socket);
-    stream.write_all(&head(parts, &target, body.len()))?;
-    stream.write_all(body)?;
-    stream.flush()?;
-    let head_only = parts.method == http::Method::HEAD;
-    let (status, headers, body) = read_answer(&mut stream, head_only)?;
-    let mut answer = http::Response::builder().status(status);
-    for (name, value) in headers {
+    let fetched = outbound::open(&url, &request, Some(&client.tls), &client.limits)?.fetch()?;
+    let mut answer = http::Response::builder().status(fetched.status);
+    for (name, value) in fetched.fields {
         answer = answer.header(name, value);
     }
     let (parts, ()) = answer
@@ -164,150 +124,8 @@ fn exchange(
         .into_parts();
     Ok(BytesResponse {
         parts,
-        body: Box::new(Bytes::from(body)),
+        body: Box::new(Bytes::from(fetched.body)),
     })
-}
-
-/// A socket to `target`, opened by `deadline`.
-fn connect(target: &Target, limits: Limits, deadline: Instant) -> io::Result<TcpStream> {
-    let mut last = io::Error::new(io::ErrorKind::NotFound, "the host has no address");
-    for addr in (target.host.as_str(), target.port).to_socket_addrs()? {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(over(limits));
-        }
-        match TcpStream::connect_timeout(&addr, left.min(limits.connect)) {
-            Ok(socket) => {
-                socket.set_nodelay(true)?;
-                return Ok(socket);
-            }
-            Err(e) => last = e,
-        }
-    }
-    Err(last)
-}
-
-/// The socket of one exchange: a read or write waits at most
-/// `limits.io`, and never past the exchange's deadline, so that a server
-/// that drips a byte now and then, in the TLS handshake or in its answer,
-/// cannot stretch the exchange past `limits.exchange`.
-struct Bounded {
-    socket: TcpStream,
-    limits: Limits,
-    deadline: Instant,
-}
-
-impl Bounded {
-    /// How long the next read or write may wait; an error once the
-    /// deadline has passed.
-    fn wait(&self) -> io::Result<Duration> {
-        let left = self.deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(over(self.limits));
-        }
-        Ok(left.min(self.limits.io))
-    }
-
-    /// A wait that ended without a byte, in words.
-    fn timed_out(&self, e: io::Error) -> io::Error {
-        if !matches!(
-            e.kind(),
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-        ) {
-            e
-        } else if Instant::now() >= self.deadline {
-            over(self.limits)
-        } else {
-            let io = self.limits.io;
-            io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("the server was silent for {io:?}"),
-            )
-        }
-    }
-}
-
-/// The exchange's deadline has passed.
-fn over(limits: Limits) -> io::Error {
-    let exchange = limits.exchange;
-    io::Error::new(
-        io::ErrorKind::TimedOut,
-        format!("the exchange took over {exchange:?}"),
-    )
-}
-
-impl Read for Bounded {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.socket.set_read_timeout(Some(self.wait()?))?;
-        self.socket.read(buf).map_err(|e| self.timed_out(e))
-    }
-}
-
-impl Write for Bounded {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.socket.set_write_timeout(Some(self.wait()?))?;
-        self.socket.write(buf).map_err(|e| self.timed_out(e))
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.socket.flush()
-    }
-}
-
-/// The request's head: its line, `Host`, the library's headers, the
-/// body's length, `Connection: close`.
-fn head(parts: &http::request::Parts, target: &Target, body: usize) -> Vec<u8> {
-    let mut head = format!("{} {} HTTP/1.1\r\nHost: ", parts.method, target.path);
-    match (target.host.contains(':'), target.port) {
-        (true, 443) => head.push_str(&format!("[{}]", target.host)),
-        (true, port) => head.push_str(&format!("[{}]:{port}", target.host)),
-        (false, 443) => head.push_str(&target.host),
-        (false, port) => head.push_str(&format!("{}:{port}", target.host)),
-    }
-    head.push_str("\r\n");
-    let mut head = head.into_bytes();
-    for (name, value) in &parts.headers {
-        if matches!(name.as_str(), "host" | "content-length" | "connection") {
-            continue;
-        }
-        head.extend_from_slice(name.as_str().as_bytes());
-        head.extend_from_slice(b": ");
-        head.extend_from_slice(value.as_bytes());
-        head.extend_from_slice(b"\r\n");
-    }
-    if body > 0 || parts.method == http::Method::POST {
-        head.extend_from_slice(format!("Content-Length: {body}\r\n").as_bytes());
-    }
-    head.extend_from_slice(b"Connection: close\r\n\r\n");
-    head
-}
-
-/// Reads until the answer is whole, within the bounds (the deadline is
-/// the stream's).
-fn read_answer(stream: &mut impl Read, head_only: bool) -> io::Result<Parsed> {
-    let mut answer = Answer::new(head_only);
-    let mut chunk = [0u8; 16 * 1024];
-    loop {
-        let read = match stream.read(&mut chunk) {
-            Ok(n) => n,
-            // A server that closes without TLS's close_notify: the end of
-            // the answer, if its framing says it is whole.
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => 0,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        let whole = match read {
-            0 => answer.close().map(Some),
-            _ => answer.push(&chunk[..read]),
-        };
-        if let Some(parsed) = whole.map_err(invalid)? {
-            return Ok(parsed);
-        }
-    }
-}
-
-fn invalid(why: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, why)
 }
 
 #[cfg(test)]

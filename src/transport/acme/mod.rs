@@ -2,19 +2,18 @@
 //! from a CA such as Let's Encrypt, obtained and renewed by the `acme`
 //! thread while the server serves.
 //!
-//! The protocol is instant-acme's (on ring), over our own blocking HTTP
-//! client (`http.rs`), driven by a minimal executor (`executor.rs`) on the
-//! thread [`start`] spawns; `answer.rs` reads an answer's framing as it
-//! arrives. Files: `store.rs` (the state directory: the
-//! account, the certificate and its key, reused across restarts),
+//! The protocol is instant-acme's (on ring), over the outbound HTTP
+//! client (`http.rs` puts it under the library), driven by a minimal
+//! executor (`executor.rs`) on the thread [`start`] spawns. Files:
+//! `store.rs` (the state directory: the account, the certificate and its
+//! key, reused across restarts),
 //! `order.rs` (one order), `renew.rs` (when to order: at start only when
 //! what is kept is missing, for another name, or past two thirds of its
 //! life; then at two thirds; with a backoff from a minute to a day after a
 //! failure, the certificate in use kept), `challenge.rs` (the answers the
 //! listeners serve while an order is open); in tests, `hostile.rs` (bad
-//! servers on loopback that any client must survive).
+//! CAs on loopback, speaking TLS).
 
-mod answer;
 mod challenge;
 mod executor;
 #[cfg(test)]

@@ -85,8 +85,10 @@ fn a_pause_outlasts_a_wake_but_not_a_stop() {
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use super::super::http::{LIMITS, Limits};
+use super::super::http::LIMITS;
 use super::super::{Challenge, Challenges, StateDir, hostile, hostile_ca};
+use crate::outbound::Bounds;
+use crate::outbound::hostile::drip_handshake;
 
 const DOMAIN: &str = "plants.test";
 
@@ -217,11 +219,12 @@ fn a_certificate_not_valid_yet_from_the_ca_is_neither_served_nor_kept() {
 fn a_ca_that_drips_its_tls_handshake_fails_the_order_at_the_deadline() {
     // A byte every 200 ms for 8 s, within the 10 s a read may wait.
     let every = Duration::from_millis(200);
-    let base = hostile::serve(move |socket| hostile::drip_handshake(socket, every, 40));
-    let limits = Limits {
+    let base = hostile::serve(move |socket| drip_handshake(socket, every, 40));
+    let limits = Bounds {
         connect: Duration::from_secs(2),
         io: Duration::from_secs(10),
         exchange: Duration::from_millis(500),
+        ..LIMITS
     };
     let client = Client::with_limits(hostile::identity().roots, limits).unwrap();
     let path = temp_dir("drip");
