@@ -23,102 +23,36 @@
 //! is left after it is logged and counted as dropped. Announcing is the
 //! API's call (it announces a create once acknowledged); this module knows
 //! neither the API nor the store.
+//!
+//! Files, one job each: this one the sender (its threads, publishing,
+//! shutdown, its metrics); `target.rs` the URLs and how deliveries are
+//! made; `event.rs` the payload (an event's id and body); `queue.rs` each
+//! URL's bounded queue; `deliver.rs` the worker (attempts and retries,
+//! through the outbound client, `outbound/`); `sign.rs` the key and the
+//! signature.
 
-use std::collections::VecDeque;
+mod deliver;
+mod event;
+mod queue;
+mod sign;
+mod target;
+
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use crate::lock::{lock, read, wait, wait_timeout, write};
+use log::warn;
+
+use crate::lock::{lock, write};
 use crate::metrics::{Exposition, Kind};
-use crate::outbound::{self, Bounds, Outgoing, Url};
-use crate::transport::{self, ClientTls};
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD as BASE64;
-use hmac::{Hmac, Mac};
-use log::{info, warn};
-use sha2::Sha256;
+use event::{Announcement, id_prefix};
+use queue::Endpoint;
+use sign::Secret;
 
-/// A subscriber URL: `http://host[:port][/path]`, or `https://` (the HTTPS
-/// build only).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    /// The URL as given.
-    pub url: String,
-    at: Url,
-}
-
-impl Target {
-    /// Whether deliveries go over TLS (`https://`).
-    pub fn is_https(&self) -> bool {
-        self.at.https
-    }
-
-    /// Parses an `http://` (or `https://`) URL; the error says what is
-    /// wrong.
-    pub fn parse(url: &str) -> Result<Target, String> {
-        if url.starts_with("https://") && !transport::WITH_TLS {
-            return Err("is https, which this plain build cannot send".into());
-        }
-        Ok(Target {
-            url: url.to_string(),
-            at: Url::parse(url)?,
-        })
-    }
-}
-
-/// How deliveries are made.
-#[derive(Debug, Clone)]
-pub struct WebhookConfig {
-    /// Where to deliver.
-    pub targets: Vec<Target>,
-    /// HMAC key; `None` sends unsigned deliveries.
-    pub secret: Option<Vec<u8>>,
-    /// Events queued per URL, retries included.
-    pub queue: usize,
-    /// Time allowed per attempt.
-    pub timeout: Duration,
-    /// Wait before the first retry; doubled for each further one.
-    pub backoff: Duration,
-    /// Attempts per event and URL.
-    pub attempts: u32,
-    /// How https targets are verified (`--webhook-ca` and the system's CA
-    /// certificates); `None` when no target is https (always, in a build
-    /// without TLS).
-    pub tls: Option<ClientTls>,
-}
-
-impl WebhookConfig {
-    /// The defaults: 5 s per attempt, 5 attempts, retries after 1, 2, 4, 8 s.
-    pub fn new(targets: Vec<Target>, secret: Option<Vec<u8>>, queue: usize) -> WebhookConfig {
-        WebhookConfig {
-            targets,
-            secret,
-            queue,
-            timeout: Duration::from_secs(5),
-            backoff: Duration::from_secs(1),
-            attempts: 5,
-            tls: None,
-        }
-    }
-}
-
-/// Reads a `--webhook-secret-file`: `whsec_<base64>` or raw text.
-pub fn read_secret(text: &str) -> Result<Vec<u8>, String> {
-    let text = text.trim();
-    let key = match text.strip_prefix("whsec_") {
-        Some(encoded) => BASE64
-            .decode(encoded)
-            .map_err(|e| format!("whsec_ secret is not base64: {e}"))?,
-        None => text.as_bytes().to_vec(),
-    };
-    if key.is_empty() {
-        return Err("the secret is empty".into());
-    }
-    Ok(key)
-}
+pub use sign::{read_secret, sign};
+pub use target::{Target, WebhookConfig};
 
 /// Delivery outcomes, for `/metrics`.
 #[derive(Debug, Default)]
@@ -132,36 +66,6 @@ pub struct Counters {
     /// Events never attempted to the end: queue full, or shutdown.
     pub dropped: AtomicU64,
 }
-
-/// One event as announced: its id and JSON body (the same in every
-/// attempt).
-struct Announcement {
-    id: String,
-    body: Vec<u8>,
-}
-
-/// An attempt to deliver an announcement, due at `due`.
-struct Attempt {
-    event: Arc<Announcement>,
-    attempt: u32,
-    due: Instant,
-}
-
-struct Endpoint {
-    target: Target,
-    queue: Mutex<Outbox>,
-    changed: Condvar,
-}
-
-#[derive(Default)]
-struct Outbox {
-    pending: VecDeque<Attempt>,
-    /// Set by `shutdown`: deliver until then, drop what is left.
-    closing: Option<Instant>,
-}
-
-/// The signing key shared by the workers; `None` sends unsigned deliveries.
-type Secret = RwLock<Option<Arc<[u8]>>>;
 
 /// The webhook sender: queues and worker threads, one per URL.
 pub struct Webhooks {
@@ -193,11 +97,7 @@ impl Webhooks {
         let mut endpoints = Vec::new();
         let mut workers = Vec::new();
         for target in &config.targets {
-            let endpoint = Arc::new(Endpoint {
-                target: target.clone(),
-                queue: Mutex::default(),
-                changed: Condvar::new(),
-            });
+            let endpoint = Arc::new(Endpoint::new(target.clone()));
             let (e, c, k, s) = (
                 Arc::clone(&endpoint),
                 Arc::clone(&config),
@@ -208,7 +108,7 @@ impl Webhooks {
                 thread::Builder::new()
                     .name("webhook".into())
                     .stack_size(256 * 1024)
-                    .spawn(move || deliver(&e, &c, &k, &s))?,
+                    .spawn(move || deliver::deliver(&e, &c, &k, &s))?,
             );
             endpoints.push(endpoint);
         }
@@ -270,28 +170,13 @@ impl Webhooks {
             body,
         });
         for endpoint in &self.endpoints {
-            let mut queue = lock(&endpoint.queue);
-            if queue.closing.is_some() || queue.pending.len() >= self.config.queue {
-                let why = if queue.closing.is_some() {
-                    "shutting down"
-                } else {
-                    "queue full"
-                };
-                drop(queue);
+            if let Err(why) = endpoint.offer(&event, self.config.queue) {
                 self.counters.dropped.fetch_add(1, Ordering::Relaxed);
                 warn!(
                     "webhook event {} for {} dropped ({why})",
                     event.id, endpoint.target.url
                 );
-                continue;
             }
-            queue.pending.push_back(Attempt {
-                event: Arc::clone(&event),
-                attempt: 0,
-                due: Instant::now(),
-            });
-            drop(queue);
-            endpoint.changed.notify_one();
         }
     }
 
@@ -302,8 +187,7 @@ impl Webhooks {
     pub fn shutdown(&self, grace: Duration) {
         let until = Instant::now() + grace;
         for endpoint in &self.endpoints {
-            lock(&endpoint.queue).closing = Some(until);
-            endpoint.changed.notify_one();
+            endpoint.close(until);
         }
         let workers = std::mem::take(&mut *lock(&self.workers));
         while Instant::now() < until && workers.iter().any(|w| !w.is_finished()) {
@@ -314,7 +198,7 @@ impl Webhooks {
                 let _ = worker.join();
             } else {
                 // The attempt in flight, and whatever waits behind it.
-                let left = 1 + std::mem::take(&mut lock(&endpoint.queue).pending).len();
+                let left = 1 + endpoint.abandon();
                 self.counters
                     .dropped
                     .fetch_add(left as u64, Ordering::Relaxed);
@@ -325,219 +209,5 @@ impl Webhooks {
                 );
             }
         }
-    }
-}
-
-impl Endpoint {
-    /// The next delivery due, waiting for it; `None` once closed and done.
-    fn next(&self, counters: &Counters) -> Option<(Attempt, Option<Instant>)> {
-        let mut queue = lock(&self.queue);
-        loop {
-            let now = Instant::now();
-            if let Some(until) = queue.closing
-                && (now >= until || queue.pending.is_empty())
-            {
-                let left = queue.pending.len();
-                if left > 0 {
-                    counters.dropped.fetch_add(left as u64, Ordering::Relaxed);
-                    warn!(
-                        "shutting down: dropped {left} undelivered webhook events for {}",
-                        self.target.url
-                    );
-                }
-                return None;
-            }
-            let soonest = (0..queue.pending.len()).min_by_key(|&i| queue.pending[i].due);
-            let wait_until = match soonest {
-                Some(i) if queue.pending[i].due <= now => {
-                    let pending = queue.pending.remove(i)?;
-                    return Some((pending, queue.closing));
-                }
-                Some(i) => Some(queue.pending[i].due),
-                None => None,
-            };
-            let wait_until = match (wait_until, queue.closing) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            queue = match wait_until {
-                Some(at) => {
-                    let left = at.saturating_duration_since(now);
-                    wait_timeout(&self.changed, queue, left).0
-                }
-                None => wait(&self.changed, queue),
-            };
-        }
-    }
-}
-
-/// A worker: delivers its endpoint's events until shut down.
-fn deliver(endpoint: &Endpoint, config: &WebhookConfig, counters: &Counters, secret: &Secret) {
-    let agent = concat!("plantstore/", env!("CARGO_PKG_VERSION"));
-    while let Some((mut pending, closing)) = endpoint.next(counters) {
-        let event = &pending.event;
-        let timestamp = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs())
-            .to_string();
-        let key = read(secret).clone();
-        let signature = key.map(|key| sign(&key, &event.id, &timestamp, &event.body));
-        let mut headers = vec![("Content-Type", "application/json"), ("User-Agent", agent)];
-        if let Some(signature) = &signature {
-            headers.extend([
-                ("webhook-id", event.id.as_str()),
-                ("webhook-timestamp", timestamp.as_str()),
-                ("webhook-signature", signature.as_str()),
-            ]);
-        }
-        let timeout = match closing {
-            Some(until) => config
-                .timeout
-                .min(until.saturating_duration_since(Instant::now())),
-            None => config.timeout,
-        };
-        let outcome = post(&endpoint.target, config, &headers, &event.body, timeout);
-        let url = &endpoint.target.url;
-        let why = match outcome {
-            Ok(status) if (200..300).contains(&status) => {
-                counters.delivered.fetch_add(1, Ordering::Relaxed);
-                info!("webhook {} delivered to {url} ({status})", event.id);
-                continue;
-            }
-            Ok(status) => format!("answered {status}"),
-            Err(e) => e.to_string(),
-        };
-        pending.attempt += 1;
-        if pending.attempt < config.attempts {
-            let backoff = config.backoff * 2u32.saturating_pow(pending.attempt - 1);
-            warn!(
-                "webhook {} to {url} failed ({why}); attempt {} of {} in {}",
-                event.id,
-                pending.attempt + 1,
-                config.attempts,
-                shown(backoff)
-            );
-            counters.retried.fetch_add(1, Ordering::Relaxed);
-            pending.due = Instant::now() + backoff;
-            lock(&endpoint.queue).pending.push_back(pending);
-        } else {
-            warn!(
-                "webhook {} to {url} failed ({why}) after {} attempts; giving up",
-                event.id, config.attempts
-            );
-            counters.failed.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
-/// One attempt: `body` POSTed with `headers` to `target`, everything
-/// (connect, a TLS handshake, write, read) within `timeout`; the answer's
-/// status (its body is never read), or why there is none.
-fn post(
-    target: &Target,
-    config: &WebhookConfig,
-    headers: &[(&str, &str)],
-    body: &[u8],
-    timeout: Duration,
-) -> std::io::Result<u16> {
-    let bounds = Bounds {
-        connect: timeout,
-        io: timeout,
-        exchange: timeout,
-        head: MAX_HEAD,
-        body: usize::MAX,
-    };
-    let request = Outgoing {
-        method: "POST",
-        fields: headers,
-        body,
-    };
-    Ok(outbound::open(&target.at, &request, config.tls.as_ref(), &bounds)?.status())
-}
-
-/// Largest answer head read.
-const MAX_HEAD: usize = 16 * 1024;
-
-/// `wait` as its `Debug` writes a whole number of milliseconds ("1s",
-/// "10ms", "1.28s"), without that formatter's general decimals (1 KB of
-/// the binary); finer parts are dropped.
-fn shown(wait: Duration) -> String {
-    let ms = wait.as_millis() as u64;
-    let (secs, rest) = (ms / 1000, ms % 1000);
-    match (secs, rest) {
-        (0, 0) => "0ns".into(),
-        (0, _) => format!("{rest}ms"),
-        (_, 0) => format!("{secs}s"),
-        _ => format!("{secs}.{}s", format!("{rest:03}").trim_end_matches('0')),
-    }
-}
-/// `v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")>`.
-pub fn sign(key: &[u8], id: &str, timestamp: &str, body: &[u8]) -> String {
-    // HMAC takes a key of any length; this cannot fail.
-    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(key) else {
-        return String::new();
-    };
-    mac.update(id.as_bytes());
-    mac.update(b".");
-    mac.update(timestamp.as_bytes());
-    mac.update(b".");
-    mac.update(body);
-    format!("v1,{}", BASE64.encode(mac.finalize().into_bytes()))
-}
-
-/// A prefix that makes event ids unique across restarts: random from the
-/// OS, or the clock if the OS source is unavailable.
-fn id_prefix() -> String {
-    crate::os::random_hex(8).unwrap_or_else(|_| {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        format!("{:016x}", nanos as u64)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn https_urls_are_refused_only_by_the_plain_build() {
-        let https = Target::parse("https://hooks.example/new");
-        if transport::WITH_TLS {
-            assert!(https.unwrap().is_https());
-            assert!(!Target::parse("http://a/").unwrap().is_https());
-        } else {
-            assert!(https.unwrap_err().contains("plain build"));
-        }
-        assert!(Target::parse("http://host/a b").is_err());
-    }
-
-    #[test]
-    fn a_wait_is_shown_as_its_debug_shows_it() {
-        for ms in [
-            0, 1, 10, 160, 999, 1000, 1001, 1280, 1500, 2000, 16_000, 61_010,
-        ] {
-            let wait = Duration::from_millis(ms);
-            assert_eq!(shown(wait), format!("{wait:?}"), "{ms} ms");
-        }
-    }
-
-    #[test]
-    fn secrets_are_whsec_base64_or_raw() {
-        assert_eq!(read_secret("whsec_aGVsbG8=\n").unwrap(), b"hello");
-        assert_eq!(read_secret("  plain secret \n").unwrap(), b"plain secret");
-        assert!(read_secret("whsec_!!!").is_err());
-        assert!(read_secret(" \n").is_err());
-    }
-
-    #[test]
-    fn signature_matches_the_standard_webhooks_example() {
-        // The example in the Standard Webhooks specification.
-        let key = read_secret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
-        let body = br#"{"test": 2432232314}"#;
-        assert_eq!(
-            sign(&key, "msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", body),
-            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
-        );
     }
 }
