@@ -12,6 +12,7 @@
 
 use std::io;
 
+use super::answering::Flow;
 use super::{Answering, Handshake};
 
 /// One event.
@@ -27,7 +28,7 @@ pub struct Message {
 
 /// The events of a streamed answer.
 pub struct Events<H: Handshake> {
-    answer: Answering<H>,
+    flow: Flow<H>,
     /// Body bytes not yet split into lines (from `at`).
     pending: Vec<u8>,
     at: usize,
@@ -45,11 +46,12 @@ pub struct Events<H: Handshake> {
 
 impl<H: Handshake> Answering<H> {
     /// The rest of the answer as events of at most `max_event` bytes.
-    pub fn events(mut self, max_event: usize) -> Events<H> {
-        self.lift_deadline();
-        let pending = self.take_body();
-        Events {
-            answer: self,
+    pub fn events(self, max_event: usize) -> io::Result<Events<H>> {
+        let (_, mut flow) = self.flow()?;
+        flow.lift_deadline();
+        let pending = flow.take();
+        Ok(Events {
+            flow,
             pending,
             at: 0,
             searched: 0,
@@ -58,7 +60,7 @@ impl<H: Handshake> Answering<H> {
             has_data: false,
             size: 0,
             max_event,
-        }
+        })
     }
 }
 
@@ -71,10 +73,10 @@ impl<H: Handshake> Events<H> {
                     return Ok(Some(event));
                 }
             }
-            if self.answer.is_whole() {
+            if self.flow.is_whole() {
                 return Ok(None);
             }
-            self.answer.read_more()?;
+            self.flow.read_more()?;
             // Moved once at least as many bytes have been taken: each byte
             // is moved a bounded number of times.
             if self.at > 0 && self.at * 2 >= self.pending.len() {
@@ -82,7 +84,7 @@ impl<H: Handshake> Events<H> {
                 self.searched = self.searched.saturating_sub(self.at);
                 self.at = 0;
             }
-            self.pending.extend(self.answer.take_body());
+            self.pending.extend(self.flow.take());
         }
     }
 

@@ -10,44 +10,67 @@
 //! back. An answer in 1-byte pieces, which a server can send as 1-byte
 //! TLS records, costs time in its size, not in its size squared.
 //!
-//! Bounds: the head at most `max_head` bytes, the body decoded and not
-//! yet taken at most `max_body` (a caller that reads the body whole takes
-//! none of it; a stream takes it as it comes and bounds what it keeps).
+//! Two readers, so that a caller that wants only the status (a webhook's)
+//! carries no body framing: [`HeadReader`], then [`BodyReader`]. Bounds:
+//! the head at most `max_head` bytes, the body decoded and not yet taken
+//! at most `max_body` (a caller that reads the body whole takes none of
+//! it; a stream takes it as it comes and bounds what it keeps).
 
 /// The most bytes of a chunk's size line, or of one trailer line.
 const MAX_LINE: usize = 4 * 1024;
 
-/// An answer's status and fields (names in lowercase).
+/// An answer's head: its status, and its fields, looked up as asked for
+/// (a caller that wants only the status never collects them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Heading {
     pub status: u16,
-    pub fields: Vec<(String, Vec<u8>)>,
+    /// The head's bytes, which parsed whole.
+    head: Vec<u8>,
 }
 
 impl Heading {
-    /// The first field named `name` (lowercase).
+    /// The first field named `name` (any case).
     pub fn field(&self, name: &str) -> Option<&[u8]> {
-        self.fields
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut answer = httparse::Response::new(&mut headers);
+        answer.parse(&self.head).ok()?;
+        let field = answer
+            .headers
             .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_slice())
+            .find(|h| h.name.eq_ignore_ascii_case(name));
+        field.map(|h| h.value)
+    }
+
+    /// Every field, its name in lowercase.
+    pub fn fields(&self) -> Vec<(String, Vec<u8>)> {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut answer = httparse::Response::new(&mut headers);
+        match answer.parse(&self.head) {
+            Ok(_) => answer
+                .headers
+                .iter()
+                .map(|h| (h.name.to_ascii_lowercase(), h.value.to_vec()))
+                .collect(),
+            Err(_) => Vec::new(),
+        }
     }
 }
 
-/// An answer being read.
-pub struct Incoming {
+/// An answer's head being read.
+pub struct HeadReader {
     /// The head so far.
     buf: Vec<u8>,
-    /// A `HEAD` request's: no body, whatever the head says.
-    head_only: bool,
     /// How far the search for the head's end has looked.
     searched: usize,
     max_head: usize,
-    max_body: usize,
-    heading: Option<Heading>,
+}
+
+/// An answer's body being read, once its head is in.
+pub struct BodyReader {
     ending: Ending,
     /// The body decoded and not yet taken.
     body: Vec<u8>,
+    max_body: usize,
 }
 
 /// How the body ends.
@@ -81,46 +104,81 @@ enum Next {
     Done,
 }
 
-impl Incoming {
-    pub fn new(head_only: bool, max_head: usize, max_body: usize) -> Incoming {
-        Incoming {
+impl HeadReader {
+    pub fn new(max_head: usize) -> HeadReader {
+        HeadReader {
             buf: Vec::with_capacity(1024),
-            head_only,
             searched: 0,
             max_head,
-            max_body,
-            heading: None,
-            ending: Ending::Empty,
-            body: Vec::new(),
         }
     }
 
-    /// The head, once it is in.
-    pub fn heading(&self) -> Option<&Heading> {
-        self.heading.as_ref()
+    /// Takes what a read brought; once the head is in, it and how many
+    /// of `bytes` it took (the rest are the body's).
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Option<(Heading, usize)>, String> {
+        let mut used = 0;
+        loop {
+            let Some(took) = self.head_end(&bytes[used..])? else {
+                return Ok(None);
+            };
+            used += took;
+            let heading = head(std::mem::take(&mut self.buf))?;
+            self.searched = 0;
+            // An interim answer is followed by the real one.
+            if !(100..200).contains(&heading.status) {
+                return Ok(Some((heading, used)));
+            }
+        }
+    }
+
+    /// Takes head bytes from `bytes` up to the blank line that ends the
+    /// head (a line end is `\r\n` or, as httparse takes it, `\n`); how
+    /// many, once it is in.
+    fn head_end(&mut self, bytes: &[u8]) -> Result<Option<usize>, String> {
+        let room = (self.max_head + 1).saturating_sub(self.buf.len());
+        let before = self.buf.len();
+        self.buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        if self.buf.len() >= 5 && !self.buf.starts_with(b"HTTP/") {
+            return Err("not an HTTP answer".into());
+        }
+        // A line end already looked at had its bytes before it then.
+        let from = self.searched;
+        self.searched = self.buf.len();
+        let buf = &self.buf;
+        let end = (from.max(1)..buf.len()).find(|&i| {
+            buf[i] == b'\n' && (buf[i - 1] == b'\n' || (i >= 2 && &buf[i - 2..i] == b"\n\r"))
+        });
+        match end {
+            Some(end) if end < self.max_head => {
+                self.buf.truncate(end + 1);
+                Ok(Some(end + 1 - before))
+            }
+            _ if self.buf.len() > self.max_head => {
+                Err("the answer's head is over its bound".into())
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+impl BodyReader {
+    /// The body of the answer `heading` begins (none for a `HEAD`
+    /// request's, when `head_only`), at most `max_body` bytes.
+    pub fn new(heading: &Heading, head_only: bool, max_body: usize) -> Result<BodyReader, String> {
+        Ok(BodyReader {
+            ending: ending(heading, head_only, max_body)?,
+            body: Vec::new(),
+            max_body,
+        })
     }
 
     /// The body decoded since the last call.
-    pub fn take_body(&mut self) -> Vec<u8> {
+    pub fn take(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.body)
     }
 
     /// Takes what a read brought; whether the answer is whole.
-    pub fn push(&mut self, mut bytes: &[u8]) -> Result<bool, String> {
-        while self.heading.is_none() {
-            let Some(used) = self.head_end(bytes)? else {
-                return Ok(false);
-            };
-            bytes = &bytes[used..];
-            let (heading, ending) = head(&self.buf, self.head_only, self.max_body)?;
-            self.buf.clear();
-            self.searched = 0;
-            // An interim answer is followed by the real one.
-            if !(100..200).contains(&heading.status) {
-                self.heading = Some(heading);
-                self.ending = ending;
-            }
-        }
+    pub fn push(&mut self, bytes: &[u8]) -> Result<bool, String> {
         let done = match &mut self.ending {
             Ending::Empty => true,
             Ending::Length(left) => {
@@ -144,68 +202,36 @@ impl Incoming {
     /// The server has closed: fine if the answer's framing says it is
     /// whole (a body without a length ends here).
     pub fn close(&self) -> Result<(), String> {
-        match (&self.heading, &self.ending) {
-            (Some(_), Ending::Close) => Ok(()),
-            _ => Err("the server closed before the answer was whole".into()),
-        }
-    }
-
-    /// Takes head bytes from `bytes` up to the blank line that ends the
-    /// head (a line end is `\r\n` or, as httparse takes it, `\n`); how
-    /// many, once it is in.
-    fn head_end(&mut self, bytes: &[u8]) -> Result<Option<usize>, String> {
-        let room = (self.max_head + 1).saturating_sub(self.buf.len());
-        self.buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
-        if self.buf.len() >= 5 && !self.buf.starts_with(b"HTTP/") {
-            return Err("not an HTTP answer".into());
-        }
-        // A line end already looked at had its bytes before it then.
-        let from = self.searched;
-        self.searched = self.buf.len();
-        let end = self.buf[from..]
-            .iter()
-            .enumerate()
-            .filter(|&(_, &b)| b == b'\n')
-            .map(|(i, _)| from + i)
-            .find(|&i| {
-                let before = &self.buf[..i];
-                before.ends_with(b"\n") || before.ends_with(b"\n\r")
-            });
-        match end {
-            Some(end) if end < self.max_head => {
-                let before = self.buf.len() - bytes.len().min(room);
-                self.buf.truncate(end + 1);
-                Ok(Some(end + 1 - before))
-            }
-            _ if self.buf.len() > self.max_head => {
-                Err(format!("the answer's head is over {} bytes", self.max_head))
-            }
-            _ => Ok(None),
+        match self.ending {
+            Ending::Close => Ok(()),
+            _ => Err(CLOSED_EARLY.into()),
         }
     }
 }
 
-/// The head in `buf` (all of it, to its blank line), parsed, and how its
-/// body ends.
-fn head(buf: &[u8], head_only: bool, max_body: usize) -> Result<(Heading, Ending), String> {
+/// Why an answer cut by the server's close is refused.
+pub const CLOSED_EARLY: &str = "the server closed before the answer was whole";
+
+/// The head in `buf` (all of it, to its blank line), parsed.
+fn head(buf: Vec<u8>) -> Result<Heading, String> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut answer = httparse::Response::new(&mut headers);
-    match answer.parse(buf) {
+    match answer.parse(&buf) {
         Ok(httparse::Status::Complete(_)) => {}
         Ok(httparse::Status::Partial) => return Err("the answer's head is cut short".into()),
-        Err(e) => return Err(format!("not an HTTP answer: {e}")),
+        Err(_) => return Err("not an HTTP answer".into()),
     }
-    let heading = Heading {
+    Ok(Heading {
         status: answer.code.unwrap_or(0),
-        fields: answer
-            .headers
-            .iter()
-            .map(|h| (h.name.to_ascii_lowercase(), h.value.to_vec()))
-            .collect(),
-    };
+        head: buf,
+    })
+}
+
+/// How the body of the answer `heading` begins ends.
+fn ending(heading: &Heading, head_only: bool, max_body: usize) -> Result<Ending, String> {
     let status = heading.status;
     let no_body = head_only || status == 204 || status == 304 || (100..200).contains(&status);
-    let ending = if no_body {
+    Ok(if no_body {
         Ending::Empty
     } else if heading
         .field("transfer-encoding")
@@ -229,8 +255,7 @@ fn head(buf: &[u8], head_only: bool, max_body: usize) -> Result<(Heading, Ending
         }
     } else {
         Ending::Close
-    };
-    Ok((heading, ending))
+    })
 }
 
 impl Chunks {

@@ -11,26 +11,47 @@ const MAX_RESPONSE: usize = 1024 * 1024;
 type Parsed = (u16, Vec<(String, Vec<u8>)>, Vec<u8>);
 
 /// An answer read whole: its body kept until it is.
-struct Whole(Incoming);
+struct Whole {
+    head: HeadReader,
+    read: Option<(Heading, BodyReader)>,
+    head_only: bool,
+}
 
 impl Whole {
     fn new(head_only: bool) -> Whole {
-        Whole(Incoming::new(head_only, MAX_HEAD, MAX_RESPONSE))
+        Whole {
+            head: HeadReader::new(MAX_HEAD),
+            read: None,
+            head_only,
+        }
     }
 
-    fn push(&mut self, bytes: &[u8]) -> Result<Option<Parsed>, String> {
-        Ok(self.0.push(bytes)?.then(|| self.parsed()))
+    fn push(&mut self, mut bytes: &[u8]) -> Result<Option<Parsed>, String> {
+        if self.read.is_none() {
+            let Some((heading, used)) = self.head.push(bytes)? else {
+                return Ok(None);
+            };
+            let body = BodyReader::new(&heading, self.head_only, MAX_RESPONSE)?;
+            self.read = Some((heading, body));
+            bytes = &bytes[used..];
+        }
+        let Some((_, body)) = &mut self.read else {
+            return Ok(None);
+        };
+        Ok(body.push(bytes)?.then(|| self.parsed()))
     }
 
     fn close(&mut self) -> Result<Parsed, String> {
-        self.0.close()?;
+        match &self.read {
+            Some((_, body)) => body.close()?,
+            None => return Err(CLOSED_EARLY.into()),
+        }
         Ok(self.parsed())
     }
 
     fn parsed(&mut self) -> Parsed {
-        let body = self.0.take_body();
-        let heading = self.0.heading().cloned().unwrap();
-        (heading.status, heading.fields, body)
+        let (heading, mut body) = self.read.take().unwrap();
+        (heading.status, heading.fields(), body.take())
     }
 }
 

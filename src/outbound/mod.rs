@@ -2,7 +2,10 @@
 //! its own (`Connection: close`), its answer read within bounds. The
 //! webhook sender and the ACME client send through it, and an answer
 //! streamed for as long as the server likes (server-sent events) is read
-//! through it an event at a time.
+//! through it an event at a time. Three ways to read an answer: its
+//! status only ([`status`], a webhook's, which carries no body framing
+//! into the plain build), whole ([`open`], then [`Answering::fetch`]), or
+//! as events ([`Answering::events`]).
 //!
 //! Bounds: the connect, each read and write, and the whole exchange have
 //! timeouts ([`Bounds`]; the exchange's is a deadline every wait of the
@@ -83,23 +86,52 @@ pub fn open<H: Handshake>(
     tls: Option<&H>,
     bounds: &Bounds,
 ) -> io::Result<Answering<H>> {
+    let link = send(url, request, tls, bounds)?;
+    Answering::read_head(link, request.method == "HEAD", bounds)
+}
+
+/// Sends `request` as [`open`] does and reads its answer's status only
+/// (what a webhook's sender wants to know); the rest is left unread.
+pub fn status<H: Handshake>(
+    url: &Url,
+    request: &Outgoing<'_>,
+    tls: Option<&H>,
+    bounds: &Bounds,
+) -> io::Result<u16> {
+    let mut link = send(url, request, tls, bounds)?;
+    let mut chunk = [0u8; 4 * 1024];
+    Ok(answering::read_heading(&mut link, bounds, &mut chunk)?
+        .0
+        .status)
+}
+
+/// A connection to `url` with `request` written on it, all by the
+/// exchange's deadline.
+fn send<H: Handshake>(
+    url: &Url,
+    request: &Outgoing<'_>,
+    tls: Option<&H>,
+    bounds: &Bounds,
+) -> io::Result<Link<H>> {
     let deadline = Instant::now() + bounds.exchange;
     let socket = Timed::connect(url, bounds, deadline)?;
     let mut link = match (url.https, tls) {
         (false, _) => Link::Plain(socket),
         (true, Some(tls)) => Link::Tls(tls.connect(&url.host, socket)?),
-        (true, None) => return Err(io::Error::other("no TLS client for an https:// URL")),
+        (true, None) => {
+            let why = "no TLS client for an https:// URL";
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, why));
+        }
     };
-    link.write_all(&head(url, request))?;
-    link.write_all(request.body)?;
+    link.write_all(&bytes(url, request))?;
     link.flush()?;
-    Answering::read_head(link, request.method == "HEAD", bounds)
+    Ok(link)
 }
 
-/// The request's head: its line, `Host`, the caller's fields, the body's
-/// length, `Connection: close`.
-fn head(url: &Url, request: &Outgoing<'_>) -> Vec<u8> {
-    let mut head = Vec::with_capacity(256);
+/// The request's bytes, written at once: its line, `Host`, the caller's
+/// fields, the body's length, `Connection: close`, the body.
+fn bytes(url: &Url, request: &Outgoing<'_>) -> Vec<u8> {
+    let mut head = Vec::with_capacity(256 + request.body.len());
     for part in [
         request.method,
         " ",
@@ -121,6 +153,7 @@ fn head(url: &Url, request: &Outgoing<'_>) -> Vec<u8> {
         head.extend_from_slice(b"\r\n");
     }
     head.extend_from_slice(b"Connection: close\r\n\r\n");
+    head.extend_from_slice(request.body);
     head
 }
 

@@ -15,8 +15,9 @@ use super::{Bounds, Url};
 pub struct Timed {
     socket: TcpStream,
     io: Duration,
-    /// When the exchange must be over; `None` once a stream has lifted it.
-    deadline: Option<Instant>,
+    /// When the exchange must be over (far away once a stream has lifted
+    /// it).
+    deadline: Instant,
 }
 
 impl Timed {
@@ -26,14 +27,14 @@ impl Timed {
     pub(super) fn connect(url: &Url, bounds: &Bounds, deadline: Instant) -> io::Result<Timed> {
         let mut last = io::Error::new(io::ErrorKind::NotFound, "the host has no address");
         for addr in (url.host.as_str(), url.port).to_socket_addrs()? {
-            let left = time_left(Some(deadline))?;
+            let left = time_left(deadline)?;
             match TcpStream::connect_timeout(&addr, left.min(bounds.connect)) {
                 Ok(socket) => {
                     socket.set_nodelay(true)?;
                     return Ok(Timed {
                         socket,
                         io: bounds.io,
-                        deadline: Some(deadline),
+                        deadline,
                     });
                 }
                 Err(e) => last = timed_out(e),
@@ -45,7 +46,9 @@ impl Timed {
     /// From now on only each read's and write's own bound holds (an
     /// answer streamed for as long as the server has more to say).
     pub(super) fn lift_deadline(&mut self) {
-        self.deadline = None;
+        // A year is as good as never to a stream whose reads wait `io`.
+        let year = Duration::from_secs(365 * 24 * 3600);
+        self.deadline = Instant::now().checked_add(year).unwrap_or(self.deadline);
     }
 
     /// How long the next read or write may wait.
@@ -55,19 +58,12 @@ impl Timed {
 }
 
 /// What is left until `deadline`; an error once it has passed.
-fn time_left(deadline: Option<Instant>) -> io::Result<Duration> {
-    match deadline {
-        None => Ok(Duration::MAX),
-        Some(at) => at
-            .checked_duration_since(Instant::now())
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "timed out (the exchange's deadline)",
-                )
-            }),
+fn time_left(deadline: Instant) -> io::Result<Duration> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(io::Error::new(io::ErrorKind::TimedOut, "timed out"));
     }
+    Ok(left)
 }
 
 /// A socket timeout reads as `WouldBlock` ("Resource temporarily

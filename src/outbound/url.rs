@@ -17,11 +17,13 @@ pub struct Url {
 }
 
 impl Url {
-    /// Takes `url` apart; the error says what is wrong with it.
-    pub fn parse(url: &str) -> Result<Url, String> {
+    /// Takes `url` apart (an `https://` one only when `tls`, whether this
+    /// build speaks TLS); the error says what is wrong with it.
+    pub fn parse(url: &str, tls: bool) -> Result<Url, String> {
         let (rest, https) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
             (Some(rest), _) => (rest, false),
-            (_, Some(rest)) => (rest, true),
+            (_, Some(rest)) if tls => (rest, true),
+            (_, Some(_)) => return Err("is https, which this plain build cannot send".into()),
             _ => return Err("must start with http:// or https://".into()),
         };
         let (authority, path) = match rest.find(['/', '?']) {
@@ -34,26 +36,18 @@ impl Url {
         if path.bytes().any(|b| b <= b' ' || b == 0x7F) || authority.contains('@') {
             return Err("has a space, a control character or user info".into());
         }
-        let default = if https { 443 } else { 80 };
-        let port_of = |port: &str| {
-            let port = port.parse::<u16>().ok().filter(|p| *p > 0);
-            port.ok_or("has a port that is not 1 to 65535")
-        };
         // An IPv6 address is written in brackets, its port after them.
-        let (host, port) = match authority.strip_prefix('[') {
-            Some(bracketed) => match bracketed.split_once(']') {
-                Some((host, "")) => (host, default),
-                Some((host, port)) => match port.strip_prefix(':') {
-                    Some(port) => (host, port_of(port)?),
-                    None => return Err("has no valid host".into()),
-                },
-                None => return Err("has no valid host".into()),
-            },
-            None => match authority.rsplit_once(':') {
-                Some((host, port)) => (host, port_of(port)?),
-                None => (authority, default),
-            },
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((host, port)) if !authority.ends_with(']') => {
+                let port = port.parse::<u16>().ok().filter(|p| *p > 0);
+                (host, port.ok_or("has a port that is not 1 to 65535")?)
+            }
+            _ => (authority, if https { 443 } else { 80 }),
         };
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
         let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':');
         if host.is_empty() || !host.chars().all(valid) {
             return Err("has no valid host".into());
@@ -74,28 +68,29 @@ mod tests {
 
     #[test]
     fn urls_parse_or_say_why_not() {
-        let t = Url::parse("http://localhost:9000/hooks/plants?x=1").unwrap();
+        let t = Url::parse("http://localhost:9000/hooks/plants?x=1", true).unwrap();
         assert_eq!((t.host.as_str(), t.port), ("localhost", 9000));
         assert_eq!(
             (t.authority.as_str(), t.path.as_str()),
             ("localhost:9000", "/hooks/plants?x=1")
         );
-        let t = Url::parse("http://192.168.1.5").unwrap();
+        let t = Url::parse("http://192.168.1.5", true).unwrap();
         assert_eq!((t.port, t.path.as_str()), (80, "/"));
-        let t = Url::parse("http://[::1]:8081/x").unwrap();
+        let t = Url::parse("http://[::1]:8081/x", true).unwrap();
         assert_eq!((t.host.as_str(), t.port), ("::1", 8081));
-        let t = Url::parse("https://[::1]/").unwrap();
+        let t = Url::parse("https://[::1]/", true).unwrap();
         assert_eq!(
             (t.host.as_str(), t.port, t.authority.as_str()),
             ("::1", 443, "[::1]")
         );
         // https: port 443 unless given.
-        let t = Url::parse("https://hooks.example/new").unwrap();
+        let t = Url::parse("https://hooks.example/new", true).unwrap();
         assert_eq!(
             (t.host.as_str(), t.port, t.https),
             ("hooks.example", 443, true)
         );
-        assert!(!Url::parse("http://a/").unwrap().https);
+        assert!(!Url::parse("http://a/", true).unwrap().https);
+        assert!(Url::parse("https://hooks.example/new", false).is_err());
         for bad in [
             "https://",
             "https://user@host/",
@@ -112,7 +107,7 @@ mod tests {
             "http://[::1]x/",
             "localhost:8080",
         ] {
-            assert!(Url::parse(bad).is_err(), "{bad} was accepted");
+            assert!(Url::parse(bad, true).is_err(), "{bad} was accepted");
         }
     }
 }

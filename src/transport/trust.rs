@@ -150,7 +150,7 @@ mod tests {
             fields: &[],
             body: b"",
         };
-        let url = Url::parse(&format!("https://{addr}/")).unwrap();
+        let url = Url::parse(&format!("https://{addr}/"), true).unwrap();
         let tls = ClientTls::new(rustls::RootCertStore::empty()).unwrap();
         let started = Instant::now();
         let failed = outbound::open(&url, &get, Some(&tls), &bounds);

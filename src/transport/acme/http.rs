@@ -88,7 +88,7 @@ fn target(uri: &http::Uri) -> io::Result<Url> {
     if uri.scheme_str() != Some("https") {
         return Err(bad("only https:// URLs are followed".into()));
     }
-    Url::parse(&uri.to_string()).map_err(|why| bad(format!("the URL {why}")))
+    Url::parse(&uri.to_string(), true).map_err(|why| bad(format!("the URL {why}")))
 }
 
 /// One request and its answer, on a connection of its own.
