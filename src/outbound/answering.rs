@@ -134,7 +134,7 @@ pub(super) fn read_heading(
     loop {
         let read = read(link, chunk)?;
         if read == 0 {
-            return Err(invalid(CLOSED_EARLY.into()));
+            return Err(invalid(CLOSED_EARLY));
         }
         if let Some((heading, used)) = reader.push(&chunk[..read]).map_err(invalid)? {
             return Ok((heading, used, read));
@@ -156,6 +156,6 @@ fn read(link: &mut impl Read, chunk: &mut [u8]) -> io::Result<usize> {
     }
 }
 
-fn invalid(why: String) -> io::Error {
+fn invalid(why: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, why)
 }

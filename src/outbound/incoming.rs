@@ -107,7 +107,7 @@ enum Next {
 impl HeadReader {
     pub fn new(max_head: usize) -> HeadReader {
         HeadReader {
-            buf: Vec::with_capacity(1024),
+            buf: Vec::new(),
             searched: 0,
             max_head,
         }
@@ -115,7 +115,7 @@ impl HeadReader {
 
     /// Takes what a read brought; once the head is in, it and how many
     /// of `bytes` it took (the rest are the body's).
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Option<(Heading, usize)>, String> {
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Option<(Heading, usize)>, &'static str> {
         let mut used = 0;
         loop {
             let Some(took) = self.head_end(&bytes[used..])? else {
@@ -134,12 +134,12 @@ impl HeadReader {
     /// Takes head bytes from `bytes` up to the blank line that ends the
     /// head (a line end is `\r\n` or, as httparse takes it, `\n`); how
     /// many, once it is in.
-    fn head_end(&mut self, bytes: &[u8]) -> Result<Option<usize>, String> {
+    fn head_end(&mut self, bytes: &[u8]) -> Result<Option<usize>, &'static str> {
         let room = (self.max_head + 1).saturating_sub(self.buf.len());
         let before = self.buf.len();
         self.buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
         if self.buf.len() >= 5 && !self.buf.starts_with(b"HTTP/") {
-            return Err("not an HTTP answer".into());
+            return Err("not an HTTP answer");
         }
         // A line end already looked at had its bytes before it then.
         let from = self.searched;
@@ -153,9 +153,7 @@ impl HeadReader {
                 self.buf.truncate(end + 1);
                 Ok(Some(end + 1 - before))
             }
-            _ if self.buf.len() > self.max_head => {
-                Err("the answer's head is over its bound".into())
-            }
+            _ if self.buf.len() > self.max_head => Err("the answer's head is over its bound"),
             _ => Ok(None),
         }
     }
@@ -213,13 +211,13 @@ impl BodyReader {
 pub const CLOSED_EARLY: &str = "the server closed before the answer was whole";
 
 /// The head in `buf` (all of it, to its blank line), parsed.
-fn head(buf: Vec<u8>) -> Result<Heading, String> {
+fn head(buf: Vec<u8>) -> Result<Heading, &'static str> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut answer = httparse::Response::new(&mut headers);
     match answer.parse(&buf) {
         Ok(httparse::Status::Complete(_)) => {}
-        Ok(httparse::Status::Partial) => return Err("the answer's head is cut short".into()),
-        Err(_) => return Err("not an HTTP answer".into()),
+        Ok(httparse::Status::Partial) => return Err("the answer's head is cut short"),
+        Err(_) => return Err("not an HTTP answer"),
     }
     Ok(Heading {
         status: answer.code.unwrap_or(0),

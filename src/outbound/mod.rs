@@ -99,7 +99,7 @@ pub fn status<H: Handshake>(
     bounds: &Bounds,
 ) -> io::Result<u16> {
     let mut link = send(url, request, tls, bounds)?;
-    let mut chunk = [0u8; 4 * 1024];
+    let mut chunk = [0u8; 1024];
     Ok(answering::read_heading(&mut link, bounds, &mut chunk)?
         .0
         .status)
@@ -131,7 +131,7 @@ fn send<H: Handshake>(
 /// The request's bytes, written at once: its line, `Host`, the caller's
 /// fields, the body's length, `Connection: close`, the body.
 fn bytes(url: &Url, request: &Outgoing<'_>) -> Vec<u8> {
-    let mut head = Vec::with_capacity(256 + request.body.len());
+    let mut head = Vec::new();
     for part in [
         request.method,
         " ",

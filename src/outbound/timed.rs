@@ -61,18 +61,16 @@ impl Timed {
 fn time_left(deadline: Instant) -> io::Result<Duration> {
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
-        return Err(io::Error::new(io::ErrorKind::TimedOut, "timed out"));
+        return Err(io::ErrorKind::TimedOut.into());
     }
     Ok(left)
 }
 
 /// A socket timeout reads as `WouldBlock` ("Resource temporarily
-/// unavailable"): said as what it is.
+/// unavailable"): said as what it is ("timed out").
 fn timed_out(e: io::Error) -> io::Error {
     match e.kind() {
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
-            io::Error::new(io::ErrorKind::TimedOut, "timed out")
-        }
+        io::ErrorKind::WouldBlock => io::ErrorKind::TimedOut.into(),
         _ => e,
     }
 }
