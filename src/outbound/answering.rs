@@ -61,7 +61,7 @@ impl<H: Handshake> Answering<H> {
         self.heading.status
     }
 
-    /// The first field named `name` (lowercase).
+    /// The first field named `name` (in any case).
     pub fn field(&self, name: &str) -> Option<&[u8]> {
         self.heading.field(name)
     }
