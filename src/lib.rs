@@ -11,9 +11,10 @@
 //!   (percent-escapes), [`logging`], `reach` (the host's addresses),
 //!   `assets` (the served files, packed), [`outbound`] (the one outbound
 //!   HTTP/1.1 client, its TLS the caller's);
-//! - [`transport`] (the TLS seam: certificate files, a connection's TLS
-//!   state, the webhook client's; stand-ins that cannot be made in a
-//!   build without the `tls` feature), [`dbconfig`] (the
+//! - [`transport`] (the TLS seam: the certificate served, a connection's
+//!   TLS state, the webhook client's; stand-ins that cannot be made in a
+//!   build without the `tls` feature), [`certs`] (where the certificate
+//!   served comes from: files, the local CA, ACME), [`dbconfig`] (the
 //!   `--database` URL checked, the `postgres` feature), [`store`] (memory
 //!   shards and the `--data` journal), [`webhook`] (the sender), [`http`]
 //!   (the engine, which knows nothing of plants), [`seed`] (the `--seed`
@@ -34,6 +35,7 @@
 
 pub mod api;
 mod assets;
+pub mod certs;
 pub mod changes;
 pub mod config;
 #[cfg(feature = "postgres")]

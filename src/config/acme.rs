@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::{Args, ConfigError, parse_addr};
-use crate::transport::acme::{
+use crate::certs::acme::{
     Challenge, Challenges, LETS_ENCRYPT, LETS_ENCRYPT_STAGING, Settings, StateDir,
 };
 

@@ -114,7 +114,7 @@ pub struct Config {
     /// SIGHUP, and what they made at start) or `--tls-auto` (the
     /// directory, checked).
     #[cfg(feature = "tls")]
-    pub tls: Option<crate::transport::Setup>,
+    pub tls: Option<crate::certs::Setup>,
     /// `--hsts`: the `max-age` of `Strict-Transport-Security` on answers
     /// over HTTPS.
     #[cfg(feature = "tls")]
@@ -127,7 +127,7 @@ pub struct Config {
 impl Config {
     /// HTTPS, as the flags chose it (always `None` in a build without
     /// TLS, which has no such flags).
-    pub fn https(&self) -> Option<&crate::transport::Setup> {
+    pub fn https(&self) -> Option<&crate::certs::Setup> {
         #[cfg(feature = "tls")]
         return self.tls.as_ref();
         #[cfg(not(feature = "tls"))]
@@ -273,7 +273,7 @@ fn tls(
     cert: Option<std::path::PathBuf>,
     key: Option<std::path::PathBuf>,
     auto: Option<std::path::PathBuf>,
-) -> Result<Option<crate::transport::Setup>, ConfigError> {
+) -> Result<Option<crate::certs::Setup>, ConfigError> {
     if let Some(dir) = auto {
         if cert.is_some() || key.is_some() {
             let given = if cert.is_some() {
@@ -283,17 +283,17 @@ fn tls(
             };
             return Err(ConfigError::Excludes("--tls-auto", given));
         }
-        let claim = crate::transport::check_dir(&dir).map_err(ConfigError::Tls)?;
-        return Ok(Some(crate::transport::Setup::Auto(dir, claim)));
+        let claim = crate::certs::check_dir(&dir).map_err(ConfigError::Tls)?;
+        return Ok(Some(crate::certs::Setup::Auto(dir, claim)));
     }
     let files = match (cert, key) {
         (None, None) => return Ok(None),
-        (Some(cert), Some(key)) => crate::transport::TlsFiles { cert, key },
+        (Some(cert), Some(key)) => crate::certs::TlsFiles { cert, key },
         (Some(_), None) => return Err(ConfigError::NeedsBoth("--tls-cert", "--tls-key")),
         (None, Some(_)) => return Err(ConfigError::NeedsBoth("--tls-key", "--tls-cert")),
     };
-    let served = crate::transport::load(&files).map_err(ConfigError::Tls)?;
-    Ok(Some(crate::transport::Setup::Files(files, served)))
+    let served = crate::certs::load(&files).map_err(ConfigError::Tls)?;
+    Ok(Some(crate::certs::Setup::Files(files, served)))
 }
 
 /// `--database` (or `--database-file`) and `--database-pool`, and that

@@ -30,7 +30,7 @@
 //! (with `BodyError`), `Response` (with a `Stream` and its `Fill` for a
 //! body made as it is sent), `Deferred`, `StreamWaker` and the `Handler`
 //! trait to answer it. Every limit and timeout lives in `Limits`. What it
-//! does not do: certificate files or rustls (`crate::transport`),
+//! does not do: certificates (`crate::certs`) or rustls (`crate::transport`),
 //! HTTP/2, compression, routing or anything about plants, or draining an
 //! unread body (the connection is closed instead).
 

@@ -17,10 +17,11 @@ use std::time::Duration;
 use log::info;
 
 use crate::api::App;
+use crate::certs::acme::{Challenges, Deliver, RenewNow, Renewer};
+use crate::certs::{Certificate, Source};
 use crate::config::AcmeConfig;
 use crate::http::{Gauge, Handler, Limits, Request, Response, Server, Stopper};
-use crate::transport::acme::{Challenges, Deliver, RenewNow, Renewer};
-use crate::transport::{AcmeStatus, Https, Served, Source};
+use crate::transport::{AcmeStatus, Https, Served};
 
 /// The 503's words, before the first certificate.
 const NOT_YET: &str = "no certificate yet: ACME order in progress";
@@ -49,21 +50,22 @@ impl Acme {
 /// HTTPS serving a placeholder until the first certificate, answering
 /// TLS-ALPN-01 challenges, with `Strict-Transport-Security` when `hsts`
 /// (`--hsts`) asks; with the flag the first delivery raises.
-pub fn https(config: &AcmeConfig, hsts: Option<u64>) -> io::Result<(Https, Arc<AtomicBool>)> {
+pub fn https(config: &AcmeConfig, hsts: Option<u64>) -> io::Result<(Certificate, Arc<AtomicBool>)> {
     let settings = &config.settings;
     let (cert, key) =
-        crate::transport::acme::placeholder(&settings.domain).map_err(io::Error::other)?;
+        crate::certs::acme::placeholder(&settings.domain).map_err(io::Error::other)?;
     let mut served = Served::from_der(vec![cert.into()], rustls_key(key))
         .map_err(|(_, why)| io::Error::other(why))?;
     // No expiry for `/metrics` until a real certificate is served: the
     // placeholder's would read as one valid for centuries.
     served.validity = None;
     let hook: Arc<dyn crate::transport::AlpnChallenge> = Arc::new(settings.challenges.clone());
-    let https = Https::from_source(Source::Acme, &served, Some(hook)).map_err(io::Error::other)?;
+    let https = Https::new(&served, Some(hook)).map_err(io::Error::other)?;
     if let Some(seconds) = hsts {
         https.set_hsts(seconds);
     }
-    Ok((https, Arc::new(AtomicBool::new(false))))
+    let certificate = Certificate::new(https, Source::Acme);
+    Ok((certificate, Arc::new(AtomicBool::new(false))))
 }
 
 /// Starts the `acme` thread (delivering to `https`) and HTTP-01's listener.

@@ -25,6 +25,7 @@ use std::time::Duration;
 use log::{Level, info, log, warn};
 
 use crate::api::{Access, App, Scope, Tokens};
+use crate::certs::Certificate;
 use crate::config::{self, Config, TokenSource};
 use crate::http::{self, Gauge, Server, Stopper};
 use crate::model::{Capacity, plural};
@@ -32,7 +33,7 @@ use crate::plants::{Plants, Setup, SetupError};
 use crate::reach;
 use crate::seed::SeedError;
 use crate::store::{OpenError, Store};
-use crate::transport::{Https, StartTlsError};
+use crate::transport::StartTlsError;
 use crate::webhook::Webhooks;
 
 /// How long queued webhook deliveries may still go out after the server
@@ -47,7 +48,7 @@ pub struct Instance {
     server: Server,
     app: Arc<App>,
     /// With HTTPS: the certificate served, which a reload replaces.
-    https: Option<Https>,
+    https: Option<Certificate>,
     /// With `--acme-domain`: the `acme` thread and HTTP-01's listener.
     #[cfg(feature = "acme")]
     acme: Option<acme::Acme>,
@@ -102,10 +103,10 @@ pub struct Reloader {
     token_file: Option<std::path::PathBuf>,
     secret_file: Option<std::path::PathBuf>,
     /// With HTTPS: the certificate served, with the files it is read from.
-    https: Option<Https>,
+    https: Option<Certificate>,
     /// With ACME: wakes its thread.
     #[cfg(feature = "acme")]
-    acme: Option<crate::transport::acme::RenewNow>,
+    acme: Option<crate::certs::acme::RenewNow>,
 }
 
 impl Reloader {
@@ -272,7 +273,11 @@ pub fn serve(config: &Config, store: Store) -> io::Result<Instance> {
 
 /// Serves `plants` (over TLS with `https`): binds, logs, and returns the
 /// instance to run.
-fn serve_plants(config: &Config, plants: Plants, https: Option<Https>) -> io::Result<Instance> {
+fn serve_plants(
+    config: &Config,
+    plants: Plants,
+    https: Option<Certificate>,
+) -> io::Result<Instance> {
     let webhooks = Webhooks::start(config.webhook.clone())?;
     let gauge = Gauge::new();
     let mut storage = plants.describe();
@@ -297,7 +302,7 @@ fn serve_plants(config: &Config, plants: Plants, https: Option<Https>) -> io::Re
         config.ui,
     );
     // With `--tls-auto`: `/ca.pem`, and `/healthz`'s fingerprint.
-    let app = Arc::new(app.serving_ca(https.as_ref()));
+    let app = Arc::new(app.serving_ca(https.as_ref().map(Certificate::https)));
     let mut limits = config.limits.clone();
     limits.max_connections = connection_cap(limits.max_connections);
     #[cfg_attr(not(feature = "acme"), allow(unused_mut))]
@@ -317,7 +322,10 @@ fn serve_plants(config: &Config, plants: Plants, https: Option<Https>) -> io::Re
         }
         None => None,
     };
-    let server = Server::bind_https(config.addr, limits.clone(), handler, &gauge, https.clone())?;
+    let served = https
+        .as_ref()
+        .map(|certificate| certificate.https().clone());
+    let server = Server::bind_https(config.addr, limits.clone(), handler, &gauge, served)?;
     let scheme = if https.is_some() { "https" } else { "http" };
     log_start(config, &storage, scheme, server.local_addr());
     if let Some(https) = &https {
@@ -327,7 +335,7 @@ fn serve_plants(config: &Config, plants: Plants, https: Option<Https>) -> io::Re
     let acme = match (&config.acme, acme_https) {
         (Some(acme_config), Some((served, ready))) => Some(acme::start(
             acme_config,
-            &served,
+            served.https(),
             ready,
             &gauge,
             &limits,

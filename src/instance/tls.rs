@@ -1,17 +1,18 @@
 //! The instance's HTTPS: the certificate served, made from what the flags
 //! chose, with what the server advertises (the host's name and addresses,
-//! from `reach`, which `transport` does not import); the reload on
+//! from `reach`, which `certs` does not import); the reload on
 //! SIGHUP. With `--tls-auto`, the `tls-renew` thread
-//! (`Https::start_renewals`) renews the certificate when it nears its
+//! (`Certificate::start_renewals`) renews the certificate when it nears its
 //! expiry and sees changed addresses at least hourly; key generation
 //! happens there, at start or on the reload thread, never on an event
 //! loop.
 
 use log::{info, warn};
 
+use crate::certs::{Certificate, Names};
 use crate::config::Config;
 use crate::reach;
-use crate::transport::{self, Https, Names, StartTlsError, Validity};
+use crate::transport::{self, StartTlsError, Validity};
 
 /// What the server advertises now.
 pub(super) fn names() -> Names {
@@ -23,20 +24,22 @@ pub(super) fn names() -> Names {
 
 /// The certificate `config` asks to serve, if any, made ready (with
 /// `--tls-auto`: the CA and the certificate read or made, and logged).
-pub(super) fn https(config: &Config) -> Result<Option<Https>, StartTlsError> {
-    let started = config.https().map(|setup| Https::start(setup, &names()));
-    let https = started.transpose()?;
-    if let (Some(https), Some(seconds)) = (&https, config.hsts()) {
-        https.set_hsts(seconds);
+pub(super) fn https(config: &Config) -> Result<Option<Certificate>, StartTlsError> {
+    let started = config
+        .https()
+        .map(|setup| Certificate::start(setup, &names()));
+    let certificate = started.transpose()?;
+    if let (Some(certificate), Some(seconds)) = (&certificate, config.hsts()) {
+        certificate.https().set_hsts(seconds);
     }
-    Ok(https)
+    Ok(certificate)
 }
 
 /// On SIGHUP: reads `--tls-cert` and `--tls-key` again, or (`--tls-auto`)
 /// checks the certificate against the addresses now and renews it if it
 /// must be. On an error the certificate in use stays, and the log says
 /// why.
-pub(super) fn reload(https: &Https) {
+pub(super) fn reload(https: &Certificate) {
     let Some(files) = https.files() else {
         https.renew(&names(), false);
         return;

@@ -1,9 +1,8 @@
 //! The certificate served ([`Https`]): one rustls configuration for the
 //! server's life, whose resolver (`resolver.rs`) gives each handshake the
-//! certificate in use, swapped by a reload of `--tls-cert` and
-//! `--tls-key`, or by a renewal of `--tls-auto`'s (`auto.rs`); where it
-//! comes from ([`Source`]), as the flags chose ([`Setup`]); and where
-//! `/metrics` reads its expiry ([`Expiry`]).
+//! certificate in use, swapped by whoever supplies it (`certs/`: a reload
+//! of `--tls-cert` and `--tls-key`, a renewal of `--tls-auto`'s, ACME's
+//! thread); and where `/metrics` reads its expiry ([`Expiry`]).
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -11,45 +10,9 @@ use std::sync::{Arc, OnceLock};
 use rustls::ServerConfig;
 
 use super::connection::ServerTls;
-use super::local_ca::LocalCa;
 use super::resolver::{AlpnChallenge, Resolver};
-use super::served::{Served, config, load};
-use super::{TlsError, TlsFiles, Validity};
-
-/// What the flags chose to serve, checked when they were read.
-#[derive(Debug, Clone)]
-pub enum Setup {
-    /// `--tls-cert` and `--tls-key`, and what they made.
-    Files(TlsFiles, Served),
-    /// `--tls-auto`: the directory (checked, made if missing, and claimed
-    /// for the server's life); the CA and the certificate are read or made
-    /// at start (`auto.rs`).
-    Auto(std::path::PathBuf, super::Claim),
-}
-
-impl Setup {
-    /// The validity of the certificate the files made (`--tls-auto`'s is
-    /// made or checked at start).
-    pub fn validity(&self) -> Option<Validity> {
-        match self {
-            Setup::Files(_, served) => served.validity,
-            Setup::Auto(..) => None,
-        }
-    }
-}
-
-/// Where the certificate served comes from.
-#[derive(Debug)]
-pub enum Source {
-    /// `--tls-cert` and `--tls-key`, read again on a reload.
-    Files(TlsFiles),
-    /// `--tls-auto`: the local CA, which renews it.
-    Auto(LocalCa),
-    /// `--acme-domain`: the `acme` thread serves each certificate it
-    /// obtains; a reload has nothing to read.
-    #[cfg(feature = "acme")]
-    Acme,
-}
+use super::served::{Served, config};
+use super::{CaCert, TlsError};
 
 /// The certificate served to new connections, shared by the event loops,
 /// `/metrics` and the reload: one configuration for the server's life,
@@ -60,45 +23,39 @@ pub enum Source {
 pub struct Https(Arc<Current>);
 
 struct Current {
-    source: Source,
     config: Arc<ServerConfig>,
     resolver: Arc<Resolver>,
     expires: AtomicI64,
     /// `--hsts`: the `Strict-Transport-Security` value answers carry.
     hsts: OnceLock<String>,
+    /// With `--tls-auto`: the local CA's certificate, for `GET /ca.pem`.
+    ca: OnceLock<CaCert>,
 }
 
 impl std::fmt::Debug for Https {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Https")
-            .field("source", &self.0.source)
             .field("expires", &self.expires())
             .finish_non_exhaustive()
     }
 }
 
 impl Https {
-    /// Serves what `files` made at start.
-    pub fn new(files: &TlsFiles, served: &Served) -> Result<Https, TlsError> {
-        Https::from_source(Source::Files(files.clone()), served, None)
-    }
-
-    /// Serves `served`, from `source`; with `challenge`, answers
-    /// TLS-ALPN-01 challenges with it. An error only if rustls cannot
-    /// make a configuration (its random numbers failed).
-    pub fn from_source(
-        source: Source,
+    /// Serves `served`; with `challenge`, answers TLS-ALPN-01 challenges
+    /// with it. An error only if rustls cannot make a configuration (its
+    /// random numbers failed).
+    pub fn new(
         served: &Served,
         challenge: Option<Arc<dyn AlpnChallenge>>,
     ) -> Result<Https, TlsError> {
         let resolver = Arc::new(Resolver::new(Arc::clone(&served.key), challenge));
         let config = config(Arc::clone(&resolver)).map_err(|why| TlsError { file: None, why })?;
         Ok(Https(Arc::new(Current {
-            source,
             config,
             resolver,
             expires: AtomicI64::new(expiry(served)),
             hsts: OnceLock::new(),
+            ca: OnceLock::new(),
         })))
     }
 
@@ -113,40 +70,20 @@ impl Https {
         self.0.hsts.get().map(String::as_str)
     }
 
-    /// Where the certificate comes from.
-    pub fn source(&self) -> &Source {
-        &self.0.source
+    /// Offers `ca` at `GET /ca.pem` (`--tls-auto`; set once, at start).
+    pub fn set_ca_cert(&self, ca: CaCert) {
+        let _ = self.0.ca.set(ca);
     }
 
-    /// The files it serves, with `--tls-cert`.
-    pub fn files(&self) -> Option<&TlsFiles> {
-        match &self.0.source {
-            Source::Files(files) => Some(files),
-            Source::Auto(_) => None,
-            #[cfg(feature = "acme")]
-            Source::Acme => None,
-        }
+    /// With `--tls-auto`: the CA's certificate, for `GET /ca.pem`.
+    pub fn ca_cert(&self) -> Option<CaCert> {
+        self.0.ca.get().cloned()
     }
 
     /// Serves `served` to connections accepted from now on.
     pub fn serve(&self, served: &Served) {
         self.0.resolver.serve(Arc::clone(&served.key));
         self.0.expires.store(expiry(served), Ordering::Relaxed);
-    }
-
-    /// Reads its files again and, if they can be served, serves them to
-    /// connections accepted from now on; their validity, for a warning.
-    /// On an error what is served stays. (`--tls-auto` renews instead:
-    /// `Https::renew`; here it changes nothing.)
-    pub fn reload(&self) -> Result<Option<Validity>, TlsError> {
-        let served = match &self.0.source {
-            Source::Files(files) => load(files)?,
-            Source::Auto(_) => return Ok(None),
-            #[cfg(feature = "acme")]
-            Source::Acme => return Ok(None),
-        };
-        self.serve(&served);
-        Ok(served.validity)
     }
 
     /// When the certificate served expires, in Unix seconds.

@@ -7,17 +7,15 @@
 //! leaves out is decided in one place.
 //!
 //! Both builds have the same types: the certificate served ([`Https`],
-//! with the files it is read from, and [`Served`], what they made), where
-//! `/metrics` reads its expiry ([`Expiry`]), a connection's TLS state
-//! (`ServerTls`, which the engine keeps between a socket and its protocol)
-//! and the webhook client's ([`ClientTls`]), and [`WITH_TLS`] for what
-//! only asks whether TLS exists (an `https://` URL, a metric's line).
-//! With the feature they are rustls': `certificate.rs`
-//! (the certificate served, swapped in place), `served.rs` (the files
-//! read into a certificate to serve, and the configuration serving it),
-//! `local_ca/` and `auto.rs` (`--tls-auto`), `state_dir.rs` (the
-//! directory `--tls-auto` and ACME keep their keys in), `resolver.rs` (the certificate each handshake gets,
-//! swapped by a reload or a renewal), `connection.rs` (a
+//! and [`Served`], a certificate ready to serve), where `/metrics` reads
+//! its expiry ([`Expiry`]), a connection's TLS state (`ServerTls`, which
+//! the engine keeps between a socket and its protocol) and the webhook
+//! client's ([`ClientTls`]), and [`WITH_TLS`] for what only asks whether
+//! TLS exists (an `https://` URL, a metric's line). With the feature they
+//! are rustls': `certificate.rs` (the certificate served, swapped in
+//! place), `served.rs` (a chain and key made ready for handshakes, and the
+//! configuration serving them), `resolver.rs` (the certificate each
+//! handshake gets, swapped by a reload or a renewal), `connection.rs` (a
 //! connection's TLS state on the event loop), `trust.rs` (the CA
 //! certificates and the client side) and, for the unit tests and the fuzz
 //! target only, `replay.rs` (a connection on the TLS port driven by a
@@ -27,19 +25,16 @@
 //! dead and compiled away, as the `#[cfg]`s were (the plain build does not
 //! grow). What both builds share is below and in `validity.rs`.
 //!
+//! Where a certificate comes from (files, the local CA, ACME) is not
+//! here but in `certs/`, which hands what it made to [`Https::serve`].
 //! `config/` decides which flags exist (`--tls-cert`, `--tls-key`,
-//! `--webhook-ca`); no other file outside this module names the feature.
+//! `--webhook-ca`); of the rest only `certs/mod.rs`, the seam of the
+//! certificates' sources, names the feature.
 
-#[cfg(feature = "acme")]
-pub mod acme;
-#[cfg(feature = "tls")]
-mod auto;
 #[cfg(feature = "tls")]
 mod certificate;
 #[cfg(feature = "tls")]
 mod connection;
-#[cfg(feature = "tls")]
-mod local_ca;
 #[cfg(not(feature = "tls"))]
 mod plain;
 #[cfg(all(feature = "tls", any(test, fuzzing)))]
@@ -48,8 +43,6 @@ pub mod replay;
 mod resolver;
 #[cfg(feature = "tls")]
 mod served;
-#[cfg(feature = "tls")]
-mod state_dir;
 mod status;
 #[cfg(feature = "tls")]
 mod trust;
@@ -59,46 +52,24 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 #[cfg(feature = "tls")]
-pub use certificate::{Expiry, Https, Setup, Source};
+pub use certificate::{Expiry, Https};
 #[cfg(feature = "tls")]
 pub(crate) use connection::ServerTls;
-#[cfg(feature = "tls")]
-pub use local_ca::{LocalCa, check_dir};
 #[cfg(not(feature = "tls"))]
 pub(crate) use plain::ServerTls;
 #[cfg(not(feature = "tls"))]
-pub use plain::{ClientTls, Expiry, Https, Served, Setup, StartTlsError};
+pub use plain::{ClientTls, Expiry, Https, Served, StartTlsError};
 #[cfg(feature = "tls")]
 pub use resolver::{ACME_TLS_ALPN, AlpnChallenge};
 #[cfg(feature = "tls")]
-pub use served::{Part, Served, from_pem, load};
-#[cfg(feature = "tls")]
-pub use state_dir::Claim;
+pub use served::{Part, Served, from_pem};
 pub use status::AcmeStatus;
 #[cfg(feature = "tls")]
 pub use trust::{ClientTls, client_config, roots};
-pub use validity::{Validity, now};
+pub use validity::{Validity, date, now, tlv};
 
 /// Whether this build speaks TLS (`https://` webhooks, `--tls-cert`).
 pub const WITH_TLS: bool = cfg!(feature = "tls");
-
-/// The two files that make the served certificate.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TlsFiles {
-    /// `--tls-cert`: the chain, PEM.
-    pub cert: PathBuf,
-    /// `--tls-key`: its private key, PEM.
-    pub key: PathBuf,
-}
-
-/// What the server advertises, for the certificate of `--tls-auto`: the
-/// host's name and its addresses (the caller finds them; this module
-/// imports no other that would).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Names {
-    pub host: Option<String>,
-    pub addresses: Vec<std::net::IpAddr>,
-}
 
 /// The local CA's certificate, as `GET /ca.pem` serves it: PEM, and its
 /// SHA-256 fingerprint (`AA:BB:...`).
@@ -132,8 +103,8 @@ impl fmt::Display for TlsError {
 
 impl std::error::Error for TlsError {}
 
-#[cfg_attr(not(feature = "tls"), allow(dead_code))]
-fn in_file(file: &Path, why: impl Into<String>) -> TlsError {
+/// Why `file` cannot be served or read, in words that never quote a key.
+pub fn in_file(file: &Path, why: impl Into<String>) -> TlsError {
     TlsError {
         file: Some(file.to_path_buf()),
         why: why.into(),

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use mio::net::TcpStream;
 
-use super::{CaCert, Names, Read, TlsError, TlsFiles, Validity};
+use super::{CaCert, Read, Validity};
 use crate::outbound::{Handshake, Timed};
 
 /// What certificate files made: never, in this build.
@@ -38,41 +38,11 @@ impl std::fmt::Display for StartTlsError {
 
 impl std::error::Error for StartTlsError {}
 
-/// What the flags chose to serve: never, in this build.
-#[derive(Debug, Clone)]
-pub enum Setup {}
-
-impl Setup {
-    pub fn validity(&self) -> Option<Validity> {
-        match *self {}
-    }
-}
-
 /// The certificate served: never, in this build.
 #[derive(Debug, Clone)]
 pub enum Https {}
 
 impl Https {
-    pub fn new(_: &TlsFiles, served: &Served) -> Result<Https, TlsError> {
-        match *served {}
-    }
-
-    pub fn start(setup: &Setup, _: &Names) -> Result<Https, StartTlsError> {
-        match *setup {}
-    }
-
-    pub fn renew(&self, _: &Names, _: bool) -> Option<i64> {
-        match *self {}
-    }
-
-    pub fn ca_cert(&self) -> Option<CaCert> {
-        match *self {}
-    }
-
-    pub fn start_renewals(&self, _: fn() -> Names) -> std::io::Result<()> {
-        match *self {}
-    }
-
     pub fn set_hsts(&self, _: u64) {
         match *self {}
     }
@@ -81,15 +51,11 @@ impl Https {
         match *self {}
     }
 
-    pub fn files(&self) -> Option<&TlsFiles> {
+    pub fn ca_cert(&self) -> Option<CaCert> {
         match *self {}
     }
 
     pub fn serve(&self, _: &Served) {
-        match *self {}
-    }
-
-    pub fn reload(&self) -> Result<Option<Validity>, TlsError> {
         match *self {}
     }
 

@@ -1,16 +1,14 @@
-//! A certificate to serve ([`Served`]): `--tls-cert` and `--tls-key` read
-//! (at start and again on SIGHUP), or a chain and key in DER (the local
-//! CA's), checked and made ready for handshakes; and the configuration
-//! the event loops serve them with (`Https`, in `certificate.rs`).
+//! A certificate to serve ([`Served`]): a chain and key in PEM (the text
+//! of `--tls-cert` and `--tls-key`, which `certs/files.rs` reads, or
+//! ACME's) or in DER (the local CA's), checked and made ready for
+//! handshakes; and the configuration the event loops serve them with
+//! (`Https`, in `certificate.rs`).
 //!
-//! Both files are read as every file taken at start or on a reload
-//! ([`os::read_text`](crate::os::read_text): a regular file, symlinks
-//! followed, since certbot's `live/` files are links; at most 16 MiB; never
-//! a FIFO or a device). PEM: the certificate file holds the chain, the
-//! server's certificate first; the key file one private key, PKCS#8, RSA
-//! (PKCS#1) or EC (SEC1); RSA, ECDSA P-256/P-384 and Ed25519 keys work. A
-//! key that does not match the certificate is refused, and so is a chain
-//! of more than 8 certificates or 32 KiB (each handshake sends it whole).
+//! PEM: the certificate text holds the chain, the server's certificate
+//! first; the key text one private key, PKCS#8, RSA (PKCS#1) or EC (SEC1);
+//! RSA, ECDSA P-256/P-384 and Ed25519 keys work. A key that does not match
+//! the certificate is refused, and so is a chain of more than 8
+//! certificates or 32 KiB (each handshake sends it whole).
 //!
 //! Served: TLS 1.3 and 1.2 with rustls' default cipher suites, on the ring
 //! provider (it builds for every release target with the cross gcc and zig
@@ -27,8 +25,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 
+use super::Validity;
 use super::resolver::{ACME_TLS_ALPN, Resolver};
-use super::{TlsError, TlsFiles, Validity, in_file};
 
 /// A certificate to serve: its chain and key, checked to match and ready
 /// for a handshake, and the validity of the server's certificate (when it
@@ -37,29 +35,6 @@ use super::{TlsError, TlsFiles, Validity, in_file};
 pub struct Served {
     pub key: Arc<CertifiedKey>,
     pub validity: Option<Validity>,
-}
-
-/// Reads both files and makes the configuration to serve. An expired or
-/// not yet valid certificate loads (the caller warns, see
-/// [`Validity::warning`]): the clock of a board without a real-time clock
-/// may be wrong at boot.
-pub fn load(files: &TlsFiles) -> Result<Served, TlsError> {
-    let cert_text =
-        crate::os::read_text(&files.cert).map_err(|e| in_file(&files.cert, e.to_string()))?;
-    let key_text =
-        crate::os::read_text(&files.key).map_err(|e| in_file(&files.key, e.to_string()))?;
-    from_pem(&cert_text, &key_text).map_err(|(part, why)| match part {
-        Part::Cert => in_file(&files.cert, why),
-        Part::Key => in_file(&files.key, why),
-        Part::Both => TlsError {
-            file: None,
-            why: format!(
-                "{} with {}: {why}",
-                files.cert.display(),
-                files.key.display()
-            ),
-        },
-    })
 }
 
 /// Which of the two texts an error is about.

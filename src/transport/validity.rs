@@ -93,7 +93,7 @@ impl Validity {
 
 /// One DER element at the start of `der`: its tag, its contents, and what
 /// follows it.
-pub(super) fn tlv(der: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+pub fn tlv(der: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     let (&tag, rest) = der.split_first()?;
     let (&first, mut rest) = rest.split_first()?;
     let len = if first < 0x80 {
@@ -153,7 +153,7 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 }
 
 /// A Unix time as `YYYY-MM-DD`.
-pub(super) fn date(unix: i64) -> String {
+pub fn date(unix: i64) -> String {
     let days = unix.div_euclid(86_400) + 719_468;
     let era = days.div_euclid(146_097);
     let day_of_era = days - era * 146_097;

@@ -42,10 +42,9 @@ use std::time::Duration;
 
 use rustls::pki_types::{CertificateDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
 
-use super::served::Served;
+use super::Names;
 use super::state_dir::Claim;
-use super::validity::now;
-use super::{Names, TlsError, in_file};
+use crate::transport::{Served, TlsError, in_file, now};
 pub use files::check_dir;
 use files::{certificates, common_name, fingerprint, owner_only, pem, pkcs8, read, write_file};
 
@@ -108,7 +107,7 @@ fn signing_time(path: &Path) -> Result<i64, TlsError> {
             path,
             format!(
                 "not made: the clock says {} (before 2026); set the time (NTP) first",
-                super::validity::date(now)
+                crate::transport::date(now)
             ),
         ));
     }

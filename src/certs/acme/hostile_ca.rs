@@ -15,8 +15,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rcgen::{CertificateParams, IsCa, Issuer, KeyPair, PublicKeyData, SignatureAlgorithm};
 use time::OffsetDateTime;
 
-use super::super::validity::tlv;
 use super::hostile::{self, Identity};
+use crate::transport::tlv;
 
 /// What the fake CA issues.
 #[derive(Debug, Clone, Copy)]

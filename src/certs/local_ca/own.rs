@@ -22,8 +22,8 @@
 
 use rcgen::{KeyPair, SerialNumber};
 
-use super::super::validity::{Validity, tlv};
 use super::issue;
+use crate::transport::{Validity, tlv};
 
 /// A CA that is the server's own, as this version makes them, or as an
 /// earlier one did (with why it would not be made so now).

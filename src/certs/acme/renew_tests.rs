@@ -56,7 +56,7 @@ fn a_certificate_is_kept_only_for_the_directory_that_issued_it() {
         std::process::id(),
         crate::os::random_hex(4).unwrap()
     ));
-    let dir = crate::transport::acme::StateDir::open(&path).unwrap();
+    let dir = crate::certs::acme::StateDir::open(&path).unwrap();
     let staging = "https://acme-staging.test/dir";
     assert!(!issued_by(dir.path(), staging), "no record");
     record_issuer(dir.path(), staging).unwrap();

@@ -10,21 +10,24 @@
 
 use log::{error, info, warn};
 
-use super::certificate::{Https, Setup, Source};
+use super::Names;
 use super::local_ca::{LocalCa, Renewal};
-use super::validity::{date, now};
-use super::{CaCert, Names, TlsError};
+use super::source::{Certificate, Setup, Source};
+use crate::transport::{CaCert, Https, TlsError, date, now};
 
 /// The longest the `tls-renew` thread sleeps between two looks, seconds.
 const LOOK_AT_LEAST: i64 = 3600;
 
-impl Https {
+impl Certificate {
     /// Serves what `setup` chose: the files read at start, or (with
     /// `--tls-auto`) the local CA's certificate for `names`, the CA made
     /// first if its directory holds none.
-    pub fn start(setup: &Setup, names: &Names) -> Result<Https, TlsError> {
+    pub fn start(setup: &Setup, names: &Names) -> Result<Certificate, TlsError> {
         match setup {
-            Setup::Files(files, served) => Https::new(files, served),
+            Setup::Files(files, served) => Ok(Certificate::new(
+                Https::new(served, None)?,
+                Source::Files(files.clone()),
+            )),
             Setup::Auto(dir, claim) => {
                 let (ca, made) = LocalCa::open(dir, claim, names)?;
                 info!(
@@ -40,7 +43,12 @@ impl Https {
                 }
                 let renewal = ca.renew(names)?;
                 log_renewal(&ca, &renewal);
-                Https::from_source(Source::Auto(ca), &renewal.served, None)
+                let https = Https::new(&renewal.served, None)?;
+                https.set_ca_cert(CaCert {
+                    pem: ca.pem().to_string(),
+                    fingerprint: ca.fingerprint().to_string(),
+                });
+                Ok(Certificate::new(https, Source::Auto(ca)))
             }
         }
     }
@@ -54,7 +62,7 @@ impl Https {
         let Source::Auto(ca) = self.source() else {
             return None;
         };
-        match ca.renew_then(names, |renewal| self.serve(&renewal.served)) {
+        match ca.renew_then(names, |renewal| self.https().serve(&renewal.served)) {
             Ok(renewal) => {
                 if renewal.made || !quiet {
                     log_renewal(ca, &renewal);
@@ -92,17 +100,6 @@ impl Https {
                 }
             })
             .map(drop)
-    }
-
-    /// With `--tls-auto`: the CA's certificate, for `GET /ca.pem`.
-    pub fn ca_cert(&self) -> Option<CaCert> {
-        match self.source() {
-            Source::Auto(ca) => Some(CaCert {
-                pem: ca.pem().to_string(),
-                fingerprint: ca.fingerprint().to_string(),
-            }),
-            _ => None,
-        }
     }
 }
 

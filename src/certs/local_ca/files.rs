@@ -12,7 +12,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::{Digest, Sha256};
 
 use super::super::state_dir::{self, Claim};
-use super::super::{TlsError, in_file};
+use crate::transport::{TlsError, in_file};
 
 /// Checks and claims `dir` as `--tls-auto` takes it (`state_dir::open`):
 /// made (0700) if missing; a symbolic link, what is not a directory, a
@@ -106,7 +106,7 @@ pub(super) fn owner_only(path: &Path) -> Result<(), TlsError> {
 
 /// The common name of a certificate's subject, when it is one UTF8String.
 pub(super) fn common_name(der: &[u8]) -> Option<String> {
-    use super::super::validity::tlv;
+    use crate::transport::tlv;
     let (_, cert, _) = tlv(der)?;
     let (_, mut tbs, _) = tlv(cert)?;
     if tlv(tbs)?.0 == 0xA0 {

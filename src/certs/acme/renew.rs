@@ -364,7 +364,7 @@ fn kept(settings: &Settings) -> Option<(Served, Validity)> {
 /// Records `directory` as the issuer of the certificate kept in `dir`,
 /// whole or not at all.
 fn record_issuer(dir: &Path, directory: &str) -> std::io::Result<()> {
-    crate::transport::state_dir::write_file(
+    crate::certs::state_dir::write_file(
         &dir.join(ISSUER),
         format!("{directory}\n").as_bytes(),
         0o600,

@@ -31,8 +31,7 @@ pub use challenge::{Challenges, placeholder};
 pub use renew::{Deliver, RenewNow, Renewer};
 pub use store::StateDir;
 
-use super::AcmeStatus;
-use super::validity::now;
+use crate::transport::{AcmeStatus, now};
 
 /// Let's Encrypt's production directory: `--acme-directory`'s default.
 pub const LETS_ENCRYPT: &str = "https://acme-v02.api.letsencrypt.org/directory";
