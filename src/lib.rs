@@ -40,7 +40,6 @@ pub mod changes;
 pub mod config;
 #[cfg(feature = "postgres")]
 pub mod database;
-#[cfg(feature = "postgres")]
 pub mod dbconfig;
 pub mod http;
 pub mod instance;

@@ -11,9 +11,13 @@
 //! the only file here that names a feature. Without `tls`, `plain.rs`'s
 //! stand-ins ([`Setup`], [`Certificate`]), enums with no variant, so
 //! nothing of this is compiled into the plain build; without `acme`,
-//! `acme/` is left out.
+//! `no_acme.rs`'s stand-ins take `acme/`'s place under its name, so that
+//! `certs::acme` reads the same in every build.
 
 #[cfg(feature = "acme")]
+pub mod acme;
+#[cfg(not(feature = "acme"))]
+#[path = "no_acme.rs"]
 pub mod acme;
 #[cfg(feature = "tls")]
 mod auto;

@@ -5,7 +5,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use super::{Delay, body_for};
+use super::{AcmeError, DatabaseError, Delay, HttpsError, body_for};
 use crate::model::{MAX_TEXT_BYTES, TextLimits};
 use crate::os::FileError;
 
@@ -59,41 +59,16 @@ pub enum ConfigError {
     WebhookSecret(PathBuf, String),
     /// A `--cors-origin` that no browser would send (the value, why).
     CorsOrigin(String, &'static str),
-    /// `--database` cannot be used (why; never the password).
-    #[cfg(feature = "postgres")]
-    Database(String),
-    /// A flag that needs `--database` without it.
-    #[cfg(feature = "postgres")]
-    NeedsDatabase(&'static str),
-    /// `--database-file` cannot be used (the file, why; never its text).
-    #[cfg(feature = "postgres")]
-    DatabaseFile(PathBuf, String),
-    /// A flag given without the one it needs (the flag, the one missing).
-    #[cfg(feature = "tls")]
-    NeedsBoth(&'static str, &'static str),
-    /// Two flags that exclude each other.
-    #[cfg(feature = "tls")]
-    Excludes(&'static str, &'static str),
-    /// `--hsts` without HTTPS.
-    #[cfg(feature = "tls")]
-    HstsWithoutTls,
-    /// The certificate or key cannot be served.
-    #[cfg(feature = "tls")]
-    Tls(crate::transport::TlsError),
-    /// The CA certificates for https webhooks cannot be read.
-    #[cfg(feature = "tls")]
-    WebhookTls(crate::transport::TlsError),
-    /// An `--acme-*` flag that cannot be used, and why.
-    #[cfg(feature = "acme")]
-    Acme(String),
-    /// `--database` with `--database-file`.
-    #[cfg(feature = "postgres")]
-    TwoDatabaseSources,
+    /// An HTTPS flag that cannot be used (none in the plain build).
+    Https(HttpsError),
+    /// A database flag that cannot be used (none in a build without the
+    /// PostgreSQL store).
+    Database(DatabaseError),
+    /// An `--acme-*` flag that cannot be used (none in a build without
+    /// ACME).
+    Acme(AcmeError),
     /// `--delay` that is not `MIN` or `MIN..MAX` milliseconds within range.
     Delay(String),
-    /// `--database` with `--data`.
-    #[cfg(feature = "postgres")]
-    DataAndDatabase,
 }
 
 impl fmt::Display for ConfigError {
@@ -161,37 +136,9 @@ impl fmt::Display for ConfigError {
                 write!(f, "webhook secret file {}: {why}", p.display())
             }
             ConfigError::CorsOrigin(origin, why) => write!(f, "--cors-origin {origin:?} {why}"),
-            #[cfg(feature = "postgres")]
-            ConfigError::Database(why) => write!(f, "--database: {why}"),
-            #[cfg(feature = "postgres")]
-            ConfigError::DatabaseFile(p, why) => write!(f, "database file {}: {why}", p.display()),
-            #[cfg(feature = "tls")]
-            ConfigError::NeedsBoth(flag, missing) => write!(f, "{flag} needs {missing} too"),
-            #[cfg(feature = "tls")]
-            ConfigError::Excludes(a, b) => {
-                write!(f, "{a} and {b} exclude each other: give one of them")
-            }
-            #[cfg(feature = "tls")]
-            ConfigError::HstsWithoutTls => f.write_str(
-                "--hsts needs HTTPS (--tls-cert and --tls-key, --tls-auto or --acme-domain)",
-            ),
-            #[cfg(feature = "tls")]
-            ConfigError::Tls(e) => write!(f, "cannot serve HTTPS: {e}"),
-            #[cfg(feature = "tls")]
-            ConfigError::WebhookTls(e) => write!(f, "https webhooks: {e}"),
-            #[cfg(feature = "acme")]
-            ConfigError::Acme(why) => f.write_str(why),
-            #[cfg(feature = "postgres")]
-            ConfigError::TwoDatabaseSources => {
-                f.write_str("give --database or --database-file, not both")
-            }
-            #[cfg(feature = "postgres")]
-            ConfigError::NeedsDatabase(flag) => write!(f, "{flag} needs --database URL"),
-            #[cfg(feature = "postgres")]
-            ConfigError::DataAndDatabase => f.write_str(
-                "give --data or --database, not both: the plants are in a journal file or in \
-                 the database",
-            ),
+            ConfigError::Https(e) => e.fmt(f),
+            ConfigError::Database(e) => e.fmt(f),
+            ConfigError::Acme(e) => e.fmt(f),
         }
     }
 }

@@ -17,19 +17,17 @@
 //! Nothing in this module logs; `main` reports errors and exits 2, and the
 //! caller logs [`Config::warnings`].
 
-#[cfg(feature = "acme")]
-mod acme;
 mod args;
 mod error;
 pub mod flags;
+mod options;
 #[cfg(test)]
 mod tests;
 mod tokens;
 
-#[cfg(feature = "acme")]
-pub use acme::AcmeConfig;
 pub use args::{ALTERNATIVES, Args, FEATURES, FLAGS, FlagKind};
 pub use error::ConfigError;
+pub use options::{AcmeConfig, AcmeError, DatabaseError, HttpsError};
 pub use tokens::{MAX_TOKEN, read_tokens, read_webhook_secret};
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -108,19 +106,15 @@ pub struct Config {
     /// `--allow-reset`: `POST /plants/reset` is served (else a 404).
     pub allow_reset: bool,
     /// The PostgreSQL store, with `--database`.
-    #[cfg(feature = "postgres")]
     pub database: Option<crate::dbconfig::DatabaseConfig>,
     /// HTTPS, with `--tls-cert` and `--tls-key` (the files, read again on
     /// SIGHUP, and what they made at start) or `--tls-auto` (the
     /// directory, checked).
-    #[cfg(feature = "tls")]
     pub tls: Option<crate::certs::Setup>,
     /// `--hsts`: the `max-age` of `Strict-Transport-Security` on answers
     /// over HTTPS.
-    #[cfg(feature = "tls")]
     pub hsts: Option<u64>,
     /// `--acme-domain` and its flags: the certificate from an ACME CA.
-    #[cfg(feature = "acme")]
     pub acme: Option<AcmeConfig>,
 }
 
@@ -128,22 +122,16 @@ impl Config {
     /// HTTPS, as the flags chose it (always `None` in a build without
     /// TLS, which has no such flags).
     pub fn https(&self) -> Option<&crate::certs::Setup> {
-        #[cfg(feature = "tls")]
-        return self.tls.as_ref();
-        #[cfg(not(feature = "tls"))]
-        None
+        self.tls.as_ref()
     }
 
     /// `--hsts` (always `None` in a build without TLS).
     pub fn hsts(&self) -> Option<u64> {
-        #[cfg(feature = "tls")]
-        return self.hsts;
-        #[cfg(not(feature = "tls"))]
-        None
+        self.hsts
     }
 
     /// Validates flags; `env_token` is the value of `PLANTSTORE_TOKEN`.
-    pub fn from_args(args: Args, env_token: Option<String>) -> Result<Config, ConfigError> {
+    pub fn from_args(mut args: Args, env_token: Option<String>) -> Result<Config, ConfigError> {
         let addr = parse_addr(&args.addr)?;
         let log_level = args
             .log_level
@@ -180,31 +168,24 @@ impl Config {
             return Err(ConfigError::BodyOverCap(limits.max_body));
         }
         positive(args.max_plants as u64, "--max-plants")?;
-        #[cfg(feature = "postgres")]
-        let (database, database_warning) = database(&args)?;
+        let (database, database_warning) =
+            options::database(&args).map_err(ConfigError::Database)?;
         let text_limits = text_limits(&args, limits.max_body)?;
         positive(args.max_data, "--max-data")?;
-        #[cfg(feature = "acme")]
-        let acme = acme::acme(&args)?;
+        let acme = options::acme(&args).map_err(ConfigError::Acme)?;
         let token_file = args.token_file.clone();
         let webhook_secret_file = args.webhook_secret_file.clone();
-        let tokens = tokens(args.token_file, args.token, env_token)?;
-        #[cfg_attr(not(feature = "tls"), allow(unused_mut))]
+        let tokens = tokens(args.token_file.take(), args.token.take(), env_token)?;
         let mut warnings = tokens.warnings;
-        #[cfg(feature = "postgres")]
         warnings.extend(database_warning);
-        let data = durability(args.data, args.sync, args.compact_min)?;
+        let data = durability(args.data.take(), args.sync.take(), args.compact_min)?;
         positive(args.webhook_queue as u64, "--webhook-queue")?;
-        #[cfg_attr(not(feature = "tls"), allow(unused_mut))]
-        let mut webhook =
-            webhook_config(args.webhook, args.webhook_secret_file, args.webhook_queue)?;
-        #[cfg(feature = "tls")]
-        if webhook.targets.iter().any(Target::is_https) || args.webhook_ca.is_some() {
-            let (client, warning) = crate::transport::client_config(args.webhook_ca.as_deref())
-                .map_err(ConfigError::WebhookTls)?;
-            webhook.tls = Some(client);
-            warnings.extend(warning);
-        }
+        let mut webhook = webhook_config(
+            std::mem::take(&mut args.webhook),
+            args.webhook_secret_file.take(),
+            args.webhook_queue,
+        )?;
+        options::webhook_tls(&args, &mut webhook, &mut warnings).map_err(ConfigError::Https)?;
         if !(1..=3600).contains(&args.ticket_ttl) {
             return Err(ConfigError::TicketTtl(args.ticket_ttl));
         }
@@ -218,17 +199,10 @@ impl Config {
         };
         let cors = Cors::parse(&args.cors_origin)
             .map_err(|(origin, why)| ConfigError::CorsOrigin(origin, why))?;
-        #[cfg(feature = "tls")]
-        let tls = tls(args.tls_cert, args.tls_key, args.tls_auto)?;
+        let tls = options::https(&args).map_err(ConfigError::Https)?;
         // ACME serves HTTPS too: `--hsts` goes with it as with the others.
-        #[cfg(feature = "acme")]
-        let acme_https = acme.is_some();
-        #[cfg(all(feature = "tls", not(feature = "acme")))]
-        let acme_https = false;
-        #[cfg(feature = "tls")]
-        if args.hsts.is_some() && tls.is_none() && !acme_https {
-            return Err(ConfigError::HstsWithoutTls);
-        }
+        let hsts =
+            options::hsts(&args, tls.is_some() || acme.is_some()).map_err(ConfigError::Https)?;
         Ok(Config {
             addr,
             limits,
@@ -252,117 +226,12 @@ impl Config {
             allow_reset: args.allow_reset,
             cors,
             ui: !args.no_ui,
-            #[cfg(feature = "postgres")]
             database,
-            #[cfg(feature = "tls")]
             tls,
-            #[cfg(feature = "tls")]
-            hsts: args.hsts,
-            #[cfg(feature = "acme")]
+            hsts,
             acme,
         })
     }
-}
-
-/// `--tls-cert` with `--tls-key` (one without the other is refused), read
-/// and checked now, so that a file that cannot be served stops the start;
-/// or `--tls-auto` (not with them), its directory checked (made if
-/// missing).
-#[cfg(feature = "tls")]
-fn tls(
-    cert: Option<std::path::PathBuf>,
-    key: Option<std::path::PathBuf>,
-    auto: Option<std::path::PathBuf>,
-) -> Result<Option<crate::certs::Setup>, ConfigError> {
-    if let Some(dir) = auto {
-        if cert.is_some() || key.is_some() {
-            let given = if cert.is_some() {
-                "--tls-cert"
-            } else {
-                "--tls-key"
-            };
-            return Err(ConfigError::Excludes("--tls-auto", given));
-        }
-        let claim = crate::certs::check_dir(&dir).map_err(ConfigError::Tls)?;
-        return Ok(Some(crate::certs::Setup::Auto(dir, claim)));
-    }
-    let files = match (cert, key) {
-        (None, None) => return Ok(None),
-        (Some(cert), Some(key)) => crate::certs::TlsFiles { cert, key },
-        (Some(_), None) => return Err(ConfigError::NeedsBoth("--tls-cert", "--tls-key")),
-        (None, Some(_)) => return Err(ConfigError::NeedsBoth("--tls-key", "--tls-cert")),
-    };
-    let served = crate::certs::load(&files).map_err(ConfigError::Tls)?;
-    Ok(Some(crate::certs::Setup::Files(files, served)))
-}
-
-/// `--database` (or `--database-file`) and `--database-pool`, and that
-/// `--data` is not given too; with a warning when the file is readable by
-/// others than its owner.
-#[cfg(feature = "postgres")]
-fn database(
-    args: &Args,
-) -> Result<(Option<crate::dbconfig::DatabaseConfig>, Option<String>), ConfigError> {
-    let pool = match args.database_pool {
-        Some(0) => return Err(ConfigError::Zero("--database-pool")),
-        Some(n) => Some(n),
-        None => None,
-    };
-    let (url, warning) = match (&args.database, &args.database_file) {
-        (Some(_), Some(_)) => return Err(ConfigError::TwoDatabaseSources),
-        (Some(url), None) => (url.clone(), None),
-        (None, Some(path)) => {
-            let (url, warning) = database_file(path)?;
-            let pool = pool.unwrap_or(crate::dbconfig::DEFAULT_POOL);
-            crate::dbconfig::DatabaseConfig::parse(&url, pool)
-                .map_err(|why| ConfigError::DatabaseFile(path.clone(), why))?;
-            (url, warning)
-        }
-        (None, None) => {
-            return match pool {
-                Some(_) => Err(ConfigError::NeedsDatabase("--database-pool")),
-                None => Ok((None, None)),
-            };
-        }
-    };
-    let pool = pool.unwrap_or(crate::dbconfig::DEFAULT_POOL);
-    let database =
-        crate::dbconfig::DatabaseConfig::parse(&url, pool).map_err(ConfigError::Database)?;
-    if args.data.is_some() {
-        return Err(ConfigError::DataAndDatabase);
-    }
-    Ok((Some(database), warning))
-}
-
-/// The URL in `--database-file`: its one line that is neither blank nor a
-/// `#` comment, read as every file taken at start (a regular file, at
-/// most 16 MiB); and a warning when group or others may read it.
-#[cfg(feature = "postgres")]
-fn database_file(path: &std::path::Path) -> Result<(String, Option<String>), ConfigError> {
-    use std::os::unix::fs::PermissionsExt;
-    let refused = |why: String| ConfigError::DatabaseFile(path.to_path_buf(), why);
-    let text = crate::os::read_text(path).map_err(|e| refused(e.to_string()))?;
-    let mut lines = text
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'));
-    let url = match (lines.next(), lines.next()) {
-        (Some(url), None) => url.to_string(),
-        (None, _) => return Err(refused("holds no URL".into())),
-        (Some(_), Some(_)) => {
-            return Err(refused("holds more than one line besides comments".into()));
-        }
-    };
-    let mode = std::fs::metadata(path).map_or(0, |m| m.permissions().mode());
-    let warning = (mode & 0o077 != 0).then(|| {
-        format!(
-            "database file {} may be read by others (mode {:o}); chmod 600 it, since it holds \
-             the database password",
-            path.display(),
-            mode & 0o777
-        )
-    });
-    Ok((url, warning))
 }
 
 /// Bytes of JSON object around a name and a tag in the largest body:

@@ -341,6 +341,9 @@ fn hsts_goes_with_acme_as_with_the_other_https_sources() {
     assert_eq!(config.hsts(), Some(600));
     assert!(config.acme.is_some());
     let alone = Config::from_args(args(&["--token", "t", "--hsts", "600"]), None);
-    assert!(matches!(alone, Err(ConfigError::HstsWithoutTls)));
+    assert!(matches!(
+        alone,
+        Err(ConfigError::Https(HttpsError::HstsWithoutTls))
+    ));
     let _ = std::fs::remove_dir_all(dir);
 }

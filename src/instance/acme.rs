@@ -17,11 +17,11 @@ use std::time::Duration;
 use log::info;
 
 use crate::api::App;
-use crate::certs::acme::{Challenges, Deliver, RenewNow, Renewer};
-use crate::certs::{Certificate, Source};
+use crate::certs::Certificate;
+use crate::certs::acme::{Challenges, RenewNow, Renewer, first_certificate};
 use crate::config::AcmeConfig;
 use crate::http::{Gauge, Handler, Limits, Request, Response, Server, Stopper};
-use crate::transport::{AcmeStatus, Https, Served};
+use crate::transport::{AcmeStatus, Https};
 
 /// The 503's words, before the first certificate.
 const NOT_YET: &str = "no certificate yet: ACME order in progress";
@@ -51,20 +51,10 @@ impl Acme {
 /// TLS-ALPN-01 challenges, with `Strict-Transport-Security` when `hsts`
 /// (`--hsts`) asks; with the flag the first delivery raises.
 pub fn https(config: &AcmeConfig, hsts: Option<u64>) -> io::Result<(Certificate, Arc<AtomicBool>)> {
-    let settings = &config.settings;
-    let (cert, key) =
-        crate::certs::acme::placeholder(&settings.domain).map_err(io::Error::other)?;
-    let mut served = Served::from_der(vec![cert.into()], rustls_key(key))
-        .map_err(|(_, why)| io::Error::other(why))?;
-    // No expiry for `/metrics` until a real certificate is served: the
-    // placeholder's would read as one valid for centuries.
-    served.validity = None;
-    let hook: Arc<dyn crate::transport::AlpnChallenge> = Arc::new(settings.challenges.clone());
-    let https = Https::new(&served, Some(hook)).map_err(io::Error::other)?;
+    let certificate = first_certificate(&config.settings).map_err(io::Error::other)?;
     if let Some(seconds) = hsts {
-        https.set_hsts(seconds);
+        certificate.https().set_hsts(seconds);
     }
-    let certificate = Certificate::new(https, Source::Acme);
     Ok((certificate, Arc::new(AtomicBool::new(false))))
 }
 
@@ -82,18 +72,14 @@ pub fn start(
     let http = match config.http_addr {
         Some(addr) => Some(http01(
             addr,
-            &config.settings.challenges,
+            config.settings.challenges(),
             limits,
             https_port,
         )?),
         None => None,
     };
-    let serving = https.clone();
-    let deliver: Deliver = Box::new(move |served: &Served| {
-        serving.serve(served);
-        ready.store(true, Ordering::Release);
-    });
-    let renewer = Renewer::start(config.settings.clone(), status, deliver)?;
+    let delivered = Box::new(move || ready.store(true, Ordering::Release));
+    let renewer = config.settings.renewer(status, https, delivered)?;
     Ok(Acme { renewer, http })
 }
 
@@ -124,10 +110,6 @@ fn http01(
         .name("acme-http".into())
         .spawn(move || server.run(Duration::from_secs(1)))?;
     Ok((stopper, thread))
-}
-
-fn rustls_key(der: Vec<u8>) -> rustls::pki_types::PrivateKeyDer<'static> {
-    rustls::pki_types::PrivateKeyDer::Pkcs8(der.into())
 }
 
 /// The API, answered 503 over HTTPS until the first certificate.

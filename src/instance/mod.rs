@@ -10,10 +10,8 @@
 //! certificate served, `--tls-auto`'s renewals and their thread):
 //! `tls.rs`.
 
-mod tls;
-
-#[cfg(feature = "acme")]
 mod acme;
+mod tls;
 
 use std::fmt;
 use std::io;
@@ -50,7 +48,6 @@ pub struct Instance {
     /// With HTTPS: the certificate served, which a reload replaces.
     https: Option<Certificate>,
     /// With `--acme-domain`: the `acme` thread and HTTP-01's listener.
-    #[cfg(feature = "acme")]
     acme: Option<acme::Acme>,
 }
 
@@ -72,7 +69,6 @@ impl Instance {
             token_file: config.token_file.clone(),
             secret_file: config.webhook_secret_file.clone(),
             https: self.https.clone(),
-            #[cfg(feature = "acme")]
             acme: self.acme.as_ref().map(acme::Acme::waker),
         }
     }
@@ -81,7 +77,6 @@ impl Instance {
     /// returns how many were still open.
     pub fn run(self, grace: Duration) -> usize {
         let still_open = self.server.run(grace);
-        #[cfg(feature = "acme")]
         if let Some(acme) = self.acme {
             acme.stop();
         }
@@ -105,7 +100,6 @@ pub struct Reloader {
     /// With HTTPS: the certificate served, with the files it is read from.
     https: Option<Certificate>,
     /// With ACME: wakes its thread.
-    #[cfg(feature = "acme")]
     acme: Option<crate::certs::acme::RenewNow>,
 }
 
@@ -164,7 +158,6 @@ impl Reloader {
                 }
             }
         }
-        #[cfg(feature = "acme")]
         if let Some(acme) = &self.acme {
             acme.wake();
             info!(target: "plantstore", "reload: ACME looks at its certificate again now");
@@ -249,7 +242,6 @@ fn setup(config: &Config) -> Setup {
         journal: config.data.clone(),
         seed: config.seed.clone(),
         allow_reset: config.allow_reset,
-        #[cfg(feature = "postgres")]
         database: config.database.clone(),
     }
 }
@@ -305,50 +297,47 @@ fn serve_plants(
     let app = Arc::new(app.serving_ca(https.as_ref().map(Certificate::https)));
     let mut limits = config.limits.clone();
     limits.max_connections = connection_cap(limits.max_connections);
-    #[cfg_attr(not(feature = "acme"), allow(unused_mut))]
-    let mut handler: Arc<dyn http::Handler> = Arc::clone(&app) as _;
-    #[cfg_attr(not(feature = "acme"), allow(unused_mut))]
-    let mut https = https;
-    #[cfg(feature = "acme")]
-    let acme_https = match &config.acme {
-        Some(acme_config) => {
-            let (served, ready) = acme::https(acme_config, config.hsts())?;
-            handler = Arc::new(acme::Gate {
-                app: Arc::clone(&app),
-                ready: Arc::clone(&ready),
-            });
-            https = Some(served.clone());
-            Some((served, ready))
-        }
-        None => None,
-    };
-    let served = https
+    // With `--acme-domain`: HTTPS with ACME's certificate, the API behind
+    // a 503 until the first one is delivered.
+    let acme_https = config
+        .acme
         .as_ref()
-        .map(|certificate| certificate.https().clone());
+        .map(|acme_config| acme::https(acme_config, config.hsts()))
+        .transpose()?;
+    let handler: Arc<dyn http::Handler> = match &acme_https {
+        Some((_, ready)) => Arc::new(acme::Gate {
+            app: Arc::clone(&app),
+            ready: Arc::clone(ready),
+        }),
+        None => Arc::clone(&app) as _,
+    };
+    let https = match &acme_https {
+        Some((certificate, _)) => Some(certificate),
+        None => https.as_ref(),
+    };
+    let served = https.map(|certificate| certificate.https().clone());
     let server = Server::bind_https(config.addr, limits.clone(), handler, &gauge, served)?;
     let scheme = if https.is_some() { "https" } else { "http" };
     log_start(config, &storage, scheme, server.local_addr());
-    if let Some(https) = &https {
+    if let Some(https) = https {
         https.start_renewals(tls::names)?;
     }
-    #[cfg(feature = "acme")]
-    let acme = match (&config.acme, acme_https) {
-        (Some(acme_config), Some((served, ready))) => Some(acme::start(
+    let acme = match (&config.acme, &acme_https) {
+        (Some(acme_config), Some((certificate, ready))) => Some(acme::start(
             acme_config,
-            served.https(),
-            ready,
+            certificate.https(),
+            Arc::clone(ready),
             &gauge,
             &limits,
             server.local_addr().port(),
-        )?),
+        )),
         _ => None,
     };
     Ok(Instance {
         server,
         app,
-        https,
-        #[cfg(feature = "acme")]
-        acme,
+        https: https.cloned(),
+        acme: acme.transpose()?,
     })
 }
 

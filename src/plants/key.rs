@@ -8,7 +8,6 @@
 use std::io;
 
 use super::{Kept, Plants};
-#[cfg(feature = "postgres")]
 use crate::model::NotDone;
 
 /// A key for the tickets' MACs.
@@ -20,8 +19,7 @@ impl Plants {
     pub fn ticket_key(&self) -> io::Result<TicketKey> {
         match &self.kept {
             Kept::Memory { .. } => fresh(),
-            #[cfg(feature = "postgres")]
-            Kept::Database(remote) => Ok(remote.key),
+            Kept::Database(remote) => Ok(remote.key()),
         }
     }
 
@@ -31,7 +29,6 @@ impl Plants {
     pub fn reread_ticket_key(&self) -> Option<Result<TicketKey, String>> {
         match &self.kept {
             Kept::Memory { .. } => None,
-            #[cfg(feature = "postgres")]
             Kept::Database(remote) => Some(fresh().map_err(|e| e.to_string()).and_then(|fresh| {
                 match remote.ticket_key(fresh).wait() {
                     Ok(key) => Ok(key),

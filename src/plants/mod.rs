@@ -28,6 +28,7 @@
 mod database;
 mod key;
 mod outcome;
+mod remote;
 mod reset;
 mod scan;
 mod seed;
@@ -58,6 +59,13 @@ use crate::store::{AllPlants, Durable, OpenError, Store};
 /// Plants read for one piece of the export, at most.
 pub const PIECE_PLANTS: usize = 512;
 
+/// The database store's capacity: `--max-plants` and `--max-data` bound
+/// the memory store only.
+const UNBOUNDED: Capacity = Capacity {
+    plants: usize::MAX,
+    data: u64::MAX,
+};
+
 /// Asks the reader of a pending export piece to ask again.
 pub type Wake = Arc<dyn Fn() + Send + Sync>;
 
@@ -75,7 +83,6 @@ pub struct Setup {
     /// `--allow-reset`: the seed's plants kept for `POST /plants/reset`.
     pub allow_reset: bool,
     /// `--database`: the PostgreSQL store instead.
-    #[cfg(feature = "postgres")]
     pub database: Option<crate::dbconfig::DatabaseConfig>,
 }
 
@@ -127,8 +134,7 @@ enum Kept {
         journal: Option<(PathBuf, SyncMode)>,
     },
     /// In PostgreSQL, through a pool of worker threads.
-    #[cfg(feature = "postgres")]
-    Database(database::Remote),
+    Database(remote::Remote),
 }
 
 /// The next piece of an export.
@@ -151,8 +157,7 @@ pub struct Export {
 
 enum Source {
     Memory(AllPlants),
-    #[cfg(feature = "postgres")]
-    Database(database::Cursor),
+    Database(remote::Cursor),
 }
 
 impl Export {
@@ -169,7 +174,6 @@ impl Export {
                 let last = all.is_done();
                 Piece::Plants { plants, last }
             }
-            #[cfg(feature = "postgres")]
             Source::Database(cursor) => cursor.next(),
         }
     }
@@ -180,9 +184,12 @@ impl Plants {
     /// database's schema checked and its pool started; then the seed
     /// loaded if the store is empty.
     pub fn open(setup: &Setup) -> Result<Plants, SetupError> {
-        #[cfg(feature = "postgres")]
         if let Some(config) = &setup.database {
-            return Self::open_database(setup, config);
+            let remote = remote::Remote::open(setup, config)?;
+            return Ok(Plants {
+                kept: Kept::Database(remote),
+                resets: reset::kept(setup, UNBOUNDED)?,
+            });
         }
         let (store, before) = match &setup.journal {
             None => (Store::new(setup.capacity), Before::InMemory),
@@ -222,52 +229,6 @@ impl Plants {
         })
     }
 
-    /// Connects, creates or checks the schema, loads the seed into an
-    /// empty table, and starts the pool (waiting briefly for its first
-    /// connection, so the first requests find one).
-    #[cfg(feature = "postgres")]
-    fn open_database(
-        setup: &Setup,
-        config: &crate::dbconfig::DatabaseConfig,
-    ) -> Result<Plants, SetupError> {
-        use crate::database::{self as db, Connect};
-        let at = config.describe();
-        let failed = |e: &dyn fmt::Display| SetupError::Database(format!("database {at}: {e}"));
-        let mut client = config.connect_client().map_err(|e| failed(&e))?;
-        let schema = db::ensure_schema(&mut client).map_err(|e| failed(&e))?;
-        if let Some(why) = schema.search_scans {
-            warn!(
-                target: "plantstore",
-                "database {at}: search scans: pg_trgm not available ({why}); \
-                 a search (q=) reads every plant (see docs/postgres.md)"
-            );
-        }
-        if let Some(path) = &setup.seed {
-            seed::into_database(path, &mut client, setup.limits).map_err(SetupError::Seed)?;
-        }
-        let start = db::feed_start(&mut client).map_err(|e| failed(&e))?;
-        let fresh = key::fresh().map_err(|e| failed(&e))?;
-        let key = db::ticket_key(&mut client, &fresh).map_err(|e| failed(&e))?;
-        drop(client);
-        let pool = db::Pool::start(config.clone()).map_err(|e| failed(&e))?;
-        if !pool.wait_up(crate::dbconfig::CONNECT_TIMEOUT) {
-            warn!(target: "plantstore", "database {at}: no pool connection yet; answering 503 until one is up");
-        }
-        let announcer = Arc::new(database::Announcer::new(config.clone(), start));
-        let unbounded = Capacity {
-            plants: usize::MAX,
-            data: u64::MAX,
-        };
-        Ok(Plants {
-            kept: Kept::Database(database::Remote {
-                pool,
-                announcer,
-                key,
-            }),
-            resets: reset::kept(setup, unbounded)?,
-        })
-    }
-
     /// The door over a memory store opened elsewhere (its journal, if
     /// any, named by `journal` for the start-up line).
     pub fn memory(store: Store, journal: Option<&Durability>) -> Plants {
@@ -302,8 +263,7 @@ impl Plants {
                     ),
                 }
             }
-            #[cfg(feature = "postgres")]
-            Kept::Database(remote) => format!("database {}", remote.pool.describe()),
+            Kept::Database(remote) => remote.describe(),
         }
     }
 
@@ -314,11 +274,7 @@ impl Plants {
     pub fn changes_start(&self) -> (Option<u64>, u64) {
         match &self.kept {
             Kept::Memory { .. } => (None, 0),
-            #[cfg(feature = "postgres")]
-            Kept::Database(remote) => {
-                let (epoch, last) = remote.announcer.start;
-                (Some(epoch), last)
-            }
+            Kept::Database(remote) => remote.changes_start(),
         }
     }
 
@@ -327,8 +283,7 @@ impl Plants {
     pub fn change_log(&self) -> Option<Arc<dyn ChangeLog>> {
         match &self.kept {
             Kept::Memory { .. } => None,
-            #[cfg(feature = "postgres")]
-            Kept::Database(remote) => Some(Arc::new(database::Log(remote.pool.queue()))),
+            Kept::Database(remote) => remote.change_log(),
         }
     }
 
@@ -339,8 +294,7 @@ impl Plants {
     pub fn set_change_hook(&self, hook: ChangeHook) -> bool {
         match &self.kept {
             Kept::Memory { store, .. } => store.set_change_hook(hook),
-            #[cfg(feature = "postgres")]
-            Kept::Database(remote) => remote.announcer.set(hook),
+            Kept::Database(remote) => remote.set_change_hook(hook),
         }
     }
 
@@ -350,7 +304,6 @@ impl Plants {
             Kept::Memory { store, .. } => {
                 later(store, store.change(new.id, Edit::Create(new.plant)))
             }
-            #[cfg(feature = "postgres")]
             Kept::Database(remote) => remote.create(new.id, new.plant),
         }
     }
@@ -359,7 +312,6 @@ impl Plants {
     pub fn get(&self, id: i64) -> Outcome<Option<Plant>> {
         match &self.kept {
             Kept::Memory { store, .. } => Outcome::Ready(Ok(store.get(id))),
-            #[cfg(feature = "postgres")]
             Kept::Database(remote) => remote.get(id),
         }
     }
@@ -368,7 +320,6 @@ impl Plants {
     pub fn replace(&self, id: i64, plant: Plant) -> Outcome<()> {
         match &self.kept {
             Kept::Memory { store, .. } => later(store, store.change(id, Edit::Replace(plant))),
-            #[cfg(feature = "postgres")]
             Kept::Database(remote) => remote.replace(id, plant),
         }
     }
@@ -377,7 +328,6 @@ impl Plants {
     pub fn delete(&self, id: i64) -> Outcome<()> {
         match &self.kept {
             Kept::Memory { store, .. } => later(store, store.change(id, Edit::Delete)),
-            #[cfg(feature = "postgres")]
             Kept::Database(remote) => remote.delete(id),
         }
     }
@@ -393,7 +343,6 @@ impl Plants {
                 scans.page(store, asker, query, budget)
             }
             Kept::Memory { store, .. } => Outcome::Ready(Ok(store.query(&query, budget))),
-            #[cfg(feature = "postgres")]
             Kept::Database(remote) => remote.page(query, budget),
         }
     }
@@ -407,7 +356,6 @@ impl Plants {
                 let _ = wake;
                 Source::Memory(store.all_plants())
             }
-            #[cfg(feature = "postgres")]
             Kept::Database(remote) => Source::Database(remote.export(wake)?),
         };
         Ok(Export { source })
@@ -417,11 +365,7 @@ impl Plants {
     pub fn failure(&self) -> Option<Arc<str>> {
         match &self.kept {
             Kept::Memory { store, .. } => store.failure(),
-            #[cfg(feature = "postgres")]
-            Kept::Database(remote) => remote
-                .pool
-                .failure()
-                .map(|why| format!("database unreachable: {why}").into()),
+            Kept::Database(remote) => remote.failure(),
         }
     }
 
@@ -430,8 +374,7 @@ impl Plants {
     pub fn render(&self, out: &mut Exposition) {
         match &self.kept {
             Kept::Memory { store, .. } => store.render(out),
-            #[cfg(feature = "postgres")]
-            Kept::Database(remote) => remote.pool.render(out),
+            Kept::Database(remote) => remote.render(out),
         }
     }
 
@@ -442,7 +385,6 @@ impl Plants {
     pub fn flush(&self) {
         match &self.kept {
             Kept::Memory { store, .. } => store.flush(),
-            #[cfg(feature = "postgres")]
             Kept::Database(_) => {}
         }
     }
@@ -457,8 +399,7 @@ impl Plants {
                     log::error!(target: "plantstore", "final sync of the journal failed: {e}");
                 }
             }
-            #[cfg(feature = "postgres")]
-            Kept::Database(remote) => remote.pool.shut_down(),
+            Kept::Database(remote) => remote.shut_down(),
         }
     }
 }

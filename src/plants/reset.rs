@@ -76,7 +76,6 @@ impl Plants {
                     store.reset(&plants).map(|()| plants.len())
                 })
             }
-            #[cfg(feature = "postgres")]
             Kept::Database(remote) => remote.reset(plants),
         }
     }

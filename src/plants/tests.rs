@@ -22,7 +22,6 @@ fn setup(journal: Option<Durability>) -> Setup {
         journal,
         seed: None,
         allow_reset: false,
-        #[cfg(feature = "postgres")]
         database: None,
     }
 }

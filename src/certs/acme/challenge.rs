@@ -13,6 +13,9 @@ use rcgen::{CertificateParams, CustomExtension, KeyPair};
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::sign::CertifiedKey;
 
+use super::super::source::{Certificate, Source};
+use crate::transport::{AlpnChallenge, Https, Served};
+
 /// The most answers of each kind held at once.
 const MAX_ANSWERS: usize = 8;
 
@@ -92,7 +95,7 @@ impl Challenges {
     }
 }
 
-impl crate::transport::AlpnChallenge for Challenges {
+impl AlpnChallenge for Challenges {
     fn answer(&self, server_name: Option<&str>) -> Option<Arc<CertifiedKey>> {
         self.alpn(server_name)
     }
@@ -107,6 +110,20 @@ pub fn placeholder(name: &str) -> Result<(Vec<u8>, Vec<u8>), String> {
     let key = KeyPair::generate().map_err(why)?;
     let cert = params.self_signed(&key).map_err(why)?;
     Ok((cert.der().to_vec(), key.serialize_der()))
+}
+
+/// HTTPS before the first certificate: the placeholder for the name
+/// `settings` certify, served with the hook that answers TLS-ALPN-01
+/// challenges. It has no expiry for `/metrics` until a real certificate is
+/// served: the placeholder's would read as one valid for centuries.
+pub fn first_certificate(settings: &super::Settings) -> Result<Certificate, String> {
+    let (cert, key) = placeholder(&settings.domain)?;
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key));
+    let mut served = Served::from_der(vec![cert.into()], key).map_err(|(_, why)| why)?;
+    served.validity = None;
+    let hook: Arc<dyn AlpnChallenge> = Arc::new(settings.challenges.clone());
+    let https = Https::new(&served, Some(hook)).map_err(|e| e.to_string())?;
+    Ok(Certificate::new(https, Source::Acme))
 }
 
 /// RFC 8737's certificate: self-signed, for `name` alone, with the

@@ -18,8 +18,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use instant_acme::{BodyWrapper, BytesResponse, Error, HttpClient};
 
-use super::super::ClientTls;
 use crate::outbound::{self, Bounds, Outgoing, Url};
+use crate::transport::ClientTls;
 
 /// The bounds of every exchange with a CA.
 pub const LIMITS: Bounds = Bounds {

@@ -27,11 +27,11 @@ mod store;
 
 use std::path::PathBuf;
 
-pub use challenge::{Challenges, placeholder};
+pub use challenge::{Challenges, first_certificate, placeholder};
 pub use renew::{Deliver, RenewNow, Renewer};
 pub use store::StateDir;
 
-use crate::transport::{AcmeStatus, now};
+use crate::transport::{AcmeStatus, Https, Served, now};
 
 /// Let's Encrypt's production directory: `--acme-directory`'s default.
 pub const LETS_ENCRYPT: &str = "https://acme-v02.api.letsencrypt.org/directory";
@@ -64,4 +64,28 @@ pub struct Settings {
     pub challenge: Challenge,
     /// The answers the listeners serve.
     pub challenges: Challenges,
+}
+
+impl Settings {
+    /// The answers the listeners serve.
+    pub fn challenges(&self) -> &Challenges {
+        &self.challenges
+    }
+
+    /// Starts the `acme` thread, which serves each certificate it has on
+    /// `https` (the kept one, then each new one) and then calls
+    /// `delivered`.
+    pub fn renewer(
+        &self,
+        status: AcmeStatus,
+        https: &Https,
+        delivered: Box<dyn Fn() + Send>,
+    ) -> std::io::Result<Renewer> {
+        let serving = https.clone();
+        let deliver: Deliver = Box::new(move |served: &Served| {
+            serving.serve(served);
+            delivered();
+        });
+        Renewer::start(self.clone(), status, deliver)
+    }
 }

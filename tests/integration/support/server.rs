@@ -41,13 +41,9 @@ pub fn config() -> Config {
         ui: true,
         delay: None,
         allow_reset: false,
-        #[cfg(feature = "postgres")]
         database: None,
-        #[cfg(feature = "tls")]
         tls: None,
-        #[cfg(feature = "tls")]
         hsts: None,
-        #[cfg(feature = "acme")]
         acme: None,
     }
 }

@@ -4,31 +4,32 @@
 //! that cannot be written is a clear exit 2), and `--acme-ca` read now, so
 //! that what cannot work stops the start rather than the first order.
 
-use std::net::SocketAddr;
+use std::fmt;
 use std::path::PathBuf;
 
-use super::{Args, ConfigError, parse_addr};
+use super::super::{Args, parse_addr};
+use super::AcmeConfig;
 use crate::certs::acme::{
     Challenge, Challenges, LETS_ENCRYPT, LETS_ENCRYPT_STAGING, Settings, StateDir,
 };
 
-/// ACME mode: what the `acme` thread works with, and the plain listener
-/// of HTTP-01, if any.
-#[derive(Debug, Clone)]
-pub struct AcmeConfig {
-    pub settings: Settings,
-    /// `--acme-http-addr`: HTTP-01's listener (usually port 80); without
-    /// it TLS-ALPN-01 on the TLS listener.
-    pub http_addr: Option<SocketAddr>,
+/// An `--acme-*` flag that cannot be used, and why.
+#[derive(Debug)]
+pub struct AcmeError(pub String);
+
+impl fmt::Display for AcmeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
-fn refused(why: impl Into<String>) -> ConfigError {
-    ConfigError::Acme(why.into())
+fn refused(why: impl Into<String>) -> AcmeError {
+    AcmeError(why.into())
 }
 
 /// The `--acme-*` flags, with `--acme-domain`; `None` without it (and
 /// then no other `--acme-*` flag may be given).
-pub fn acme(args: &Args) -> Result<Option<AcmeConfig>, ConfigError> {
+pub(in super::super) fn acme(args: &Args) -> Result<Option<AcmeConfig>, AcmeError> {
     let Some(domain) = &args.acme_domain else {
         let others = args.acme_dir.is_some()
             || args.acme_email.is_some()
@@ -84,7 +85,8 @@ pub fn acme(args: &Args) -> Result<Option<AcmeConfig>, ConfigError> {
     if let Some(ca) = &args.acme_ca {
         crate::transport::roots(false, Some(ca)).map_err(|e| refused(format!("--acme-ca: {e}")))?;
     }
-    let http_addr = args.acme_http_addr.as_deref().map(parse_addr).transpose()?;
+    let http_addr = args.acme_http_addr.as_deref().map(parse_addr).transpose();
+    let http_addr = http_addr.map_err(|e| AcmeError(e.to_string()))?;
     let challenge = match http_addr {
         Some(_) => Challenge::Http01,
         None => Challenge::TlsAlpn01,
@@ -105,7 +107,7 @@ pub fn acme(args: &Args) -> Result<Option<AcmeConfig>, ConfigError> {
 
 /// `--acme-domain`: one DNS name (a CA certifies no address and, over
 /// these challenges, no wildcard), lower case.
-fn name(given: &str) -> Result<String, ConfigError> {
+fn name(given: &str) -> Result<String, AcmeError> {
     let name = given.trim_end_matches('.').to_ascii_lowercase();
     let label = |l: &str| {
         !l.is_empty()
@@ -134,7 +136,7 @@ mod tests {
         all.extend_from_slice(flags);
         let args = Args::from_args(&["plantstore"], &all).unwrap();
         match acme(&args) {
-            Err(ConfigError::Acme(why)) => why,
+            Err(AcmeError(why)) => why,
             other => panic!("{flags:?} gave {other:?}"),
         }
     }
