@@ -39,6 +39,12 @@ Fails (exit 1), naming the file and line of every reference involved, on:
     `| type name |`) has a row for it, and a row of that table that no
     two modules' names use. One name, one type: a reader meeting it need
     not check which module's it is.
+  - a build option (a cargo feature) named outside the files that
+    ARCHITECTURE.md's "Build options" section lists as its seams or in
+    its allow list (at most 20 lines in all), and that section out of step
+    with Cargo.toml's features (layers_seams.py).
+Run from the repository's root, or from LAYERS_ROOT when set (a copy of
+it, as scripts/check/check-layers.sh's test of the check makes).
 Not seen: `#[path]`, paths built by macros, method calls into another
 file's `impl`, and names a glob `use` (`use x::*`) brings in outside
 test code (there is none; write the names).
@@ -53,6 +59,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import layers_doc as doc  # noqa: E402
 import layers_rust as rust  # noqa: E402
+import layers_seams as seams  # noqa: E402
 
 ARCH = "ARCHITECTURE.md"
 TEMPORARY = "may also import, until"
@@ -363,7 +370,8 @@ def main():
         else:
             ARCH = value
         given = given[2:]
-    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    os.chdir(os.environ.get("LAYERS_ROOT") or here)
     tops, scanned, owner, bindings, declared = read_sources()
     edges, file_edges, roots, relays = graphs(tops, scanned, owner, bindings)
     err = sys.stderr
@@ -410,12 +418,13 @@ def main():
     bad += aliases(scanned, err)
     bad += check_names(declared, read_shared_names(text), err)
     bad += doc.check(text, tops, owner, bindings, err)
+    bad += seams.check(text, err)
     if bad:
         print(f"check-layers: {bad} failure(s)", file=err)
         sys.exit(1)
     print("check-layers: every import is in the table; no cycle between modules or between "
           "the files of one; every path ARCHITECTURE.md cites exists; no type name declared "
-          "in two modules but those it lists")
+          "in two modules but those it lists; every build option named in its seams only")
 
 
 main()
