@@ -5,6 +5,8 @@
 //! and reads the same in every build. The answers the HTTP-01 listener
 //! would serve are an empty set: it is never started.
 
+use std::net::SocketAddr;
+
 use crate::certs::Certificate;
 use crate::transport::{AcmeStatus, Https};
 
@@ -17,12 +19,17 @@ impl Settings {
         match *self {}
     }
 
-    pub fn renewer(
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        match *self {}
+    }
+
+    pub fn start(
         &self,
         _: AcmeStatus,
         _: &Https,
         _: Box<dyn Fn() + Send>,
-    ) -> std::io::Result<Renewer> {
+        _: Box<dyn FnOnce() + Send>,
+    ) -> std::io::Result<Running> {
         match *self {}
     }
 }
@@ -37,12 +44,16 @@ impl Challenges {
     }
 }
 
-/// The `acme` thread: never, in this build.
-pub enum Renewer {}
+/// The `acme` thread started: never, in this build.
+pub enum Running {}
 
-impl Renewer {
+impl Running {
     pub fn waker(&self) -> RenewNow {
         match *self {}
+    }
+
+    pub fn stop(self) {
+        match self {}
     }
 }
 

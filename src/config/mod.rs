@@ -27,7 +27,7 @@ mod tokens;
 
 pub use args::{ALTERNATIVES, Args, FEATURES, FLAGS, FlagKind};
 pub use error::ConfigError;
-pub use options::{AcmeConfig, AcmeError, DatabaseError, HttpsError};
+pub use options::{AcmeError, DatabaseError, HttpsError};
 pub use tokens::{MAX_TOKEN, read_tokens, read_webhook_secret};
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -113,9 +113,9 @@ pub struct Config {
     pub tls: Option<crate::certs::Setup>,
     /// `--hsts`: the `max-age` of `Strict-Transport-Security` on answers
     /// over HTTPS.
-    pub hsts: Option<u64>,
+    pub hsts: Option<crate::transport::Hsts>,
     /// `--acme-domain` and its flags: the certificate from an ACME CA.
-    pub acme: Option<AcmeConfig>,
+    pub acme: Option<crate::certs::acme::Settings>,
 }
 
 impl Config {
@@ -127,11 +127,13 @@ impl Config {
 
     /// `--hsts` (always `None` in a build without TLS).
     pub fn hsts(&self) -> Option<u64> {
-        self.hsts
+        self.hsts.as_ref().map(crate::transport::Hsts::seconds)
     }
 
     /// Validates flags; `env_token` is the value of `PLANTSTORE_TOKEN`.
     pub fn from_args(mut args: Args, env_token: Option<String>) -> Result<Config, ConfigError> {
+        // The HTTPS flags are read last, after others that are moved out.
+        let mut https_flags = options::HttpsFlags::take(&mut args);
         let addr = parse_addr(&args.addr)?;
         let log_level = args
             .log_level
@@ -175,17 +177,17 @@ impl Config {
         let acme = options::acme(&args).map_err(ConfigError::Acme)?;
         let token_file = args.token_file.clone();
         let webhook_secret_file = args.webhook_secret_file.clone();
-        let tokens = tokens(args.token_file.take(), args.token.take(), env_token)?;
+        let tokens = tokens(args.token_file, args.token, env_token)?;
         let mut warnings = tokens.warnings;
-        warnings.extend(database_warning);
-        let data = durability(args.data.take(), args.sync.take(), args.compact_min)?;
+        if let Some(warning) = database_warning {
+            warnings.push(warning);
+        }
+        let data = durability(args.data, args.sync, args.compact_min)?;
         positive(args.webhook_queue as u64, "--webhook-queue")?;
-        let mut webhook = webhook_config(
-            std::mem::take(&mut args.webhook),
-            args.webhook_secret_file.take(),
-            args.webhook_queue,
-        )?;
-        options::webhook_tls(&args, &mut webhook, &mut warnings).map_err(ConfigError::Https)?;
+        let mut webhook =
+            webhook_config(args.webhook, args.webhook_secret_file, args.webhook_queue)?;
+        options::webhook_tls(&https_flags, &mut webhook, &mut warnings)
+            .map_err(ConfigError::Https)?;
         if !(1..=3600).contains(&args.ticket_ttl) {
             return Err(ConfigError::TicketTtl(args.ticket_ttl));
         }
@@ -199,10 +201,10 @@ impl Config {
         };
         let cors = Cors::parse(&args.cors_origin)
             .map_err(|(origin, why)| ConfigError::CorsOrigin(origin, why))?;
-        let tls = options::https(&args).map_err(ConfigError::Https)?;
+        let tls = options::https(&mut https_flags).map_err(ConfigError::Https)?;
         // ACME serves HTTPS too: `--hsts` goes with it as with the others.
-        let hsts =
-            options::hsts(&args, tls.is_some() || acme.is_some()).map_err(ConfigError::Https)?;
+        let hsts = options::hsts(&https_flags, tls.is_some() || acme.is_some())
+            .map_err(ConfigError::Https)?;
         Ok(Config {
             addr,
             limits,

@@ -18,69 +18,70 @@ use log::info;
 
 use crate::api::App;
 use crate::certs::Certificate;
-use crate::certs::acme::{Challenges, RenewNow, Renewer, first_certificate};
-use crate::config::AcmeConfig;
+use crate::certs::acme::{Challenges, Running, Settings, first_certificate};
 use crate::http::{Gauge, Handler, Limits, Request, Response, Server, Stopper};
 use crate::transport::{AcmeStatus, Https};
 
 /// The 503's words, before the first certificate.
 const NOT_YET: &str = "no certificate yet: ACME order in progress";
 
-/// The running ACME parts: the thread, and HTTP-01's listener.
-pub struct Acme {
-    renewer: Renewer,
-    http: Option<(Stopper, JoinHandle<usize>)>,
+/// HTTPS before the first certificate: what the listener serves, and the
+/// API behind it.
+pub struct Front {
+    /// A placeholder until the first certificate, answering TLS-ALPN-01
+    /// challenges.
+    pub certificate: Certificate,
+    /// Raised by the first delivery.
+    pub ready: Arc<AtomicBool>,
+    /// The API, answered 503 until then ([`Gate`]).
+    pub handler: Arc<dyn Handler>,
 }
 
-impl Acme {
-    /// Wakes the `acme` thread (SIGHUP).
-    pub fn waker(&self) -> RenewNow {
-        self.renewer.waker()
-    }
-
-    /// Stops HTTP-01's listener (the thread stops as it drops).
-    pub fn stop(mut self) {
-        if let Some((stopper, thread)) = self.http.take() {
-            stopper.stop();
-            let _ = thread.join();
-        }
-    }
-}
-
-/// HTTPS serving a placeholder until the first certificate, answering
-/// TLS-ALPN-01 challenges, with `Strict-Transport-Security` when `hsts`
-/// (`--hsts`) asks; with the flag the first delivery raises.
-pub fn https(config: &AcmeConfig, hsts: Option<u64>) -> io::Result<(Certificate, Arc<AtomicBool>)> {
-    let certificate = first_certificate(&config.settings).map_err(io::Error::other)?;
+/// HTTPS serving a placeholder until the first certificate, with
+/// `Strict-Transport-Security` when `hsts` (`--hsts`) asks, and `app`
+/// behind its gate.
+pub fn front(settings: &Settings, app: &Arc<App>, hsts: Option<u64>) -> io::Result<Front> {
+    let certificate = first_certificate(settings).map_err(io::Error::other)?;
     if let Some(seconds) = hsts {
         certificate.https().set_hsts(seconds);
     }
-    Ok((certificate, Arc::new(AtomicBool::new(false))))
+    let ready = Arc::new(AtomicBool::new(false));
+    let handler = Arc::new(Gate {
+        app: Arc::clone(app),
+        ready: Arc::clone(&ready),
+    });
+    Ok(Front {
+        certificate,
+        ready,
+        handler,
+    })
 }
 
-/// Starts the `acme` thread (delivering to `https`) and HTTP-01's listener.
+/// Starts HTTP-01's listener and the `acme` thread (delivering to
+/// `https`, then raising `ready`), which stops the listener when it is
+/// stopped.
 pub fn start(
-    config: &AcmeConfig,
+    settings: &Settings,
     https: &Https,
     ready: Arc<AtomicBool>,
     gauge: &Gauge,
     limits: &Limits,
     https_port: u16,
-) -> io::Result<Acme> {
+) -> io::Result<Running> {
     let status = AcmeStatus::default();
     gauge.watch_acme(&status);
-    let http = match config.http_addr {
-        Some(addr) => Some(http01(
-            addr,
-            config.settings.challenges(),
-            limits,
-            https_port,
-        )?),
+    let http = match settings.http_addr() {
+        Some(addr) => Some(http01(addr, settings.challenges(), limits, https_port)?),
         None => None,
     };
     let delivered = Box::new(move || ready.store(true, Ordering::Release));
-    let renewer = config.settings.renewer(status, https, delivered)?;
-    Ok(Acme { renewer, http })
+    let on_stop = Box::new(move || {
+        if let Some((stopper, thread)) = http {
+            stopper.stop();
+            let _ = thread.join();
+        }
+    });
+    settings.start(status, https, delivered, on_stop)
 }
 
 /// HTTP-01's plain listener, on a thread of its own.
@@ -182,7 +183,7 @@ impl Handler for Answers {
 /// A Host header's name, without its port.
 fn host_alone(host: &str) -> &str {
     if host.starts_with('[') {
-        return host.split_inclusive(']').next().unwrap_or(host);
+        return host.find(']').map_or(host, |end| &host[..=end]);
     }
     host.split(':').next().unwrap_or(host)
 }

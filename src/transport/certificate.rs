@@ -98,6 +98,18 @@ impl Https {
     }
 }
 
+/// `--hsts`: the `max-age`, in seconds, of the `Strict-Transport-Security`
+/// answers over HTTPS carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hsts(pub u64);
+
+impl Hsts {
+    /// The `max-age`.
+    pub fn seconds(&self) -> u64 {
+        self.0
+    }
+}
+
 /// When a served certificate expires, as `Https` keeps it.
 fn expiry(served: &Served) -> i64 {
     served.validity.map_or(i64::MIN, |v| v.not_after)

@@ -52,13 +52,13 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 #[cfg(feature = "tls")]
-pub use certificate::{Expiry, Https};
+pub use certificate::{Expiry, Hsts, Https};
 #[cfg(feature = "tls")]
 pub(crate) use connection::ServerTls;
 #[cfg(not(feature = "tls"))]
 pub(crate) use plain::ServerTls;
 #[cfg(not(feature = "tls"))]
-pub use plain::{ClientTls, Expiry, Https, Served, StartTlsError};
+pub use plain::{ClientTls, Expiry, Hsts, Https, Served, StartTlsError};
 #[cfg(feature = "tls")]
 pub use resolver::{ACME_TLS_ALPN, AlpnChallenge};
 #[cfg(feature = "tls")]

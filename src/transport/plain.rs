@@ -68,6 +68,16 @@ impl Https {
     }
 }
 
+/// `--hsts`: never, in this build (it has no such flag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hsts {}
+
+impl Hsts {
+    pub fn seconds(&self) -> u64 {
+        match *self {}
+    }
+}
+
 /// Where `/metrics` would read a served certificate's expiry: there is
 /// none to read.
 #[derive(Clone, Copy, Default, Debug)]

@@ -25,6 +25,7 @@ mod order;
 mod renew;
 mod store;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 pub use challenge::{Challenges, first_certificate, placeholder};
@@ -64,6 +65,9 @@ pub struct Settings {
     pub challenge: Challenge,
     /// The answers the listeners serve.
     pub challenges: Challenges,
+    /// `--acme-http-addr`: HTTP-01's listener (usually port 80); without
+    /// it TLS-ALPN-01 on the TLS listener.
+    pub http_addr: Option<SocketAddr>,
 }
 
 impl Settings {
@@ -72,20 +76,46 @@ impl Settings {
         &self.challenges
     }
 
+    /// HTTP-01's listener, with `--acme-http-addr`.
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http_addr
+    }
+
     /// Starts the `acme` thread, which serves each certificate it has on
     /// `https` (the kept one, then each new one) and then calls
-    /// `delivered`.
-    pub fn renewer(
+    /// `delivered`; `on_stop` is called when it is stopped (HTTP-01's
+    /// listener stopped with it).
+    pub fn start(
         &self,
         status: AcmeStatus,
         https: &Https,
         delivered: Box<dyn Fn() + Send>,
-    ) -> std::io::Result<Renewer> {
+        on_stop: Box<dyn FnOnce() + Send>,
+    ) -> std::io::Result<Running> {
         let serving = https.clone();
         let deliver: Deliver = Box::new(move |served: &Served| {
             serving.serve(served);
             delivered();
         });
-        Renewer::start(self.clone(), status, deliver)
+        let renewer = Renewer::start(self.clone(), status, deliver)?;
+        Ok(Running { renewer, on_stop })
+    }
+}
+
+/// The `acme` thread started, and what stops with it.
+pub struct Running {
+    renewer: Renewer,
+    on_stop: Box<dyn FnOnce() + Send>,
+}
+
+impl Running {
+    /// Wakes the thread (SIGHUP).
+    pub fn waker(&self) -> RenewNow {
+        self.renewer.waker()
+    }
+
+    /// Stops what stops with it; the thread stops as it drops.
+    pub fn stop(self) {
+        (self.on_stop)();
     }
 }

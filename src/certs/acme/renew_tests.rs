@@ -130,6 +130,7 @@ fn renew(dir: &StateDir, directory: &str, client: Client) -> Watched {
         ca: None,
         challenge: Challenge::Http01,
         challenges: Challenges::default(),
+        http_addr: None,
     };
     let status = AcmeStatus::default();
     let served = Arc::new(Mutex::new(Vec::new()));

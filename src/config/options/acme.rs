@@ -1,5 +1,5 @@
 //! The `--acme-*` flags (the `acme` feature): a certificate for a public
-//! name from an ACME CA, checked into an [`AcmeConfig`]. The state
+//! name from an ACME CA, checked into ACME's `Settings`. The state
 //! directory is opened now (made 0700 if missing; a symlink, a file or one
 //! that cannot be written is a clear exit 2), and `--acme-ca` read now, so
 //! that what cannot work stops the start rather than the first order.
@@ -8,7 +8,6 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::super::{Args, parse_addr};
-use super::AcmeConfig;
 use crate::certs::acme::{
     Challenge, Challenges, LETS_ENCRYPT, LETS_ENCRYPT_STAGING, Settings, StateDir,
 };
@@ -29,7 +28,7 @@ fn refused(why: impl Into<String>) -> AcmeError {
 
 /// The `--acme-*` flags, with `--acme-domain`; `None` without it (and
 /// then no other `--acme-*` flag may be given).
-pub(in super::super) fn acme(args: &Args) -> Result<Option<AcmeConfig>, AcmeError> {
+pub(in super::super) fn acme(args: &Args) -> Result<Option<Settings>, AcmeError> {
     let Some(domain) = &args.acme_domain else {
         let others = args.acme_dir.is_some()
             || args.acme_email.is_some()
@@ -91,16 +90,14 @@ pub(in super::super) fn acme(args: &Args) -> Result<Option<AcmeConfig>, AcmeErro
         Some(_) => Challenge::Http01,
         None => Challenge::TlsAlpn01,
     };
-    Ok(Some(AcmeConfig {
-        settings: Settings {
-            domain,
-            directory,
-            email: args.acme_email.clone(),
-            dir,
-            ca: args.acme_ca.clone(),
-            challenge,
-            challenges: Challenges::default(),
-        },
+    Ok(Some(Settings {
+        domain,
+        directory,
+        email: args.acme_email.clone(),
+        dir,
+        ca: args.acme_ca.clone(),
+        challenge,
+        challenges: Challenges::default(),
         http_addr,
     }))
 }
@@ -158,8 +155,8 @@ mod tests {
         assert!(refusal(&with(&["--acme-email", "nobody"])).contains("not an email"));
         let args = Args::from_args(&["plantstore"], &with(&["--acme-staging"])).unwrap();
         let config = acme(&args).unwrap().unwrap();
-        assert_eq!(config.settings.directory, LETS_ENCRYPT_STAGING);
-        assert_eq!(config.settings.challenge, Challenge::TlsAlpn01);
+        assert_eq!(config.directory, LETS_ENCRYPT_STAGING);
+        assert_eq!(config.challenge, Challenge::TlsAlpn01);
         let _ = std::fs::remove_dir_all(dir);
     }
 

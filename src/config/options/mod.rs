@@ -7,7 +7,7 @@
 //! exist in every build, so `config/mod.rs` and `error.rs` read the same
 //! in each. In a build without an option they give what no flag asked
 //! for, typed with the other seams' stand-ins (a `DatabaseConfig`, a
-//! `certs::Setup`, ACME's `Settings` that cannot be made), and its errors
+//! `certs::Setup`, ACME's `Settings`, that cannot be made), and its errors
 //! are enums with no variant: nothing of the option, its words included,
 //! is compiled into that build.
 
@@ -17,8 +17,6 @@ mod acme;
 mod database;
 #[cfg(feature = "tls")]
 mod tls;
-
-use std::net::SocketAddr;
 
 #[cfg(feature = "acme")]
 pub use acme::AcmeError;
@@ -31,17 +29,7 @@ pub(super) use database::database;
 #[cfg(feature = "tls")]
 pub use tls::HttpsError;
 #[cfg(feature = "tls")]
-pub(super) use tls::{hsts, https, webhook_tls};
-
-/// ACME mode: what the `acme` thread works with, and the plain listener
-/// of HTTP-01, if any.
-#[derive(Debug, Clone)]
-pub struct AcmeConfig {
-    pub settings: crate::certs::acme::Settings,
-    /// `--acme-http-addr`: HTTP-01's listener (usually port 80); without
-    /// it TLS-ALPN-01 on the TLS listener.
-    pub http_addr: Option<SocketAddr>,
-}
+pub(super) use tls::{HttpsFlags, hsts, https, webhook_tls};
 
 /// Declares `$error` an error no value of which exists, for a build
 /// without the option whose flags it is about.
@@ -66,22 +54,33 @@ never!(
     HttpsError
 );
 
+/// The HTTPS flags: none in this build.
+#[cfg(not(feature = "tls"))]
+pub(super) struct HttpsFlags;
+
+#[cfg(not(feature = "tls"))]
+impl HttpsFlags {
+    pub(super) fn take(_: &mut super::Args) -> HttpsFlags {
+        HttpsFlags
+    }
+}
+
 /// HTTPS, with no flag to ask for it in this build.
 #[cfg(not(feature = "tls"))]
-pub(super) fn https(_: &super::Args) -> Result<Option<crate::certs::Setup>, HttpsError> {
+pub(super) fn https(_: &mut HttpsFlags) -> Result<Option<crate::certs::Setup>, HttpsError> {
     Ok(None)
 }
 
 /// `--hsts`, with no flag for it in this build.
 #[cfg(not(feature = "tls"))]
-pub(super) fn hsts(_: &super::Args, _: bool) -> Result<Option<u64>, HttpsError> {
+pub(super) fn hsts(_: &HttpsFlags, _: bool) -> Result<Option<crate::transport::Hsts>, HttpsError> {
     Ok(None)
 }
 
 /// https webhooks: none in this build (an `https://` URL is refused).
 #[cfg(not(feature = "tls"))]
 pub(super) fn webhook_tls(
-    _: &super::Args,
+    _: &HttpsFlags,
     _: &mut crate::webhook::WebhookConfig,
     _: &mut Vec<String>,
 ) -> Result<(), HttpsError> {
@@ -110,6 +109,6 @@ never!(
 
 /// `--acme-domain`, with no flag for it in this build.
 #[cfg(not(feature = "acme"))]
-pub(super) fn acme(_: &super::Args) -> Result<Option<AcmeConfig>, AcmeError> {
+pub(super) fn acme(_: &super::Args) -> Result<Option<crate::certs::acme::Settings>, AcmeError> {
     Ok(None)
 }

@@ -2,10 +2,11 @@
 //! `--tls-auto`; `--hsts`; `--webhook-ca` for https webhooks.
 
 use std::fmt;
+use std::path::PathBuf;
 
 use super::super::Args;
 use crate::certs::{Setup, TlsFiles, check_dir, load};
-use crate::transport::{TlsError, client_config};
+use crate::transport::{Hsts, TlsError, client_config};
 use crate::webhook::{Target, WebhookConfig};
 
 /// An HTTPS flag that cannot be used.
@@ -39,13 +40,35 @@ impl fmt::Display for HttpsError {
     }
 }
 
+/// The HTTPS flags, taken out of `Args` before the rest is read.
+pub(in super::super) struct HttpsFlags {
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    auto: Option<PathBuf>,
+    hsts: Option<u64>,
+    webhook_ca: Option<PathBuf>,
+}
+
+impl HttpsFlags {
+    /// Takes them out of `args`.
+    pub(in super::super) fn take(args: &mut Args) -> HttpsFlags {
+        HttpsFlags {
+            cert: args.tls_cert.take(),
+            key: args.tls_key.take(),
+            auto: args.tls_auto.take(),
+            hsts: args.hsts,
+            webhook_ca: args.webhook_ca.take(),
+        }
+    }
+}
+
 /// `--tls-cert` with `--tls-key` (one without the other is refused), read
 /// and checked now, so that a file that cannot be served stops the start;
 /// or `--tls-auto` (not with them), its directory checked (made if
 /// missing).
-pub(in super::super) fn https(args: &Args) -> Result<Option<Setup>, HttpsError> {
-    let (cert, key) = (args.tls_cert.clone(), args.tls_key.clone());
-    if let Some(dir) = args.tls_auto.clone() {
+pub(in super::super) fn https(args: &mut HttpsFlags) -> Result<Option<Setup>, HttpsError> {
+    let (cert, key) = (args.cert.take(), args.key.take());
+    if let Some(dir) = args.auto.take() {
         if cert.is_some() || key.is_some() {
             let given = if cert.is_some() {
                 "--tls-cert"
@@ -69,18 +92,18 @@ pub(in super::super) fn https(args: &Args) -> Result<Option<Setup>, HttpsError> 
 
 /// `--hsts`, which needs HTTPS (`https`: the flags chose a certificate,
 /// from files, the local CA or ACME).
-pub(in super::super) fn hsts(args: &Args, https: bool) -> Result<Option<u64>, HttpsError> {
+pub(in super::super) fn hsts(args: &HttpsFlags, https: bool) -> Result<Option<Hsts>, HttpsError> {
     if args.hsts.is_some() && !https {
         return Err(HttpsError::HstsWithoutTls);
     }
-    Ok(args.hsts)
+    Ok(args.hsts.map(Hsts))
 }
 
 /// With an https webhook or `--webhook-ca`: the client's TLS, verifying
 /// against the system's CA certificates and `--webhook-ca`'s (a warning
 /// added when the system has none).
 pub(in super::super) fn webhook_tls(
-    args: &Args,
+    args: &HttpsFlags,
     webhook: &mut WebhookConfig,
     warnings: &mut Vec<String>,
 ) -> Result<(), HttpsError> {
