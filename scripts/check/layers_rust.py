@@ -281,6 +281,25 @@ class Ref:
         self.target, self.line, self.test, self.export = target, line, test, export
 
 
+def nest(t, stack, test_until, opened):
+    """Follows brackets for a walk over tokens: `opened` pushed on an
+    opening one, popped on a closing one, and a test item's end (its `}`
+    or `;` at the depth it began) taken off `test_until`. Whether `t` was
+    one of these."""
+    if t in "([{":
+        stack.append(opened)
+    elif t in ")]}":
+        if stack:
+            stack.pop()
+        if t == "}" and test_until and test_until[-1] == len(stack):
+            test_until.pop()
+    elif t == ";" and test_until and test_until[-1] == len(stack):
+        test_until.pop()
+    else:
+        return False
+    return True
+
+
 def scan(path, modpath, module_set, test_paths):
     """The references of one file and the names its `use` declarations
     bind, as (lines, refs, bindings): bindings maps a scope (module path)
@@ -348,15 +367,8 @@ def scan(path, modpath, module_set, test_paths):
                         exported.append((scope(), name, target))
             i = j
             continue
-        if t in "([{":
-            stack.append((None, False))
-        elif t in ")]}":
-            if stack:
-                stack.pop()
-            if t == "}" and test_until and test_until[-1] == len(stack):
-                test_until.pop()
-        elif t == ";" and test_until and test_until[-1] == len(stack):
-            test_until.pop()
+        if nest(t, stack, test_until, (None, False)):
+            pass
         elif t == "in" and prev == "(" and i >= 2 and toks[i - 2][0] == "pub":
             i = skip_path(toks, i + 1)  # pub(in crate::m): a visibility, not a use
             continue
@@ -432,14 +444,6 @@ def types(path, modpath, test_paths):
                 and not toks[i + 1][0].startswith("$") and all(stack) \
                 and not test and not test_until and crate_visible(toks, i):
             found.append((toks[i + 1][0], t, line))
-        if t in "([{":
-            stack.append(False)
-        elif t in ")]}":
-            if stack:
-                stack.pop()
-            if t == "}" and test_until and test_until[-1] == len(stack):
-                test_until.pop()
-        elif t == ";" and test_until and test_until[-1] == len(stack):
-            test_until.pop()
+        nest(t, stack, test_until, False)
         i += 1
     return found
