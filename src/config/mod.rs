@@ -174,7 +174,8 @@ impl Config {
             options::database(&args).map_err(ConfigError::Database)?;
         let text_limits = text_limits(&args, limits.max_body)?;
         positive(args.max_data, "--max-data")?;
-        let acme = options::acme(&args).map_err(ConfigError::Acme)?;
+        let acme =
+            options::acme(&args, https_flags.certificate_flags()).map_err(ConfigError::Acme)?;
         let token_file = args.token_file.clone();
         let webhook_secret_file = args.webhook_secret_file.clone();
         let tokens = tokens(args.token_file, args.token, env_token)?;

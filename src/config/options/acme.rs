@@ -28,7 +28,12 @@ fn refused(why: impl Into<String>) -> AcmeError {
 
 /// The `--acme-*` flags, with `--acme-domain`; `None` without it (and
 /// then no other `--acme-*` flag may be given).
-pub(in super::super) fn acme(args: &Args) -> Result<Option<Settings>, AcmeError> {
+/// `certificates`: whether `--tls-cert` or `--tls-key` was given, and
+/// whether `--tls-auto` was (taken out of `args` already).
+pub(in super::super) fn acme(
+    args: &Args,
+    certificates: (bool, bool),
+) -> Result<Option<Settings>, AcmeError> {
     let Some(domain) = &args.acme_domain else {
         let others = args.acme_dir.is_some()
             || args.acme_email.is_some()
@@ -41,13 +46,14 @@ pub(in super::super) fn acme(args: &Args) -> Result<Option<Settings>, AcmeError>
             false => Ok(None),
         };
     };
-    if args.tls_cert.is_some() || args.tls_key.is_some() {
+    let (files, auto) = certificates;
+    if files {
         return Err(refused(
             "give --acme-domain or --tls-cert/--tls-key, not both: the certificate comes \
              from the ACME CA or from the files",
         ));
     }
-    if args.tls_auto.is_some() {
+    if auto {
         return Err(refused(
             "give --acme-domain or --tls-auto, not both: the certificate comes from the \
              ACME CA or from the local CA",
@@ -131,8 +137,9 @@ mod tests {
     fn refusal(flags: &[&str]) -> String {
         let mut all = vec!["--token", "t"];
         all.extend_from_slice(flags);
-        let args = Args::from_args(&["plantstore"], &all).unwrap();
-        match acme(&args) {
+        let mut args = Args::from_args(&["plantstore"], &all).unwrap();
+        let https = super::super::HttpsFlags::take(&mut args);
+        match acme(&args, https.certificate_flags()) {
             Err(AcmeError(why)) => why,
             other => panic!("{flags:?} gave {other:?}"),
         }
@@ -154,9 +161,43 @@ mod tests {
         assert!(refusal(&with(&["--acme-directory", "http://ca.test/dir"])).contains("https://"));
         assert!(refusal(&with(&["--acme-email", "nobody"])).contains("not an email"));
         let args = Args::from_args(&["plantstore"], &with(&["--acme-staging"])).unwrap();
-        let config = acme(&args).unwrap().unwrap();
+        let config = acme(&args, (false, false)).unwrap().unwrap();
         assert_eq!(config.directory, LETS_ENCRYPT_STAGING);
         assert_eq!(config.challenge, Challenge::TlsAlpn01);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Through `Config::from_args`, which takes the HTTPS flags out of
+    /// `Args` before `--acme-domain` is read.
+    #[test]
+    fn a_server_given_a_certificate_otherwise_refuses_acme_at_start() {
+        let dir = std::env::temp_dir().join(format!("plantstore-acme-both-{}", std::process::id()));
+        let dir = dir.to_str().unwrap();
+        let acme = [
+            "--token",
+            "t",
+            "--acme-domain",
+            "shop.example.org",
+            "--acme-dir",
+            dir,
+        ];
+        for (other, says) in [
+            (
+                &["--tls-cert", "c.pem", "--tls-key", "k.pem"][..],
+                "--tls-cert/--tls-key, not both",
+            ),
+            (&["--tls-auto", dir][..], "--tls-auto, not both"),
+        ] {
+            let given = [&acme[..], other].concat();
+            let args = Args::from_args(&["plantstore"], &given).unwrap();
+            match crate::config::Config::from_args(args, None) {
+                Err(crate::config::ConfigError::Acme(AcmeError(why))) => {
+                    assert!(why.contains(says), "{why}")
+                }
+                Err(e) => panic!("{other:?}: {e}"),
+                Ok(_) => panic!("{other:?} with --acme-domain was accepted"),
+            }
+        }
         let _ = std::fs::remove_dir_all(dir);
     }
 

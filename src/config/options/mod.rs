@@ -63,6 +63,10 @@ impl HttpsFlags {
     pub(super) fn take(_: &mut super::Args) -> HttpsFlags {
         HttpsFlags
     }
+
+    pub(super) fn certificate_flags(&self) -> (bool, bool) {
+        (false, false)
+    }
 }
 
 /// HTTPS, with no flag to ask for it in this build.
@@ -109,6 +113,9 @@ never!(
 
 /// `--acme-domain`, with no flag for it in this build.
 #[cfg(not(feature = "acme"))]
-pub(super) fn acme(_: &super::Args) -> Result<Option<crate::certs::acme::Settings>, AcmeError> {
+pub(super) fn acme(
+    _: &super::Args,
+    _: (bool, bool),
+) -> Result<Option<crate::certs::acme::Settings>, AcmeError> {
     Ok(None)
 }

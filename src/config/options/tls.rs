@@ -60,6 +60,15 @@ impl HttpsFlags {
             webhook_ca: args.webhook_ca.take(),
         }
     }
+
+    /// Whether `--tls-cert` or `--tls-key` was given, and whether
+    /// `--tls-auto` was: each excludes `--acme-domain`.
+    pub(in super::super) fn certificate_flags(&self) -> (bool, bool) {
+        (
+            self.cert.is_some() || self.key.is_some(),
+            self.auto.is_some(),
+        )
+    }
 }
 
 /// `--tls-cert` with `--tls-key` (one without the other is refused), read
