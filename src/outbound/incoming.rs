@@ -41,6 +41,18 @@ impl Heading {
         field.map(|h| h.value)
     }
 
+    /// The values of every field named `name` (any case), in order.
+    fn values(&self, name: &str) -> Vec<Vec<u8>> {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut answer = httparse::Response::new(&mut headers);
+        if answer.parse(&self.head).is_err() {
+            return Vec::new();
+        }
+        let named = answer.headers.iter();
+        let named = named.filter(|h| h.name.eq_ignore_ascii_case(name));
+        named.map(|h| h.value.to_vec()).collect()
+    }
+
     /// Every field, its name in lowercase.
     pub fn fields(&self) -> Vec<(String, Vec<u8>)> {
         let mut headers = [httparse::EMPTY_HEADER; 64];
@@ -225,25 +237,39 @@ fn head(buf: Vec<u8>) -> Result<Heading, &'static str> {
     })
 }
 
-/// How the body of the answer `heading` begins ends.
+/// How the body of the answer `heading` begins ends (RFC 9112, 6.3): with
+/// `Transfer-Encoding`, at the last chunk if `chunked` is its last coding,
+/// else at the close, whatever `Content-Length` says; with
+/// `Content-Length`, after that many bytes, every such field (and every
+/// item of a list in one) the same number of digits only; else at the
+/// close.
 fn ending(heading: &Heading, head_only: bool, max_body: usize) -> Result<Ending, String> {
     let status = heading.status;
     let no_body = head_only || status == 204 || status == 304 || (100..200).contains(&status);
-    Ok(if no_body {
-        Ending::Empty
-    } else if heading
-        .field("transfer-encoding")
-        .is_some_and(|v| v.eq_ignore_ascii_case(b"chunked"))
-    {
-        Ending::Chunked(Chunks {
-            line: Vec::new(),
-            next: Next::Size,
-        })
-    } else if let Some(length) = heading.field("content-length") {
-        let length: usize = std::str::from_utf8(length)
-            .ok()
-            .and_then(|l| l.trim().parse().ok())
-            .ok_or("the answer's Content-Length is not a number")?;
+    if no_body {
+        return Ok(Ending::Empty);
+    }
+    let codings = heading.values("transfer-encoding");
+    if !codings.is_empty() {
+        let last = codings.iter().flat_map(|v| v.split(|&b| b == b',')).last();
+        let chunked = last.is_some_and(|c| c.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+        return Ok(match chunked {
+            true => Ending::Chunked(Chunks {
+                line: Vec::new(),
+                next: Next::Size,
+            }),
+            false => Ending::Close,
+        });
+    }
+    let lengths = heading.values("content-length");
+    Ok(if lengths.is_empty() {
+        Ending::Close
+    } else {
+        let mut items = lengths.iter().flat_map(|v| v.split(|&b| b == b','));
+        let first = items.next().map(<[u8]>::trim_ascii).unwrap_or_default();
+        let length = digits(first)
+            .filter(|_| items.all(|item| item.trim_ascii() == first))
+            .ok_or("the answer's Content-Length is not one number")?;
         if length > max_body {
             return Err(format!("the answer's body is over {max_body} bytes"));
         }
@@ -251,9 +277,15 @@ fn ending(heading: &Heading, head_only: bool, max_body: usize) -> Result<Ending,
             0 => Ending::Empty,
             _ => Ending::Length(length),
         }
-    } else {
-        Ending::Close
     })
+}
+
+/// `text` as a number of decimal digits only (no sign, no space).
+fn digits(text: &[u8]) -> Option<usize> {
+    match text.iter().all(u8::is_ascii_digit) {
+        true => std::str::from_utf8(text).ok()?.parse().ok(),
+        false => None,
+    }
 }
 
 impl Chunks {
@@ -314,9 +346,15 @@ impl Chunks {
 
 /// A chunk's size line, without its line end.
 fn chunk_size(line: &[u8]) -> Result<usize, String> {
-    let line = std::str::from_utf8(line).map_err(|_| "a chunk's size is not text")?;
-    let size = line.split(';').next().unwrap_or("").trim();
-    usize::from_str_radix(size, 16).map_err(|_| "a chunk's size is not hex".into())
+    // Hex digits only, then maybe blanks before an extension (`;...`).
+    let size = line.split(|&b| b == b';').next().unwrap_or_default();
+    let size = size.trim_ascii_end();
+    let hex = !size.is_empty() && size.iter().all(u8::is_ascii_hexdigit);
+    std::str::from_utf8(size)
+        .ok()
+        .filter(|_| hex)
+        .and_then(|size| usize::from_str_radix(size, 16).ok())
+        .ok_or_else(|| "a chunk's size is not hex".into())
 }
 
 #[cfg(test)]

@@ -95,6 +95,57 @@ fn a_chunked_body_is_joined_once_its_last_chunk_is_in() {
     assert!(parse(not_hex, false, false).is_err());
 }
 
+/// RFC 9112, 6.3: Transfer-Encoding over Content-Length, lengths that
+/// disagree or carry more than digits refused, a chunk size of hex digits
+/// only.
+#[test]
+fn framing_is_read_as_the_standard_says_and_ambiguous_framing_is_refused() {
+    let head = |fields: &str| format!("HTTP/1.1 200 OK\r\n{fields}\r\n");
+    let chunked = "5\r\nhello\r\n0\r\n\r\n";
+    for fields in [
+        "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n",
+        "Transfer-Encoding: gzip, chunked\r\n",
+        "Transfer-Encoding: gzip\r\nTransfer-Encoding: Chunked\r\n",
+    ] {
+        let answer = head(fields) + chunked;
+        assert_eq!(
+            body_of(answer.as_bytes(), false).unwrap(),
+            b"hello",
+            "{fields}"
+        );
+    }
+    let not_last = head("Transfer-Encoding: chunked, gzip\r\nContent-Length: 2\r\n") + "abc";
+    assert_eq!(body_of(not_last.as_bytes(), false), None);
+    assert_eq!(body_of(not_last.as_bytes(), true).unwrap(), b"abc");
+    for fields in [
+        "Content-Length: 5, 5\r\n",
+        "Content-Length: 5\r\nContent-Length: 5\r\n",
+    ] {
+        let answer = head(fields) + "hello";
+        assert_eq!(
+            body_of(answer.as_bytes(), false).unwrap(),
+            b"hello",
+            "{fields}"
+        );
+    }
+    for fields in [
+        "Content-Length: 5\r\nContent-Length: 6\r\n",
+        "Content-Length: 5, 6\r\n",
+        "Content-Length: +5\r\n",
+        "Content-Length: 0x5\r\n",
+        "Content-Length: \r\n",
+    ] {
+        let answer = head(fields) + "hello!";
+        assert!(parse(answer.as_bytes(), false, false).is_err(), "{fields}");
+    }
+    for size in ["+5", " 5", "-5", "5 5"] {
+        let answer = head("Transfer-Encoding: chunked\r\n") + size + "\r\nhello\r\n0\r\n\r\n";
+        assert!(parse(answer.as_bytes(), false, false).is_err(), "{size:?}");
+    }
+    let blank = head("Transfer-Encoding: chunked\r\n") + "5 ;x\r\nhello\r\n0\r\n\r\n";
+    assert_eq!(body_of(blank.as_bytes(), false).unwrap(), b"hello");
+}
+
 #[test]
 fn a_body_without_a_length_ends_at_the_close() {
     let answer = b"HTTP/1.1 200 OK\r\n\r\nall of it";
