@@ -281,6 +281,18 @@ class Ref:
         self.target, self.line, self.test, self.export = target, line, test, export
 
 
+def attribute_end(toks, open_at):
+    """The index of the `]` that closes the `[` at `open_at` (len(toks)
+    if none does)."""
+    close, depth = open_at, 0
+    while close < len(toks):
+        depth += {"[": 1, "]": -1}.get(toks[close][0], 0)
+        if depth == 0:
+            break
+        close += 1
+    return close
+
+
 def nest(t, stack, test_until, opened):
     """Follows brackets for a walk over tokens: `opened` pushed on an
     opening one, popped on a closing one, and a test item's end (its `}`
@@ -332,12 +344,7 @@ def scan(path, modpath, module_set, test_paths):
         t, line = toks[i]
         prev = toks[i - 1][0] if i else ""
         if t == "#" and i + 1 < n and toks[i + 1][0] == "[":
-            close, depth = i + 1, 0
-            while close < n:
-                depth += {"[": 1, "]": -1}.get(toks[close][0], 0)
-                if depth == 0:
-                    break
-                close += 1
+            close = attribute_end(toks, i + 1)
             if close < n and is_test_attr(toks, close):
                 test_until.append(len(stack))
             i = close + 1
@@ -423,12 +430,7 @@ def types(path, modpath, test_paths):
         t, line = toks[i]
         if t == "#" and i + 1 < n and toks[i + 1][0] in ("[", "!"):
             inner = toks[i + 1][0] == "!"
-            close, depth = i + 1 + inner, 0
-            while close < n:
-                depth += {"[": 1, "]": -1}.get(toks[close][0], 0)
-                if depth == 0:
-                    break
-                close += 1
+            close = attribute_end(toks, i + 1 + inner)
             if close < n and is_test_attr(toks, close):
                 if inner and not stack:
                     test = True
