@@ -2,8 +2,8 @@
 //! `plantstore_build_info` in `/metrics`; and packs the files the binary
 //! serves into the build's output folder, for `assets` to compile in: the
 //! OpenAPI document, `src/api/openapi.json` without the whitespace between
-//! its tokens (the file is laid out for people; its `/ca.pem` apart), and
-//! the built-in page's four files. The packer is `build/pack.rs`; why the files are packed at
+//! its tokens (the file is laid out for people; without its `/ca.pem` in
+//! the plain build), and the built-in page's four files. The packer is `build/pack.rs`; why the files are packed at
 //! all, and when that can stop, is in `src/assets/mod.rs`.
 
 use std::path::Path;
@@ -28,13 +28,15 @@ fn main() {
 
     let source = "src/api/openapi.json";
     println!("cargo:rerun-if-changed={source}");
-    let document = std::fs::read_to_string(source).expect("src/api/openapi.json is readable");
-    // `/ca.pem` is served, and described, with `--tls-auto` only: its path
-    // item is packed apart for the API to put back where it serves it, so
-    // that the plain build, which never does, carries none of its bytes.
-    let (document, ca_pem) = split_path(&document, "/ca.pem");
+    let mut document = std::fs::read_to_string(source).expect("src/api/openapi.json is readable");
+    // `/ca.pem` is served, and described, with `--tls-auto` only, which
+    // the plain build has not: it packs the document without that path
+    // item, and a build with TLS packs it whole (the API cuts it where it
+    // is not served, as it cuts the reset's route).
+    if std::env::var_os("CARGO_FEATURE_TLS").is_none() {
+        document = without_path(&document, "/ca.pem");
+    }
     write("openapi.json", compact(&document).as_bytes());
-    write("openapi-ca-pem.json", compact(&ca_pem).as_bytes());
     for name in ["index.html", "ui.css", "ui.js", "ui.svg"] {
         let source = format!("src/api/ui/{name}");
         println!("cargo:rerun-if-changed={source}");
@@ -45,11 +47,11 @@ fn main() {
     }
 }
 
-/// `document` without the member `path` of its `paths` object, and that
-/// member (`"PATH": {...}`), found as the file lays them out: from the
+/// `document` without the member `path` of its `paths` object
+/// (`"PATH": {...}`), found as the file lays it out: from the
 /// line `    "PATH": {` to the first line `    }` after it. The build
 /// fails if the file has no such member.
-fn split_path(document: &str, path: &str) -> (String, String) {
+fn without_path(document: &str, path: &str) -> String {
     let opening = format!("\n    \"{path}\": {{\n");
     let start = document
         .find(&opening)
@@ -60,7 +62,6 @@ fn split_path(document: &str, path: &str) -> (String, String) {
             .find("\n    }")
             .expect("a path item ends where it started")
         + "\n    }".len();
-    let member = document[start..end].to_string();
     // The comma that joined it to a neighbour goes with it.
     let (before, after) = match document[end..].strip_prefix(',') {
         Some(after) => (&document[..start], after),
@@ -69,7 +70,7 @@ fn split_path(document: &str, path: &str) -> (String, String) {
             &document[end..],
         ),
     };
-    (format!("{before}{after}"), member)
+    format!("{before}{after}")
 }
 
 /// `json` without whitespace outside its strings; strings (escapes and

@@ -23,8 +23,8 @@
 //! compiled away.
 
 use super::Call;
-use super::{ApiError, App};
-use crate::assets::{OPENAPI_CA_PEM, OPENAPI_JSON, unpack};
+use super::{ApiError, App, routes};
+use crate::assets::{OPENAPI_JSON, unpack};
 use crate::http::{Request, Response};
 use crate::metrics::Exposition;
 use crate::model::TextLimits;
@@ -70,37 +70,17 @@ pub fn document(limits: TextLimits) -> Vec<u8> {
 }
 
 /// `GET /openapi.json`, without the path `unserved` (a route whose flag
-/// is off), and with `/ca.pem` where `--tls-auto` serves it (kept apart,
-/// `assets::OPENAPI_CA_PEM`: the plain build has no local CA, so this
-/// branch and the bytes it puts back are compiled away).
+/// is off), and without `/ca.pem` where `--tls-auto` does not serve it
+/// (the plain build's document has none to cut).
 pub(super) fn openapi(app: &App, unserved: Option<&str>) -> Response {
     let mut document = document(app.text_limits);
-    if app.local_ca.is_some() {
-        document = with_path(document, &unpack(OPENAPI_CA_PEM));
+    if app.local_ca.is_none() {
+        document = without_path(document, routes::CA_PEM);
     }
     if let Some(path) = unserved {
         document = without_path(document, path);
     }
     Response::bytes(200, "application/json", document)
-}
-
-/// The compact document with `member` (`"PATH":{...}`) as the last member
-/// of its `paths` object; unchanged if it has none.
-fn with_path(document: Vec<u8>, member: &[u8]) -> Vec<u8> {
-    const PATHS: &[u8] = b"\"paths\":{";
-    let Some(end) = find(&document, PATHS).and_then(|at| closed(&document, at + PATHS.len() - 1))
-    else {
-        return document;
-    };
-    let close = end - 1;
-    let mut out = Vec::with_capacity(document.len() + member.len() + 1);
-    out.extend_from_slice(&document[..close]);
-    if document[close - 1] != b'{' {
-        out.push(b',');
-    }
-    out.extend_from_slice(member);
-    out.extend_from_slice(&document[close..]);
-    out
 }
 
 /// Where `needle` first starts in `haystack`.
@@ -324,21 +304,17 @@ mod tests {
         }
     }
 
-    /// The document as the file has it: the CA's path put back.
-    fn whole() -> Vec<u8> {
-        with_path(unpack(OPENAPI_JSON), &unpack(OPENAPI_CA_PEM))
-    }
-
     #[test]
-    fn the_cas_path_is_put_back_whole_and_each_flagged_path_left_out_whole() {
-        let whole_text = whole();
-        let full: Value = serde_json::from_slice(&whole_text).unwrap();
-        // Put back whole, with the one comma that joins it.
-        let parts = unpack(OPENAPI_JSON).len() + unpack(OPENAPI_CA_PEM).len();
-        assert_eq!(whole_text.len(), parts + 1);
-        let flagged = ["/plants/reset", "/ca.pem"];
-        for unserved in [&flagged[..1], &flagged[1..], &flagged[..]] {
-            let mut cut = whole();
+    fn each_flagged_path_is_left_out_whole() {
+        let whole = unpack(OPENAPI_JSON);
+        let full: Value = serde_json::from_slice(&whole).unwrap();
+        // The plain build's document has no `/ca.pem` to leave out.
+        let flagged = match crate::transport::WITH_TLS {
+            true => &["/plants/reset", routes::CA_PEM][..],
+            false => &["/plants/reset"][..],
+        };
+        for unserved in [&flagged[..1], &flagged[1..], flagged] {
+            let mut cut = whole.clone();
             for path in unserved {
                 cut = without_path(cut, path);
             }
@@ -350,19 +326,18 @@ mod tests {
             }
             assert_eq!(cut, full, "{unserved:?}: nothing else changed");
         }
-        assert_eq!(without_path(whole(), "/ca.pem"), unpack(OPENAPI_JSON));
-        // Into an empty `paths`, no comma.
-        let put = with_path(br#"{"paths":{},"x":{}}"#.to_vec(), br#""/a":{"b":"}"}"#);
-        assert_eq!(
-            String::from_utf8(put).unwrap(),
-            r#"{"paths":{"/a":{"b":"}"}},"x":{}}"#
-        );
     }
 
     #[test]
     fn the_compiled_document_is_the_file_without_its_layout() {
-        let file: Value = serde_json::from_str(include_str!("openapi.json")).unwrap();
-        let compiled = whole();
+        let mut file: Value = serde_json::from_str(include_str!("openapi.json")).unwrap();
+        if !crate::transport::WITH_TLS {
+            file["paths"]
+                .as_object_mut()
+                .unwrap()
+                .remove(routes::CA_PEM);
+        }
+        let compiled = unpack(OPENAPI_JSON);
         assert_eq!(serde_json::from_slice::<Value>(&compiled).unwrap(), file);
         assert!(!compiled.contains(&b'\n'));
         assert!(compiled.len() < include_str!("openapi.json").len() * 2 / 3);
