@@ -361,9 +361,12 @@ fn require_json(request: &Request<'_>) -> Result<(), ApiError> {
 /// `GET /openapi.json`.
 fn openapi(app: &App, _: &mut Request<'_>, _: Call) -> Result<Response, ApiError> {
     // The reset's route is served (and described) with --allow-reset
-    // only (the CA's with --tls-auto only: `service::openapi`).
-    let unserved = (!app.plants.resettable()).then_some(RESET);
-    Ok(service::openapi(app, unserved))
+    // only, the CA's with --tls-auto only (the plain build's document
+    // has no `/ca.pem` to cut).
+    let reset = (!app.plants.resettable()).then_some(RESET);
+    let ca = app.local_ca.is_none().then_some(CA_PEM);
+    let unserved: Vec<&str> = reset.into_iter().chain(ca).collect();
+    Ok(service::openapi(app, &unserved))
 }
 
 /// `GET /healthz`.

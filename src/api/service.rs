@@ -23,7 +23,7 @@
 //! compiled away.
 
 use super::Call;
-use super::{ApiError, App, routes};
+use super::{ApiError, App};
 use crate::assets::{OPENAPI_JSON, unpack};
 use crate::http::{Request, Response};
 use crate::metrics::Exposition;
@@ -69,15 +69,11 @@ pub fn document(limits: TextLimits) -> Vec<u8> {
     out.into_bytes()
 }
 
-/// `GET /openapi.json`, without the path `unserved` (a route whose flag
-/// is off), and without `/ca.pem` where `--tls-auto` does not serve it
-/// (the plain build's document has none to cut).
-pub(super) fn openapi(app: &App, unserved: Option<&str>) -> Response {
+/// `GET /openapi.json`, without the paths `unserved` (routes whose flag is
+/// off).
+pub(super) fn openapi(app: &App, unserved: &[&str]) -> Response {
     let mut document = document(app.text_limits);
-    if app.local_ca.is_none() {
-        document = without_path(document, routes::CA_PEM);
-    }
-    if let Some(path) = unserved {
+    for path in unserved {
         document = without_path(document, path);
     }
     Response::bytes(200, "application/json", document)
@@ -310,7 +306,7 @@ mod tests {
         let full: Value = serde_json::from_slice(&whole).unwrap();
         // The plain build's document has no `/ca.pem` to leave out.
         let flagged = match crate::transport::WITH_TLS {
-            true => &["/plants/reset", routes::CA_PEM][..],
+            true => &["/plants/reset", "/ca.pem"][..],
             false => &["/plants/reset"][..],
         };
         for unserved in [&flagged[..1], &flagged[1..], flagged] {
@@ -332,10 +328,7 @@ mod tests {
     fn the_compiled_document_is_the_file_without_its_layout() {
         let mut file: Value = serde_json::from_str(include_str!("openapi.json")).unwrap();
         if !crate::transport::WITH_TLS {
-            file["paths"]
-                .as_object_mut()
-                .unwrap()
-                .remove(routes::CA_PEM);
+            file["paths"].as_object_mut().unwrap().remove("/ca.pem");
         }
         let compiled = unpack(OPENAPI_JSON);
         assert_eq!(serde_json::from_slice::<Value>(&compiled).unwrap(), file);

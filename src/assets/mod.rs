@@ -102,16 +102,10 @@ mod tests {
             assert_eq!(unpack(packed), file);
             (packed_total, total) = (packed_total + packed.len(), total + file.len());
         }
+        // The document as the build has it: `api::service`'s tests compare
+        // it with the file.
         let document = unpack(OPENAPI_JSON);
-        let mut file: serde_json::Value =
-            serde_json::from_str(include_str!("../api/openapi.json")).unwrap();
-        if !crate::transport::WITH_TLS {
-            file["paths"].as_object_mut().unwrap().remove("/ca.pem");
-        }
-        assert_eq!(
-            serde_json::from_slice::<serde_json::Value>(&document).unwrap(),
-            file
-        );
+        assert!(serde_json::from_slice::<serde_json::Value>(&document).is_ok());
         (packed_total, total) = (packed_total + OPENAPI_JSON.len(), total + document.len());
         assert!(packed_total * 2 < total, "{packed_total} of {total} bytes");
     }
