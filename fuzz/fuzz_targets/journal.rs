@@ -6,24 +6,25 @@
 //!
 //! - Arbitrary bytes as the file. `scan` must agree with the reference
 //!   decoder in everything: the version, the whole records at the start
-//!   and the map they replay to, where a torn tail starts (it holds no
-//!   whole record at any offset), or the refusal (a damaged header, or a
-//!   bad record with a whole one that counts somewhere after it). An
-//!   accepted version-1 to -3 file, converted by the server, must be
-//!   exactly the reference's version-4 image of the same records, and read
+//!   and the map they replay to (versions included: an older file's puts
+//!   numbered), the high-water mark, where a torn tail starts (it holds
+//!   no whole record at any offset), or the refusal (a damaged header, or
+//!   a bad record with a whole one that counts somewhere after it). An
+//!   accepted version-1 to -4 file, converted by the server, must be
+//!   exactly the reference's version-5 image of the same records, and read
 //!   back the same.
 //! - A journal written by the oracle, of any version, from a list of
 //!   changes, then cut short or with one byte changed. In a version-2 to
-//!   -4 journal the last put's name may hold planted records, whole and
-//!   valid UTF-8, by the version-1 rules and by the version-2 to -4 rules
+//!   -5 journal the last put's name may hold planted records, whole and
+//!   valid UTF-8, by the version-1 rules and by the version-2 to -5 rules
 //!   under a wrong salt: what a client can send. The server's own writer
 //!   must produce the same bytes as the oracle. Recovery must yield exactly
 //!   the changes written whole before the damage (never a record that was
 //!   not written whole, never a planted one), and refuse only when the
-//!   damage has real records after it or hits the header. A version-4
-//!   journal's last changes may be one write (`seal`, as a commit with
+//!   damage has real records after it or hits the header. A version-4 or
+//!   -5 journal's last changes may be one write (`seal`, as a commit with
 //!   `--sync always` writes them): damage in it reads as that write torn.
-//! - A version-4 journal whose last changes are one batch, with zeros
+//! - A version-5 journal whose last changes are one batch, with zeros
 //!   written ahead after it, then a crash: any run of its bytes from the
 //!   batch on zeroed (pages never written back). Recovery must agree with
 //!   the reference, never refuse, keep every change before the batch and
@@ -40,14 +41,15 @@ use plantstore::store::journal::{self, Damage, Scan, Version};
 mod oracle;
 
 use oracle::{
-    Change, MAGIC_V1, Outcome, Rules, batched, header_len, journal, planted_within, record,
-    reference,
+    Change, MAGIC_V1, Outcome, Rules, batched, header_len, high_water, journal, numbered,
+    planted_within, record, reference,
 };
 
-/// The salt the server converts version-1 input under, here.
+/// The salt and the nonce the server converts version-1 input under, here.
 const CONVERSION_SALT: [u8; 8] = *b"convert!";
+const CONVERSION_NONCE: u64 = 0x6E6F_6E63_6521;
 
-type Plants = BTreeMap<i64, (String, Option<String>)>;
+type Plants = BTreeMap<i64, (String, Option<String>, u64)>;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {
@@ -80,16 +82,17 @@ fn torn_batch(input: &[u8]) {
     };
     let salt = *b"torn bat";
     let changes = changes(ops);
+    let rules = Rules::V5(salt, u64::from(batch), u64::from(from));
     let last = usize::from(batch) % (changes.len() + 1);
-    let mut file = batched(Rules::V4(salt), &changes, last);
-    let ends = ends(Rules::V4(salt), &changes);
+    let mut file = batched(rules, &changes, last);
+    let ends = ends(rules, &changes);
     let start = if last == 0 {
-        header_len(Rules::V4(salt))
+        header_len(rules)
     } else {
         ends[last - 1]
     };
     assert_eq!(
-        server_batched(salt, &changes, last),
+        server_batched(rules, &changes, last),
         file,
         "the server's writer of a batch"
     );
@@ -111,25 +114,25 @@ fn torn_batch(input: &[u8]) {
     assert_eq!(plants, replay(read));
 }
 
-/// If `file` read as a version-1 to -3 journal: the server's conversion
-/// of what was read is the reference's version-4 image of the same
-/// records, and reads back the same.
+/// If `file` read as a version-1 to -4 journal: the server's conversion
+/// of what was read is the reference's version-5 image of the same
+/// records (as read: numbered), its mark the last number, and reads back
+/// the same.
 fn converted(file: &[u8], found: &Outcome) {
-    let Outcome::Read(Some(Rules::V1 | Rules::V2(_) | Rules::V3(_)), changes, end) = found else {
+    let Outcome::Read(Some(Rules::V1 | Rules::V2(_) | Rules::V3(_) | Rules::V4(_)), changes, end) =
+        found
+    else {
         return;
     };
-    let image = journal::convert(&file[..*end], &CONVERSION_SALT);
-    let expected = journal(Rules::V4(CONVERSION_SALT), changes);
+    let image = journal::convert(&file[..*end], &CONVERSION_SALT, CONVERSION_NONCE);
+    let rules = Rules::V5(CONVERSION_SALT, CONVERSION_NONCE, high_water(0, changes));
+    let expected = journal(rules, changes);
     assert_eq!(
         image, expected,
         "the conversion is not the documented image"
     );
     let (read, _) = recover(&image);
-    let whole = Outcome::Read(
-        Some(Rules::V4(CONVERSION_SALT)),
-        changes.clone(),
-        image.len(),
-    );
+    let whole = Outcome::Read(Some(rules), changes.clone(), image.len());
     assert_eq!(read, whole);
 }
 
@@ -150,27 +153,37 @@ fn damaged_journal(input: &[u8]) {
         1 | 5 | 9 | 13 => Rules::V1,
         4 => Rules::V2(*salt),
         8 => Rules::V3(*salt),
-        _ => Rules::V4(*salt),
+        12 => Rules::V4(*salt),
+        _ => Rules::V5(*salt, u64::from_le_bytes(*guess), u64::from(damage[1])),
     };
     let mut changes = changes(ops);
-    if let (Rules::V2(salt) | Rules::V3(salt) | Rules::V4(salt), true) = (rules, flags & 2 == 2) {
+    if let (Rules::V2(salt) | Rules::V3(salt) | Rules::V4(salt) | Rules::V5(salt, ..), true) =
+        (rules, flags & 2 == 2)
+    {
         plant(&mut changes, salt, *guess);
     }
-    // Version 4 with flag 16: the changes from `last` on are one batch
-    // (damage in it, with its later records, reads as the batch torn).
+    // Versions 4 and 5 with flag 16: the changes from `last` on are one
+    // batch (damage in it, with its later records, reads as the batch torn).
     let last = match rules {
-        Rules::V4(_) if flags & 16 == 16 => usize::from(damage[0] >> 1) % (changes.len() + 1),
+        Rules::V4(_) | Rules::V5(..) if flags & 16 == 16 => {
+            usize::from(damage[0] >> 1) % (changes.len() + 1)
+        }
         _ => changes.len(),
     };
     let mut file = batched(rules, &changes, last);
     let ends = ends(rules, &changes);
-    if let Rules::V4(salt) = rules {
+    if let Rules::V5(..) = rules {
         assert_eq!(
-            server_batched(salt, &changes, last),
+            server_batched(rules, &changes, last),
             file,
             "the server's writer"
         );
     }
+    // What a reader gives back: an older file's puts numbered.
+    let changes = match rules {
+        Rules::V5(..) => changes,
+        _ => numbered(&changes),
+    };
     let start = header_len(rules);
     let at = usize::from(u16::from_le_bytes([damage[1], damage[2]])) % (file.len() + 1);
     // How many records lie wholly before the damage.
@@ -234,7 +247,8 @@ fn damaged_journal(input: &[u8]) {
     }
 }
 
-/// Changes from fuzz bytes: small ids so that puts replace and deletes hit.
+/// Changes from fuzz bytes: small ids so that puts replace and deletes
+/// hit, versions as a version-5 file may hold them (in any order).
 fn changes(mut ops: &[u8]) -> Vec<Change> {
     let mut out = Vec::new();
     while let Some((&op, rest)) = ops.split_first() {
@@ -242,11 +256,17 @@ fn changes(mut ops: &[u8]) -> Vec<Change> {
         let len = usize::from(op & 7).min(rest.len());
         let (text, rest) = rest.split_at(len);
         ops = rest;
+        let version = u64::from(op).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (op & 63);
         let text = String::from_utf8_lossy(text).into_owned();
         out.push(match op & 0b1000 {
             0 if op & 1 == 0 => Change::Delete(id),
-            0 => Change::Put(id, text, None),
-            _ => Change::Put(id, text.clone(), Some(text.chars().rev().collect())),
+            0 => Change::Put(id, text, None, version),
+            _ => Change::Put(
+                id,
+                text.clone(),
+                Some(text.chars().rev().collect()),
+                version,
+            ),
         });
     }
     out
@@ -254,7 +274,7 @@ fn changes(mut ops: &[u8]) -> Vec<Change> {
 
 /// Puts records a client could send into the last change's name (a put
 /// is added if the last change is not one): one by the version-1 rules
-/// and one each by the version-2 to -4 rules under `guess`, made wrong if
+/// and one each by the version-2 to -5 rules under `guess`, made wrong if
 /// it happens to be `salt`.
 fn plant(changes: &mut Vec<Change>, salt: [u8; 8], mut guess: [u8; 8]) {
     if guess == salt {
@@ -264,14 +284,15 @@ fn plant(changes: &mut Vec<Change>, salt: [u8; 8], mut guess: [u8; 8]) {
     let v2 = planted_within(Rules::V2(guess), 4096);
     let v3 = planted_within(Rules::V3(guess), 4096);
     let v4 = planted_within(Rules::V4(guess), 4096);
-    let (Some(v1), Some(v2), Some(v3), Some(v4)) = (v1, v2, v3, v4) else {
+    let v5 = planted_within(Rules::V5(guess, 0, 0), 4096);
+    let (Some(v1), Some(v2), Some(v3), Some(v4), Some(v5)) = (v1, v2, v3, v4, v5) else {
         return;
     };
     if !matches!(changes.last(), Some(Change::Put(..))) {
-        changes.push(Change::Put(-4, String::new(), None));
+        changes.push(Change::Put(-4, String::new(), None, 1));
     }
-    if let Some(Change::Put(_, name, _)) = changes.last_mut() {
-        *name = format!("{name}{v1}|{v2}|{v3}|{v4}.");
+    if let Some(Change::Put(_, name, ..)) = changes.last_mut() {
+        *name = format!("{name}{v1}|{v2}|{v3}|{v4}|{v5}.");
     }
 }
 
@@ -287,11 +308,15 @@ fn ends(rules: Rules, changes: &[Change]) -> Vec<usize> {
         .collect()
 }
 
-/// The same journal as the server writes it with the changes from index
-/// `last` on as one batch (`seal` of one write), those before each a
-/// batch of its own.
-fn server_batched(salt: [u8; 8], changes: &[Change], last: usize) -> Vec<u8> {
-    let mut image = server_image(salt, &changes[..last]);
+/// The same version-5 journal as the server writes it with the changes
+/// from index `last` on as one batch (`seal` of one write), those before
+/// each a batch of its own.
+fn server_batched(rules: Rules, changes: &[Change], last: usize) -> Vec<u8> {
+    let Rules::V5(salt, nonce, mark) = rules else {
+        panic!("the server writes version 5 alone");
+    };
+    let lineage = journal::Lineage { nonce, mark };
+    let mut image = server_image(salt, lineage, &changes[..last]);
     let start = image.len();
     for change in &changes[last..] {
         journal::encode(&mut image, &server_change(change));
@@ -302,8 +327,9 @@ fn server_batched(salt: [u8; 8], changes: &[Change], last: usize) -> Vec<u8> {
 
 fn server_change(change: &Change) -> journal::Change<'_> {
     match change {
-        Change::Put(id, name, tag) => journal::Change::Put {
+        Change::Put(id, name, tag, version) => journal::Change::Put {
             id: *id,
+            version: *version,
             name,
             tag: tag.as_deref(),
         },
@@ -313,8 +339,8 @@ fn server_change(change: &Change) -> journal::Change<'_> {
 
 /// The same journal as the server writes it when each record is a batch
 /// of its own (a compaction's or a conversion's file).
-fn server_image(salt: [u8; 8], changes: &[Change]) -> Vec<u8> {
-    let mut image = journal::header(&salt).to_vec();
+fn server_image(salt: [u8; 8], lineage: journal::Lineage, changes: &[Change]) -> Vec<u8> {
+    let mut image = journal::header(&salt, lineage).to_vec();
     for change in changes {
         journal::encode(&mut image, &server_change(change));
     }
@@ -326,8 +352,8 @@ fn replay(changes: &[Change]) -> Plants {
     let mut plants = Plants::new();
     for change in changes {
         match change {
-            Change::Put(id, name, tag) => {
-                plants.insert(*id, (name.clone(), tag.clone()));
+            Change::Put(id, name, tag, version) => {
+                plants.insert(*id, (name.clone(), tag.clone(), *version));
             }
             Change::Delete(id) => {
                 plants.remove(id);
@@ -342,9 +368,15 @@ fn recover(file: &[u8]) -> (Outcome, Plants) {
     let mut plants = Plants::new();
     let mut changes = Vec::new();
     let found = journal::scan(file, |change| match change {
-        journal::Change::Put { id, name, tag } => {
-            plants.insert(id, (name.to_owned(), tag.map(str::to_owned)));
-            changes.push(Change::Put(id, name.to_owned(), tag.map(str::to_owned)));
+        journal::Change::Put {
+            id,
+            version,
+            name,
+            tag,
+        } => {
+            let (name, tag) = (name.to_owned(), tag.map(str::to_owned));
+            plants.insert(id, (name.clone(), tag.clone(), version));
+            changes.push(Change::Put(id, name, tag, version));
         }
         journal::Change::Delete(id) => {
             plants.remove(&id);
@@ -357,19 +389,23 @@ fn recover(file: &[u8]) -> (Outcome, Plants) {
             records,
             valid_len,
             zeroed,
+            lineage,
+            high,
             ..
         }) => {
             assert_eq!(records, changes.len() as u64);
-            // A clean end in zeros (kept at open) is of version 4 alone,
-            // and only where every byte after the records is zero.
+            // A clean end in zeros (kept at open) is of versions 4 and 5
+            // alone, and only where every byte after the records is zero.
             let zeros = file[valid_len as usize..].iter().all(|&b| b == 0);
-            let v4 = matches!(version, Some(Version::V4(_)));
-            assert_eq!(zeroed, v4 && zeros, "zeros after the records");
+            let batched = matches!(version, Some(Version::V4(_) | Version::V5(_)));
+            assert_eq!(zeroed, batched && zeros, "zeros after the records");
+            assert_eq!(high, high_water(lineage.mark, &changes), "the high-water mark");
             let rules = version.map(|version| match version {
                 Version::V1 => Rules::V1,
                 Version::V2(salt) => Rules::V2(salt),
                 Version::V3(salt) => Rules::V3(salt),
                 Version::V4(salt) => Rules::V4(salt),
+                Version::V5(salt) => Rules::V5(salt, lineage.nonce, lineage.mark),
             });
             Outcome::Read(rules, changes, valid_len as usize)
         }

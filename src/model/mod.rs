@@ -62,6 +62,17 @@ pub struct NewPlant {
     pub plant: Plant,
 }
 
+/// A stored plant and its version: the number of the change that made it
+/// what it is, higher than any the store gave before, so never given
+/// twice within the store's lineage (see docs/storage.md, "Versions").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionedPlant {
+    /// The plant.
+    pub plant: Plant,
+    /// Its version.
+    pub version: u64,
+}
+
 /// A stored plant with its id, as listed and fetched.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PlantRecord<'a> {

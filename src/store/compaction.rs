@@ -52,8 +52,16 @@ impl Core {
                 if taken == COMPACT_STEP {
                     break;
                 }
-                let (name, tag) = (plant.name(), plant.tag());
-                journal::encode(buf, &Change::Put { id, name, tag });
+                let (name, tag, version) = (plant.name(), plant.tag(), plant.version());
+                journal::encode(
+                    buf,
+                    &Change::Put {
+                        id,
+                        version,
+                        name,
+                        tag,
+                    },
+                );
                 after = Some(id);
                 taken += 1;
             }

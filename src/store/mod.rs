@@ -3,8 +3,13 @@
 //! before it is acknowledged.
 //!
 //! Owns the map from id to plant and keeps its limits ([`Capacity`]:
-//! plants, and bytes of names and tags). Its caller is the door
-//! (`crate::plants`, which also loads the seed through it); it knows
+//! plants, and bytes of names and tags), and numbers the changes: each
+//! takes one more than the last (`Usage::admit`), and a plant's version
+//! is the number of the change that made it; a nonce names the store's
+//! lineage (kept by the journal across restarts and compactions, new for
+//! a new store and after a reset), so that a nonce and a version name one
+//! state of one plant (docs/storage.md, "Versions"). Its caller is the
+//! door (`crate::plants`, which also loads the seed through it); it knows
 //! neither the door nor HTTP, and answers with values, [`Durable`]s and
 //! replies, in the model's words ([`Refusal`], `Page`, `Reply`).
 //!
@@ -62,7 +67,8 @@ pub use journal::{Disk, JournalFile, JournalStats, OpenError, Recovery};
 pub use listing::AllPlants;
 pub use packed::Packed;
 
-use std::sync::atomic::AtomicU64;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::thread;
 
@@ -70,6 +76,7 @@ use crate::lock::{read, write};
 use crate::metrics::{Exposition, Kind};
 use crate::model::{
     Capacity, ChangeHook, ChangeKind, Durability, Edit, NotDone, Plant, Refusal, Reply,
+    VersionedPlant,
 };
 use committer::{Queue, commit_on_request};
 use compaction::compact_on_request;
@@ -139,15 +146,24 @@ struct Core {
     hook: OnceLock<Sequencer>,
     /// Resets so far: an export that sees it change stops.
     generation: AtomicU64,
+    /// The nonce of the store's lineage: changed by a reset, under every
+    /// shard lock.
+    nonce: AtomicU64,
     /// Held to read a listing page (its steps), taken whole by a reset:
     /// a page is never part before a reset and part after.
     reset_gate: RwLock<()>,
 }
 
 impl Store {
-    /// An empty in-memory store.
+    /// An empty in-memory store, of a lineage of its own.
     pub fn new(capacity: Capacity) -> Store {
-        Store::build(capacity, empty_shards(), Usage::default(), None)
+        Store::build(
+            capacity,
+            empty_shards(),
+            Usage::default(),
+            None,
+            fresh_nonce(),
+        )
     }
 
     /// A store kept in the journal `durability.path`, replayed from it.
@@ -167,12 +183,13 @@ impl Store {
     ) -> Result<(Store, Recovery), OpenError> {
         let mut shards = empty_shards();
         let usage = Usage::default();
-        let (journal, recovery) = Journal::open(durability, wrap, |change| {
-            usage.add(shards[shard_of(change.id())].apply(&change));
-        })?;
+        let apply = |change: Change<'_>| usage.add(shards[shard_of(change.id())].apply(&change));
+        let (journal, recovery) = Journal::open(durability, wrap, apply, fresh_nonce())?;
+        let lineage = journal.lineage();
+        usage.numbered_up_to(lineage.mark);
         let signal = Arc::clone(&journal.compaction);
         let by_loops = !journal.waits_for_disk();
-        let mut store = Store::build(capacity, shards, usage, Some(journal));
+        let mut store = Store::build(capacity, shards, usage, Some(journal), lineage.nonce);
         let weak = Arc::downgrade(&store.shared);
         let compactor = thread::Builder::new()
             .name("compactor".into())
@@ -197,6 +214,7 @@ impl Store {
         shards: Vec<Shard>,
         usage: Usage,
         journal: Option<Journal>,
+        nonce: u64,
     ) -> Store {
         Store {
             queue: None,
@@ -208,6 +226,7 @@ impl Store {
                 journal,
                 hook: OnceLock::new(),
                 generation: AtomicU64::new(0),
+                nonce: AtomicU64::new(nonce),
                 reset_gate: RwLock::new(()),
             }),
         }
@@ -239,12 +258,14 @@ impl Store {
         let change = match edit.plant() {
             Some(plant) => Change::Put {
                 id,
+                // Numbered under the shard's lock, once admitted.
+                version: 0,
                 name: &plant.name,
                 tag: plant.tag.as_deref(),
             },
             None => Change::Delete(id),
         };
-        self.shared.change(&change, edit.kind())
+        self.shared.change(change, edit.kind())
     }
 
     /// How many plants are stored.
@@ -294,11 +315,24 @@ impl Store {
 
     /// A copy of the plant with this id.
     pub fn get(&self, id: i64) -> Option<Plant> {
-        self.shared
-            .read(shard_of(id))
-            .plants
-            .get(&id)
-            .map(Packed::to_plant)
+        self.get_versioned(id).map(|found| found.plant)
+    }
+
+    /// A copy of the plant with this id, and its version.
+    pub fn get_versioned(&self, id: i64) -> Option<VersionedPlant> {
+        let shard = self.shared.read(shard_of(id));
+        let stored = shard.plants.get(&id)?;
+        Some(VersionedPlant {
+            plant: stored.to_plant(),
+            version: stored.version(),
+        })
+    }
+
+    /// The nonce that names the store's lineage: the same across restarts
+    /// and compactions of its journal, another after a reset and for
+    /// every new store. A version is never given twice under one nonce.
+    pub fn nonce(&self) -> u64 {
+        self.shared.nonce.load(Ordering::Acquire)
     }
 
     /// Waits until a change is durable.
@@ -364,6 +398,14 @@ impl Drop for Store {
     }
 }
 
+/// A nonce for a new lineage (a new store, a new journal, a reset): one
+/// no other lineage has, with overwhelming odds. `RandomState` is keyed
+/// from the OS's random source, each one differently, and cannot fail
+/// where reading that source can.
+fn fresh_nonce() -> u64 {
+    RandomState::new().hash_one(u64::MAX)
+}
+
 fn empty_shards() -> Vec<Shard> {
     let hasher = std::hash::RandomState::new();
     (0..SHARDS).map(|_| Shard::new(hasher.clone())).collect()
@@ -373,7 +415,8 @@ impl Core {
     /// Makes a change under its shard's lock: refused if the plant it
     /// would replace is missing (or, for a create, present); then admitted
     /// within the capacity, logged (its record left queued), and applied.
-    fn change(&self, change: &Change<'_>, kind: ChangeKind) -> Result<Durable, Refusal> {
+    /// A put is given its version here, the number its admission took.
+    fn change(&self, mut change: Change<'_>, kind: ChangeKind) -> Result<Durable, Refusal> {
         let id = change.id();
         let mut shard = self.write(shard_of(id));
         let old = shard.plants.get(&id);
@@ -382,19 +425,23 @@ impl Core {
             (ChangeKind::Created, None) | (_, Some(_)) => {}
             (_, None) => return Err(Refusal::NotFound(id)),
         }
-        let new = match *change {
+        let new = match change {
             Change::Put { name, tag, .. } => Some(Cost::new(name, tag)),
             Change::Delete(_) => None,
         };
         let delta = Delta::between(old.map(Cost::of), new);
-        self.usage
+        let number = self
+            .usage
             .admit(delta, self.capacity)
             .map_err(|over| match over {
                 Over::Plants => Refusal::Full(self.capacity.plants),
                 Over::Data => Refusal::DataFull(self.capacity.data),
             })?;
+        if let Change::Put { version, .. } = &mut change {
+            *version = number;
+        }
         let durable = match &self.journal {
-            Some(journal) => match journal.log(change) {
+            Some(journal) => match journal.log(&change) {
                 Ok(seq) => Durable::After(seq),
                 Err(reason) => {
                     self.usage.retract(delta);
@@ -403,10 +450,10 @@ impl Core {
             },
             None => Durable::Now,
         };
-        shard.apply(change);
+        shard.apply(&change);
         self.usage.settle(delta);
         if let Some(sequencer) = self.hook.get() {
-            let text = match *change {
+            let text = match change {
                 Change::Put { name, tag, .. } => Some((name, tag)),
                 Change::Delete(_) => None,
             };
@@ -454,3 +501,5 @@ mod reset_tests;
 mod test_support;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod version_tests;

@@ -3,7 +3,9 @@
 //! journal, its new file is written and synced (`journal/reset.rs`); then
 //! every shard's write lock is taken, in order, the file renamed into
 //! place and its directory synced, the shards swapped and the reset
-//! numbered for the change hook. A change is either made before (it is in
+//! numbered for the change hook. The reset's plants take the next
+//! versions, and the store a new nonce: a new lineage, which the new
+//! file's header names. A change is either made before (it is in
 //! the old shards and the old file, and gone) or after (in the new ones):
 //! none can be made while the locks are held, and none made after is
 //! acknowledged before the rename is durable, since it cannot be made
@@ -18,9 +20,9 @@
 
 use std::sync::atomic::Ordering;
 
-use super::journal::{self, Change, Fault};
+use super::journal::{self, Change, Fault, Lineage};
 use super::shards::{SHARDS, Shard, Usage, shard_of};
-use super::{Core, Durable, Store, empty_shards};
+use super::{Core, Durable, Store, empty_shards, fresh_nonce};
 use crate::lock::write;
 use crate::model::{ChangeKind, NotDone, Plant, Unavailable};
 
@@ -41,9 +43,18 @@ impl Core {
     /// crash there would leave them.
     pub(super) fn reset(&self, plants: &[(i64, Plant)], fault: Fault<'_>) -> Result<(), NotDone> {
         let refused = |why| NotDone::Unavailable(Unavailable::Reset(why));
-        let (shards, usage, records) = built(plants, self.journal.is_some());
+        let first = self.usage.number(plants.len() as u64);
+        let (shards, usage, records) = built(plants, first, self.journal.is_some());
+        let lineage = Lineage {
+            nonce: fresh_nonce(),
+            mark: first + plants.len() as u64 - 1,
+        };
         let new = match &self.journal {
-            Some(journal) => Some(journal.prepare_reset(records, fault).map_err(refused)?),
+            Some(journal) => Some(
+                journal
+                    .prepare_reset(records, lineage, fault)
+                    .map_err(refused)?,
+            ),
             None => None,
         };
         // The writer role first (it waits for the batch being written),
@@ -72,6 +83,7 @@ impl Core {
             .map(|(held, new)| std::mem::replace(&mut **held, new))
             .collect();
         self.usage.replace(usage);
+        self.nonce.store(lineage.nonce, Ordering::Release);
         self.generation.fetch_add(1, Ordering::Release);
         if let Some(sequencer) = self.hook.get() {
             sequencer.record(durable, 0, ChangeKind::Reset, None);
@@ -86,13 +98,18 @@ impl Core {
     }
 }
 
-/// The shards and totals holding `plants`, and (`records`) their journal
-/// records, built with no lock held.
-fn built(plants: &[(i64, Plant)], records: bool) -> (Vec<Shard>, Usage, Vec<u8>) {
+/// The shards and totals holding `plants`, numbered from `first` in
+/// order, and (`records`) their journal records, built with no lock held.
+fn built(plants: &[(i64, Plant)], first: u64, records: bool) -> (Vec<Shard>, Usage, Vec<u8>) {
     let (mut shards, usage, mut encoded) = (empty_shards(), Usage::default(), Vec::new());
-    for (id, plant) in plants {
+    for ((id, plant), version) in plants.iter().zip(first..) {
         let (name, tag) = (plant.name.as_str(), plant.tag.as_deref());
-        let change = Change::Put { id: *id, name, tag };
+        let change = Change::Put {
+            id: *id,
+            version,
+            name,
+            tag,
+        };
         usage.add(shards[shard_of(*id)].apply(&change));
         if records {
             journal::encode(&mut encoded, &change);

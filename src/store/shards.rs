@@ -52,11 +52,13 @@ impl Shard {
     pub fn apply(&mut self, change: &Change<'_>) -> Delta {
         let id = change.id();
         let (old, new) = match *change {
-            Change::Put { name, tag, .. } => {
+            Change::Put {
+                name, tag, version, ..
+            } => {
                 if let Some(tag) = tag {
                     self.index(id, tag);
                 }
-                let old = self.plants.insert(id, Packed::new(name, tag));
+                let old = self.plants.insert(id, Packed::new(name, tag, version));
                 if let Some(old) = &old
                     && old.tag() != tag
                 {
@@ -145,7 +147,13 @@ impl Cost {
     pub fn new(name: &str, tag: Option<&str>) -> Cost {
         Cost {
             data: (name.len() + tag.map_or(0, str::len)) as u64,
-            record: Change::Put { id: 0, name, tag }.size(),
+            record: Change::Put {
+                id: 0,
+                version: 0,
+                name,
+                tag,
+            }
+            .size(),
         }
     }
 }
@@ -165,11 +173,14 @@ impl Delta {
 }
 
 /// The totals over every shard: plants, bytes of data, and bytes of live
-/// journal records (which decide when to compact). Behind one small mutex,
-/// so that the limits hold exactly under concurrency: a change first
-/// reserves what it adds (`admit`), and gives back what it removes only
-/// once it is made (`settle`), so neither a change that cannot fit nor one
-/// that is later refused can let another past a limit or keep it out.
+/// journal records (which decide when to compact); and the number of the
+/// last change admitted, the store's high-water mark of versions. Behind
+/// one small mutex, so that the limits hold exactly under concurrency: a
+/// change first reserves what it adds (`admit`), and gives back what it
+/// removes only once it is made (`settle`), so neither a change that
+/// cannot fit nor one that is later refused can let another past a limit
+/// or keep it out. A change is numbered by the same lock that admits it,
+/// so that numbering costs it no other shared write.
 #[derive(Debug, Default)]
 pub(super) struct Usage(Mutex<Totals>);
 
@@ -178,6 +189,8 @@ struct Totals {
     plants: u64,
     data: u64,
     records: u64,
+    /// The last number given to a change (0: none yet).
+    versions: u64,
 }
 
 /// Which limit a change would pass.
@@ -222,7 +235,9 @@ impl Usage {
     /// Reserves what a change about to be made adds, unless that would
     /// take a total past `capacity`; a change that adds nothing always
     /// fits. Follow with `settle` once it is made, or `retract` if not.
-    pub fn admit(&self, delta: Delta, capacity: Capacity) -> Result<(), Over> {
+    /// Its number: one more than any given before (one not made leaves
+    /// its number unused).
+    pub fn admit(&self, delta: Delta, capacity: Capacity) -> Result<u64, Over> {
         let (plants, data) = delta.growth();
         let mut totals = lock(&self.0);
         if plants > 0 && totals.plants + plants > capacity.plants as u64 {
@@ -233,7 +248,23 @@ impl Usage {
         }
         totals.plants += plants;
         totals.data += data;
-        Ok(())
+        totals.versions += 1;
+        Ok(totals.versions)
+    }
+
+    /// The first of `count` numbers, one more than any given before, for
+    /// changes made together (a reset's plants).
+    pub fn number(&self, count: u64) -> u64 {
+        let mut totals = lock(&self.0);
+        totals.versions += count;
+        totals.versions - count + 1
+    }
+
+    /// Gives no number at or below `mark` from now on (a journal's
+    /// high-water mark, at start-up).
+    pub fn numbered_up_to(&self, mark: u64) {
+        let mut totals = lock(&self.0);
+        totals.versions = totals.versions.max(mark);
     }
 
     /// Completes an admitted change that was made: gives back what it
@@ -255,9 +286,12 @@ impl Usage {
     }
 
     /// Takes `other`'s totals (a reset, under every shard lock: no change
-    /// is admitted and unsettled).
+    /// is admitted and unsettled), its numbers going on from this one's.
     pub fn replace(&self, other: Usage) {
-        *lock(&self.0) = *lock(&other.0);
+        let mut totals = lock(&self.0);
+        let versions = totals.versions;
+        *totals = *lock(&other.0);
+        totals.versions = versions;
     }
 
     pub fn plants(&self) -> usize {
@@ -278,7 +312,12 @@ mod tests {
     use super::*;
 
     fn put<'a>(id: i64, name: &'a str, tag: Option<&'a str>) -> Change<'a> {
-        Change::Put { id, name, tag }
+        Change::Put {
+            id,
+            version: 1,
+            name,
+            tag,
+        }
     }
 
     #[test]
@@ -326,14 +365,14 @@ mod tests {
         // Shrinking always fits, even at the limit, and gives back its
         // room only once made.
         let smaller = Delta::between(Some(cost(6)), Some(cost(1)));
-        assert_eq!(usage.admit(smaller, capacity), Ok(()));
+        assert_eq!(usage.admit(smaller, capacity), Ok(3), "the third admitted");
         assert_eq!(usage.data(), 10);
         usage.settle(smaller);
         assert_eq!((usage.plants(), usage.data(), usage.records()), (2, 5, 40));
         // A change refused after admission (by the journal) gives back
         // exactly what it reserved.
         let bigger = Delta::between(Some(cost(1)), Some(cost(6)));
-        assert_eq!(usage.admit(bigger, capacity), Ok(()));
+        assert_eq!(usage.admit(bigger, capacity), Ok(4));
         assert_eq!(usage.data(), 10);
         usage.retract(bigger);
         assert_eq!((usage.plants(), usage.data(), usage.records()), (2, 5, 40));
@@ -359,5 +398,20 @@ mod tests {
         assert_eq!(usage.admit(create, capacity), Err(Over::Plants));
         usage.retract(delete);
         assert_eq!(usage.plants(), 2);
+    }
+
+    #[test]
+    fn numbers_rise_through_a_reset_and_never_fall_below_a_mark() {
+        let usage = Usage::default();
+        let create = Delta::between(None, Some(Cost::default()));
+        usage.numbered_up_to(41);
+        assert_eq!(usage.admit(create, Capacity::plants(9)), Ok(42));
+        usage.numbered_up_to(7);
+        assert_eq!(usage.number(3), 43, "a reset's three plants: 43 to 45");
+        let seeded = Usage::default();
+        seeded.add(create);
+        usage.replace(seeded);
+        assert_eq!(usage.plants(), 1);
+        assert_eq!(usage.admit(create, Capacity::plants(9)), Ok(46));
     }
 }

@@ -123,6 +123,7 @@ fn take(id: i64, plant: &Packed, order: Order, budget: &Budget) -> Taken {
         _ => Packed::new(
             if shown.name { name } else { "" },
             tag.filter(|_| shown.tag),
+            plant.version(),
         ),
     };
     // A name or tag not shown costs its bytes all the same: the database

@@ -29,6 +29,9 @@ impl Journal {
         if let Some(reason) = &state.failed {
             return Err(Arc::clone(reason));
         }
+        if let Change::Put { version, .. } = *change {
+            state.lineage.mark = state.lineage.mark.max(version);
+        }
         let start = state.pending.len();
         encode(&mut state.pending, change);
         let added = state.pending.len() - start;
@@ -316,7 +319,7 @@ mod tests {
                 compact_min: u64::MAX,
             };
             let wrap = |file: JournalFile| Box::new(file) as Box<dyn super::super::Disk>;
-            let (journal, _) = Journal::open(&durability, wrap, |_| {}).unwrap();
+            let (journal, _) = Journal::open(&durability, wrap, |_| {}, 1).unwrap();
             Opened {
                 journal,
                 _file: file,

@@ -1,34 +1,57 @@
-//! Converting a journal of an older version (1 to 3) to version 4 at
+//! Converting a journal of an older version (1 to 4) to version 5 at
 //! start-up, so that an old file never takes another append. The protocol
-//! is in the journal's module header, under "Older versions".
+//! is in docs/storage.md, under "The journal format": the same records in
+//! the same order, each put with the version the reader numbered it with,
+//! under a header of the store's new lineage.
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use super::file::Entry;
-use super::format::{HEADER, Salt, Version, encode, fresh_salt, header, seal};
-use super::recovery::scan_from;
+use super::format::{HEADER, Lineage, Salt, Version, encode, fresh_salt, header, seal};
+use super::recovery::{scan, scan_from};
 use super::rewrite::{compact_path, create_temp, sync_dir};
 
-/// The version-4 image of the whole records at the start of the journal
-/// image `old` (its header included), salted with `salt`: the same records
-/// in the same order. Stops where recovery would, so a torn tail is left
-/// out.
-pub fn convert(old: &[u8], salt: &Salt) -> Vec<u8> {
+/// An older journal as recovery read it, to be converted.
+pub(super) struct OldFile {
+    /// Its version.
+    pub from: Version,
+    /// The bytes its whole records end at.
+    pub valid_len: u64,
+    /// Its whole records.
+    pub records: u64,
+    /// The lineage the new file takes: the store's nonce, and the mark
+    /// recovery found (the number of puts).
+    pub lineage: Lineage,
+}
+
+/// The version-5 image of the whole records at the start of the journal
+/// image `old` (its header included), salted with `salt`, of the lineage
+/// named by `nonce`: the same records in the same order, each put with
+/// the version recovery numbers it with, the header's mark the highest.
+/// Stops where recovery would, so a torn tail is left out.
+pub fn convert(old: &[u8], salt: &Salt, nonce: u64) -> Vec<u8> {
     let mut image = Vec::new();
+    let mark = scan(old, |_| {}).map_or(0, |scan| scan.high);
+    let lineage = Lineage { nonce, mark };
     // Writing to a Vec cannot fail; a damaged `old` yields the records
     // before the damage.
-    let _ = write_converted(old, salt, &mut image);
+    let _ = write_converted(old, salt, lineage, &mut image);
     image
 }
 
-/// Writes the version-4 image of the journal read from `old` to `out`:
-/// the header for `salt`, then each whole record, sealed for it. Returns
-/// the bytes written and the records.
-fn write_converted(old: impl Read, salt: &Salt, out: impl Write) -> io::Result<(u64, u64)> {
+/// Writes the version-5 image of the journal read from `old` to `out`:
+/// the header for `salt` and `lineage`, then each whole record, sealed
+/// for it. Returns the bytes written and the records.
+fn write_converted(
+    old: impl Read,
+    salt: &Salt,
+    lineage: Lineage,
+    out: impl Write,
+) -> io::Result<(u64, u64)> {
     let mut out = BufWriter::with_capacity(64 * 1024, out);
-    out.write_all(&header(salt))?;
+    out.write_all(&header(salt, lineage))?;
     let mut written = (HEADER as u64, 0);
     let mut record = Vec::new();
     let mut failed = Ok(());
@@ -51,9 +74,8 @@ fn write_converted(old: impl Read, salt: &Salt, out: impl Write) -> io::Result<(
     }
 }
 
-/// Converts the journal `file` of version `from` at `path` (the real
-/// file, which `entry` names), whose first `valid_len` bytes hold
-/// `records` whole records, and logs that it did. The file is read again
+/// Converts the journal `file` at `path` (the real file, which `entry`
+/// names), as recovery read it (`old`), and logs that it did. The file is read again
 /// as a stream, the new file written and synced beside it (`FILE.compact`,
 /// locked, with the journal's owner and mode), renamed over it through
 /// `entry` (so the identity checks follow the new file), and the
@@ -63,16 +85,21 @@ pub(super) fn upgrade(
     path: &Path,
     entry: &Entry,
     file: &mut File,
-    from: Version,
-    valid_len: u64,
-    records: u64,
+    old: OldFile,
 ) -> io::Result<(File, Salt, u64)> {
+    let OldFile {
+        from,
+        valid_len,
+        records,
+        lineage,
+    } = old;
     let salt = fresh_salt()?;
     let temp_path = compact_path(path);
     let written = (|| {
         let mut temp = create_temp(path, &temp_path)?;
         file.seek(SeekFrom::Start(0))?;
-        let (len, converted) = write_converted((&*file).take(valid_len), &salt, &mut temp)?;
+        let (len, converted) =
+            write_converted((&*file).take(valid_len), &salt, lineage, &mut temp)?;
         if converted != records {
             return Err(io::Error::other(
                 "the journal changed while it was converted",
@@ -95,10 +122,11 @@ pub(super) fn upgrade(
     let old = match from {
         Version::V1 => 1,
         Version::V2(_) => 2,
-        _ => 3,
+        Version::V3(_) => 3,
+        _ => 4,
     };
     log::info!(
-        "{}: journal converted from format version {old} to 4 ({records} record{})",
+        "{}: journal converted from format version {old} to 5 ({records} record{})",
         path.display(),
         crate::model::plural(records)
     );

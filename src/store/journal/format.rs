@@ -1,43 +1,64 @@
 //! The bytes of the journal: the file header, records (encoding, sealing,
 //! decoding) and the checksums. The layout, and why the checks cover what
-//! they cover, is in the journal's module header. Versions 1 to 3 share
-//! all of this except their framing and checks; they are read, never
-//! written.
+//! they cover, is in docs/storage.md ("The journal format"). Versions 1
+//! to 4 share all of this except their header, framing, checks and a
+//! put's version; they are read, never written.
 
 use std::io::{self, Read};
 
 use crate::model::MAX_TEXT_BYTES;
 
-/// The first eight bytes of a journal in the current format, version 4.
-pub const MAGIC: &[u8; 8] = b"PLANTSJ4";
+/// The first eight bytes of a journal in the current format, version 5.
+pub const MAGIC: &[u8; 8] = b"PLANTSJ5";
+/// The first eight bytes of a version-4 journal (read, then converted).
+pub const MAGIC_V4: &[u8; 8] = b"PLANTSJ4";
 /// The first eight bytes of a version-3 journal (read, then converted).
 pub const MAGIC_V3: &[u8; 8] = b"PLANTSJ3";
 /// The first eight bytes of a version-2 journal (read, then converted).
 pub const MAGIC_V2: &[u8; 8] = b"PLANTSJ2";
 /// The first eight bytes of a version-1 journal (read, then converted).
 pub const MAGIC_V1: &[u8; 8] = b"PLANTSJ1";
+/// A version-5 header: the magic, the file's salt, its [`Lineage`]
+/// (nonce and mark), the header's check.
+pub const HEADER: usize = CHECKED + 8;
+/// The bytes of a version-5 header that its check covers.
+const CHECKED: usize = SALTED + 16;
 /// A version-2, -3 or -4 header: the magic, the file's salt, the
 /// header's check.
-pub const HEADER: usize = CHECKED + 8;
-/// The bytes of a header that its check covers: magic and salt.
-const CHECKED: usize = MAGIC.len() + 8;
+pub const HEADER_V4: usize = SALTED + 8;
+/// The magic and the salt, which every salted header starts with.
+const SALTED: usize = MAGIC.len() + 8;
 /// Length, length check, check and batch in front of every version-4
-/// payload.
+/// and -5 payload.
 const FRAMING: usize = 4 + 4 + 8 + 8;
 /// Length, length check and check in front of every version-3 payload.
 const FRAMING_V3: usize = 4 + 4 + 8;
-/// The longest payload of any version: a put whose name and tag take
-/// every byte a plant may ([`MAX_TEXT_BYTES`]). A record that claims more
-/// is damage, whatever the flags of the run that wrote it.
-pub const MAX_PAYLOAD: usize = 1 + 8 + 4 + 4 + MAX_TEXT_BYTES;
+/// The longest payload of any version: a version-5 put whose name and tag
+/// take every byte a plant may ([`MAX_TEXT_BYTES`]). A record that claims
+/// more is damage, whatever the flags of the run that wrote it.
+pub const MAX_PAYLOAD: usize = 1 + 8 + 8 + 4 + 4 + MAX_TEXT_BYTES;
 const PUT: u8 = 1;
 const DELETE: u8 = 2;
 const NO_TAG: u32 = u32::MAX;
 
-/// The random bytes from the OS that every check in one version-2, -3 or
-/// -4 file starts from. Written once, in the header; never shown anywhere
+/// The random bytes from the OS that every check in one version-2 to -5
+/// file starts from. Written once, in the header; never shown anywhere
 /// else.
 pub type Salt = [u8; 8];
+
+/// What a version-5 header says of the store beyond its own file: the
+/// nonce that names the store's lineage (kept by a compaction, new after
+/// a reset), and the mark, the highest version the store had given when
+/// the file was written. A store's high-water mark is the highest of its
+/// file's mark and of the versions its records carry, so a compacted file
+/// keeps it when no live plant holds it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Lineage {
+    /// Names the store's lineage.
+    pub nonce: u64,
+    /// The highest version given when the file was written.
+    pub mark: u64,
+}
 
 /// The rules a file's records follow, read from its header.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -55,6 +76,9 @@ pub enum Version {
     /// crash from damage before a later batch; the file may end in zeros
     /// written ahead.
     V4(Salt),
+    /// `PLANTSJ5` with this salt: as version 4, the header carrying the
+    /// file's [`Lineage`] and each put the plant's version.
+    V5(Salt),
 }
 
 impl Version {
@@ -62,7 +86,8 @@ impl Version {
     pub fn header_len(self) -> usize {
         match self {
             Version::V1 => MAGIC_V1.len(),
-            Version::V2(_) | Version::V3(_) | Version::V4(_) => HEADER,
+            Version::V2(_) | Version::V3(_) | Version::V4(_) => HEADER_V4,
+            Version::V5(_) => HEADER,
         }
     }
 
@@ -72,8 +97,19 @@ impl Version {
             Version::V1 => 4 + 4,
             Version::V2(_) => 4 + 8,
             Version::V3(_) => FRAMING_V3,
-            Version::V4(_) => FRAMING,
+            Version::V4(_) | Version::V5(_) => FRAMING,
         }
+    }
+
+    /// Whether a record of this version carries the versions of its
+    /// puts (reading an older one numbers them: see `recovery.rs`).
+    pub fn versioned(self) -> bool {
+        matches!(self, Version::V5(_))
+    }
+
+    /// Whether a record of this version says where its batch began.
+    pub fn batched(self) -> bool {
+        matches!(self, Version::V4(_) | Version::V5(_))
     }
 }
 
@@ -85,31 +121,49 @@ impl std::fmt::Debug for Version {
             Version::V2(_) => f.write_str("V2(salt)"),
             Version::V3(_) => f.write_str("V3(salt)"),
             Version::V4(_) => f.write_str("V4(salt)"),
+            Version::V5(_) => f.write_str("V5(salt)"),
         }
     }
 }
 
-/// The header of a version-4 file salted with `salt`.
-pub fn header(salt: &Salt) -> [u8; HEADER] {
-    salted_header(MAGIC, salt)
-}
-
-/// The header of a file of the version `magic` names, salted with `salt`.
-fn salted_header(magic: &[u8; 8], salt: &Salt) -> [u8; HEADER] {
+/// The header of a version-5 file salted with `salt`, of `lineage`.
+pub fn header(salt: &Salt, lineage: Lineage) -> [u8; HEADER] {
     let mut header = [0; HEADER];
-    header[..MAGIC.len()].copy_from_slice(magic);
-    header[MAGIC.len()..CHECKED].copy_from_slice(salt);
+    header[..MAGIC.len()].copy_from_slice(MAGIC);
+    header[MAGIC.len()..SALTED].copy_from_slice(salt);
+    header[SALTED..SALTED + 8].copy_from_slice(&lineage.nonce.to_le_bytes());
+    header[SALTED + 8..CHECKED].copy_from_slice(&lineage.mark.to_le_bytes());
     let check = crc64(0, &header[..CHECKED]);
     header[CHECKED..].copy_from_slice(&check.to_le_bytes());
     header
 }
 
+/// The salt and lineage of a version-5 header, if the header checks out.
+pub fn read_header(bytes: &[u8; HEADER]) -> Option<(Salt, Lineage)> {
+    let field = |at: usize| bytes[at..at + 8].try_into().expect("eight bytes");
+    let salt = field(MAGIC.len());
+    let lineage = Lineage {
+        nonce: u64::from_le_bytes(field(SALTED)),
+        mark: u64::from_le_bytes(field(SALTED + 8)),
+    };
+    (bytes == &header(&salt, lineage)).then_some((salt, lineage))
+}
+
+/// The header of a version-2 to -4 file of the version `magic` names,
+/// salted with `salt`.
+fn salted_header(magic: &[u8; 8], salt: &Salt) -> [u8; HEADER_V4] {
+    let mut header = [0; HEADER_V4];
+    header[..MAGIC.len()].copy_from_slice(magic);
+    header[MAGIC.len()..SALTED].copy_from_slice(salt);
+    let check = crc64(0, &header[..SALTED]);
+    header[SALTED..].copy_from_slice(&check.to_le_bytes());
+    header
+}
+
 /// The salt of a version-2, -3 or -4 header, if the header checks out.
-pub fn salt_of(header: &[u8; HEADER]) -> Option<Salt> {
+pub fn salt_of(header: &[u8; HEADER_V4]) -> Option<Salt> {
     let magic = header.first_chunk::<8>().expect("eight bytes");
-    let salt = header[MAGIC.len()..CHECKED]
-        .try_into()
-        .expect("eight bytes");
+    let salt = header[MAGIC.len()..SALTED].try_into().expect("eight bytes");
     (header == &salted_header(magic, &salt)).then_some(salt)
 }
 
@@ -127,6 +181,8 @@ pub enum Change<'a> {
     Put {
         /// The plant's id.
         id: i64,
+        /// Its version: the number the store gave this change.
+        version: u64,
         /// Its name.
         name: &'a str,
         /// Its tag, if any.
@@ -147,23 +203,31 @@ impl Change<'_> {
     /// The bytes its record takes in the file.
     pub fn size(&self) -> u64 {
         let payload = match self {
-            Change::Put { name, tag, .. } => 1 + 8 + 4 + name.len() + 4 + tag.map_or(0, str::len),
+            Change::Put { name, tag, .. } => {
+                1 + 8 + 8 + 4 + name.len() + 4 + tag.map_or(0, str::len)
+            }
             Change::Delete(_) => 1 + 8,
         };
         (FRAMING + payload) as u64
     }
 }
 
-/// Appends the version-4 record of `change` to `buf`, its checks and batch
+/// Appends the version-5 record of `change` to `buf`, its checks and batch
 /// not yet filled in: [`seal`] does that once the file it goes to, and
 /// where, is known.
 pub fn encode(buf: &mut Vec<u8>, change: &Change<'_>) {
     let start = buf.len();
     buf.extend_from_slice(&[0; FRAMING]);
     match *change {
-        Change::Put { id, name, tag } => {
+        Change::Put {
+            id,
+            version,
+            name,
+            tag,
+        } => {
             buf.push(PUT);
             buf.extend_from_slice(&id.to_le_bytes());
+            buf.extend_from_slice(&version.to_le_bytes());
             push_text(buf, Some(name));
             push_text(buf, tag);
         }
@@ -220,13 +284,13 @@ pub fn seal_each(records: &mut [u8], salt: &Salt, at: u64) {
     }
 }
 
-/// The version-4 check of a record: as version 3's, with the batch's
+/// The version-4 and -5 check of a record: as version 3's, with the batch's
 /// offset bytes `batch` between the length and the payload.
 fn batch_check(salt: &Salt, len: &[u8], batch: &[u8], payload: &[u8]) -> u64 {
     crc64(crc64(crc64(crc64(0, salt), len), batch), payload)
 }
 
-/// Where the batch of the version-4 record whose framing `head` holds
+/// Where the batch of the version-4 or -5 record whose framing `head` holds
 /// starts, as written (believe it only of a record that checks out).
 pub fn batch_of(head: &[u8]) -> u64 {
     head.get(16..FRAMING)
@@ -234,7 +298,7 @@ pub fn batch_of(head: &[u8]) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
-/// The version-3 and -4 check of a record's length bytes on their own.
+/// The version-3 to -5 check of a record's length bytes on their own.
 fn len_check(salt: &Salt, len: &[u8]) -> u32 {
     crc32c(crc32c(0, salt), len)
 }
@@ -266,8 +330,8 @@ pub enum Decoded<'a> {
 /// adding to `checked` the bytes it ran a checksum over.
 ///
 /// The cheap tests come first, so that bytes that are not a record cost
-/// little: the length against [`MAX_PAYLOAD`], in versions 3 and 4 the length's
-/// own check, then the payload's shape (the kind, and text lengths that
+/// little: the length against [`MAX_PAYLOAD`], in versions 3 to 5 the
+/// length's own check, then the payload's shape (the kind, and text lengths that
 /// add up); only then the checksum over the payload, then UTF-8.
 pub fn decode_at<'a>(bytes: &'a [u8], version: Version, checked: &mut u64) -> Decoded<'a> {
     let framing = version.framing();
@@ -275,7 +339,7 @@ pub fn decode_at<'a>(bytes: &'a [u8], version: Version, checked: &mut u64) -> De
         return Decoded::Short(framing);
     };
     let len = head.first_chunk::<4>().expect("four bytes");
-    if let Version::V3(_) | Version::V4(_) = version {
+    if let Version::V3(_) | Version::V4(_) | Version::V5(_) = version {
         *checked += 4;
     }
     let Some(end) = claimed_size(head, version) else {
@@ -285,7 +349,7 @@ pub fn decode_at<'a>(bytes: &'a [u8], version: Version, checked: &mut u64) -> De
     let Some(payload) = bytes.get(framing..end) else {
         return Decoded::Short(end);
     };
-    if !shaped(payload) {
+    if !shaped(payload, version.versioned()) {
         return Decoded::Bad;
     }
     *checked += (4 + payload_len) as u64;
@@ -293,18 +357,18 @@ pub fn decode_at<'a>(bytes: &'a [u8], version: Version, checked: &mut u64) -> De
         Version::V1 => crc32c(crc32c(0, len), payload).to_le_bytes() == head[4..],
         Version::V2(salt) => check(&salt, len, payload).to_le_bytes() == head[4..],
         Version::V3(salt) => check(&salt, len, payload).to_le_bytes() == head[8..],
-        Version::V4(salt) => {
+        Version::V4(salt) | Version::V5(salt) => {
             batch_check(&salt, len, &head[16..], payload).to_le_bytes() == head[8..16]
         }
     };
-    match parse(payload) {
+    match parse(payload, version.versioned()) {
         Some(change) if valid => Decoded::Record(change, end),
         _ => Decoded::Bad,
     }
 }
 
 /// The size of the record whose framing `head` holds, if its length is
-/// believable: within [`MAX_PAYLOAD`], and in versions 3 and 4 passing its
+/// believable: within [`MAX_PAYLOAD`], and in versions 3 to 5 passing its
 /// own check. `head` must hold the whole framing.
 pub fn claimed_size(head: &[u8], version: Version) -> Option<usize> {
     let len = head.first_chunk::<4>()?;
@@ -312,7 +376,7 @@ pub fn claimed_size(head: &[u8], version: Version) -> Option<usize> {
     if payload_len > MAX_PAYLOAD || head.len() < version.framing() {
         return None;
     }
-    if let Version::V3(salt) | Version::V4(salt) = version
+    if let Version::V3(salt) | Version::V4(salt) | Version::V5(salt) = version
         && len_check(&salt, len).to_le_bytes() != head[4..8]
     {
         return None;
@@ -331,8 +395,10 @@ pub fn decode(file: &[u8], at: usize, version: Version) -> Option<(Change<'_>, u
 }
 
 /// Whether a payload has the shape of a change (a known kind, and text
-/// lengths that fill it exactly), without looking at the texts.
-fn shaped(payload: &[u8]) -> bool {
+/// lengths that fill it exactly), without looking at the texts; a
+/// `versioned` put has its version after the id.
+fn shaped(payload: &[u8], versioned: bool) -> bool {
+    let name_at = if versioned { 17 } else { 9 };
     let text_len = |at: usize| {
         let len = u32::from_le_bytes(*payload.get(at..)?.first_chunk::<4>()?);
         Some(if len == NO_TAG { 0 } else { len as usize })
@@ -340,11 +406,11 @@ fn shaped(payload: &[u8]) -> bool {
     match payload.first() {
         Some(&DELETE) => payload.len() == 1 + 8,
         Some(&PUT) => {
-            let Some(name) = text_len(9) else {
+            let Some(name) = text_len(name_at) else {
                 return false;
             };
             // A name cannot be missing: `parse` refuses NO_TAG there.
-            let Some(tag_at) = name.checked_add(13) else {
+            let Some(tag_at) = name.checked_add(name_at + 4) else {
                 return false;
             };
             let tag = text_len(tag_at).and_then(|tag| tag.checked_add(tag_at + 4));
@@ -354,14 +420,20 @@ fn shaped(payload: &[u8]) -> bool {
     }
 }
 
-/// The change a payload holds, if it is one.
-fn parse(payload: &[u8]) -> Option<Change<'_>> {
+/// The change a payload holds, if it is one; a put's version is read
+/// when `versioned`, else left 0 (for the reader to number).
+fn parse(payload: &[u8], versioned: bool) -> Option<Change<'_>> {
     let (&op, rest) = payload.split_first()?;
     let id = i64::from_le_bytes(rest.get(..8)?.try_into().ok()?);
     let rest = &rest[8..];
     match op {
         DELETE if rest.is_empty() => Some(Change::Delete(id)),
         PUT => {
+            let (version, rest) = if versioned {
+                (u64::from_le_bytes(*rest.first_chunk::<8>()?), &rest[8..])
+            } else {
+                (0, rest)
+            };
             let (name, rest) = take_text(rest)?;
             let (tag, rest) = take_text(rest)?;
             if !rest.is_empty() {
@@ -369,6 +441,7 @@ fn parse(payload: &[u8]) -> Option<Change<'_>> {
             }
             Some(Change::Put {
                 id,
+                version,
                 name: name?,
                 tag,
             })
@@ -447,16 +520,35 @@ mod tests {
         record
     }
 
+    const LINEAGE: Lineage = Lineage {
+        nonce: 0x0123_4567_89AB_CDEF,
+        mark: 77,
+    };
+
+    #[test]
+    fn a_header_reads_back_its_salt_and_lineage_and_no_byte_of_it_changes_unseen() {
+        let bytes = header(&SALT, LINEAGE);
+        assert_eq!(&bytes[..8], MAGIC);
+        assert_eq!(read_header(&bytes), Some((SALT, LINEAGE)));
+        for at in 0..HEADER {
+            let mut bent = bytes;
+            bent[at] ^= 0x20;
+            assert_eq!(read_header(&bent), None, "byte {at}");
+        }
+    }
+
     #[test]
     fn a_sealed_record_decodes_to_its_change_and_size() {
         let changes = [
             Change::Put {
                 id: -5,
+                version: 1 << 40,
                 name: "fern é",
                 tag: Some("green"),
             },
             Change::Put {
                 id: i64::MAX,
+                version: u64::MAX,
                 name: "",
                 tag: None,
             },
@@ -465,22 +557,49 @@ mod tests {
         for change in changes {
             let record = sealed(&change, &SALT);
             assert_eq!(record.len() as u64, change.size());
-            let file = [&header(&SALT)[..], &record].concat();
+            let file = [&header(&SALT, LINEAGE)[..], &record].concat();
             assert_eq!(
-                decode(&file, HEADER, Version::V4(SALT)),
+                decode(&file, HEADER, Version::V5(SALT)),
                 Some((change, record.len()))
             );
             assert_eq!(batch_of(&record), HEADER as u64);
             // The batch is under the check: another one fails it.
             let mut moved = file.clone();
             moved[HEADER + 16] ^= 1;
-            assert_eq!(decode(&moved, HEADER, Version::V4(SALT)), None);
+            assert_eq!(decode(&moved, HEADER, Version::V5(SALT)), None);
+            // Version 4's record is version 5's without a put's version
+            // (read as 0), its checks over the rest.
+            let mut payload = record[FRAMING..].to_vec();
+            let mut unversioned = change;
+            if let Change::Put { version, .. } = &mut unversioned {
+                payload.drain(9..17);
+                *version = 0;
+            }
+            let len = (payload.len() as u32).to_le_bytes();
+            let batch = (HEADER as u64).to_le_bytes();
+            let record = [
+                &len[..],
+                &len_check(&SALT, &len).to_le_bytes(),
+                &batch_check(&SALT, &len, &batch, &payload).to_le_bytes(),
+                &batch,
+                &payload,
+            ]
+            .concat();
+            let size = record.len();
+            assert_eq!(
+                decode(&record, 0, Version::V4(SALT)),
+                Some((unversioned, size))
+            );
+            if unversioned != change {
+                assert_eq!(decode(&record, 0, Version::V5(SALT)), None);
+            }
             // Version 3's record is version 4's without the batch, its
             // check over the rest.
             let mut v3 = [&record[..16], &record[24..]].concat();
             let check = check(&SALT, &v3[..4], &v3[16..]);
             v3[8..16].copy_from_slice(&check.to_le_bytes());
-            assert_eq!(decode(&v3, 0, Version::V3(SALT)), Some((change, v3.len())));
+            let size = v3.len();
+            assert_eq!(decode(&v3, 0, Version::V3(SALT)), Some((unversioned, size)));
         }
     }
 
@@ -496,18 +615,19 @@ mod tests {
             Version::V2(SALT),
             Version::V3(SALT),
             Version::V4(SALT),
+            Version::V5(SALT),
         ] {
             assert_eq!(decode_at(&huge, version, &mut checked), Decoded::Bad);
         }
-        // Versions 3 and 4 checked the length's own check, four bytes each.
-        assert!(checked <= 8, "{checked}");
+        // Versions 3 to 5 checked the length's own check, four bytes each.
+        assert!(checked <= 12, "{checked}");
         // A believable length whose own check fails: four bytes checked.
         let mut bent = sealed(&Change::Delete(7), &SALT);
         bent[0] = 200;
         bent.resize(400, 0);
         checked = 0;
         assert_eq!(
-            decode_at(&bent, Version::V4(SALT), &mut checked),
+            decode_at(&bent, Version::V5(SALT), &mut checked),
             Decoded::Bad
         );
         assert_eq!(checked, 4);
@@ -515,7 +635,7 @@ mod tests {
         let tail: Vec<u8> = [0, 0, 8, 0].repeat(256 * 1024);
         checked = 0;
         for at in 0..tail.len() {
-            let _ = decode_at(&tail[at..], Version::V4(SALT), &mut checked);
+            let _ = decode_at(&tail[at..], Version::V5(SALT), &mut checked);
             let _ = decode_at(&tail[at..], Version::V2(SALT), &mut checked);
         }
         assert!(checked <= 4 * tail.len() as u64, "{checked}");
@@ -527,7 +647,7 @@ mod tests {
         let mut checked = 0;
         for cut in 0..record.len() {
             let need = if cut < 24 { 24 } else { record.len() };
-            let version = Version::V4(SALT);
+            let version = Version::V5(SALT);
             assert_eq!(
                 decode_at(&record[..cut], version, &mut checked),
                 Decoded::Short(need),
@@ -542,12 +662,16 @@ mod tests {
         let mut other = SALT;
         for byte in 0..SALT.len() {
             other[byte] ^= 0x10;
-            assert_eq!(decode(&record, 0, Version::V4(other)), None);
+            assert_eq!(decode(&record, 0, Version::V5(other)), None);
             other = SALT;
         }
         assert_eq!(decode(&record, 0, Version::V1), None);
         assert_eq!(decode(&record, 0, Version::V2(SALT)), None);
         assert_eq!(decode(&record, 0, Version::V3(SALT)), None);
+        assert_eq!(
+            decode(&record, 0, Version::V5(SALT)),
+            Some((Change::Delete(7), record.len()))
+        );
     }
 
     #[test]
@@ -565,5 +689,6 @@ mod tests {
         assert_eq!(format!("{:?}", Version::V2(*b"SECRET!!")), "V2(salt)");
         assert_eq!(format!("{:?}", Version::V3(*b"SECRET!!")), "V3(salt)");
         assert_eq!(format!("{:?}", Version::V4(*b"SECRET!!")), "V4(salt)");
+        assert_eq!(format!("{:?}", Version::V5(*b"SECRET!!")), "V5(salt)");
     }
 }

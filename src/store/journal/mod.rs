@@ -8,16 +8,28 @@
 //! # The format, recovery and older versions
 //!
 //! The file format, what recovery cuts and what it refuses, why the
-//! checks cover a salt and why the length has a check of its own, and how
-//! versions 1 to 3 are read and converted are specified once, for users
+//! checks cover a salt and why the length has a check of its own, what
+//! the header's lineage (nonce and mark) is for, and how versions 1 to 4
+//! are read and converted are specified once, for users
 //! and for this code alike, in docs/storage.md ("The journal format").
 //! Where the code does it: the layout and checksums in `format.rs`
 //! (`MAX_PAYLOAD`, `HEADER`, `seal`), the zeros written ahead in
 //! `ahead.rs`, the streaming read and the search after damage in
 //! `recovery.rs` (a window of about 64 KiB and the record being read;
-//! zeros are passed by comparing bytes, at most `ahead::STEP` of them),
-//! the conversion of an older file in `convert.rs`. `Version`'s `Debug`
-//! leaves the salt out, as every log line and error does.
+//! zeros are passed by comparing bytes, at most `ahead::STEP` of them;
+//! an older file's puts numbered), the conversion of an older file in
+//! `convert.rs`. `Version`'s `Debug` leaves the salt out, as every log
+//! line and error does.
+//!
+//! # Versions and the lineage
+//!
+//! Every put carries the plant's version, which the store gives; the
+//! journal keeps the highest it has logged (`State::lineage`), with the
+//! nonce of its file, so that a file it writes whole says both in its
+//! header: a compaction keeps the nonce and writes the mark it had when
+//! it began (a version logged after is in a record of the new file), a
+//! reset writes the store's new nonce and mark, a new or converted file
+//! the nonce the store gives it.
 //!
 //! # Writing
 //!
@@ -123,8 +135,8 @@ pub use ahead::JournalFile;
 pub use convert::convert;
 pub use error::OpenError;
 pub use format::{
-    Change, HEADER, MAGIC, MAGIC_V1, MAGIC_V2, MAGIC_V3, MAX_PAYLOAD, Salt, Version, crc32c, crc64,
-    decode, encode, header, seal, seal_each,
+    Change, HEADER, HEADER_V4, Lineage, MAGIC, MAGIC_V1, MAGIC_V2, MAGIC_V3, MAGIC_V4, MAX_PAYLOAD,
+    Salt, Version, crc32c, crc64, decode, encode, header, seal, seal_each,
 };
 pub use recovery::{Damage, Scan, ScanError, scan, scan_from};
 pub(super) use reset::Fault;
@@ -236,6 +248,9 @@ struct State {
     compactions: u64,
     /// The salt of the file written to; see the module header.
     salt: Salt,
+    /// The file's nonce, and the highest version logged (or read, or in
+    /// the header): see "Versions and the lineage" in the module header.
+    lineage: Lineage,
     /// While a compaction runs: every record appended since its snapshot
     /// began, until the compaction takes them (before its rename).
     since_snapshot: Option<Vec<u8>>,
@@ -283,11 +298,13 @@ impl Journal {
     /// Opens (or creates) the journal, replays it and cuts a torn tail.
     /// `wrap` turns the opened file into the `Disk` that writes to it.
     /// Every record's change is handed to `apply`, in order; after an
-    /// error, throw away what was built from them.
+    /// error, throw away what was built from them. A new file, and one
+    /// converted from an older version, take the nonce `fresh`.
     pub(super) fn open(
         durability: &Durability,
         wrap: impl FnOnce(JournalFile) -> Box<dyn Disk>,
         apply: impl FnMut(Change<'_>),
+        fresh: u64,
     ) -> Result<(Journal, Recovery), OpenError> {
         let started = Instant::now();
         let path = &durability.path;
@@ -316,8 +333,12 @@ impl Journal {
         };
         let ahead = durability.sync == SyncMode::Always;
         // The file, its salt, the end of its records and its length.
+        let mut lineage = Lineage {
+            nonce: scan.lineage.nonce,
+            mark: scan.high,
+        };
         let (file, salt, len, file_len) = match scan.version {
-            Some(Version::V4(salt)) => {
+            Some(Version::V5(salt)) => {
                 // Without writing ahead, records end the file (see
                 // `ahead.rs`): zeros an earlier run wrote ahead go too.
                 if torn_bytes > 0 || (!ahead && scan.len > scan.valid_len) {
@@ -328,17 +349,28 @@ impl Journal {
                     (file, salt, scan.valid_len, scan.len)
                 }
             }
-            Some(old @ (Version::V1 | Version::V2(_) | Version::V3(_))) => {
+            Some(old) => {
+                lineage.nonce = fresh;
+                let read = convert::OldFile {
+                    from: old,
+                    valid_len: scan.valid_len,
+                    records: scan.records,
+                    lineage,
+                };
                 let (file, salt, len) =
-                    convert::upgrade(&real, &entry, &mut file, old, scan.valid_len, scan.records)
-                        .map_err(io_error)?;
+                    convert::upgrade(&real, &entry, &mut file, read).map_err(io_error)?;
                 (file, salt, len, len)
             }
             None => {
                 // New, empty, or torn inside the header itself.
                 let salt = fresh_salt().map_err(io_error)?;
+                lineage = Lineage {
+                    nonce: fresh,
+                    mark: 0,
+                };
                 file.set_len(0).map_err(io_error)?;
-                file.write_all_at(&header(&salt), 0).map_err(io_error)?;
+                file.write_all_at(&header(&salt, lineage), 0)
+                    .map_err(io_error)?;
                 file.sync_all().map_err(io_error)?;
                 if !existed {
                     sync_dir(&real).map_err(io_error)?;
@@ -376,6 +408,7 @@ impl Journal {
                 len,
                 compactions: 0,
                 salt,
+                lineage,
                 since_snapshot: None,
                 compacting: false,
             }),
@@ -409,6 +442,11 @@ impl Journal {
         let mut state = lock(&self.state);
         self.poison(&mut state, reason);
         state.failed.clone()
+    }
+
+    /// The nonce of its file and the highest version it has seen.
+    pub(super) fn lineage(&self) -> Lineage {
+        lock(&self.state).lineage
     }
 
     /// Its length and the compactions completed.

@@ -11,14 +11,19 @@
 //! own check passes, so the search past damage costs a few bytes of
 //! checksum per offset (see `decode_at`), and none at all where the bytes
 //! are zeros: no record's length is zero, so a run of zeros is passed at
-//! the speed of comparing bytes (the zeros a version-4 journal has written
-//! ahead, up to a megabyte, are read once at each start, not searched).
+//! the speed of comparing bytes (the zeros a version-4 or -5 journal has
+//! written ahead, up to a megabyte, are read once at each start, not
+//! searched).
+//!
+//! A put of a version-1 to -4 file carries no version: the reader gives
+//! it the number of puts read so far, itself included, so a file read
+//! twice (replayed, then converted) numbers its plants alike.
 
 use std::io::{self, Read};
 
 use super::format::{
-    Change, Decoded, HEADER, MAGIC, MAGIC_V1, MAGIC_V2, MAGIC_V3, Version, batch_of, claimed_size,
-    decode_at, salt_of,
+    Change, Decoded, HEADER, HEADER_V4, Lineage, MAGIC, MAGIC_V1, MAGIC_V2, MAGIC_V3, MAGIC_V4,
+    Version, batch_of, claimed_size, decode_at, read_header, salt_of,
 };
 
 /// Bytes read from the file at a time.
@@ -30,12 +35,17 @@ pub struct Scan {
     /// The file's version, from its header; `None` if the file is too
     /// short to hold a whole header (new, or torn while it was written).
     pub version: Option<Version>,
+    /// The lineage a version-5 header names (none for an older file).
+    pub lineage: Lineage,
+    /// The store's high-water mark: the highest of the header's mark and
+    /// of the versions of the puts read.
+    pub high: u64,
     /// Complete records read.
     pub records: u64,
     /// Length of the valid prefix; anything after it is a torn tail, or
     /// zeros written ahead (`zeroed`).
     pub valid_len: u64,
-    /// A version-4 file whose bytes after the valid prefix are all zeros
+    /// A version-4 or -5 file whose bytes after the valid prefix are all zeros
     /// (none, or space written ahead and not used yet): nothing is torn.
     pub zeroed: bool,
     /// Length of the whole file as read.
@@ -52,7 +62,7 @@ pub struct Scan {
 pub enum Damage {
     /// The file does not start with a magic.
     NotAJournal,
-    /// A version-2 or -3 header that fails its check, with records after it.
+    /// A version-2 to -5 header that fails its check, with records after it.
     Header,
     /// A damaged record (1-based number, byte offset) with valid ones after.
     Record {
@@ -94,16 +104,26 @@ pub fn scan_from(file: impl Read, mut apply: impl FnMut(Change<'_>)) -> Result<S
     let io = ScanError::Io;
     let head = window.get(0, HEADER + 1).map_err(io)?;
     let version = version(head).map_err(ScanError::Damage)?;
-    let Some(version) = version else {
+    let Some((version, lineage)) = version else {
         scan.len = window.len().map_err(io)?;
         scan.held = window.held;
         return Ok(scan);
     };
     scan.version = Some(version);
+    scan.lineage = lineage;
+    scan.high = lineage.mark;
     let mut at = version.header_len() as u64;
+    let mut puts = 0;
     loop {
         match window.decode(at, version, &mut scan.checked).map_err(io)? {
-            Some(Decoded::Record(change, size)) => {
+            Some(Decoded::Record(mut change, size)) => {
+                if let Change::Put { version: stamp, .. } = &mut change {
+                    puts += 1;
+                    if !version.versioned() {
+                        *stamp = puts;
+                    }
+                    scan.high = scan.high.max(*stamp);
+                }
                 apply(change);
                 scan.records += 1;
                 at += size as u64;
@@ -118,7 +138,7 @@ pub fn scan_from(file: impl Read, mut apply: impl FnMut(Change<'_>)) -> Result<S
                             offset: at,
                         }));
                     }
-                    After::Zeros => scan.zeroed = matches!(version, Version::V4(_)),
+                    After::Zeros => scan.zeroed = version.batched(),
                     After::Torn => {}
                 }
                 break;
@@ -126,7 +146,7 @@ pub fn scan_from(file: impl Read, mut apply: impl FnMut(Change<'_>)) -> Result<S
         }
     }
     if at == window.len().map_err(io)? {
-        scan.zeroed = matches!(version, Version::V4(_));
+        scan.zeroed = version.batched();
     }
     scan.valid_len = at;
     scan.len = window.len().map_err(io)?;
@@ -134,31 +154,42 @@ pub fn scan_from(file: impl Read, mut apply: impl FnMut(Change<'_>)) -> Result<S
     Ok(scan)
 }
 
-/// The file's version from the first bytes of its header; `None` while
-/// the header is not whole but could still become one, or fails its check
-/// with nothing after it (a new file torn while its header was written:
-/// the header is synced before any record goes behind it). `head` holds
-/// one byte past a header, if the file has it.
-fn version(head: &[u8]) -> Result<Option<Version>, Damage> {
+/// The file's version and lineage from the first bytes of its header;
+/// `None` while the header is not whole but could still become one, or
+/// fails its check with nothing after it (a new file torn while its header
+/// was written: the header is synced before any record goes behind it).
+/// `head` holds one byte past a version-5 header, if the file has it.
+fn version(head: &[u8]) -> Result<Option<(Version, Lineage)>, Damage> {
     if head.starts_with(MAGIC_V1) {
-        return Ok(Some(Version::V1));
+        return Ok(Some((Version::V1, Lineage::default())));
     }
-    if [MAGIC, MAGIC_V3, MAGIC_V2]
-        .iter()
-        .any(|m| head.starts_with(*m))
-    {
+    if head.starts_with(MAGIC) {
         let Some(header) = head.first_chunk::<HEADER>() else {
             return Ok(None);
         };
-        return match salt_of(header) {
-            Some(salt) if head.starts_with(MAGIC) => Ok(Some(Version::V4(salt))),
-            Some(salt) if head.starts_with(MAGIC_V3) => Ok(Some(Version::V3(salt))),
-            Some(salt) => Ok(Some(Version::V2(salt))),
+        return match read_header(header) {
+            Some((salt, lineage)) => Ok(Some((Version::V5(salt), lineage))),
             None if head.len() == HEADER => Ok(None),
             None => Err(Damage::Header),
         };
     }
-    if [MAGIC, MAGIC_V3, MAGIC_V2, MAGIC_V1]
+    if [MAGIC_V4, MAGIC_V3, MAGIC_V2]
+        .iter()
+        .any(|m| head.starts_with(*m))
+    {
+        let Some(header) = head.first_chunk::<HEADER_V4>() else {
+            return Ok(None);
+        };
+        let version = match salt_of(header) {
+            Some(salt) if head.starts_with(MAGIC_V4) => Version::V4(salt),
+            Some(salt) if head.starts_with(MAGIC_V3) => Version::V3(salt),
+            Some(salt) => Version::V2(salt),
+            None if head.len() == HEADER_V4 => return Ok(None),
+            None => return Err(Damage::Header),
+        };
+        return Ok(Some((version, Lineage::default())));
+    }
+    if [MAGIC, MAGIC_V4, MAGIC_V3, MAGIC_V2, MAGIC_V1]
         .iter()
         .any(|magic| magic.starts_with(head))
     {
@@ -261,7 +292,7 @@ impl<R: Read> Window<R> {
     /// What the file holds from `at`, where a record is incomplete or
     /// fails a check, to its end: whether a whole, valid record that
     /// counts starts at any offset after `at`, else whether every byte
-    /// from `at` on is zero. In version 4 a record counts only if its
+    /// from `at` on is zero. In versions 4 and 5 a record counts only if its
     /// batch started after `at`: one whose batch started at or before it
     /// belongs to the batch that `at` is in, which a crash tore (see
     /// "Recovery" in the module header).
@@ -303,9 +334,9 @@ impl<R: Read> Window<R> {
                     self.decode(from, version, checked).map_err(io)?
                 {
                     let head = &self.bytes[(from - self.start) as usize..];
-                    // Version 4: a record of the batch `at` is in is of
-                    // the batch the crash tore.
-                    let torn = matches!(version, Version::V4(_)) && batch_of(head) <= at;
+                    // Versions 4 and 5: a record of the batch `at` is in
+                    // is of the batch the crash tore.
+                    let torn = version.batched() && batch_of(head) <= at;
                     if !torn {
                         return Ok(After::Record);
                     }
@@ -330,6 +361,7 @@ impl<R: Read> Window<R> {
 #[cfg(test)]
 mod tests {
     use super::super::format::{MAX_PAYLOAD, Salt, encode, header, seal, seal_each};
+    use super::Lineage;
     use super::*;
 
     const SALT: Salt = *b"the salt";
@@ -338,7 +370,7 @@ mod tests {
     /// A version-4 image of `n` puts, each with a name of `name_len` bytes,
     /// each its own batch.
     fn journal(n: i64, name_len: usize) -> Vec<u8> {
-        let mut file = header(&SALT).to_vec();
+        let mut file = header(&SALT, Lineage::default()).to_vec();
         let name = "n".repeat(name_len);
         for id in 0..n {
             let tag = Some("t");
@@ -346,6 +378,7 @@ mod tests {
                 &mut file,
                 &Change::Put {
                     id,
+                    version: 1,
                     name: &name,
                     tag,
                 },
@@ -417,6 +450,7 @@ mod tests {
             &mut file,
             &Change::Put {
                 id: 9,
+                version: 1,
                 name: &name,
                 tag: None,
             },

@@ -7,7 +7,7 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 
 use super::ahead::STEP;
-use super::format::{HEADER, Salt, fresh_salt, header, seal_each};
+use super::format::{HEADER, Lineage, Salt, fresh_salt, header, seal_each};
 use super::rewrite::{compact_path, create_temp, reserve, sync_dir};
 use super::{Journal, JournalFile, SyncMode};
 use crate::lock::lock;
@@ -27,17 +27,19 @@ const NOT_SWAPPED: &str = "the reset's new journal file could not be put in plac
 pub(in crate::store) struct NewFile {
     temp: File,
     salt: Salt,
+    lineage: Lineage,
     len: u64,
 }
 
 impl Journal {
     /// Claims the journal and writes `records` (encoded, unsealed) to
-    /// `FILE.compact` under a fresh salt, synced. Refused while a
-    /// compaction runs, once the journal failed, or without the room a
-    /// compaction would keep.
+    /// `FILE.compact` under a fresh salt and the store's new `lineage`,
+    /// synced. Refused while a compaction runs, once the journal failed,
+    /// or without the room a compaction would keep.
     pub(in crate::store) fn prepare_reset(
         &self,
         mut records: Vec<u8>,
+        lineage: Lineage,
         fault: Fault<'_>,
     ) -> Result<NewFile, &'static str> {
         {
@@ -62,14 +64,19 @@ impl Journal {
             self.room(len + ahead, reserve(len))?;
             let mut temp = create_temp(&self.path, &compact_path(&self.path))?;
             let salt = fresh_salt()?;
-            temp.write_all(&header(&salt))?;
+            temp.write_all(&header(&salt, lineage))?;
             fault("header written")?;
             seal_each(&mut records, &salt, HEADER as u64);
             temp.write_all(&records)?;
             fault("records written")?;
             temp.sync_data()?;
             fault("file synced")?;
-            Ok(NewFile { temp, salt, len })
+            Ok(NewFile {
+                temp,
+                salt,
+                lineage,
+                len,
+            })
         })();
         written.map_err(|e: io::Error| {
             log::warn!("{}: reset not done: {e}", self.path.display());
@@ -136,6 +143,9 @@ impl Journal {
         let seq = state.appended;
         (state.taken, state.durable, state.len) = (seq, seq, new.len);
         state.salt = new.salt;
+        // The records dropped above are of the old lineage: its mark goes
+        // with them.
+        state.lineage = new.lineage;
         (state.writing, state.compacting) = (false, false);
         self.wake(&mut state);
         Ok(seq)

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use super::ahead::STEP;
-use super::format::{HEADER, fresh_salt, header, seal_each};
+use super::format::{HEADER, Lineage, fresh_salt, header, seal_each};
 use super::{Journal, JournalFile, SyncMode, file};
 use crate::lock::lock;
 
@@ -32,7 +32,8 @@ pub(super) fn reserve(estimate: u64) -> u64 {
 }
 
 impl Journal {
-    /// Rewrites the journal as the live plants: `fill` appends the next
+    /// Rewrites the journal as the live plants, of the same lineage (its
+    /// header's mark the highest version logged when it began): `fill` appends the next
     /// step of them, as `put` records, to the buffer it is given, and
     /// returns `false` after the last step. Call `fill` with no lock of
     /// the journal's held; it takes the store's locks one short step at a
@@ -54,16 +55,19 @@ impl Journal {
         live_bytes: u64,
         fill: impl FnMut(&mut Vec<u8>) -> bool,
     ) -> io::Result<Option<u64>> {
-        {
+        let lineage = {
             let mut state = lock(&self.state);
             if state.failed.is_some() || state.compacting {
                 return Ok(None);
             }
             state.compacting = true;
             state.since_snapshot = Some(Vec::new());
-        }
+            // Every version logged from here on is in a record of the new
+            // file; this mark covers those logged before.
+            state.lineage
+        };
         let temp_path = compact_path(&self.path);
-        let result = self.write_compacted(&temp_path, live_bytes, fill);
+        let result = self.write_compacted(&temp_path, live_bytes, lineage, fill);
         if result.is_err() {
             match fs::remove_file(&temp_path) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => log::warn!(
@@ -87,6 +91,7 @@ impl Journal {
         &self,
         temp_path: &Path,
         live_bytes: u64,
+        lineage: Lineage,
         mut fill: impl FnMut(&mut Vec<u8>) -> bool,
     ) -> io::Result<u64> {
         let never = self.sync == SyncMode::Never;
@@ -98,7 +103,7 @@ impl Journal {
         self.room(estimate, keep)?;
         let mut temp = create_temp(&self.path, temp_path)?;
         let salt = fresh_salt()?;
-        let header = header(&salt);
+        let header = header(&salt, lineage);
         temp.write_all(&header)?;
         let mut len = header.len() as u64;
         let mut step = Vec::new();

@@ -14,7 +14,7 @@ impl Both {
     /// As `Shard::apply` does: the map first, then the order, which
     /// finds the plant by the name it had.
     fn put(&mut self, id: i64, name: &str) {
-        let old = self.plants.insert(id, Packed::new(name, None));
+        let old = self.plants.insert(id, Packed::new(name, None, 1));
         match old {
             Some(old) if old.name() == name => {}
             Some(old) => {

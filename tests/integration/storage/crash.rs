@@ -218,10 +218,10 @@ fn crash_loop(file: &TempFile, seeded: &BTreeMap<i64, String>, sync: &str) {
         let found = list_all(server.addr);
         if cycle == 0 && !seeded.is_empty() {
             let log = server.log().join("\n");
-            assert!(log.contains("from format version 1 to 4"), "{log}");
+            assert!(log.contains("from format version 1 to 5"), "{log}");
             assert!(log.contains("cut off a torn final record"), "{log}");
         }
-        assert_eq!(&std::fs::read(&file.0).unwrap()[..8], b"PLANTSJ4");
+        assert_eq!(&std::fs::read(&file.0).unwrap()[..8], b"PLANTSJ5");
         for (id, name) in seeded {
             assert_eq!(
                 found.get(id),

@@ -136,12 +136,13 @@ fn damage_in_the_middle_refuses_start_up_naming_file_and_record() {
         }
     }
     let mut bytes = std::fs::read(&file.0).unwrap();
-    // Three records of one size after the 24-byte header, then the zeros
-    // written ahead of them.
+    // Three records of one size after the header, then the zeros written
+    // ahead of them.
     let end = plantstore::store::journal::scan(&bytes, |_| {})
         .unwrap()
         .valid_len as usize;
-    let second_record = 24 + (end - 24) / 3;
+    let header = plantstore::store::journal::HEADER;
+    let second_record = header + (end - header) / 3;
     bytes[second_record + 14] ^= 0xFF; // inside record 2's payload
     std::fs::write(&file.0, &bytes).unwrap();
 

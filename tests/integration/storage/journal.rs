@@ -200,10 +200,10 @@ fn a_version_1_journal_is_served_converted_and_kept_across_restarts() {
         assert_eq!(listed(server.addr), expected);
         let log = server.log().join("\n");
         assert!(
-            log.contains("converted from format version 1 to 4 (5 records)"),
+            log.contains("converted from format version 1 to 5 (5 records)"),
             "{log}"
         );
-        assert_eq!(&fs::read(path).unwrap()[..8], b"PLANTSJ4");
+        assert_eq!(&fs::read(path).unwrap()[..8], b"PLANTSJ5");
         let mode = fs::metadata(path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "the converted file keeps the journal's mode");
         // The identity checks follow the converted file: changes go on.
@@ -239,5 +239,5 @@ fn a_torn_version_1_tail_is_cut_and_the_rest_converted() {
         "{log}"
     );
     assert!(log.contains("(1 record)"), "{log}");
-    assert_eq!(&fs::read(path).unwrap()[..8], b"PLANTSJ4");
+    assert_eq!(&fs::read(path).unwrap()[..8], b"PLANTSJ5");
 }

@@ -50,8 +50,13 @@ fn changes_survive_a_reopen() {
 /// record starts.
 fn three_records() -> (Vec<u8>, usize) {
     let salt = [7; 8];
-    let mut bytes = header(&salt).to_vec();
-    let put = |id, name, tag| Change::Put { id, name, tag };
+    let mut bytes = header(&salt, Lineage::default()).to_vec();
+    let put = |id, name, tag| Change::Put {
+        id,
+        version: id as u64,
+        name,
+        tag,
+    };
     encode(&mut bytes, &put(1, "a", None));
     encode(&mut bytes, &put(2, "b", Some("t")));
     let last = bytes.len();
@@ -120,6 +125,7 @@ fn garbage_in_the_middle_refuses_start_up_and_leaves_the_file_untouched() {
     let second = HEADER
         + Change::Put {
             id: 1,
+            version: 1,
             name: "a",
             tag: None,
         }

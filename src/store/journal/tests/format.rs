@@ -1,27 +1,40 @@
 //! The journal's format as an outsider writes it: records planted in a
-//! plant's name by a client, and journals in the version-1 to -3 formats,
+//! plant's name by a client, and journals in the version-1 to -4 formats,
 //! written by the oracle (`tests/shared/journal_oracle.rs`), which follows
 //! the documented layout and shares no code with the server's, so a test
 //! fails if the two drift apart.
 
 use std::fs;
 
-use super::oracle::{self, MAGIC_V4, Rules, planted, record};
+use super::oracle::{self, Rules, numbered, planted, record};
 use crate::os::temp::TempFile;
 use crate::store::journal::*;
 use crate::store::test_support::{Journalled, Waited, contents, new, plant};
 use crate::store::*;
 
-/// The salt in a version-4 file's header.
+/// The rules of a version-5 file as its header says them (salt, nonce
+/// and mark), the header checked.
+fn rules_of(file: &[u8]) -> Rules {
+    match oracle::rules(file) {
+        Ok(Some(rules @ Rules::V5(..))) => rules,
+        other => panic!("not a whole version-5 header: {other:?}"),
+    }
+}
+
+/// The salt in a version-5 file's header.
 fn salt_of(file: &[u8]) -> [u8; 8] {
-    assert_eq!(&file[..8], MAGIC_V4, "a version-4 journal");
-    let salt = file[8..16].try_into().unwrap();
-    assert_eq!(
-        &file[..24],
-        oracle::salted_header(MAGIC_V4, salt),
-        "the header's check"
-    );
-    salt
+    match rules_of(file) {
+        Rules::V5(salt, ..) => salt,
+        _ => unreachable!("rules_of answers version 5"),
+    }
+}
+
+/// The header's mark of a version-5 file.
+fn mark_of(file: &[u8]) -> u64 {
+    match rules_of(file) {
+        Rules::V5(_, _, mark) => mark,
+        _ => unreachable!("rules_of answers version 5"),
+    }
 }
 
 /// The journal at `path` without the zeros written ahead of its records
@@ -62,6 +75,7 @@ fn a_record_planted_in_a_name_cannot_make_a_torn_tail_refuse_start_up() {
         "version 2 under a guessed salt",
         "version 3 under a guessed salt",
         "version 4 under a guessed salt",
+        "version 5 under a guessed salt",
     ] {
         let path = TempFile::new("planted");
         let (store, _) = path.open().unwrap();
@@ -72,7 +86,8 @@ fn a_record_planted_in_a_name_cannot_make_a_torn_tail_refuse_start_up() {
             "version 1" => planted(Rules::V1),
             "version 2 under a guessed salt" => planted(Rules::V2([0; 8])),
             "version 3 under a guessed salt" => planted(Rules::V3([0; 8])),
-            _ => planted(Rules::V4([0; 8])),
+            "version 4 under a guessed salt" => planted(Rules::V4([0; 8])),
+            _ => planted(Rules::V5([0; 8], 0, 0)),
         };
         let name = format!("{BEFORE}{record}{AFTER}");
         store.create(new(3, &name)).unwrap();
@@ -112,6 +127,7 @@ fn the_planting_encoders_write_records_the_server_reads() {
         Rules::V2([9; 8]),
         Rules::V3([9; 8]),
         Rules::V4([9; 8]),
+        Rules::V5([9; 8], 1, 2),
     ]
     .map(|rules| [oracle::header(rules), record(rules, &change)].concat());
     for file in files {
@@ -136,15 +152,17 @@ fn the_oracle_reads_the_records_the_server_writes() {
     store.delete(2).unwrap();
     drop(store);
     let bytes = records_of(&path.0);
+    // Each change took the next number, the delete too.
     let written = vec![
-        put(1, "fern", None),
-        put(1, "fern", Some("green é")),
-        put(2, "moss", None),
+        oracle::Change::versioned(1, "fern", None, 1),
+        oracle::Change::versioned(1, "fern", Some("green é"), 2),
+        oracle::Change::versioned(2, "moss", None, 3),
         oracle::Change::Delete(2),
     ];
+    assert_eq!(mark_of(&bytes), 0, "a new file's mark");
     assert_eq!(
         oracle::reference(&bytes),
-        oracle::Outcome::Read(Some(Rules::V4(salt_of(&bytes))), written, bytes.len())
+        oracle::Outcome::Read(Some(rules_of(&bytes)), written, bytes.len())
     );
 }
 
@@ -159,7 +177,7 @@ fn history() -> Vec<oracle::Change> {
 }
 
 #[test]
-fn a_version_1_journal_is_replayed_then_converted_to_version_4() {
+fn a_version_1_journal_is_replayed_then_converted_to_version_5() {
     let path = TempFile::new("v1");
     let history = history();
     fs::write(&path.0, oracle::journal(Rules::V1, &history)).unwrap();
@@ -169,9 +187,12 @@ fn a_version_1_journal_is_replayed_then_converted_to_version_4() {
         assert_eq!((recovery.records, recovery.torn_bytes), (5, 0));
         assert_eq!(contents(&store), expected);
         // Converted before the first append: every record as it was, in
-        // the same order, under the new file's salt.
+        // the same order, each put numbered, under the new file's salt,
+        // its mark the last put's number.
         let bytes = records_of(&path.0);
-        assert_eq!(bytes, oracle::journal(Rules::V4(salt_of(&bytes)), &history));
+        let history = numbered(&history);
+        assert_eq!(bytes, oracle::journal(rules_of(&bytes), &history));
+        assert_eq!(mark_of(&bytes), 4);
         store.create(new(4, "after")).unwrap();
     }
     let (store, recovery) = path.open().unwrap();
@@ -184,7 +205,7 @@ fn a_version_1_journal_is_replayed_then_converted_to_version_4() {
 /// Versions 2 and 3 are read by their own rules, a torn tail cut, then
 /// converted before the first append, as version 1 is.
 #[test]
-fn version_2_and_3_journals_are_replayed_then_converted_to_version_4() {
+fn version_2_and_3_journals_are_replayed_then_converted_to_version_5() {
     let history = history();
     for old in [Rules::V2([5; 8]), Rules::V3([5; 8])] {
         version_2_or_3_converted(old, &history);
@@ -212,10 +233,8 @@ fn version_2_or_3_converted(old: Rules, history: &[oracle::Change]) {
             let bytes = records_of(&path.0);
             let salt = salt_of(&bytes);
             assert_ne!(salt, [5; 8], "a fresh salt");
-            assert_eq!(
-                bytes,
-                oracle::journal(Rules::V4(salt), &history[..records as usize])
-            );
+            let history = numbered(&history[..records as usize]);
+            assert_eq!(bytes, oracle::journal(rules_of(&bytes), &history));
             store.create(new(4, "after")).unwrap();
         }
         let (store, recovery) = path.open().unwrap();
@@ -239,15 +258,13 @@ fn a_torn_version_1_tail_is_cut_by_the_conversion() {
         );
         assert_eq!(store.get(1), Some(plant("fern", None)), "cut at {cut}");
         let bytes = records_of(&path.0);
-        assert_eq!(
-            bytes,
-            oracle::journal(Rules::V4(salt_of(&bytes)), &history[..4])
-        );
+        let history = numbered(&history[..4]);
+        assert_eq!(bytes, oracle::journal(rules_of(&bytes), &history));
     }
 }
 
 #[test]
-fn an_empty_version_1_journal_becomes_an_empty_version_4_one() {
+fn an_empty_version_1_journal_becomes_an_empty_version_5_one() {
     let path = TempFile::new("v1-empty");
     fs::write(&path.0, b"PLANTSJ1").unwrap();
     let (store, recovery) = path.open().unwrap();
@@ -256,7 +273,7 @@ fn an_empty_version_1_journal_becomes_an_empty_version_4_one() {
         (0, 0, 0)
     );
     let bytes = records_of(&path.0);
-    assert_eq!(bytes, oracle::journal(Rules::V4(salt_of(&bytes)), &[]));
+    assert_eq!(bytes, oracle::journal(rules_of(&bytes), &[]));
 }
 
 #[test]
@@ -289,7 +306,8 @@ fn a_conversion_interrupted_before_its_rename_is_done_again() {
     assert_eq!(store.len(), 2);
     assert!(!journal::compact_path(&path.0).exists());
     let bytes = records_of(&path.0);
-    assert_eq!(bytes, oracle::journal(Rules::V4(salt_of(&bytes)), &history));
+    let history = numbered(&history);
+    assert_eq!(bytes, oracle::journal(rules_of(&bytes), &history));
 }
 
 #[test]
@@ -354,7 +372,7 @@ fn a_header_alone_that_fails_its_check_starts_a_fresh_journal() {
     store.create(new(1, "fern")).unwrap();
     drop(store);
     header = fs::read(&path.0).unwrap();
-    assert_ne!(&header[8..24], &[0; 16]);
+    assert_ne!(salt_of(&header), [0; 8], "a fresh, whole header");
     let (store, _) = path.open().unwrap();
     assert_eq!(store.len(), 1);
 }
