@@ -399,7 +399,11 @@ fn recover(file: &[u8]) -> (Outcome, Plants) {
             let zeros = file[valid_len as usize..].iter().all(|&b| b == 0);
             let batched = matches!(version, Some(Version::V4(_) | Version::V5(_)));
             assert_eq!(zeroed, batched && zeros, "zeros after the records");
-            assert_eq!(high, high_water(lineage.mark, &changes), "the high-water mark");
+            assert_eq!(
+                high,
+                high_water(lineage.mark, &changes),
+                "the high-water mark"
+            );
             let rules = version.map(|version| match version {
                 Version::V1 => Rules::V1,
                 Version::V2(salt) => Rules::V2(salt),
